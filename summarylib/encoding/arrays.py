@@ -1,0 +1,141 @@
+"""User data to Python floats and numpy arrays, without importing any framework.
+
+Accepted everywhere: Python numbers and sequences, numpy scalars and arrays,
+and framework tensors (torch, JAX, TensorFlow, CuPy...) through the
+``__array__`` protocol or ``numpy()``/``item()``/``__float__``. Zero-argument
+callables are called first, so expensive values can be computed only when a
+summary is actually recorded.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["as_array", "evaluate", "f32_bytes", "scalar_float", "shape_of"]
+
+_pack_f = struct.Struct("<f").pack
+
+
+def evaluate(data: Any) -> Any:
+    """Call ``data`` if it is a zero-argument callable (lazy values), else return it."""
+    if callable(data) and not hasattr(data, "__array__") and not hasattr(data, "shape"):
+        return data()
+    return data
+
+
+def shape_of(data: Any) -> tuple[int, ...] | None:
+    """The shape of an array-like, or None if it has no ``shape`` attribute."""
+    shape = getattr(data, "shape", None)
+    if shape is None:
+        return None
+    try:
+        return tuple(int(d) for d in shape)
+    except TypeError:
+        return None
+
+
+def scalar_float(data: Any, where: str, arg: str = "data") -> float:
+    """Return a rank-0 real number as a Python float.
+
+    Accepts bool, int, float, numpy scalars and 0-d arrays, and 0-d tensors of
+    any framework (via ``__float__``, ``item()`` or ``__array__``).
+
+    Raises:
+      TypeError: not a real number (strings, complex numbers, objects).
+      ValueError: not rank 0 (e.g. shape ``(3,)`` or even ``(1,)``).
+    """
+    data = evaluate(data)
+    t = type(data)
+    if t is float:
+        return data  # type: ignore[no-any-return]
+    if t is int or t is bool:
+        try:
+            return float(data)
+        except OverflowError:
+            raise ValueError(f"{where}: {arg!r} is too large for a float: {data}") from None
+    if isinstance(data, (str, bytes, bytearray)):
+        raise TypeError(f"{where}: {arg!r} must be a real number, got {t.__name__} {data!r}")
+    shape = shape_of(data)
+    if shape is not None and len(shape) != 0:
+        raise ValueError(f"{where}: {arg!r} must be a scalar (rank 0), got shape {shape}")
+    dtype = getattr(data, "dtype", None)
+    if dtype is not None:
+        kind = getattr(dtype, "kind", None)
+        if kind is not None and kind not in "biuf":
+            raise TypeError(
+                f"{where}: {arg!r} must be a real number, got an array of dtype {dtype}"
+            )
+        if getattr(dtype, "is_complex", False):
+            raise TypeError(f"{where}: {arg!r} must be a real number, got dtype {dtype}")
+    if isinstance(data, complex):
+        raise TypeError(f"{where}: {arg!r} must be a real number, got complex {data!r}")
+    try:
+        return float(data)
+    except (TypeError, ValueError):
+        pass
+    if hasattr(data, "__array__"):
+        arr = as_array(data, where, arg)
+        if arr.ndim != 0:
+            raise ValueError(f"{where}: {arg!r} must be a scalar (rank 0), got shape {arr.shape}")
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"{where}: {arg!r} must be a real number, got dtype {arr.dtype}")
+        return float(arr)
+    if isinstance(data, (list, tuple)):
+        raise ValueError(
+            f"{where}: {arg!r} must be a scalar (rank 0), got a {t.__name__} of length {len(data)}"
+        )
+    raise TypeError(f"{where}: {arg!r} must be a real number, got {t.__name__}")
+
+
+def f32_bytes(value: float) -> bytes:
+    """``value`` as 4 little-endian float32 bytes; out-of-range values become ±inf.
+
+    ``struct`` refuses finite values that round to infinity; numpy (and so
+    TensorFlow's cast) gives infinity, which is what we store.
+    """
+    try:
+        return _pack_f(value)
+    except OverflowError:
+        return _pack_f(math.copysign(math.inf, value))
+
+
+def as_array(data: Any, where: str, arg: str = "data", dtype: Any = None) -> np.ndarray:
+    """Convert user data to a numpy array without importing its framework.
+
+    Framework tensors that live on an accelerator or track gradients are
+    converted through ``detach().cpu().numpy()`` when plain ``__array__``
+    refuses them (torch does, for tensors that require grad).
+    """
+    import numpy as np
+
+    data = evaluate(data)
+    try:
+        return np.asarray(data, dtype=dtype)
+    except (TypeError, RuntimeError, ValueError) as first:
+        converted = _via_framework(data)
+        if converted is not None:
+            try:
+                return np.asarray(converted, dtype=dtype)
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"{where}: cannot convert {arg!r} to an array: {e}") from e
+        raise TypeError(
+            f"{where}: cannot convert {arg!r} ({type(data).__name__}) to an array: {first}"
+        ) from first
+
+
+def _via_framework(data: Any) -> Any:
+    # torch: tensors that require grad or live on a GPU refuse __array__.
+    for chain in (("detach", "cpu", "numpy"), ("cpu", "numpy"), ("numpy",)):
+        obj = data
+        try:
+            for attr in chain:
+                obj = getattr(obj, attr)()
+        except Exception:
+            continue
+        return obj
+    return None

@@ -1,0 +1,64 @@
+"""The exceptions summarylib raises.
+
+Every exception summarylib raises on purpose derives from :class:`SummaryError`
+and, where one fits, from the matching builtin, so existing ``except`` clauses
+keep working::
+
+    SummaryError(Exception)
+     ├── DataLossError(SummaryError, OSError)       corrupt or unreadable event data
+     ├── WriterClosedError(SummaryError, RuntimeError)  use of a closed writer
+     └── WriteFailedError(SummaryError, OSError)    background I/O failed (names the file)
+
+Bad arguments raise plain ``TypeError``/``ValueError`` whose message names the
+function, the argument and what was wrong, e.g.
+``ValueError: scalar: 'data' must be rank 0, got shape (3,)``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DataLossError", "SummaryError", "WriteFailedError", "WriterClosedError"]
+
+
+class SummaryError(Exception):
+    """Base class of every error summarylib raises on purpose."""
+
+
+class DataLossError(SummaryError, OSError):
+    """An event file holds a corrupt record.
+
+    Attributes:
+      path: the file that holds the record.
+      offset: byte offset of the start of the bad record.
+    """
+
+    def __init__(self, path: str, offset: int, reason: str) -> None:
+        super().__init__(f"{path}: {reason} at offset {offset}")
+        self.path = path
+        self.offset = offset
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[type[DataLossError], tuple[str, int, str]]:
+        return (type(self), (self.path, self.offset, self.reason))
+
+
+class WriterClosedError(SummaryError, RuntimeError):
+    """A summary was written to, or a context entered on, a closed writer."""
+
+
+class WriteFailedError(SummaryError, OSError):
+    """Writing events to their output failed in the background.
+
+    Raised on the next summary call, ``flush()`` or ``close()`` after the
+    failure. The events of the failed batch are lost (they were never
+    acknowledged by a ``flush()``); events written before stay intact.
+
+    Attributes:
+      path: the output (file) that failed.
+    """
+
+    def __init__(self, path: str, cause: BaseException) -> None:
+        errno = getattr(cause, "errno", None)
+        super().__init__(f"summarylib could not write to {path}: {cause}")
+        self.errno = errno
+        self.path = path
+        self.filename = path

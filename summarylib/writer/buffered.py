@@ -1,0 +1,416 @@
+"""The buffered writer resource: events in, TFRecords out, I/O off the caller's thread.
+
+Callers append serialized ``Event`` payloads. A background thread frames them
+(TFRecord + masked CRC-32C) and writes them to an :class:`Output`.
+
+Flush policy (as ``tf.summary``'s file writer):
+
+* when more than ``max_queue`` events are pending;
+* at most ``flush_secs`` after the last flush, even if nobody writes again;
+* on ``flush()`` and ``close()`` (both wait until the data is written);
+* at interpreter exit and when the owning writer is garbage collected (the
+  owner arranges that through :func:`weakref.finalize`).
+
+The buffer is bounded in **bytes** (``max_buffer_bytes``). When it is full the
+caller waits for the background thread: nothing is ever dropped to make room.
+
+Errors raised by the output in the background are parked and raised on the
+caller's thread by the next ``append``, ``flush`` or ``close`` as
+:class:`~summarylib.errors.WriteFailedError` (naming the file), or turned into a
+warning with ``on_error="warn"``. The batch that failed is dropped and the
+file is cut back to its last whole record, so what was written before stays
+readable. Waits are timed and check that the thread is alive: a dead thread
+never hangs the caller.
+
+After ``fork()`` the child drops the parent's pending events (the parent
+writes them) and opens its own file on first use.
+
+Hot-path design: ``append`` takes one uncontended lock, appends to a list and
+compares its length with ``_trigger``. Everything else (waking the thread,
+byte accounting, the bound, parked errors, closed state, fork) lives in the
+slow paths, which run only when the list length passes ``_trigger`` or when
+``_trigger`` is negative.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import warnings
+import weakref
+from collections.abc import Callable
+from typing import Literal
+
+from summarylib.errors import SummaryError, WriteFailedError, WriterClosedError
+from summarylib.writer.output import Output
+from summarylib.writer.records import frame_many
+
+__all__ = ["BufferedEventWriter", "OnError"]
+
+OnError = Literal["raise", "warn"]
+
+# Payloads above this size are accounted at once; smaller ones are summed in
+# batches every _CHECK_EVERY appends, which keeps the scalar path lean.
+_LARGE_PAYLOAD = 4096
+_CHECK_EVERY = 256
+# Blocks handed to the output stay under glibc's mmap threshold (128 KiB):
+# bigger short-lived buffers are mmapped and unmapped on every write.
+_BLOCK_BYTES = 96 * 1024
+# How often waiting callers re-check that the background thread is alive.
+_POLL_SECS = 0.05
+
+_live: weakref.WeakSet[BufferedEventWriter] = weakref.WeakSet()
+
+
+class BufferedEventWriter:
+    """A thread-safe, bounded, background-flushed event record writer.
+
+    Args:
+      open_output: returns a fresh output whose first record (the file
+        version event) is already written. Called once now, and again in a
+        forked child on first use.
+      max_queue: flush when more than this many events are pending (>= 0).
+      flush_secs: flush pending events at most this long after the last flush.
+      max_buffer_bytes: bound on pending payload bytes; callers wait above it.
+      on_error: "raise" to raise background errors on the caller's next call,
+        "warn" to warn and keep going.
+      fsync: also ``fsync`` after every background flush (``close()`` always
+        syncs).
+    """
+
+    def __init__(
+        self,
+        open_output: Callable[[], Output],
+        *,
+        max_queue: int,
+        flush_secs: float,
+        max_buffer_bytes: int,
+        on_error: OnError = "raise",
+        fsync: bool = False,
+    ) -> None:
+        self._open_output = open_output
+        self._max_queue = max_queue if flush_secs > 0 else 0
+        self._flush_secs = flush_secs
+        self._max_buffer_bytes = max_buffer_bytes
+        self._on_error = on_error
+        self._fsync = fsync
+        self._output: Output | None = open_output()
+        self.name = self._output.name
+        #: Per-file state of the encoders (tags whose metadata is written,
+        #: cached scalar prefixes); cleared whenever a new file is opened.
+        self.scalar_prefixes: dict[str, bytes] = {}
+        self.tags_with_metadata: set[str] = set()
+        self._init_state()
+        self._closed = False
+        _live.add(self)
+
+    def _init_state(self) -> None:
+        self._lock = threading.Lock()
+        self._work = threading.Condition(self._lock)  # the thread waits here
+        self._progress = threading.Condition(self._lock)  # callers wait here
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self._counted = 0  # entries of _pending already summed into _pending_bytes
+        self._base_trigger = min(self._max_queue, _CHECK_EVERY)
+        self._trigger = 0  # the first append starts the thread
+        self._taken = 0  # events handed to the thread, ever
+        self._written = 0  # events the thread finished with, ever
+        self._wake_requested = False
+        self._sync_requested = False
+        self._closing = False
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._last_flush = time.monotonic()
+
+    # ------------------------------------------------------------------
+    # Caller side
+    # ------------------------------------------------------------------
+    def append(self, payload: bytes) -> None:
+        """Queue one serialized Event. Thread-safe.
+
+        Raises:
+          WriterClosedError: the writer is closed.
+          WriteFailedError: an earlier background write failed (once per failure).
+        """
+        lock = self._lock
+        lock.acquire()
+        try:
+            if self._trigger < 0:
+                self._before_append()
+            pending = self._pending
+            pending.append(payload)
+            if len(pending) > self._trigger or len(payload) > _LARGE_PAYLOAD:
+                self._after_append()
+        finally:
+            lock.release()
+
+    def _before_append(self) -> None:
+        # Slow path, lock held: closed, or an error is parked.
+        if self._closed or self._closing:
+            raise WriterClosedError(f"summary writer for {self.name} is closed")
+        self._surface_error()
+        self._trigger = 0
+
+    def _after_append(self) -> None:
+        # Slow path, lock held: account bytes, start or wake the thread, bound.
+        pending = self._pending
+        n = len(pending)
+        if self._counted < n:
+            self._pending_bytes += sum(map(len, pending[self._counted :]))
+            self._counted = n
+        if self._thread is None:
+            self._start_thread()
+        if n > self._max_queue:
+            self._wake()
+        if self._pending_bytes > self._max_buffer_bytes:
+            self._wait_for_room()
+        n = len(self._pending)
+        if self._error is not None or self._closing:
+            self._trigger = -1  # the next append raises (or warns) first
+        elif n <= self._max_queue:
+            self._trigger = min(self._max_queue, n + _CHECK_EVERY)
+        else:
+            self._trigger = n + _CHECK_EVERY
+
+    def _wait_for_room(self) -> None:
+        # The caller waits (nothing is dropped) until the thread has written
+        # enough; an error or a dead thread ends the wait with an exception.
+        self._wake()
+        while self._pending_bytes > self._max_buffer_bytes:
+            self._check_thread()
+            if self._error is not None:
+                # A write failed: stop waiting; the next call reports it
+                # before it appends anything.
+                return
+            self._progress.wait(_POLL_SECS)
+
+    def _wake(self) -> None:
+        if not self._wake_requested:
+            self._wake_requested = True
+            self._work.notify()
+
+    def _start_thread(self) -> None:
+        t = threading.Thread(target=self._run, name=f"summarylib-writer:{self.name}", daemon=True)
+        self._thread = t
+        t.start()
+
+    def _check_thread(self) -> None:
+        t = self._thread
+        if t is not None and not t.is_alive() and self._error is None:
+            self._error = SummaryError(f"summarylib's writer thread for {self.name} died")
+
+    def _surface_error(self) -> None:
+        err = self._error
+        if err is None:
+            return
+        self._error = None
+        if not self._closing and not self._closed:
+            self._trigger = 0
+        if self._on_error == "warn":
+            warnings.warn(str(err), RuntimeWarning, stacklevel=2)
+            return
+        raise err
+
+    def flush(self, timeout: float | None = None, *, sync: bool = False) -> None:
+        """Write every event appended before this call; return when it is written.
+
+        Args:
+          timeout: give up waiting after this many seconds (``TimeoutError``).
+          sync: also ``fsync`` the output once the events are written.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            if self._closed:
+                return
+            target = self._taken + len(self._pending)
+            if target > self._written or sync:
+                if self._thread is None:
+                    self._start_thread()
+                self._sync_requested = self._sync_requested or sync
+                self._wake_requested = True
+                self._work.notify()
+                # Wait for the batch holding `target`; with sync, for one more
+                # round so the fsync happens after it.
+                while self._written < target or (sync and self._sync_requested):
+                    self._check_thread()
+                    if self._error is not None:
+                        break
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        raise TimeoutError(f"flushing {self.name} took longer than {timeout} s")
+                    self._progress.wait(_POLL_SECS if remaining is None else min(remaining, _POLL_SECS))
+            self._surface_error()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Flush, ``fsync`` and close the output. A second call does nothing.
+
+        Raises the parked background error, if any, after closing.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            if self._closed or self._closing:
+                return
+            self._closing = True
+            self._trigger = -1
+            t = self._thread
+            if t is not None:
+                self._wake_requested = True
+                self._work.notify()
+        if t is not None:
+            t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if t.is_alive():
+                raise TimeoutError(f"closing {self.name} took longer than {timeout} s")
+        leftover = self._pending
+        if leftover and self._error is None:
+            # The thread never ran or died: write what is left from here.
+            self._pending = []
+            self._write_batch(leftover)
+        with self._lock:
+            output, self._output = self._output, None
+            self._closed = True
+            _live.discard(self)
+            try:
+                if output is not None:
+                    try:
+                        if self._error is None:
+                            output.flush()
+                            output.sync()
+                    finally:
+                        output.close()
+            except Exception as e:
+                if self._error is None:
+                    self._error = WriteFailedError(self.name, e)
+            err, self._error = self._error, None
+        if err is not None:
+            if self._on_error == "warn":
+                warnings.warn(str(err), RuntimeWarning, stacklevel=2)
+            else:
+                raise err
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` has finished."""
+        return self._closed
+
+    # ------------------------------------------------------------------
+    # Background thread
+    # ------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as e:  # pragma: no cover - a bug; never hang waiters
+            with self._lock:
+                self._error = SummaryError(f"summarylib's writer thread for {self.name} died: {e!r}")
+                self._trigger = -1
+                self._progress.notify_all()
+            raise
+
+    def _loop(self) -> None:
+        lock = self._lock
+        while True:
+            with lock:
+                batch, sync, stop = self._next_batch()
+            if batch:
+                self._write_batch(batch)
+            if sync and self._error is None and self._output is not None:
+                try:
+                    self._output.sync()
+                except Exception as e:
+                    with lock:
+                        self._error = WriteFailedError(self.name, e)
+            with lock:
+                self._written += len(batch)
+                if sync:
+                    self._sync_requested = False
+                self._last_flush = time.monotonic()
+                if self._error is not None:
+                    self._trigger = -1
+                self._progress.notify_all()
+                if stop:
+                    return
+
+    def _next_batch(self) -> tuple[list[bytes], bool, bool]:
+        # Lock held. Wait until there is a reason to write, then take the batch.
+        while True:
+            if self._closing:
+                break
+            if self._wake_requested:
+                break
+            if self._pending:
+                wait = self._last_flush + self._flush_secs - time.monotonic()
+                if wait <= 0:
+                    break
+            else:
+                wait = self._flush_secs
+            self._work.wait(min(wait, threading.TIMEOUT_MAX))
+        batch = self._pending
+        self._pending = []
+        self._pending_bytes = 0
+        self._counted = 0
+        self._taken += len(batch)
+        self._wake_requested = False
+        if not self._closing and self._error is None:
+            self._trigger = self._base_trigger
+        sync = self._sync_requested or (self._fsync and bool(batch))
+        return batch, sync, self._closing
+
+    def _write_batch(self, batch: list[bytes]) -> None:
+        # Frames and writes in blocks; on failure, parks the error and drops
+        # the rest of the batch (never acknowledged, so nothing is lost that
+        # a flush() returned for).
+        try:
+            out = self._output
+            if out is None:
+                out = self._reopen()
+            start = 0
+            n = len(batch)
+            while start < n:
+                end = start
+                size = 0
+                while end < n and (size < _BLOCK_BYTES or end == start):
+                    size += len(batch[end]) + 16
+                    end += 1
+                out.write(frame_many(batch[start:end]))
+                start = end
+            out.flush()
+        except Exception as e:
+            with self._lock:
+                self._error = WriteFailedError(self.name, e)
+                self._trigger = -1
+
+    def _reopen(self) -> Output:
+        # First use in a forked child: a new file of our own.
+        out = self._open_output()
+        with self._lock:
+            self._output = out
+            self.name = out.name
+        return out
+
+    # ------------------------------------------------------------------
+    # fork()
+    # ------------------------------------------------------------------
+    def _after_fork_in_child(self) -> None:
+        # Only the forking thread exists now; the locks may be held by threads
+        # that are gone, so everything is rebuilt. The parent's pending events
+        # stay with the parent (it writes them); its descriptor is dropped.
+        if self._closed:
+            return
+        out, self._output = self._output, None
+        if out is not None:
+            try:
+                out.discard()
+            except Exception:
+                pass
+        self.scalar_prefixes = {}
+        self.tags_with_metadata = set()
+        self._init_state()
+
+
+def _reset_after_fork() -> None:
+    for w in list(_live):
+        w._after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)

@@ -1,0 +1,164 @@
+"""Thread-local summary context: default writer, default step, record_if, name scope.
+
+These follow ``tf.summary``: each thread has its own default writer and step;
+a thread that never set one has none. Ops read this context on every call, so
+its attributes are plain class-level defaults on a ``threading.local`` (a
+missing per-thread value falls back to the class attribute without a lookup
+failure).
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, SupportsIndex, Union
+
+if TYPE_CHECKING:
+    from summarylib.writer.file_writer import SummaryWriter
+
+__all__ = [
+    "Condition",
+    "State",
+    "condition_holds",
+    "state",
+    "Step",
+    "check_step",
+    "get_step",
+    "name_scope",
+    "record_if",
+    "set_step",
+    "should_record_summaries",
+]
+
+#: A step: an ``int`` or anything with ``__index__`` (numpy integers, 0-d
+#: integer tensors). It is read again on every op, so a mutable counter works.
+Step = Union[int, SupportsIndex]
+#: A recording condition: a bool, or a zero-argument callable returning one.
+Condition = Union[bool, Callable[[], Any]]
+
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+
+
+class State:
+    """One thread's summary context. Ops read it on every call."""
+
+    __slots__ = ("condition", "scope", "step", "writer")
+
+    def __init__(self) -> None:
+        self.writer: SummaryWriter | None = None
+        self.step: Step | None = None
+        self.condition: Condition = True
+        self.scope = ""  # "" or a prefix ending in "/"
+
+
+class _Local(threading.local):
+    def __init__(self) -> None:
+        # Runs once per thread, on that thread's first access.
+        self.state = State()
+
+
+_local = _Local()
+
+
+def state() -> State:
+    """The calling thread's context (ops inline ``_local.state`` instead)."""
+    return _local.state
+
+
+def check_step(step: object, where: str) -> int:
+    """Return ``step`` as an int64-range ``int``, or raise naming ``where``.
+
+    Accepts ``int`` and objects with ``__index__`` (numpy integers, 0-d integer
+    tensors); rejects ``bool``, floats and anything else.
+    """
+    if type(step) is int:
+        value = step
+    else:
+        if isinstance(step, bool) or step is None:
+            raise TypeError(f"{where}: 'step' must be an integer, got {step!r}")
+        try:
+            value = operator.index(step)  # type: ignore[arg-type]
+        except TypeError:
+            raise TypeError(
+                f"{where}: 'step' must be an integer, got {type(step).__name__} {step!r}"
+            ) from None
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise ValueError(f"{where}: 'step' must fit in int64, got {value}")
+    return value
+
+
+def set_step(step: Step | None) -> None:
+    """Set this thread's default step (``None`` unsets it).
+
+    The value is validated now and read again by every op, so an object whose
+    ``__index__`` changes (a counter tensor updated in place) is followed.
+    """
+    if step is not None:
+        check_step(step, "set_step")
+    _local.state.step = step
+
+
+def get_step() -> Step | None:
+    """This thread's default step, or ``None``."""
+    return _local.state.step
+
+
+@contextmanager
+def record_if(condition: Condition) -> Iterator[None]:
+    """Record summaries inside the block only when ``condition`` holds.
+
+    ``condition`` is a bool or a zero-argument callable, called by each op (so
+    ``record_if(lambda: step % 100 == 0)`` works). A nested ``record_if``
+    replaces the outer condition (it does not AND with it); the outer one is
+    restored on exit.
+    """
+    if not callable(condition):
+        condition = bool(condition)
+    st = _local.state
+    saved = st.condition
+    st.condition = condition
+    try:
+        yield
+    finally:
+        st.condition = saved
+
+
+def should_record_summaries() -> bool:
+    """True when an op called now would record: a writer is set and the condition holds."""
+    st = _local.state
+    if st.writer is None:
+        return False
+    return condition_holds(st.condition)
+
+
+def condition_holds(cond: Condition) -> bool:
+    """Evaluate a recording condition (calls it if it is callable)."""
+    if cond is True:
+        return True
+    if cond is False:
+        return False
+    return bool(cond())  # type: ignore[operator]
+
+
+@contextmanager
+def name_scope(name: str) -> Iterator[str]:
+    """Prefix the tags of ops inside the block with ``name/``.
+
+    Scopes nest (``a/b/loss``). A name ending in ``/`` replaces the current
+    scope instead of nesting, as in TensorFlow; ``"/"`` alone clears it.
+    Yields the new prefix.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name_scope: 'name' must be a str, got {type(name).__name__}")
+    if not name:
+        raise ValueError("name_scope: 'name' must be a non-empty string")
+    st = _local.state
+    saved = st.scope
+    st.scope = ("" if name == "/" else name) if name.endswith("/") else saved + name + "/"
+    try:
+        yield st.scope
+    finally:
+        st.scope = saved

@@ -1,0 +1,391 @@
+"""The public writer: ``create_file_writer``, ``SummaryWriter`` and the no-op writer."""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any
+
+from summarylib.encoding.events import file_version_event
+from summarylib.errors import WriteFailedError, WriterClosedError
+from summarylib.writer.buffered import BufferedEventWriter, OnError
+from summarylib.writer.context import Step, _local, check_step
+from summarylib.writer.naming import normalize_suffix
+from summarylib.writer.output import Output, open_event_file
+from summarylib.writer.records import frame
+
+__all__ = [
+    "DEFAULT_FLUSH_MILLIS",
+    "DEFAULT_MAX_BUFFER_BYTES",
+    "DEFAULT_MAX_QUEUE",
+    "SOURCE_WRITER",
+    "SummaryWriter",
+    "create_file_writer",
+    "create_noop_writer",
+    "create_writer",
+    "flush",
+]
+
+DEFAULT_MAX_QUEUE = 10
+DEFAULT_FLUSH_MILLIS = 120_000
+DEFAULT_MAX_BUFFER_BYTES = 16 << 20
+#: ``Event.source_metadata.writer`` of the first event of every file.
+SOURCE_WRITER = "summarylib"
+#: How long interpreter exit (or garbage collection) waits for a writer to
+#: finish writing before giving up with a warning.
+EXIT_TIMEOUT_SECS = 30.0
+
+
+class SummaryWriter:
+    """Writes summaries to one event file. Create with :func:`create_file_writer`.
+
+    Ops (``scalar``, ``histogram``, ...) write to the *default* writer of the
+    calling thread; make a writer the default with :meth:`as_default` (a
+    context manager) or :meth:`set_as_default`. ``with writer:`` is
+    ``as_default()`` and closes the writer on exit.
+
+    All methods are thread-safe. A writer can be pickled: unpickling creates
+    a new writer on the same logdir with the same settings (a new file).
+    """
+
+    def __init__(
+        self,
+        resource: BufferedEventWriter | None,
+        logdir: str | None,
+        settings: dict[str, Any],
+    ) -> None:
+        self._resource = resource
+        self._logdir = logdir
+        self._settings = settings
+        self._context_stack: list[Any] = []
+        if resource is not None:
+            self._finalizer = weakref.finalize(self, _close_quietly, resource)
+
+    # -- the context --------------------------------------------------------
+    @contextmanager
+    def as_default(self, step: Step | None = None) -> Iterator[SummaryWriter]:
+        """Make this the calling thread's default writer inside the block.
+
+        Args:
+          step: if not None, also the default step inside the block.
+
+        On exit the writer is flushed, then the previous default writer (and,
+        if ``step`` was given, the previous default step) is restored.
+
+        Raises:
+          WriterClosedError: the writer is closed.
+        """
+        self._check_open("as_default")
+        if step is not None:
+            check_step(step, "as_default")
+        st = _local.state
+        saved_writer, saved_step = st.writer, st.step
+        st.writer = self._as_context_writer()
+        if step is not None:
+            st.step = step
+        try:
+            yield self
+        finally:
+            st.writer = saved_writer
+            if step is not None:
+                st.step = saved_step
+            self.flush()
+
+    def set_as_default(self, step: Step | None = None) -> None:
+        """Make this the calling thread's default writer until changed.
+
+        Args:
+          step: if not None, also set the thread's default step.
+        """
+        self._check_open("set_as_default")
+        if step is not None:
+            check_step(step, "set_as_default")
+            _local.state.step = step
+        _local.state.writer = self._as_context_writer()
+
+    def _as_context_writer(self) -> SummaryWriter | None:
+        return self
+
+    def __enter__(self) -> SummaryWriter:
+        cm = self.as_default()
+        cm.__enter__()
+        self._context_stack.append(cm)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        cm = self._context_stack.pop()
+        try:
+            cm.__exit__(exc_type, exc, tb)
+        finally:
+            self.close()
+
+    # -- lifecycle -----------------------------------------------------------
+    def flush(self, timeout: float | None = None) -> None:
+        """Write everything written so far to the file; return once it is there.
+
+        Data is then safe from a crash of this process (it is in the operating
+        system's hands); ``close()`` also makes it durable with ``fsync``.
+        A flush of a closed writer does nothing.
+
+        Raises:
+          WriteFailedError: a background write failed since the last report.
+          TimeoutError: ``timeout`` seconds passed first.
+        """
+        if self._resource is not None:
+            self._resource.flush(timeout)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Flush, ``fsync`` and close the file. Closing twice does nothing.
+
+        After ``close()`` ops writing to this writer raise
+        :class:`~summarylib.errors.WriterClosedError`.
+        """
+        if self._resource is not None:
+            self._finalizer.detach()
+            self._resource.close(timeout)
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` has run."""
+        return self._resource is not None and self._resource.closed
+
+    @property
+    def logdir(self) -> str | None:
+        """The directory this writer writes to (None for the no-op writer)."""
+        return self._logdir
+
+    @property
+    def path(self) -> str | None:
+        """The event file currently written (None for the no-op writer)."""
+        return None if self._resource is None else self._resource.name
+
+    def _check_open(self, where: str) -> None:
+        if self.closed:
+            raise WriterClosedError(f"{where}: the summary writer for {self.path} is closed")
+
+    # -- what ops use ------------------------------------------------------
+    def _append(self, payload: bytes) -> None:
+        """Queue one serialized Event (ops call this)."""
+        self._resource.append(payload)  # type: ignore[union-attr]
+
+    # -- pickling ------------------------------------------------------------
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self._resource is None:
+            return (create_noop_writer, ())
+        if self._logdir is None:
+            raise TypeError("a writer to a custom Output cannot be pickled")
+        return (_reopen, (self._logdir, self._settings))
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<SummaryWriter {state} path={self.path!r}>"
+
+
+class _NoopWriter(SummaryWriter):
+    """A writer that records nothing: while it is the default, ops return False."""
+
+    def __init__(self) -> None:
+        super().__init__(None, None, {})
+
+    def _as_context_writer(self) -> SummaryWriter | None:
+        # Ops treat "no default writer" as "do nothing"; that is all a no-op
+        # writer has to be.
+        return None
+
+    def __repr__(self) -> str:
+        return "<SummaryWriter noop>"
+
+
+def create_file_writer(
+    logdir: str | os.PathLike[str],
+    max_queue: int | None = None,
+    flush_millis: int | None = None,
+    filename_suffix: str | None = None,
+    name: str | None = None,
+    *,
+    max_buffer_bytes: int | None = None,
+    on_error: OnError = "raise",
+    fsync: bool = False,
+) -> SummaryWriter:
+    """Create a writer of a new event file in ``logdir``.
+
+    The directory is created if missing. The new file,
+    ``events.out.tfevents.<secs>.<host>.<pid>.<n><suffix>``, holds its first
+    event (``file_version="brain.Event:2"``, ``source_metadata.writer =
+    "summarylib"``) on disk when this returns. Every call makes a new file.
+
+    Events are written by a background thread: when more than ``max_queue``
+    are pending, at most ``flush_millis`` after the previous write, and on
+    ``flush()``, exit of ``as_default()``, ``close()``, garbage collection and
+    interpreter exit.
+
+    Args:
+      logdir: a local directory.
+      max_queue: flush when more than this many events are pending (default 10).
+      flush_millis: flush pending events at most this long after the last flush
+        (default 120000).
+      filename_suffix: file name suffix (default ``".v2"``; a "." is prepended
+        if missing).
+      name: accepted for ``tf.summary`` compatibility; unused.
+      max_buffer_bytes: bound on event bytes waiting to be written (default
+        16 MiB). When full, the caller waits; nothing is dropped.
+      on_error: what a failed background write does: ``"raise"`` (default) raises
+        :class:`~summarylib.errors.WriteFailedError` from the next call, flush
+        or close; ``"warn"`` issues a ``RuntimeWarning`` and keeps going.
+      fsync: ``fsync`` after every background flush, so flushed data survives
+        power loss, not only a crash of the process. ``close()`` always syncs.
+
+    Raises:
+      ValueError, TypeError: a bad argument (named in the message).
+      WriteFailedError: the directory or file cannot be created or written.
+    """
+    del name
+    if logdir is None:
+        raise ValueError("create_file_writer: 'logdir' is required, got None")
+    if not isinstance(logdir, (str, os.PathLike)):
+        raise TypeError(
+            f"create_file_writer: 'logdir' must be a path, got {type(logdir).__name__}"
+        )
+    path = os.fspath(logdir)
+    if not isinstance(path, str) or not path:
+        raise ValueError(f"create_file_writer: 'logdir' must be a non-empty path, got {logdir!r}")
+    if "://" in path:
+        raise ValueError(
+            f"create_file_writer: only local directories are supported, got {path!r}"
+        )
+    settings = _settings(
+        "create_file_writer", max_queue, flush_millis, max_buffer_bytes, on_error, fsync
+    )
+    settings["filename_suffix"] = normalize_suffix(filename_suffix)
+    suffix = settings["filename_suffix"]
+    return _open(lambda: open_event_file(path, suffix), path, settings)
+
+
+def create_writer(
+    output: Output,
+    max_queue: int | None = None,
+    flush_millis: int | None = None,
+    *,
+    max_buffer_bytes: int | None = None,
+    on_error: OnError = "raise",
+    fsync: bool = False,
+) -> SummaryWriter:
+    """Create a writer of event records to any :class:`~summarylib.Output`.
+
+    The same as :func:`create_file_writer` (same policy and arguments) but
+    for an output you provide: a :class:`~summarylib.MemoryOutput` in tests,
+    or your own sink. The first event is written to ``output`` at once. Such
+    a writer cannot be pickled, and a forked child keeps writing to the same
+    output object (its own copy of it).
+    """
+    if not isinstance(output, Output):
+        raise TypeError(
+            f"create_writer: 'output' must be a summarylib.Output, got {type(output).__name__}"
+        )
+    settings = _settings("create_writer", max_queue, flush_millis, max_buffer_bytes, on_error, fsync)
+    return _open(lambda: output, None, settings)
+
+
+def _settings(
+    where: str,
+    max_queue: int | None,
+    flush_millis: int | None,
+    max_buffer_bytes: int | None,
+    on_error: str,
+    fsync: bool,
+) -> dict[str, Any]:
+    if on_error not in ("raise", "warn"):
+        raise ValueError(f"{where}: 'on_error' must be 'raise' or 'warn', got {on_error!r}")
+    return {
+        "max_queue": _check_int(where, "max_queue", max_queue, DEFAULT_MAX_QUEUE, minimum=0),
+        "flush_millis": _check_int(
+            where, "flush_millis", flush_millis, DEFAULT_FLUSH_MILLIS, minimum=0
+        ),
+        "max_buffer_bytes": _check_int(
+            where, "max_buffer_bytes", max_buffer_bytes, DEFAULT_MAX_BUFFER_BYTES, minimum=1
+        ),
+        "on_error": on_error,
+        "fsync": bool(fsync),
+    }
+
+
+def _open(
+    make_output: Callable[[], Output], logdir: str | None, settings: dict[str, Any]
+) -> SummaryWriter:
+    def open_output() -> Output:
+        out = make_output()
+        try:
+            out.write(frame(file_version_event(time.time(), SOURCE_WRITER)))
+            out.flush()
+        except BaseException:
+            out.close()
+            raise
+        return out
+
+    try:
+        resource = BufferedEventWriter(
+            open_output,
+            max_queue=settings["max_queue"],
+            flush_secs=settings["flush_millis"] / 1000.0,
+            max_buffer_bytes=settings["max_buffer_bytes"],
+            on_error=settings["on_error"],
+            fsync=settings["fsync"],
+        )
+    except OSError as e:
+        raise WriteFailedError(logdir or "<output>", e) from e
+    return SummaryWriter(resource, logdir, settings)
+
+
+def _reopen(logdir: str, settings: dict[str, Any]) -> SummaryWriter:
+    suffix = settings["filename_suffix"]
+    return _open(lambda: open_event_file(logdir, suffix), logdir, settings)
+
+
+def _check_int(where: str, name: str, value: object, default: int, *, minimum: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{where}: {name!r} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{where}: {name!r} must be >= {minimum}, got {value}")
+    return value
+
+
+def _close_quietly(resource: BufferedEventWriter) -> None:
+    # Runs at garbage collection or interpreter exit: never raise, never hang.
+    try:
+        resource.close(EXIT_TIMEOUT_SECS)
+    except Exception as e:
+        warnings.warn(
+            f"summarylib: closing {resource.name} failed: {e}", RuntimeWarning, stacklevel=1
+        )
+
+
+def create_noop_writer() -> SummaryWriter:
+    """A writer that records nothing.
+
+    While it is the default writer, ops write nothing and return False (as
+    with no default writer). Useful for processes that must not log, e.g.
+    every rank but 0. Unlike TensorFlow's, ``as_default()`` on it *does*
+    replace an outer default writer, so nothing leaks into that one.
+    """
+    return _NoopWriter()
+
+
+def flush(writer: SummaryWriter | None = None) -> None:
+    """Flush ``writer``, or the calling thread's default writer if None."""
+    if writer is None:
+        writer = _local.state.writer
+        if writer is None:
+            return
+    writer.flush()

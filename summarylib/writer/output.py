@@ -1,0 +1,127 @@
+"""Where framed records go: a small ``Output`` interface and two implementations.
+
+An output receives whole blocks of TFRecords and must keep them whole: a
+``write`` that fails may leave nothing of that block behind (``FileOutput``
+truncates back), so a reader never sees a torn record in the middle of a file.
+
+* :class:`FileOutput` appends to a local event file through a raw file
+  descriptor: no user-space buffer, so a crash of the process loses nothing
+  that ``write`` returned for, and a forked child can drop its copy of the
+  descriptor without flushing anyone's data.
+* :class:`MemoryOutput` keeps the bytes in memory, for tests and tools.
+"""
+
+from __future__ import annotations
+
+import abc
+import errno
+import os
+
+from summarylib.writer.naming import event_file_name
+
+__all__ = ["FileOutput", "MemoryOutput", "Output", "open_event_file"]
+
+
+class Output(abc.ABC):
+    """A sink for framed event records.
+
+    Subclasses implement ``write``; ``flush``, ``sync`` and ``close`` default to
+    no-ops. Methods are called from one thread at a time.
+    """
+
+    #: A human-readable name used in error messages (a path for files).
+    name: str = "<output>"
+
+    @abc.abstractmethod
+    def write(self, data: bytes) -> None:
+        """Append ``data`` (one or more whole records), all of it or none."""
+
+    def flush(self) -> None:  # noqa: B027 - optional hook
+        """Make written data visible to readers (a no-op for unbuffered outputs)."""
+
+    def sync(self) -> None:  # noqa: B027 - optional hook
+        """Make written data durable against power loss (e.g. ``fsync``)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources. Called once; no calls follow."""
+
+    def discard(self) -> None:
+        """Drop the output without flushing anything (used in a forked child)."""
+        self.close()
+
+
+class FileOutput(Output):
+    """Append-only writes to a local file through a raw descriptor."""
+
+    def __init__(self, path: str, fd: int) -> None:
+        self.name = path
+        self.path = path
+        self._fd = fd
+        self._size = 0  # bytes known to be on file: always a record boundary
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        written = 0
+        try:
+            while written < len(view):
+                n = os.write(self._fd, view[written:])
+                if n == 0:  # pragma: no cover - a regular file never returns 0
+                    raise OSError(errno.EIO, "write returned 0 bytes")
+                written += n
+        except BaseException:
+            if written:
+                self._truncate_to_last_good()
+            raise
+        self._size += written
+
+    def _truncate_to_last_good(self) -> None:
+        # A partial block would leave a torn record that stops every reader,
+        # so cut the file back to the end of the last whole block.
+        try:
+            os.ftruncate(self._fd, self._size)
+        except OSError:
+            pass
+
+    def sync(self) -> None:
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def discard(self) -> None:
+        self.close()
+
+
+class MemoryOutput(Output):
+    """Keeps written records in memory. ``getvalue()`` returns them."""
+
+    def __init__(self, name: str = "<memory>") -> None:
+        self.name = name
+        self._buf = bytearray()
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self._buf += data
+
+    def getvalue(self) -> bytes:
+        """All bytes written so far."""
+        return bytes(self._buf)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def open_event_file(logdir: str, suffix: str) -> FileOutput:
+    """Create ``logdir`` if needed and a new, exclusively owned event file in it."""
+    os.makedirs(logdir, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(1000):
+        path = os.path.join(logdir, event_file_name(suffix))
+        try:
+            fd = os.open(path, flags, 0o666)
+        except FileExistsError:
+            continue  # the counter moves on with every name; try the next one
+        return FileOutput(path, fd)
+    raise FileExistsError(errno.EEXIST, "could not find a free event file name", logdir)
