@@ -1,0 +1,102 @@
+"""summarylib: write TensorBoard event files from plain Python, in the style of ``tf.summary``.
+
+Usage::
+
+    import summarylib as sl
+
+    writer = sl.create_file_writer("logs/run1")
+    with writer.as_default():
+        for step in range(100):
+            sl.scalar("loss", 1.0 / (step + 1), step=step)
+    writer.close()
+
+Ops write to the calling thread's *default writer*; with none they do nothing
+and return False. See :func:`create_file_writer` for the flush policy and
+``summarylib.reader`` to read files back.
+
+Importing summarylib loads no framework and not even numpy or protobuf: they
+are imported by the first op that needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from summarylib._version import __version__
+from summarylib.errors import DataLossError, SummaryError, WriteFailedError, WriterClosedError
+from summarylib.ops.scalar import scalar, scalar_pb, scalars
+from summarylib.ops.write import write, write_raw_pb
+from summarylib.writer.context import (
+    get_step,
+    name_scope,
+    record_if,
+    set_step,
+    should_record_summaries,
+)
+from summarylib.writer.file_writer import (
+    SummaryWriter,
+    create_file_writer,
+    create_noop_writer,
+    create_writer,
+    flush,
+)
+from summarylib.writer.output import FileOutput, MemoryOutput, Output
+
+if TYPE_CHECKING:
+    from summarylib import graph, reader
+
+__all__ = [
+    "DataLossError",
+    "FileOutput",
+    "MemoryOutput",
+    "Output",
+    "SummaryError",
+    "SummaryWriter",
+    "WriteFailedError",
+    "WriterClosedError",
+    "__version__",
+    "create_file_writer",
+    "create_noop_writer",
+    "create_writer",
+    "flush",
+    "get_step",
+    "graph",
+    "name_scope",
+    "reader",
+    "record_if",
+    "scalar",
+    "scalar_pb",
+    "scalars",
+    "set_step",
+    "should_record_summaries",
+    "write",
+    "write_raw_pb",
+]
+
+# Public names report the public module (as httpx does), so reprs and docs
+# show ``summarylib.SummaryWriter`` rather than a private path.
+for _name in __all__:
+    _obj = globals().get(_name)
+    if _obj is not None and getattr(_obj, "__module__", "").startswith("summarylib."):
+        try:
+            _obj.__module__ = "summarylib"
+        except (AttributeError, TypeError):
+            pass
+del _name, _obj
+
+# Heavier parts load on first use (PEP 562): name -> module.
+_LAZY_MODULES = {"graph": "summarylib.graph", "reader": "summarylib.reader"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY_MODULES.get(name)
+    if module is not None:
+        value = importlib.import_module(module)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'summarylib' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,49 @@
+"""Hand an encoded summary value to a writer, with metadata only where readers need it.
+
+Plugin metadata is written on the first value of each tag in each file only:
+TensorBoard's readers use the first and ignore the rest (format.md §6.5). A
+tag counts as "seen" only once its event was accepted, so a failed call never
+leaves a tag without metadata.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from summarylib.encoding.events import event_bytes, summary_event, value_bytes
+from summarylib.encoding.wire import field_bytes
+
+if TYPE_CHECKING:
+    from summarylib.writer.buffered import BufferedEventWriter
+    from summarylib.writer.file_writer import SummaryWriter
+
+__all__ = ["emit_event_field", "emit_summary", "emit_value"]
+
+
+def _resource(writer: SummaryWriter) -> BufferedEventWriter:
+    res = writer._resource
+    assert res is not None, "ops never see the no-op writer"
+    return res
+
+
+def emit_value(
+    writer: SummaryWriter, tag: str, step: int, tensor: bytes, metadata: bytes | None
+) -> None:
+    """Write one ``Summary.Value`` (serialized ``tensor`` and ``metadata``) as an Event."""
+    res = _resource(writer)
+    first = metadata is not None and tag not in res.tags_with_metadata
+    value = value_bytes(tag, tensor, metadata if first else None)
+    res.append(summary_event(time.time(), step, field_bytes(1, value)))
+    if first:
+        res.tags_with_metadata.add(tag)
+
+
+def emit_summary(writer: SummaryWriter, step: int, summary: bytes) -> None:
+    """Write a serialized ``Summary`` verbatim as one Event."""
+    _resource(writer).append(summary_event(time.time(), step, summary))
+
+
+def emit_event_field(writer: SummaryWriter, step: int, field: bytes) -> None:
+    """Write an Event whose ``what`` is the already encoded ``field`` (e.g. graph_def)."""
+    _resource(writer).append(event_bytes(time.time(), step, field))

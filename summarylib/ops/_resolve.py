@@ -1,0 +1,67 @@
+"""What every op does first: find the writer, check the condition, the tag and the step.
+
+``resolve`` returns None when nothing will be recorded (no default writer, a
+no-op writer, or a false ``record_if``); ops then return False without doing
+any other work, so expensive encoding never runs for nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from summarylib.writer.context import Step, _local, check_step, condition_holds
+
+if TYPE_CHECKING:
+    from summarylib.writer.file_writer import SummaryWriter
+
+__all__ = ["check_tag", "resolve", "resolve_step"]
+
+
+def check_tag(name: object, where: str, arg: str = "name") -> str:
+    """Return ``name`` if it is a non-empty str, else raise naming ``where``/``arg``."""
+    if type(name) is not str:
+        if isinstance(name, str):
+            return str(name)
+        raise TypeError(f"{where}: {arg!r} must be a str, got {type(name).__name__} {name!r}")
+    if not name:
+        raise ValueError(f"{where}: {arg!r} must be a non-empty string")
+    return name
+
+
+def resolve_step(step: Step | None, default: Step | None, where: str) -> int:
+    """The step to write: ``step``, else the default step; raise if neither."""
+    if step is None:
+        step = default
+        if step is None:
+            raise ValueError(
+                f"{where}: no step: pass step=..., or set a default with "
+                "summarylib.set_step() or writer.as_default(step=...)"
+            )
+    return check_step(step, where)
+
+
+def resolve(
+    name: object, step: Step | None, where: str, *, scoped: bool = True
+) -> tuple[SummaryWriter, str, int] | None:
+    """Return ``(writer, tag, step)`` if the op should record now, else None.
+
+    The tag is ``name`` prefixed with the current name scope (unless
+    ``scoped`` is False); ops without a tag pass ``name=None`` (tag "").
+
+    Raises:
+      TypeError, ValueError: a bad ``name`` or ``step``, or no step at all.
+    """
+    st = _local.state
+    writer = st.writer
+    if writer is None:
+        return None
+    cond = st.condition
+    if cond is not True and not condition_holds(cond):
+        return None
+    if name is None:
+        tag = ""
+    else:
+        tag = check_tag(name, where, "tag" if not scoped else "name")
+        if scoped and st.scope:
+            tag = st.scope + tag
+    return writer, tag, resolve_step(step, st.step, where)

@@ -1,0 +1,255 @@
+"""Scalar summaries: one float per step, shown by TensorBoard's Scalars dashboard.
+
+Data contract:
+  * ``data`` is rank 0: a Python bool/int/float, a numpy scalar or 0-d array,
+    or a 0-d framework tensor (read through ``__float__``/``item()``/
+    ``__array__``; the framework is never imported).
+  * It is stored as a rank-0 ``DT_FLOAT`` tensor in ``tensor_content`` (4
+    little-endian bytes), the only scalar form TensorBoard's fast loader
+    accepts. Values beyond float32's range become ±inf; NaN and ±inf are kept.
+  * Plugin metadata (``plugin_name="scalars"``, empty content, ``data_class``
+    unset, as TensorFlow writes it) goes on the first value of each tag in each
+    file only: readers take the first and ignore the rest, and leaving it out
+    saves 13 bytes per event.
+
+Hot path: after the first event of a tag, the Event bytes are a cached
+per-tag prefix plus wall time, step and the 4 value bytes. A property test
+proves they equal the protobuf encoding of ``scalar_pb``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from summarylib.encoding.arrays import f32_bytes, scalar_float
+from summarylib.encoding.events import _STEP_FIELDS, step_field
+from summarylib.encoding.tensor import DT_FLOAT
+from summarylib.encoding.wire import field_bytes, pack_double, pack_float, varint
+from summarylib.ops._resolve import check_tag, resolve_step
+from summarylib.writer.context import Step, _local, condition_holds
+
+if TYPE_CHECKING:
+    from summarylib.proto import summary_pb2
+    from summarylib.writer.buffered import BufferedEventWriter
+
+__all__ = ["PLUGIN_NAME", "create_summary_metadata", "scalar", "scalar_pb", "scalars"]
+
+PLUGIN_NAME = "scalars"
+
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+# Summary.Value.tensor (field 8), 10 bytes long: dtype DT_FLOAT, an empty
+# tensor_shape, then tensor_content of 4 bytes, which follow.
+_TENSOR_FIELD = b"\x42\x0a\x08\x01\x12\x00\x22\x04"
+_PLUGIN_DATA = field_bytes(1, field_bytes(1, PLUGIN_NAME.encode()))
+_METADATA = _PLUGIN_DATA  # SummaryMetadata with no description
+_time = time.time
+
+
+def metadata_bytes(description: str | None = None) -> bytes:
+    """Serialized ``SummaryMetadata`` for a scalar series."""
+    if not description:
+        return _METADATA
+    if not isinstance(description, str):
+        raise TypeError(
+            f"scalar: 'description' must be a str, got {type(description).__name__}"
+        )
+    return _PLUGIN_DATA + field_bytes(3, description.encode("utf-8"))
+
+
+def create_summary_metadata(description: str | None = None) -> summary_pb2.SummaryMetadata:
+    """The ``SummaryMetadata`` TensorBoard expects for scalars."""
+    from summarylib.proto import summary_pb2
+
+    md = summary_pb2.SummaryMetadata()
+    md.plugin_data.plugin_name = PLUGIN_NAME
+    if description:
+        md.summary_description = description
+    return md
+
+
+def _encode_tag(tag: str, where: str) -> bytes:
+    try:
+        return tag.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"{where}: 'name' is not valid Unicode text: {e}") from None
+
+
+def scalar(
+    name: str,
+    data: Any,
+    step: Step | None = None,
+    description: str | None = None,
+) -> bool:
+    """Write a scalar summary to the default writer.
+
+    Args:
+      name: the series name; the tag is ``name`` inside the current
+        :func:`~summarylib.name_scope`. A non-empty str.
+      data: a real number of rank 0 (see the module docstring), or a
+        zero-argument callable returning one, called only when recording.
+      step: an int64 step; defaults to the thread's default step.
+      description: Markdown shown in TensorBoard (kept from the first event).
+
+    Returns:
+      True if the summary was written, False if nothing is recording (no
+      default writer, a no-op writer, or a false ``record_if``).
+
+    Raises:
+      TypeError, ValueError: bad ``name``, ``data`` or ``step`` (nothing written).
+      ValueError: a writer is set but no step is known.
+      WriterClosedError, WriteFailedError: see :class:`~summarylib.SummaryWriter`.
+    """
+    st = _local.state
+    writer = st.writer
+    if writer is None:
+        return False
+    cond = st.condition
+    if cond is not True and not condition_holds(cond):
+        return False
+    if step is None:
+        step = st.step
+    if type(step) is not int or step < _INT64_MIN or step > _INT64_MAX:
+        step = resolve_step(step, None, "scalar")
+    if type(name) is not str or not name:
+        name = check_tag(name, "scalar")
+    if description is not None and type(description) is not str:
+        metadata_bytes(description)  # raises TypeError naming the argument
+    scope = st.scope
+    tag = scope + name if scope else name
+    if type(data) is float:
+        try:
+            value = pack_float(data)
+        except OverflowError:
+            value = f32_bytes(data)
+    else:
+        value = f32_bytes(scalar_float(data, "scalar"))
+    res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
+    prefix = res.scalar_prefixes.get(tag)
+    if prefix is None:
+        _write_first(res, tag, value, step, description)
+        return True
+    res.append(
+        b"\x09"
+        + pack_double(_time())
+        + (_STEP_FIELDS[step] if 0 <= step < 16384 else step_field(step))
+        + prefix
+        + value
+    )
+    return True
+
+
+def _write_first(
+    res: BufferedEventWriter, tag: str, value: bytes, step: int, description: str | None
+) -> None:
+    # First value of `tag` in this file: with metadata. Also caches the
+    # prefix that every later event of the tag shares.
+    tag_field = field_bytes(1, _encode_tag(tag, "scalar"))
+    v = tag_field + _TENSOR_FIELD + value + field_bytes(9, metadata_bytes(description))
+    res.append(b"\x09" + pack_double(_time()) + step_field(step) + field_bytes(5, field_bytes(1, v)))
+    _remember(res, tag, tag_field)
+
+
+def _remember(res: BufferedEventWriter, tag: str, tag_field: bytes) -> None:
+    # Cache the bytes every later event of `tag` in this file starts with:
+    # Event.summary key and length, Value key and length, the tag, the tensor
+    # header. Only the 4 value bytes follow.
+    value_len = len(tag_field) + len(_TENSOR_FIELD) + 4
+    value_head = b"\x0a" + varint(value_len)
+    res.scalar_prefixes[tag] = (
+        b"\x2a" + varint(len(value_head) + value_len) + value_head + tag_field + _TENSOR_FIELD
+    )
+    res.tags_with_metadata.add(tag)
+
+
+def scalars(
+    values: Mapping[str, Any],
+    step: Step | None = None,
+    description: Mapping[str, str] | None = None,
+) -> bool:
+    """Write several scalars at one step as a single event.
+
+    TensorBoard reads the result exactly like one :func:`scalar` call per
+    entry (each key is a tag, inside the current name scope), at a fraction of
+    the cost per metric.
+
+    Args:
+      values: tag name -> rank-0 real number (or a callable returning one).
+      step: the step of every value; defaults to the thread's default step.
+      description: optional tag name -> description.
+
+    Returns:
+      True if written, False if nothing is recording.
+
+    Raises:
+      TypeError, ValueError: a bad key, value or step; nothing is written.
+    """
+    st = _local.state
+    writer = st.writer
+    if writer is None:
+        return False
+    cond = st.condition
+    if cond is not True and not condition_holds(cond):
+        return False
+    if not isinstance(values, Mapping):
+        raise TypeError(f"scalars: 'values' must be a mapping, got {type(values).__name__}")
+    step = resolve_step(step, st.step, "scalars")
+    scope = st.scope
+    res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
+    prefixes = res.scalar_prefixes
+    parts = []
+    firsts = []
+    for name, data in values.items():
+        if type(name) is not str or not name:
+            name = check_tag(name, "scalars", "values key")
+        tag = scope + name if scope else name
+        if type(data) is not float:
+            data = scalar_float(data, f"scalars: values[{name!r}]")
+        value = f32_bytes(data)
+        prefix = prefixes.get(tag)
+        if prefix is None:
+            desc = description.get(name) if description else None
+            tag_field = field_bytes(1, _encode_tag(tag, "scalars"))
+            firsts.append((tag, tag_field))
+            v = tag_field + _TENSOR_FIELD + value + field_bytes(9, metadata_bytes(desc))
+            parts.append(field_bytes(1, v))
+        else:
+            # The cached prefix minus its Event.summary key and length is
+            # the Value's own key, length, tag and tensor header.
+            parts.append(prefix[_summary_header_len(prefix) :] + value)
+    if not parts:
+        return True
+    summary = b"".join(parts)
+    res.append(b"\x09" + pack_double(_time()) + step_field(step) + field_bytes(5, summary))
+    for tag, tag_field in firsts:
+        _remember(res, tag, tag_field)
+    return True
+
+
+def _summary_header_len(prefix: bytes) -> int:
+    # b"\x2a" then a varint length, which ends at the first byte below 0x80.
+    i = 1
+    while prefix[i] & 0x80:
+        i += 1
+    return i + 1
+
+
+def scalar_pb(tag: str, data: Any, description: str | None = None) -> summary_pb2.Summary:
+    """A ``Summary`` holding one scalar value, with metadata; no writer needed.
+
+    Same data contract as :func:`scalar`; ``tag`` is used as is (no name scope).
+    """
+    from summarylib.proto import summary_pb2
+
+    tag = check_tag(tag, "scalar_pb", "tag")
+    value = f32_bytes(scalar_float(data, "scalar_pb"))
+    summary = summary_pb2.Summary()
+    v = summary.value.add()
+    v.tag = tag
+    v.tensor.dtype = DT_FLOAT
+    v.tensor.tensor_shape.SetInParent()
+    v.tensor.tensor_content = value
+    v.metadata.CopyFrom(create_summary_metadata(description))
+    return summary

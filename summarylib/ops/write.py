@@ -1,0 +1,102 @@
+"""Generic writes: any tensor with any metadata, or raw serialized ``Summary`` protos.
+
+These are the building blocks for custom plugins (set ``data_class`` in your
+metadata, or TensorBoard will not show the data) and for summaries made by
+other tools (``write_raw_pb`` with TensorBoard's own ``*_pb`` helpers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from summarylib.encoding.arrays import evaluate
+from summarylib.encoding.tensor import array_tensor_bytes, to_numeric_or_string_array
+from summarylib.ops._emit import emit_summary, emit_value
+from summarylib.ops._resolve import resolve
+from summarylib.writer.context import Step
+
+__all__ = ["write", "write_raw_pb"]
+
+
+def _serialized(message: Any, where: str, arg: str) -> bytes:
+    if isinstance(message, (bytes, bytearray, memoryview)):
+        return bytes(message)
+    serialize = getattr(message, "SerializeToString", None)
+    if serialize is None:
+        raise TypeError(
+            f"{where}: {arg!r} must be a protobuf message or its serialized bytes, "
+            f"got {type(message).__name__}"
+        )
+    return serialize()  # type: ignore[no-any-return]
+
+
+def write(
+    tag: str,
+    tensor: Any,
+    step: Step | None = None,
+    metadata: Any = None,
+) -> bool:
+    """Write an arbitrary tensor to the default writer.
+
+    Args:
+      tag: the tag, used as is (like ``tf.summary.write``, no name scope).
+      tensor: any array-like (numeric or strings), or a zero-argument callable
+        returning one, called only when recording. Python floats are stored
+        as float32 and ints as int32, as TensorFlow converts them.
+      step: int64 step; defaults to the thread's default step.
+      metadata: a ``SummaryMetadata`` message (ours or TensorBoard's) or its
+        serialized bytes; written on the first value of the tag in each file.
+
+    Returns:
+      True if written, False if nothing is recording.
+    """
+    resolved = resolve(tag, step, "write", scoped=False)
+    if resolved is None:
+        return False
+    writer, tag, step_ = resolved
+    md = None if metadata is None else _serialized(metadata, "write", "metadata")
+    arr = to_numeric_or_string_array(evaluate(tensor), "write", "tensor")
+    emit_value(writer, tag, step_, array_tensor_bytes(arr, "write", "tensor"), md)
+    return True
+
+
+def write_raw_pb(
+    tensor: Any,
+    step: Step | None = None,
+    name: str | None = None,
+) -> bool:
+    """Write serialized ``Summary`` protos as one event, metadata and all, verbatim.
+
+    Args:
+      tensor: a ``Summary`` (ours or TensorBoard's), its serialized bytes, or a
+        list of either (merged into one event), or a callable returning any
+        of these.
+      step: int64 step; defaults to the thread's default step.
+      name: accepted for ``tf.summary`` compatibility; unused.
+
+    Returns:
+      True if written, False if nothing is recording.
+    """
+    del name
+    resolved = resolve(None, step, "write_raw_pb")
+    if resolved is None:
+        return False
+    writer, _, step_ = resolved
+    value = evaluate(tensor)
+    items: Iterable[Any] = value if isinstance(value, (list, tuple)) else (value,)
+    summary = b"".join(_serialized(item, "write_raw_pb", "tensor") for item in items)
+    _check_summary(summary)
+    emit_summary(writer, step_, summary)
+    return True
+
+
+def _check_summary(data: bytes) -> None:
+    from google.protobuf.message import DecodeError
+
+    from summarylib.proto import summary_pb2
+
+    try:
+        summary_pb2.Summary.FromString(data)
+    except DecodeError as e:
+        raise ValueError(f"write_raw_pb: 'tensor' is not a serialized Summary: {e}") from None
