@@ -1,0 +1,205 @@
+"""``python -m summarylib`` / ``summarylib``: inspect and verify logdirs.
+
+``inspect LOGDIR`` lists runs, their tags (with plugin, number of values,
+step range and first/last wall time) and other events; ``verify LOGDIR``
+checks every record of every event file and exits non-zero on corruption,
+naming the file and offset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TextIO
+
+from summarylib.errors import DataLossError
+
+__all__ = ["main"]
+
+
+@dataclass
+class TagStats:
+    plugin: str
+    count: int = 0
+    min_step: int | None = None
+    max_step: int | None = None
+    first_wall_time: float | None = None
+    last_wall_time: float | None = None
+
+    def add(self, step: int, wall_time: float) -> None:
+        self.count += 1
+        self.min_step = step if self.min_step is None else min(self.min_step, step)
+        self.max_step = step if self.max_step is None else max(self.max_step, step)
+        if self.first_wall_time is None:
+            self.first_wall_time = wall_time
+        self.last_wall_time = wall_time
+
+
+@dataclass
+class RunStats:
+    files: int = 0
+    records: int = 0
+    tags: dict[str, TagStats] = field(default_factory=dict)
+    other: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def _legacy_plugin(kind: str | None) -> str:
+    return {
+        "simple_value": "scalars (legacy simple_value)",
+        "histo": "histograms (legacy)",
+        "image": "images (legacy)",
+        "audio": "audio (legacy)",
+    }.get(kind or "", "(no metadata)")
+
+
+def inspect_logdir(logdir: str) -> dict[str, RunStats]:
+    """Summarize every run of ``logdir``. Corrupt files are noted, not raised."""
+    from google.protobuf.message import DecodeError
+
+    from summarylib.proto import event_pb2
+    from summarylib.reader.records import RecordReader
+    from summarylib.reader.runs import list_runs
+
+    out: dict[str, RunStats] = {}
+    for run, files in list_runs(logdir).items():
+        stats = out[run] = RunStats(files=len(files))
+        for path in files:
+            reader = RecordReader(path)
+            try:
+                for offset, payload in reader:
+                    stats.records += 1
+                    event = event_pb2.Event()
+                    try:
+                        event.ParseFromString(payload)
+                    except DecodeError:
+                        stats.problems.append(f"{path}: record at offset {offset} is not an Event")
+                        continue
+                    what = event.WhichOneof("what")
+                    if what != "summary":
+                        key = what or "empty"
+                        stats.other[key] = stats.other.get(key, 0) + 1
+                        continue
+                    for value in event.summary.value:
+                        tag = stats.tags.get(value.tag)
+                        if tag is None:
+                            plugin = value.metadata.plugin_data.plugin_name or _legacy_plugin(
+                                value.WhichOneof("value")
+                            )
+                            tag = stats.tags[value.tag] = TagStats(plugin)
+                        tag.add(event.step, event.wall_time)
+            except DataLossError as e:
+                stats.problems.append(str(e))
+            if reader.truncated_at is not None:
+                stats.problems.append(
+                    f"{path}: truncated last record at offset {reader.truncated_at} "
+                    "(still being written?)"
+                )
+    return out
+
+
+def _fmt_time(t: float | None) -> str:
+    if t is None:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) + f".{int(t % 1 * 1000):03d}"
+
+
+def _print_inspect(stats: dict[str, RunStats], out: TextIO) -> None:
+    if not stats:
+        print("no event files found", file=out)
+        return
+    for run, rs in stats.items():
+        print(f"run {run!r}: {rs.files} file(s), {rs.records} record(s)", file=out)
+        for key, n in sorted(rs.other.items()):
+            print(f"  {key}: {n}", file=out)
+        width = max([len(t) for t in rs.tags] + [3])
+        if rs.tags:
+            print(
+                f"  {'tag':<{width}}  {'plugin':<12} {'count':>7}  {'steps':<21}"
+                f"  first / last wall time",
+                file=out,
+            )
+        for name, t in sorted(rs.tags.items()):
+            steps = f"{t.min_step}..{t.max_step}"
+            print(
+                f"  {name:<{width}}  {t.plugin:<12} {t.count:>7}  {steps:<21}"
+                f"  {_fmt_time(t.first_wall_time)} / {_fmt_time(t.last_wall_time)}",
+                file=out,
+            )
+        for p in rs.problems:
+            print(f"  ! {p}", file=out)
+
+
+def verify(paths: Sequence[str], out: TextIO) -> int:
+    """Check every record of the given files/logdirs; return the exit status."""
+    from google.protobuf.message import DecodeError
+
+    from summarylib.proto import event_pb2
+    from summarylib.reader.records import RecordReader
+    from summarylib.reader.runs import list_runs
+
+    files: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            for run_files in list_runs(p).values():
+                files.extend(run_files)
+        elif os.path.isfile(p):
+            files.append(p)
+        else:
+            print(f"error: no such file or directory: {p}", file=out)
+            return 2
+    bad = 0
+    records = 0
+    for path in files:
+        reader = RecordReader(path)
+        try:
+            for offset, payload in reader:
+                try:
+                    event_pb2.Event.FromString(payload)
+                except DecodeError:
+                    raise DataLossError(path, offset, "record is not an Event") from None
+                records += 1
+        except DataLossError as e:
+            bad += 1
+            print(f"CORRUPT {e.path}: {e.reason} at offset {e.offset}", file=out)
+            continue
+        if reader.truncated_at is not None:
+            print(
+                f"note {path}: truncated last record at offset {reader.truncated_at} "
+                "(a file still being written looks like this)",
+                file=out,
+            )
+    status = "FAILED" if bad else "OK"
+    print(f"{status}: {len(files)} file(s), {records} valid record(s), {bad} corrupt file(s)",
+          file=out)
+    return 1 if bad else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="summarylib", description="Inspect and verify TensorBoard event files."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_inspect = sub.add_parser("inspect", help="list runs, tags, counts, steps and times")
+    p_inspect.add_argument("logdir")
+    p_inspect.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p_verify = sub.add_parser("verify", help="check every record; exit 1 on corruption")
+    p_verify.add_argument("paths", nargs="+", metavar="LOGDIR_OR_FILE")
+    args = parser.parse_args(argv)
+    if args.command == "inspect":
+        if not os.path.isdir(args.logdir):
+            print(f"error: not a directory: {args.logdir}", file=sys.stderr)
+            return 2
+        stats = inspect_logdir(args.logdir)
+        if args.json:
+            json.dump({run: asdict(rs) for run, rs in stats.items()}, sys.stdout, indent=2)
+            print()
+        else:
+            _print_inspect(stats, sys.stdout)
+        return 0
+    return verify(args.paths, sys.stdout)

@@ -1,0 +1,81 @@
+"""Iterate the TFRecords of one file, checking both CRCs of each."""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from summarylib.errors import DataLossError
+from summarylib.writer.records import FOOTER_SIZE, HEADER_SIZE, masked_crc32c
+
+__all__ = ["Record", "RecordReader", "iter_records"]
+
+_unpack_header = struct.Struct("<QI").unpack
+_unpack_footer = struct.Struct("<I").unpack
+_READ_BUFFER = 1 << 20
+
+
+class Record(NamedTuple):
+    """One record: where it starts in the file and its payload."""
+
+    offset: int
+    payload: bytes
+
+
+class RecordReader:
+    """Reads the records of one event file, as an iterable.
+
+    A truncated last record (partial header, payload or footer at the end of
+    the file) ends iteration quietly: it is what a file still being written
+    looks like; ``truncated_at`` then holds its offset. The file size is read
+    once, when iteration starts; bytes appended later are not read. A length
+    is never trusted beyond the bytes the file holds, so a corrupt length
+    cannot make the reader allocate more than the file's size.
+
+    Raises (while iterating):
+      DataLossError: a length or payload CRC does not match (file, offset).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, check_data_crc: bool = True) -> None:
+        self.path = os.fspath(path)
+        self.check_data_crc = check_data_crc
+        #: Offset of a torn last record, once iteration has reached it.
+        self.truncated_at: int | None = None
+        #: Offset just past the last whole record read so far.
+        self.end = 0
+
+    def __iter__(self) -> Iterator[Record]:
+        name = self.path
+        with open(name, "rb", buffering=_READ_BUFFER) as f:
+            size = os.fstat(f.fileno()).st_size
+            offset = 0
+            read = f.read
+            while True:
+                header = read(HEADER_SIZE)
+                if len(header) < HEADER_SIZE:
+                    if header:
+                        self.truncated_at = offset
+                    return
+                length, length_crc = _unpack_header(header)
+                if masked_crc32c(header[:8]) != length_crc:
+                    raise DataLossError(name, offset, "corrupted record (bad length checksum)")
+                if length > size - offset - HEADER_SIZE - FOOTER_SIZE:
+                    self.truncated_at = offset
+                    return
+                payload = read(length)
+                footer = read(FOOTER_SIZE)
+                if len(payload) < length or len(footer) < FOOTER_SIZE:
+                    self.truncated_at = offset  # the file shrank while we read
+                    return
+                if self.check_data_crc and masked_crc32c(payload) != _unpack_footer(footer)[0]:
+                    raise DataLossError(name, offset, "corrupted record (bad data checksum)")
+                yield Record(offset, payload)
+                offset += HEADER_SIZE + length + FOOTER_SIZE
+                self.end = offset
+
+
+def iter_records(path: str | os.PathLike[str], *, check_data_crc: bool = True) -> Iterator[Record]:
+    """Yield the records of an event file in order (see :class:`RecordReader`)."""
+    return iter(RecordReader(path, check_data_crc=check_data_crc))
