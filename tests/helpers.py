@@ -1,0 +1,48 @@
+"""Helpers shared by the tests.
+
+Output is checked with readers nobody here wrote: tensorboard's own Python
+event loader (``EventFileLoader``) and protos, besides summarylib's reader.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+
+def tb_events(path: str | os.PathLike[str]) -> list:
+    """Events of one file, read by TensorBoard's own loader (TensorBoard's protos)."""
+    from tensorboard.backend.event_processing import event_file_loader
+
+    return list(event_file_loader.EventFileLoader(os.fspath(path)).Load())
+
+
+def tb_scalar_points(path: str | os.PathLike[str]) -> dict[str, list[tuple[int, float, float]]]:
+    """``{tag: [(step, wall_time, value)]}`` of one file, decoded with TensorBoard's code."""
+    from tensorboard.util import tensor_util
+
+    out: dict[str, list[tuple[int, float, float]]] = {}
+    for ev in tb_events(path):
+        if ev.HasField("summary"):
+            for v in ev.summary.value:
+                value = tensor_util.make_ndarray(v.tensor).item()
+                out.setdefault(v.tag, []).append((ev.step, ev.wall_time, value))
+    return out
+
+
+def only_file(logdir: str | os.PathLike[str]) -> Path:
+    files = [p for p in Path(logdir).iterdir() if "tfevents" in p.name]
+    assert len(files) == 1, files
+    return files[0]
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Poll ``predicate`` until true or ``timeout`` (bounded, never hangs a test)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return predicate()

@@ -1,0 +1,263 @@
+"""The default-writer context, with tf.summary's semantics (format.md §6.4)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+import summarylib as sl
+from tests.helpers import only_file, tb_events
+
+
+def tags_and_steps(path: Path) -> list[tuple[str, int]]:
+    return [
+        (v.tag, ev.step) for ev in tb_events(path) if ev.HasField("summary") for v in ev.summary.value
+    ]
+
+
+def test_no_default_writer_is_a_noop_returning_false() -> None:
+    assert sl.scalar("x", 1.0, step=0) is False
+    assert sl.scalar("x", 1.0) is False  # not even a missing step is an error
+    assert sl.write("x", 1.0) is False
+    assert sl.write_raw_pb(b"") is False
+    assert sl.scalars({"a": 1.0}) is False
+    assert not sl.should_record_summaries()
+
+
+def test_writer_but_no_step_raises(logdir: Path) -> None:
+    with sl.create_file_writer(logdir).as_default():
+        with pytest.raises(ValueError, match="no step"):
+            sl.scalar("x", 1.0)
+        with pytest.raises(ValueError, match="no step"):
+            sl.write("x", 1.0)
+
+
+def test_as_default_restores_previous_writer_and_step(tmp_path: Path) -> None:
+    a = sl.create_file_writer(tmp_path / "a")
+    b = sl.create_file_writer(tmp_path / "b")
+    with a.as_default(step=1):
+        sl.scalar("x", 1.0)
+        with b.as_default(step=10):
+            assert sl.get_step() == 10
+            sl.scalar("x", 1.0)
+        assert sl.get_step() == 1
+        sl.scalar("x", 2.0)
+        with b.as_default():  # no step given: the step is left alone
+            assert sl.get_step() == 1
+            sl.scalar("y", 2.0)
+    assert sl.get_step() is None
+    assert not sl.should_record_summaries()
+    a.close()
+    b.close()
+    assert tags_and_steps(only_file(tmp_path / "a")) == [("x", 1), ("x", 1)]
+    assert tags_and_steps(only_file(tmp_path / "b")) == [("x", 10), ("y", 1)]
+
+
+def test_as_default_restores_step_changed_inside(logdir: Path) -> None:
+    sl.set_step(5)
+    with sl.create_file_writer(logdir).as_default(step=7):
+        sl.set_step(8)
+    assert sl.get_step() == 5
+
+
+def test_set_as_default_has_no_exit(logdir: Path) -> None:
+    w = sl.create_file_writer(logdir)
+    w.set_as_default(step=3)
+    assert sl.get_step() == 3
+    assert sl.scalar("x", 1.0)
+    w.close()
+    assert tags_and_steps(only_file(logdir)) == [("x", 3)]
+
+
+def test_default_writer_and_step_are_thread_local(logdir: Path) -> None:
+    w = sl.create_file_writer(logdir)
+    seen: dict[str, object] = {}
+
+    def other() -> None:
+        seen["record"] = sl.should_record_summaries()
+        seen["step"] = sl.get_step()
+        seen["wrote"] = sl.scalar("other", 1.0, step=0)
+
+    with w.as_default(step=4):
+        t = threading.Thread(target=other)
+        t.start()
+        t.join(10)
+    w.close()
+    assert seen == {"record": False, "step": None, "wrote": False}
+    assert tags_and_steps(only_file(logdir)) == []
+
+
+def test_set_step_get_step_and_validation() -> None:
+    import numpy as np
+
+    sl.set_step(np.int64(12))
+    assert sl.get_step() == 12
+    sl.set_step(None)
+    assert sl.get_step() is None
+    for bad in (1.5, "3", True, [1]):
+        with pytest.raises(TypeError, match="'step'"):
+            sl.set_step(bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="int64"):
+        sl.set_step(2**63)
+
+
+def test_step_object_is_read_at_each_op(logdir: Path) -> None:
+    class Counter:
+        def __init__(self) -> None:
+            self.n = 0
+
+        def __index__(self) -> int:
+            return self.n
+
+    c = Counter()
+    with sl.create_file_writer(logdir).as_default(step=c) as w:
+        for i in range(3):
+            c.n = i * 10
+            sl.scalar("x", 1.0)
+    w.close()
+    assert [s for _, s in tags_and_steps(only_file(logdir))] == [0, 10, 20]
+
+
+def test_record_if_bool_callable_and_nesting(logdir: Path) -> None:
+    w = sl.create_file_writer(logdir)
+    step = [0]
+    with w.as_default(step=0):
+        with sl.record_if(False):
+            assert not sl.should_record_summaries()
+            assert sl.scalar("off", 1.0) is False
+            with sl.record_if(True):  # nested replaces, it does not AND
+                assert sl.scalar("inner", 1.0)
+            assert sl.scalar("off", 1.0) is False
+        with sl.record_if(lambda: step[0] % 2 == 0):
+            for i in range(4):
+                step[0] = i
+                sl.scalar("even", float(i), step=i)
+        assert sl.scalar("after", 1.0)
+    w.close()
+    assert tags_and_steps(only_file(logdir)) == [
+        ("inner", 0),
+        ("even", 0),
+        ("even", 2),
+        ("after", 0),
+    ]
+
+
+def test_lazy_values_are_evaluated_only_when_recording(logdir: Path) -> None:
+    calls = []
+
+    def value() -> float:
+        calls.append(1)
+        return 2.0
+
+    assert sl.scalar("x", value, step=0) is False  # no writer
+    with sl.create_file_writer(logdir).as_default(step=0) as w:
+        with sl.record_if(False):
+            sl.scalar("x", value)
+            sl.write("x", value)
+        assert calls == []
+        assert sl.scalar("x", value)
+        assert sl.write("y", lambda: [1.0, 2.0])
+    w.close()
+    assert calls == [1]
+
+
+def test_name_scope_prefixes_tags(logdir: Path) -> None:
+    with sl.create_file_writer(logdir).as_default(step=0) as w:
+        with sl.name_scope("train"):
+            sl.scalar("loss", 1.0)
+            with sl.name_scope("inner") as scope:
+                assert scope == "train/inner/"
+                sl.scalar("x", 1.0)
+            with sl.name_scope("abs/"):
+                sl.scalar("y", 1.0)
+            sl.write("raw", 1.0)  # like tf.summary.write, write() takes the tag as is
+        sl.scalar("loss", 1.0)
+    w.close()
+    assert [t for t, _ in tags_and_steps(only_file(logdir))] == [
+        "train/loss",
+        "train/inner/x",
+        "abs/y",
+        "raw",
+        "loss",
+    ]
+    with pytest.raises(ValueError, match="'name'"), sl.name_scope(""):
+        pass
+    with pytest.raises(TypeError, match="'name'"), sl.name_scope(3):  # type: ignore[arg-type]
+        pass
+
+
+def test_noop_writer_records_nothing(logdir: Path) -> None:
+    real = sl.create_file_writer(logdir)
+    noop = sl.create_noop_writer()
+    with real.as_default(step=0):
+        with noop.as_default(step=5):
+            assert not sl.should_record_summaries()
+            assert sl.scalar("x", 1.0) is False
+            assert sl.get_step() == 5
+            noop.flush()
+        assert sl.scalar("y", 1.0)
+    noop.close()
+    real.close()
+    assert tags_and_steps(only_file(logdir)) == [("y", 0)]
+
+
+def test_module_flush_uses_default_writer(logdir: Path) -> None:
+    from summarylib.reader import iter_records
+
+    sl.flush()  # no default writer: nothing to do
+    w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+    w.set_as_default(step=0)
+    sl.scalar("x", 1.0)
+    sl.flush()
+    assert len(list(iter_records(only_file(logdir)))) == 2
+    w.close()
+    other = sl.create_file_writer(logdir / "b", max_queue=10**6, flush_millis=10**9)
+    with other.as_default(step=0):
+        sl.scalar("x", 1.0)
+        sl.flush(writer=other)
+    other.close()
+
+
+def test_write_generic_tensor_with_metadata(logdir: Path) -> None:
+    import numpy as np
+    from tensorboard.compat.proto import summary_pb2 as tb_summary
+    from tensorboard.util import tensor_util
+
+    md = tb_summary.SummaryMetadata()
+    md.plugin_data.plugin_name = "custom"
+    md.data_class = tb_summary.DATA_CLASS_TENSOR
+    with sl.create_file_writer(logdir).as_default(step=2) as w:
+        assert sl.write("t", np.arange(6, dtype=np.int16).reshape(2, 3), metadata=md)
+        assert sl.write("t", np.zeros((2, 3), np.int16), metadata=md.SerializeToString())
+        assert sl.write("s", ["a", "bé"])
+        assert sl.write("f", 0.5)
+    w.close()
+    values = [v for ev in tb_events(only_file(logdir)) for v in ev.summary.value]
+    first, second, strings, half = values
+    assert tensor_util.make_ndarray(first.tensor).tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert first.metadata == md
+    assert not second.HasField("metadata")  # metadata only on the first value
+    assert tensor_util.make_ndarray(strings.tensor).tolist() == [b"a", "bé".encode()]
+    assert half.tensor.dtype == 1  # Python floats become float32, as in TF
+
+
+def test_write_raw_pb_merges_summaries(logdir: Path) -> None:
+    from tensorboard.compat.proto import summary_pb2 as tb_summary
+
+    a = tb_summary.Summary()
+    a.value.add(tag="a", simple_value=1.0)
+    b = tb_summary.Summary()
+    b.value.add(tag="b", simple_value=2.0).metadata.display_name = "B"
+    with sl.create_file_writer(logdir).as_default(step=9) as w:
+        assert sl.write_raw_pb([a, b.SerializeToString()])
+        with pytest.raises(ValueError, match="not a serialized Summary"):
+            sl.write_raw_pb(b"\xff\xff")
+        with pytest.raises(TypeError, match="'tensor'"):
+            sl.write_raw_pb(3)
+    w.close()
+    (ev,) = [e for e in tb_events(only_file(logdir)) if e.HasField("summary")]
+    assert ev.step == 9
+    assert [v.tag for v in ev.summary.value] == ["a", "b"]
+    assert ev.summary.value[1].metadata.display_name == "B"

@@ -1,0 +1,281 @@
+"""The buffered writer: when events reach the file, the bound, errors, close."""
+
+from __future__ import annotations
+
+import errno
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import summarylib as sl
+from summarylib.reader import iter_records
+from summarylib.writer.buffered import BufferedEventWriter
+from tests.helpers import only_file, tb_events, wait_until
+
+
+def n_records(path: Path) -> int:
+    return len(list(iter_records(path)))
+
+
+def test_nothing_is_written_until_more_than_max_queue_events(logdir: Path) -> None:
+    w = sl.create_file_writer(logdir, max_queue=3, flush_millis=10**9)
+    path = only_file(logdir)
+    with w.as_default(step=0):
+        for i in range(3):
+            sl.scalar("x", i)
+        # Only the thread writes, and only when woken: 3 events do not wake it.
+        time.sleep(0.2)
+        assert n_records(path) == 1
+        sl.scalar("x", 3)  # the 4th pending event passes max_queue
+        assert wait_until(lambda: n_records(path) == 5)
+        sl.set_step(None)
+    w.close()
+
+
+def test_time_based_flush_without_further_writes(logdir: Path) -> None:
+    w = sl.create_file_writer(logdir, max_queue=1000, flush_millis=100)
+    path = only_file(logdir)
+    with w.as_default(step=0):
+        sl.scalar("x", 1.0)
+        assert wait_until(lambda: n_records(path) == 2, timeout=5)
+        sl.scalar("x", 2.0)
+        assert wait_until(lambda: n_records(path) == 3, timeout=5)
+    w.close()
+
+
+def test_flush_returns_when_data_is_in_the_file(logdir: Path) -> None:
+    w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+    with w.as_default(step=1):
+        for i in range(100):
+            sl.scalar("x", i)
+        sl.flush()
+        assert n_records(only_file(logdir)) == 101
+        for i in range(5):
+            sl.scalar("y", i)
+        w.flush()
+        assert n_records(only_file(logdir)) == 106
+    w.close()
+
+
+def test_as_default_exit_flushes(logdir: Path) -> None:
+    w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+    with w.as_default(step=1):
+        sl.scalar("x", 1.0)
+    assert n_records(only_file(logdir)) == 2
+    w.close()
+
+
+def test_close_flushes_and_is_idempotent(logdir: Path) -> None:
+    w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+    w.set_as_default(step=0)
+    sl.scalar("x", 1.0)
+    w.close()
+    assert w.closed
+    assert n_records(only_file(logdir)) == 2
+    w.close()  # no-op
+    w.flush()  # no-op
+    with pytest.raises(sl.WriterClosedError):
+        sl.scalar("x", 2.0)
+    with pytest.raises(sl.WriterClosedError), w.as_default():
+        pass
+    with pytest.raises(sl.WriterClosedError):
+        w.set_as_default()
+    assert n_records(only_file(logdir)) == 2
+
+
+def test_with_writer_sets_default_and_closes(logdir: Path) -> None:
+    with sl.create_file_writer(logdir) as w:
+        assert sl.scalar("x", 1.0, step=0)
+    assert w.closed
+    assert not sl.should_record_summaries()
+    assert n_records(only_file(logdir)) == 2
+
+
+def test_garbage_collected_writer_is_flushed(logdir: Path) -> None:
+    import gc
+
+    w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+    w.set_as_default(step=0)
+    for i in range(3):
+        sl.scalar("x", float(i))
+    sl.create_noop_writer().set_as_default()  # drop the context's reference
+    del w
+    gc.collect()
+    assert wait_until(lambda: n_records(only_file(logdir)) == 4)
+
+
+def test_interpreter_exit_flushes(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import summarylib as sl\n"
+        f"w = sl.create_file_writer({str(tmp_path)!r}, max_queue=10**6, flush_millis=10**9)\n"
+        "w.set_as_default(step=0)\n"
+        "for i in range(50): sl.scalar('x', i)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    path = only_file(tmp_path)
+    assert [ev.step for ev in tb_events(path)][1:] == [0] * 50
+
+
+# -- the bound -----------------------------------------------------------------
+
+
+class GateOutput(sl.MemoryOutput):
+    """A memory output whose writes block until the gate opens."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.writes = 0
+
+    def write(self, data: bytes) -> None:
+        if self.writes:  # let the first event (file version) through
+            self.gate.wait(30)
+        self.writes += 1
+        super().write(data)
+
+
+def test_full_buffer_makes_the_caller_wait_and_drops_nothing() -> None:
+    out = GateOutput()
+    w = sl.create_writer(out, max_queue=0, max_buffer_bytes=2000)
+    done = threading.Event()
+
+    def produce() -> None:
+        with w.as_default(step=0):
+            for i in range(2000):
+                sl.scalar("x", float(i))
+        done.set()
+
+    t = threading.Thread(target=produce)
+    t.start()
+    # The output is stuck, so the producer must block once 2000 bytes wait.
+    assert not done.wait(0.5)
+    out.gate.set()
+    assert done.wait(30)
+    t.join(30)
+    w.close()
+    events = [r for r in _events(out.getvalue())]
+    assert len(events) == 2001
+
+
+def _events(data: bytes) -> list[bytes]:
+    import struct
+
+    out = []
+    pos = 0
+    while pos < len(data):
+        (n,) = struct.unpack_from("<Q", data, pos)
+        out.append(data[pos + 12 : pos + 12 + n])
+        pos += n + 16
+    return out
+
+
+# -- background errors ------------------------------------------------------------
+
+
+class FlakyOutput(sl.MemoryOutput):
+    """Fails with ENOSPC while ``failing`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(name="/fake/disk/events.out.tfevents.x")
+        self.failing = False
+        self.failures = 0
+
+    def write(self, data: bytes) -> None:
+        if self.failing:
+            self.failures += 1
+            raise OSError(errno.ENOSPC, "No space left on device")
+        super().write(data)
+
+
+def test_background_error_surfaces_on_flush_naming_the_file() -> None:
+    out = FlakyOutput()
+    w = sl.create_writer(out, max_queue=10**6)
+    w.set_as_default(step=0)
+    sl.scalar("ok", 1.0)
+    w.flush()
+    good = out.getvalue()
+    out.failing = True
+    sl.scalar("lost", 2.0)
+    with pytest.raises(sl.WriteFailedError, match="/fake/disk") as info:
+        w.flush()
+    assert info.value.errno == errno.ENOSPC
+    assert isinstance(info.value, OSError)
+    assert out.getvalue() == good  # what was written stays intact
+    out.failing = False
+    sl.scalar("later", 3.0)  # the writer keeps working after reporting
+    w.close()
+    tags = [e for e in _events(out.getvalue())]
+    assert len(tags) == 3  # file version, "ok", "later"
+
+
+def test_background_error_surfaces_on_the_next_call() -> None:
+    out = FlakyOutput()
+    w = sl.create_writer(out, max_queue=0)
+    w.set_as_default(step=0)
+    out.failing = True
+    sl.scalar("x", 1.0)
+    res = w._resource
+    assert res is not None
+    assert wait_until(lambda: res._error is not None)
+    with pytest.raises(sl.WriteFailedError, match="/fake/disk"):
+        sl.scalar("x", 2.0)  # raised before anything is appended
+    out.failing = False
+    assert sl.scalar("x", 3.0)
+    w.close()
+    assert len(_events(out.getvalue())) == 2  # file version + the 3.0
+
+
+def test_background_error_surfaces_on_close() -> None:
+    out = FlakyOutput()
+    w = sl.create_writer(out, max_queue=10**6)
+    w.set_as_default(step=0)
+    sl.scalar("x", 1.0)
+    out.failing = True
+    with pytest.raises(sl.WriteFailedError):
+        w.close()
+    assert w.closed
+    assert out.closed
+    w.close()  # still a no-op
+
+
+def test_on_error_warn_keeps_going() -> None:
+    out = FlakyOutput()
+    w = sl.create_writer(out, max_queue=10**6, on_error="warn")
+    w.set_as_default(step=0)
+    out.failing = True
+    sl.scalar("x", 1.0)
+    with pytest.warns(RuntimeWarning, match="/fake/disk"):
+        w.flush()
+    out.failing = False
+    sl.scalar("x", 2.0)
+    w.close()
+    assert len(_events(out.getvalue())) == 2
+
+
+def test_dead_writer_thread_never_hangs_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(BufferedEventWriter, "_loop", lambda self: None)  # thread exits at once
+    w = sl.create_writer(sl.MemoryOutput(), max_queue=10**6)
+    w.set_as_default(step=0)
+    sl.scalar("x", 1.0)
+    t0 = time.monotonic()
+    with pytest.raises(sl.SummaryError, match="died"):
+        w.flush(timeout=10)
+    assert time.monotonic() - t0 < 5
+    w.close()
+
+
+def test_flush_timeout() -> None:
+    out = GateOutput()
+    w = sl.create_writer(out, max_queue=10**6)
+    w.set_as_default(step=0)
+    sl.scalar("x", 1.0)
+    with pytest.raises(TimeoutError):
+        w.flush(timeout=0.2)
+    out.gate.set()
+    w.close()
+    assert len(_events(out.getvalue())) == 2
