@@ -45,9 +45,31 @@ from summarylib.writer.output import FileOutput, MemoryOutput, Output
 
 if TYPE_CHECKING:
     from summarylib import graph, reader
+    from summarylib.graph import trace_export, trace_off, trace_on, write_graph
+    from summarylib.ops.audio import audio, audio_pb
+    from summarylib.ops.histogram import histogram, histogram_pb
+    from summarylib.ops.image import image, image_pb
+    from summarylib.ops.pr_curve import pr_curve, pr_curve_pb, pr_curve_raw, pr_curve_raw_pb
+    from summarylib.ops.text import text, text_pb
 
 __all__ = [
     "DataLossError",
+    "audio",
+    "audio_pb",
+    "histogram",
+    "histogram_pb",
+    "image",
+    "image_pb",
+    "pr_curve",
+    "pr_curve_pb",
+    "pr_curve_raw",
+    "pr_curve_raw_pb",
+    "text",
+    "text_pb",
+    "trace_export",
+    "trace_off",
+    "trace_on",
+    "write_graph",
     "FileOutput",
     "MemoryOutput",
     "Output",
@@ -85,17 +107,40 @@ for _name in __all__:
             pass
 del _name, _obj
 
-# Heavier parts load on first use (PEP 562): name -> module.
+# Parts that need numpy, pillow or protobuf load on first use (PEP 562).
 _LAZY_MODULES = {"graph": "summarylib.graph", "reader": "summarylib.reader"}
+_LAZY_ATTRS = {
+    "audio": "summarylib.ops.audio",
+    "audio_pb": "summarylib.ops.audio",
+    "histogram": "summarylib.ops.histogram",
+    "histogram_pb": "summarylib.ops.histogram",
+    "image": "summarylib.ops.image",
+    "image_pb": "summarylib.ops.image",
+    "pr_curve": "summarylib.ops.pr_curve",
+    "pr_curve_pb": "summarylib.ops.pr_curve",
+    "pr_curve_raw": "summarylib.ops.pr_curve",
+    "pr_curve_raw_pb": "summarylib.ops.pr_curve",
+    "text": "summarylib.ops.text",
+    "text_pb": "summarylib.ops.text",
+    "trace_export": "summarylib.graph",
+    "trace_off": "summarylib.graph",
+    "trace_on": "summarylib.graph",
+    "write_graph": "summarylib.graph",
+}
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY_MODULES.get(name)
     if module is not None:
         value = importlib.import_module(module)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'summarylib' has no attribute {name!r}")
+    elif name in _LAZY_ATTRS:
+        value = getattr(importlib.import_module(_LAZY_ATTRS[name]), name)
+        if getattr(value, "__module__", "").startswith("summarylib."):
+            value.__module__ = "summarylib"
+    else:
+        raise AttributeError(f"module 'summarylib' has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:

@@ -44,7 +44,9 @@ def test_scalar_record_matches_tensorflow_bytes(monkeypatch: pytest.MonkeyPatch)
     with w.as_default():
         sl.scalar("loss", 0.5, step=3)
     w.close()
-    record = out.getvalue()[78:]  # after the 78-byte first record
+    data = out.getvalue()
+    (first_len,) = struct.unpack_from("<Q", data)
+    record = data[first_len + 16 :]  # after the file-version record
     assert record.hex() == (
         "2e00000000000000c5cb57fa0900006040fc54d94110032a210a1f0a046c6f7373420a0801120022"
         "040000003f4a0b0a090a077363616c617273bfbbad28"

@@ -9,16 +9,21 @@ leaves a tag without metadata.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from summarylib.encoding.events import event_bytes, summary_event, value_bytes
 from summarylib.encoding.wire import field_bytes
 
+from summarylib.writer.buffered import Deferred
+
 if TYPE_CHECKING:
     from summarylib.writer.buffered import BufferedEventWriter
     from summarylib.writer.file_writer import SummaryWriter
 
-__all__ = ["emit_event_field", "emit_summary", "emit_value"]
+__all__ = ["emit_event_field", "emit_summary", "emit_value", "emit_value_deferred"]
+
+_time = time.time  # patched by tests that compare bytes
 
 
 def _resource(writer: SummaryWriter) -> BufferedEventWriter:
@@ -34,16 +39,44 @@ def emit_value(
     res = _resource(writer)
     first = metadata is not None and tag not in res.tags_with_metadata
     value = value_bytes(tag, tensor, metadata if first else None)
-    res.append(summary_event(time.time(), step, field_bytes(1, value)))
+    res.append(summary_event(_time(), step, field_bytes(1, value)))
+    if first:
+        res.tags_with_metadata.add(tag)
+
+
+def emit_value_deferred(
+    writer: SummaryWriter,
+    tag: str,
+    step: int,
+    make_tensor: Callable[[], bytes],
+    metadata: bytes | None,
+    size_hint: int,
+) -> None:
+    """Like :func:`emit_value`, but ``make_tensor`` runs on the writer thread.
+
+    Use it for expensive, infallible encoding (PNG, WAV, bucketing) of input
+    the caller has already validated and copied. The wall time is taken now,
+    and the event keeps its place in the file order.
+    """
+    res = _resource(writer)
+    first = metadata is not None and tag not in res.tags_with_metadata
+    md = metadata if first else None
+    wall_time = _time()
+
+    def make() -> bytes:
+        value = value_bytes(tag, make_tensor(), md)
+        return summary_event(wall_time, step, field_bytes(1, value))
+
+    res.append(Deferred(make, size_hint + len(tag) + 64, f"the value of {tag!r} at step {step}"))
     if first:
         res.tags_with_metadata.add(tag)
 
 
 def emit_summary(writer: SummaryWriter, step: int, summary: bytes) -> None:
     """Write a serialized ``Summary`` verbatim as one Event."""
-    _resource(writer).append(summary_event(time.time(), step, summary))
+    _resource(writer).append(summary_event(_time(), step, summary))
 
 
 def emit_event_field(writer: SummaryWriter, step: int, field: bytes) -> None:
     """Write an Event whose ``what`` is the already encoded ``field`` (e.g. graph_def)."""
-    _resource(writer).append(event_bytes(time.time(), step, field))
+    _resource(writer).append(event_bytes(_time(), step, field))

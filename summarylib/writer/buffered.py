@@ -46,7 +46,7 @@ from summarylib.errors import SummaryError, WriteFailedError, WriterClosedError
 from summarylib.writer.output import Output
 from summarylib.writer.records import frame_many
 
-__all__ = ["BufferedEventWriter", "OnError"]
+__all__ = ["BufferedEventWriter", "Deferred", "OnError"]
 
 OnError = Literal["raise", "warn"]
 
@@ -61,6 +61,26 @@ _BLOCK_BYTES = 96 * 1024
 _POLL_SECS = 0.05
 
 _live: weakref.WeakSet[BufferedEventWriter] = weakref.WeakSet()
+
+
+class Deferred:
+    """An event whose payload is computed by the writer thread, not the caller.
+
+    ``make`` returns the serialized Event. ``size`` estimates its length for
+    the buffer bound (``len()`` returns it). ``what`` names it in errors.
+    Ops validate their input on the caller's thread and copy what they keep,
+    so ``make`` is pure computation (PNG/WAV encoding, bucketing).
+    """
+
+    __slots__ = ("make", "size", "what")
+
+    def __init__(self, make: Callable[[], bytes], size: int, what: str) -> None:
+        self.make = make
+        self.size = size
+        self.what = what
+
+    def __len__(self) -> int:
+        return self.size
 
 
 class BufferedEventWriter:
@@ -109,7 +129,7 @@ class BufferedEventWriter:
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)  # the thread waits here
         self._progress = threading.Condition(self._lock)  # callers wait here
-        self._pending: list[bytes] = []
+        self._pending: list[bytes | Deferred] = []
         self._pending_bytes = 0
         self._counted = 0  # entries of _pending already summed into _pending_bytes
         self._base_trigger = min(self._max_queue, _CHECK_EVERY)
@@ -126,8 +146,8 @@ class BufferedEventWriter:
     # ------------------------------------------------------------------
     # Caller side
     # ------------------------------------------------------------------
-    def append(self, payload: bytes) -> None:
-        """Queue one serialized Event. Thread-safe.
+    def append(self, payload: bytes | Deferred) -> None:
+        """Queue one serialized Event (or a :class:`Deferred` one). Thread-safe.
 
         Raises:
           WriterClosedError: the writer is closed.
@@ -330,7 +350,7 @@ class BufferedEventWriter:
                 if stop:
                     return
 
-    def _next_batch(self) -> tuple[list[bytes], bool, bool]:
+    def _next_batch(self) -> tuple[list[bytes | Deferred], bool, bool]:
         # Lock held. Wait until there is a reason to write, then take the batch.
         while True:
             if self._closing:
@@ -355,29 +375,47 @@ class BufferedEventWriter:
         sync = self._sync_requested or (self._fsync and bool(batch))
         return batch, sync, self._closing
 
-    def _write_batch(self, batch: list[bytes]) -> None:
-        # Frames and writes in blocks; on failure, parks the error and drops
-        # the rest of the batch (never acknowledged, so nothing is lost that
-        # a flush() returned for).
+    def _write_batch(self, batch: list[bytes | Deferred]) -> None:
+        # Encodes deferred events, frames and writes in blocks. A failing
+        # encoder loses only its own event; a failing output parks the error
+        # and drops the rest of the batch (never acknowledged by a flush).
         try:
             out = self._output
             if out is None:
                 out = self._reopen()
-            start = 0
-            n = len(batch)
-            while start < n:
-                end = start
-                size = 0
-                while end < n and (size < _BLOCK_BYTES or end == start):
-                    size += len(batch[end]) + 16
-                    end += 1
-                out.write(frame_many(batch[start:end]))
-                start = end
+            block: list[bytes] = []
+            size = 0
+            for item in batch:
+                if type(item) is Deferred:
+                    payload = self._materialize(item)
+                    if payload is None:
+                        continue
+                else:
+                    payload = item  # type: ignore[assignment]
+                block.append(payload)
+                size += len(payload) + 16
+                if size >= _BLOCK_BYTES:
+                    out.write(frame_many(block))
+                    block = []
+                    size = 0
+            if block:
+                out.write(frame_many(block))
             out.flush()
         except Exception as e:
             with self._lock:
                 self._error = WriteFailedError(self.name, e)
                 self._trigger = -1
+
+    def _materialize(self, item: Deferred) -> bytes | None:
+        try:
+            return item.make()
+        except Exception as e:
+            with self._lock:
+                if self._error is None:
+                    self._error = SummaryError(f"summarylib: encoding {item.what} failed: {e!r}")
+                    self._error.__cause__ = e
+                self._trigger = -1
+            return None
 
     def _reopen(self) -> Output:
         # First use in a forked child: a new file of our own.
