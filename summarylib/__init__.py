@@ -20,6 +20,7 @@ are imported by the first op that needs them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from typing import TYPE_CHECKING, Any
 
@@ -54,22 +55,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DataLossError",
-    "audio",
-    "audio_pb",
-    "histogram",
-    "histogram_pb",
-    "image",
-    "image_pb",
-    "pr_curve",
-    "pr_curve_pb",
-    "pr_curve_raw",
-    "pr_curve_raw_pb",
-    "text",
-    "text_pb",
-    "trace_export",
-    "trace_off",
-    "trace_on",
-    "write_graph",
     "FileOutput",
     "MemoryOutput",
     "Output",
@@ -78,13 +63,23 @@ __all__ = [
     "WriteFailedError",
     "WriterClosedError",
     "__version__",
+    "audio",
+    "audio_pb",
     "create_file_writer",
     "create_noop_writer",
     "create_writer",
     "flush",
     "get_step",
     "graph",
+    "histogram",
+    "histogram_pb",
+    "image",
+    "image_pb",
     "name_scope",
+    "pr_curve",
+    "pr_curve_pb",
+    "pr_curve_raw",
+    "pr_curve_raw_pb",
     "reader",
     "record_if",
     "scalar",
@@ -92,7 +87,13 @@ __all__ = [
     "scalars",
     "set_step",
     "should_record_summaries",
+    "text",
+    "text_pb",
+    "trace_export",
+    "trace_off",
+    "trace_on",
     "write",
+    "write_graph",
     "write_raw_pb",
 ]
 
@@ -101,10 +102,8 @@ __all__ = [
 for _name in __all__:
     _obj = globals().get(_name)
     if _obj is not None and getattr(_obj, "__module__", "").startswith("summarylib."):
-        try:
+        with contextlib.suppress(AttributeError, TypeError):  # e.g. builtins, slots
             _obj.__module__ = "summarylib"
-        except (AttributeError, TypeError):
-            pass
 del _name, _obj
 
 # Parts that need numpy, pillow or protobuf load on first use (PEP 562).

@@ -92,7 +92,7 @@ class TensorBoardServer:
         url = f"http://127.0.0.1:{self.port}{path}"
         if params:
             url += "?" + urllib.parse.urlencode(params)
-        with urllib.request.urlopen(url, timeout=30) as r:  # noqa: S310 - loopback only
+        with urllib.request.urlopen(url, timeout=30) as r:
             return r.read()  # type: ignore[no-any-return]
 
     def get_json(self, path: str, **params: Any) -> Any:

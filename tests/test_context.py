@@ -13,7 +13,10 @@ from tests.helpers import only_file, tb_events
 
 def tags_and_steps(path: Path) -> list[tuple[str, int]]:
     return [
-        (v.tag, ev.step) for ev in tb_events(path) if ev.HasField("summary") for v in ev.summary.value
+        (v.tag, ev.step)
+        for ev in tb_events(path)
+        if ev.HasField("summary")
+        for v in ev.summary.value
     ]
 
 

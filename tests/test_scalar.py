@@ -142,11 +142,10 @@ def test_framework_like_tensor_without_importing_framework(logdir: Path) -> None
 
 
 def test_scalars_mapping_is_read_like_repeated_scalar(logdir: Path) -> None:
-    with sl.create_file_writer(logdir).as_default() as w:
-        with sl.name_scope("train"):
-            for step in range(3):
-                assert sl.scalars({"loss": 1.0 / (step + 1), "acc": step * 0.25}, step=step)
-            sl.scalars({"loss": 0.1, "new": 5}, step=3, description={"new": "fresh"})
+    with sl.create_file_writer(logdir).as_default() as w, sl.name_scope("train"):
+        for step in range(3):
+            assert sl.scalars({"loss": 1.0 / (step + 1), "acc": step * 0.25}, step=step)
+        sl.scalars({"loss": 0.1, "new": 5}, step=3, description={"new": "fresh"})
     w.close()
     got = read_scalars(logdir)["."]
     f32 = lambda x: float(np.float32(x))  # noqa: E731

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from summarylib.encoding.events import event_bytes, summary_event, value_bytes
 from summarylib.encoding.wire import field_bytes
-
 from summarylib.writer.buffered import Deferred
 
 if TYPE_CHECKING:

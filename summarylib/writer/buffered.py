@@ -34,6 +34,7 @@ slow paths, which run only when the list length passes ``_trigger`` or when
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -259,7 +260,8 @@ class BufferedEventWriter:
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
                         raise TimeoutError(f"flushing {self.name} took longer than {timeout} s")
-                    self._progress.wait(_POLL_SECS if remaining is None else min(remaining, _POLL_SECS))
+                    wait = _POLL_SECS if remaining is None else min(remaining, _POLL_SECS)
+                    self._progress.wait(wait)
             self._surface_error()
 
     def close(self, timeout: float | None = None) -> None:
@@ -321,7 +323,9 @@ class BufferedEventWriter:
             self._loop()
         except BaseException as e:  # pragma: no cover - a bug; never hang waiters
             with self._lock:
-                self._error = SummaryError(f"summarylib's writer thread for {self.name} died: {e!r}")
+                self._error = SummaryError(
+                    f"summarylib's writer thread for {self.name} died: {e!r}"
+                )
                 self._trigger = -1
                 self._progress.notify_all()
             raise
@@ -436,10 +440,8 @@ class BufferedEventWriter:
             return
         out, self._output = self._output, None
         if out is not None:
-            try:
+            with contextlib.suppress(Exception):  # the parent's file is not ours to fix
                 out.discard()
-            except Exception:
-                pass
         self.scalar_prefixes = {}
         self.tags_with_metadata = set()
         self._init_state()

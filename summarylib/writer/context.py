@@ -13,7 +13,7 @@ import operator
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, SupportsIndex, Union
+from typing import TYPE_CHECKING, Any, SupportsIndex
 
 if TYPE_CHECKING:
     from summarylib.writer.file_writer import SummaryWriter
@@ -21,22 +21,22 @@ if TYPE_CHECKING:
 __all__ = [
     "Condition",
     "State",
-    "condition_holds",
-    "state",
     "Step",
     "check_step",
+    "condition_holds",
     "get_step",
     "name_scope",
     "record_if",
     "set_step",
     "should_record_summaries",
+    "state",
 ]
 
 #: A step: an ``int`` or anything with ``__index__`` (numpy integers, 0-d
 #: integer tensors). It is read again on every op, so a mutable counter works.
-Step = Union[int, SupportsIndex]
+Step = int | SupportsIndex
 #: A recording condition: a bool, or a zero-argument callable returning one.
-Condition = Union[bool, Callable[[], Any]]
+Condition = bool | Callable[[], Any]
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1

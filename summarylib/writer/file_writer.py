@@ -292,7 +292,9 @@ def create_writer(
         raise TypeError(
             f"create_writer: 'output' must be a summarylib.Output, got {type(output).__name__}"
         )
-    settings = _settings("create_writer", max_queue, flush_millis, max_buffer_bytes, on_error, fsync)
+    settings = _settings(
+        "create_writer", max_queue, flush_millis, max_buffer_bytes, on_error, fsync
+    )
     return _open(lambda: output, None, settings)
 
 

@@ -48,10 +48,5 @@ def event_file_name(suffix: str, now: float | None = None) -> str:
       now: the creation time in seconds; defaults to ``time.time()``.
     """
     secs = int(time.time() if now is None else now)
-    return "events.out.tfevents.%010d.%s.%d.%d%s" % (
-        secs,
-        socket.gethostname(),
-        os.getpid(),
-        next(_counter),
-        suffix,
-    )
+    host, pid, n = socket.gethostname(), os.getpid(), next(_counter)
+    return f"events.out.tfevents.{secs:010d}.{host}.{pid}.{n}{suffix}"

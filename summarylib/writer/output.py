@@ -14,6 +14,7 @@ truncates back), so a reader never sees a torn record in the middle of a file.
 from __future__ import annotations
 
 import abc
+import contextlib
 import errno
 import os
 
@@ -77,10 +78,8 @@ class FileOutput(Output):
     def _truncate_to_last_good(self) -> None:
         # A partial block would leave a torn record that stops every reader,
         # so cut the file back to the end of the last whole block.
-        try:
+        with contextlib.suppress(OSError):
             os.ftruncate(self._fd, self._size)
-        except OSError:
-            pass
 
     def sync(self) -> None:
         os.fsync(self._fd)

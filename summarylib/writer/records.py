@@ -11,8 +11,8 @@ import struct
 from collections.abc import Callable, Iterable
 
 __all__ = [
-    "HEADER_SIZE",
     "FOOTER_SIZE",
+    "HEADER_SIZE",
     "crc32c",
     "frame",
     "frame_many",
