@@ -1,0 +1,219 @@
+"""Audio summaries: batches of clips per step, played by TensorBoard's Audio dashboard.
+
+Data contract:
+  * ``data`` is ``[k, t, c]`` (k clips of t frames and c channels) or
+    ``[k, t]`` (mono, c = 1): a numpy array, a (nested) Python sequence, a
+    framework tensor (through ``__array__``; never imported), or a
+    zero-argument callable returning one. ``k`` and ``t`` may be 0;
+    ``1 <= c <= 65535``.
+  * Samples are real numbers, nominally in [-1, 1], converted to float32 and
+    then to 16-bit PCM exactly as TensorFlow's ``encode_wav``:
+    ``clamp(roundf(x * 32768), -32768, 32767)`` (halves away from zero);
+    out-of-range values and ±inf clip, NaN becomes 0 (silence). Integer
+    inputs are taken as those float values (so 1 is full scale).
+  * ``sample_rate``: a positive whole number of Hz (int, numpy integer or an
+    integral float), with ``sample_rate * c * 2`` (bytes per second) and the
+    file size fitting in the WAV header's 32 bits.
+  * Only the first ``max_outputs`` clips are kept; ``encoding`` must be None
+    or ``"wav"``.
+  * Stored as TensorFlow 2 does (format.md §5.5): ``DT_STRING`` ``[n, 2]``,
+    row i = ``[wav_i, b""]`` (TF2 always writes an empty label), in
+    ``string_val``. Metadata: ``plugin_name="audio"``, content ``10 0b``
+    (``AudioPluginData{version 0, encoding WAV}``), ``data_class`` unset.
+
+Work split: :func:`audio` validates and copies the kept clips as float32 on
+the caller's thread; WAV encoding runs on the writer's background thread.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import TYPE_CHECKING, Any
+
+from summarylib.encoding.arrays import as_array
+from summarylib.encoding.tensor import DT_STRING, string_tensor_bytes
+from summarylib.encoding.wav import MAX_CHANNELS, UINT32_MAX, encode_wav
+from summarylib.ops._emit import emit_value_deferred
+from summarylib.ops._media import check_max_outputs, metadata_bytes, plugin_data_bytes
+from summarylib.ops._resolve import check_tag, resolve
+from summarylib.writer.context import Step
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from summarylib.proto import summary_pb2
+
+__all__ = ["PLUGIN_NAME", "audio", "audio_pb", "create_summary_metadata"]
+
+PLUGIN_NAME = "audio"
+_WAV = 11  # AudioPluginData.Encoding.WAV
+_CONTENT = b"\x10\x0b"  # AudioPluginData{version: 0, encoding: WAV}: field 2, varint 11
+_PLUGIN_DATA = plugin_data_bytes(PLUGIN_NAME, _CONTENT)
+
+
+def create_summary_metadata(description: str | None = None) -> summary_pb2.SummaryMetadata:
+    """The ``SummaryMetadata`` TensorFlow 2 writes for audio (protobuf API)."""
+    from summarylib.proto import plugin_data_pb2, summary_pb2
+
+    md = summary_pb2.SummaryMetadata()
+    md.plugin_data.plugin_name = PLUGIN_NAME
+    md.plugin_data.content = plugin_data_pb2.AudioPluginData(
+        version=0, encoding=_WAV
+    ).SerializeToString()
+    if description:
+        md.summary_description = description
+    return md
+
+
+def _check_encoding(encoding: Any, where: str) -> None:
+    if encoding is None or (isinstance(encoding, str) and encoding == "wav"):
+        return
+    raise ValueError(f"{where}: 'encoding' must be None or 'wav', got {encoding!r}")
+
+
+def check_sample_rate(sample_rate: Any, where: str) -> int:
+    """``sample_rate`` as an int in [1, 2**32): whole numbers only, bool refused."""
+    if type(sample_rate) is int:
+        rate = sample_rate
+    else:
+        if isinstance(sample_rate, (bool, str, bytes)) or sample_rate is None:
+            raise TypeError(
+                f"{where}: 'sample_rate' must be a positive whole number (Hz), got "
+                f"{type(sample_rate).__name__} {sample_rate!r}"
+            )
+        try:
+            rate = operator.index(sample_rate)
+        except TypeError:
+            try:
+                value = float(sample_rate)
+            except (TypeError, ValueError):
+                raise TypeError(
+                    f"{where}: 'sample_rate' must be a positive whole number (Hz), got "
+                    f"{type(sample_rate).__name__} {sample_rate!r}"
+                ) from None
+            if not math.isfinite(value) or value != int(value):
+                raise ValueError(
+                    f"{where}: 'sample_rate' must be a positive whole number (Hz), got {value!r}"
+                ) from None
+            rate = int(value)
+    if not 0 < rate <= UINT32_MAX:
+        raise ValueError(
+            f"{where}: 'sample_rate' must be a positive whole number (Hz) below 2**32, got {rate}"
+        )
+    return rate
+
+
+def prepare(data: Any, max_outputs: int, sample_rate: int, where: str) -> np.ndarray:
+    """Validate ``data``; return the kept clips as a fresh float32 ``[n, t, c]`` array."""
+    import numpy as np
+
+    arr = as_array(data, where, "data")
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{where}: 'data' must hold real numbers (samples), got dtype {arr.dtype}")
+    if arr.ndim == 2:
+        arr = arr[:, :, None]
+    if arr.ndim != 3 or not 1 <= arr.shape[2] <= MAX_CHANNELS:
+        raise ValueError(
+            f"{where}: 'data' must have shape [k, t, c] or [k, t] with 1 <= c <= "
+            f"{MAX_CHANNELS}, got {arr.shape}"
+        )
+    _, frames, channels = arr.shape
+    if 44 + frames * channels * 2 > UINT32_MAX:
+        raise ValueError(
+            f"{where}: 'data' clips of shape {arr.shape[1:]} are too long for a WAV file "
+            "(4 GiB at most)"
+        )
+    if sample_rate * channels * 2 > UINT32_MAX:
+        raise ValueError(
+            f"{where}: 'sample_rate' {sample_rate} with {channels} channels overflows "
+            "the WAV header's 32-bit byte rate"
+        )
+    with np.errstate(over="ignore"):  # float64 beyond float32's range becomes ±inf: clipped
+        return np.array(arr[:max_outputs], dtype=np.float32, order="C")
+
+
+def _tensor_values(clips: np.ndarray, sample_rate: int) -> list[bytes]:
+    out: list[bytes] = []
+    for clip in clips:
+        out.append(encode_wav(clip, sample_rate))
+        out.append(b"")  # TF2 writes an empty label for every clip
+    return out
+
+
+def audio(
+    name: str,
+    data: Any,
+    sample_rate: Any,
+    step: Step | None = None,
+    max_outputs: int = 3,
+    encoding: str | None = None,
+    description: str | None = None,
+) -> bool:
+    """Write a batch of audio clips to the default writer.
+
+    Args:
+      name: the series name; the tag is ``name`` inside the current name scope.
+      data: clips ``[k, t, c]`` or ``[k, t]`` (see the module docstring), or a
+        zero-argument callable returning them, called only when recording.
+      sample_rate: samples per second, a positive whole number.
+      step: an int64 step; defaults to the thread's default step.
+      max_outputs: keep at most this many clips (the first ones); >= 0.
+      encoding: None or "wav" (the only encoding TensorBoard plays).
+      description: Markdown shown in TensorBoard (kept from the first event).
+
+    Returns:
+      True if the clips were queued for writing, False if nothing is recording
+      (then ``data`` is not even looked at).
+
+    Raises:
+      TypeError, ValueError: bad arguments (nothing is written).
+      WriterClosedError, WriteFailedError: see :class:`~summarylib.SummaryWriter`.
+    """
+    resolved = resolve(name, step, "audio")
+    if resolved is None:
+        return False
+    writer, tag, step_ = resolved
+    md = metadata_bytes(_PLUGIN_DATA, description, "audio")
+    _check_encoding(encoding, "audio")
+    rate = check_sample_rate(sample_rate, "audio")
+    keep = check_max_outputs(max_outputs, "audio")
+    clips = prepare(data, keep, rate, "audio")
+    n = len(clips)
+
+    def make_tensor() -> bytes:
+        return string_tensor_bytes((n, 2), _tensor_values(clips, rate))
+
+    emit_value_deferred(writer, tag, step_, make_tensor, md, clips.nbytes // 2 + 48 * n + 32)
+    return True
+
+
+def audio_pb(
+    tag: str,
+    data: Any,
+    sample_rate: Any,
+    max_outputs: int = 3,
+    encoding: str | None = None,
+    description: str | None = None,
+) -> summary_pb2.Summary:
+    """A ``Summary`` with one audio value, with metadata; no writer needed.
+
+    Same data contract as :func:`audio`; ``tag`` is used as is (no name scope).
+    """
+    from summarylib.proto import summary_pb2
+
+    tag = check_tag(tag, "audio_pb", "tag")
+    metadata_bytes(_PLUGIN_DATA, description, "audio_pb")  # the same checks as audio()
+    _check_encoding(encoding, "audio_pb")
+    rate = check_sample_rate(sample_rate, "audio_pb")
+    keep = check_max_outputs(max_outputs, "audio_pb")
+    clips = prepare(data, keep, rate, "audio_pb")
+    summary = summary_pb2.Summary()
+    v = summary.value.add()
+    v.tag = tag
+    v.tensor.dtype = DT_STRING
+    v.tensor.tensor_shape.dim.add().size = len(clips)
+    v.tensor.tensor_shape.dim.add().size = 2
+    v.tensor.string_val.extend(_tensor_values(clips, rate))
+    v.metadata.CopyFrom(create_summary_metadata(description))
+    return summary

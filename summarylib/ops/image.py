@@ -1,0 +1,179 @@
+"""Image summaries: batches of pictures per step, shown by TensorBoard's Images dashboard.
+
+Data contract:
+  * ``data`` is a batch of images: a numpy array, a (nested) Python
+    sequence, or a framework tensor (through ``__array__``; the framework is
+    never imported), or a zero-argument callable returning one.
+  * Its layout is given by ``dataformats``: ``"NHWC"`` (default, as
+    ``tf.summary.image``), ``"NCHW"`` (PyTorch batches), ``"HWC"``, ``"CHW"``
+    (one image) or ``"HW"`` (one grayscale image); case-insensitive. After
+    that, the batch is ``[k, h, w, c]`` with ``c`` in 1 (grayscale), 2
+    (grayscale + alpha), 3 (RGB), 4 (RGBA), and ``h, w >= 1``. ``k`` may be 0.
+  * Pixel values: any real dtype, converted to uint8 as
+    ``tf.image.convert_image_dtype(..., saturate=True)`` does: uint8 as is,
+    floats in [0, 1] as ``trunc(clip(x * 255.5, 0, 255))``, other integer
+    types rescaled from their full range, bool as 0/255, NaN as 0 (details in
+    :mod:`summarylib.encoding.pixels`).
+  * Only the first ``max_outputs`` images are converted and encoded.
+  * Stored as TensorFlow 2 does (format.md §5.4): a rank-1 ``DT_STRING``
+    tensor ``[str(w), str(h), png_0, png_1, ...]``, width first (taken from
+    the whole batch), then one PNG per kept image, in ``string_val``.
+    Metadata: ``plugin_name="images"``, empty content (``ImagePluginData``
+    version 0), ``data_class`` unset; on the first value of a tag per file.
+
+Work split: :func:`image` validates the input, converts the kept images to a
+fresh uint8 copy on the caller's thread (so the caller may reuse its buffer at
+once), and leaves the PNG encoding to the writer's background thread.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from summarylib.encoding.arrays import as_array
+from summarylib.encoding.pixels import DATAFORMATS, is_pixel_dtype, to_nhwc, to_uint8
+from summarylib.encoding.png import encode_png
+from summarylib.encoding.tensor import DT_STRING, string_tensor_bytes
+from summarylib.ops._emit import emit_value_deferred
+from summarylib.ops._media import check_max_outputs, metadata_bytes, plugin_data_bytes
+from summarylib.ops._resolve import check_tag, resolve
+from summarylib.writer.context import Step
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from summarylib.proto import summary_pb2
+
+__all__ = ["PLUGIN_NAME", "create_summary_metadata", "image", "image_pb"]
+
+PLUGIN_NAME = "images"
+_PLUGIN_DATA = plugin_data_bytes(PLUGIN_NAME)  # content: ImagePluginData{version 0} is empty
+
+
+def create_summary_metadata(description: str | None = None) -> summary_pb2.SummaryMetadata:
+    """The ``SummaryMetadata`` TensorFlow 2 writes for images (protobuf API)."""
+    from summarylib.proto import plugin_data_pb2, summary_pb2
+
+    md = summary_pb2.SummaryMetadata()
+    md.plugin_data.plugin_name = PLUGIN_NAME
+    md.plugin_data.content = plugin_data_pb2.ImagePluginData(version=0).SerializeToString()
+    if description:
+        md.summary_description = description
+    return md
+
+
+def _check_dataformats(dataformats: Any, where: str) -> str:
+    if not isinstance(dataformats, str):
+        raise TypeError(f"{where}: 'dataformats' must be a str, got {type(dataformats).__name__}")
+    fmt = dataformats.upper()
+    if fmt not in DATAFORMATS:
+        raise ValueError(
+            f"{where}: 'dataformats' must be one of {', '.join(DATAFORMATS)}, got {dataformats!r}"
+        )
+    return fmt
+
+
+def prepare(
+    data: Any, max_outputs: int, dataformats: str, where: str
+) -> tuple[np.ndarray, int, int]:
+    """Validate ``data``; return the kept images as fresh uint8 ``[n, h, w, c]``, w, h."""
+    fmt = _check_dataformats(dataformats, where)
+    arr = as_array(data, where, "data")
+    if not is_pixel_dtype(arr.dtype):
+        raise TypeError(
+            f"{where}: 'data' must hold real numbers (pixel values), got dtype {arr.dtype}"
+        )
+    axes, layout = DATAFORMATS[fmt]
+    c_axis = axes[3]  # where the channels are in the input, None for "HW"
+    rank = sum(a is not None for a in axes)
+    if arr.ndim != rank or (c_axis is not None and arr.shape[c_axis] not in (1, 2, 3, 4)):
+        with_fmt = "" if fmt == "NHWC" else f" with dataformats={fmt!r}"
+        channels = "" if c_axis is None else " with c in (1, 2, 3, 4)"
+        raise ValueError(
+            f"{where}: 'data'{with_fmt} must have shape {layout}{channels}, got {arr.shape}"
+        )
+    batch = to_nhwc(arr, fmt)
+    _, h, w, _ = batch.shape
+    if h == 0 or w == 0:
+        raise ValueError(
+            f"{where}: 'data' must have images of at least 1x1 pixels, got shape {arr.shape}"
+        )
+    return to_uint8(batch[:max_outputs]), w, h
+
+
+def _tensor_values(pixels: np.ndarray, w: int, h: int) -> list[bytes]:
+    return [str(w).encode(), str(h).encode(), *map(encode_png, pixels)]
+
+
+def image(
+    name: str,
+    data: Any,
+    step: Step | None = None,
+    max_outputs: int = 3,
+    description: str | None = None,
+    *,
+    dataformats: str = "NHWC",
+) -> bool:
+    """Write a batch of images to the default writer.
+
+    Args:
+      name: the series name; the tag is ``name`` inside the current name scope.
+      data: images (see the module docstring for shapes and dtypes), or a
+        zero-argument callable returning them, called only when recording.
+      step: an int64 step; defaults to the thread's default step.
+      max_outputs: keep at most this many images (the first ones); >= 0.
+      description: Markdown shown in TensorBoard (kept from the first event).
+      dataformats: the layout of ``data``: "NHWC", "NCHW", "HWC", "CHW", "HW".
+
+    Returns:
+      True if the images were queued for writing, False if nothing is
+      recording (then ``data`` is not even looked at).
+
+    Raises:
+      TypeError, ValueError: bad arguments (nothing is written).
+      WriterClosedError, WriteFailedError: see :class:`~summarylib.SummaryWriter`.
+    """
+    resolved = resolve(name, step, "image")
+    if resolved is None:
+        return False
+    writer, tag, step_ = resolved
+    md = metadata_bytes(_PLUGIN_DATA, description, "image")
+    keep = check_max_outputs(max_outputs, "image")
+    pixels, w, h = prepare(data, keep, dataformats, "image")
+    n = len(pixels)
+
+    def make_tensor() -> bytes:
+        return string_tensor_bytes((2 + n,), _tensor_values(pixels, w, h))
+
+    # Noise-like images barely compress: the raw size bounds the PNG size.
+    emit_value_deferred(writer, tag, step_, make_tensor, md, pixels.nbytes + 64 * n + 32)
+    return True
+
+
+def image_pb(
+    tag: str,
+    data: Any,
+    max_outputs: int = 3,
+    description: str | None = None,
+    *,
+    dataformats: str = "NHWC",
+) -> summary_pb2.Summary:
+    """A ``Summary`` with one image value, with metadata; no writer needed.
+
+    Same data contract as :func:`image`; ``tag`` is used as is (no name scope).
+    """
+    from summarylib.proto import summary_pb2
+
+    tag = check_tag(tag, "image_pb", "tag")
+    metadata_bytes(_PLUGIN_DATA, description, "image_pb")  # the same checks as image()
+    md = create_summary_metadata(description)
+    keep = check_max_outputs(max_outputs, "image_pb")
+    pixels, w, h = prepare(data, keep, dataformats, "image_pb")
+    summary = summary_pb2.Summary()
+    v = summary.value.add()
+    v.tag = tag
+    v.tensor.dtype = DT_STRING
+    v.tensor.tensor_shape.dim.add().size = 2 + len(pixels)
+    v.tensor.string_val.extend(_tensor_values(pixels, w, h))
+    v.metadata.CopyFrom(md)
+    return summary

@@ -1,0 +1,149 @@
+"""Text summaries: strings (Markdown) per step, shown by TensorBoard's Text dashboard.
+
+Data contract:
+  * ``data`` is a ``str``, ``bytes``, or an array of them of any shape: a
+    (nested) list or tuple, a numpy array of dtype ``str`` (``U``), ``bytes``
+    (``S``) or ``object`` holding only str/bytes, or a framework string
+    tensor (through ``__array__``); or a zero-argument callable returning one.
+    Anything else (numbers, None, mixed objects) raises ``TypeError``.
+  * Stored as TensorFlow 2 does (format.md §5.6): ``DT_STRING`` with the
+    original shape, ``str`` as UTF-8, ``bytes`` as is, in ``string_val``.
+    numpy's fixed-width ``U``/``S`` dtypes drop trailing NULs, as numpy always
+    does for them. Metadata: ``plugin_name="text"``, empty content,
+    ``data_class`` unset; on the first value of a tag per file.
+  * TensorBoard renders rank 0 as one Markdown block, ranks 1 and 2 as a
+    table, and only the first 2-D slice of higher ranks.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from summarylib.encoding.arrays import as_array, evaluate
+from summarylib.encoding.tensor import DT_STRING, string_tensor_bytes
+from summarylib.ops._emit import emit_value
+from summarylib.ops._media import metadata_bytes, plugin_data_bytes
+from summarylib.ops._resolve import check_tag, resolve
+from summarylib.writer.context import Step
+
+if TYPE_CHECKING:
+    from summarylib.proto import summary_pb2
+
+__all__ = ["PLUGIN_NAME", "create_summary_metadata", "text", "text_pb"]
+
+PLUGIN_NAME = "text"
+_PLUGIN_DATA = plugin_data_bytes(PLUGIN_NAME)  # content: TextPluginData{version 0} is empty
+
+
+def create_summary_metadata(description: str | None = None) -> summary_pb2.SummaryMetadata:
+    """The ``SummaryMetadata`` TensorFlow 2 writes for text (protobuf API)."""
+    from summarylib.proto import plugin_data_pb2, summary_pb2
+
+    md = summary_pb2.SummaryMetadata()
+    md.plugin_data.plugin_name = PLUGIN_NAME
+    md.plugin_data.content = plugin_data_pb2.TextPluginData(version=0).SerializeToString()
+    if description:
+        md.summary_description = description
+    return md
+
+
+def _utf8(s: str, where: str) -> bytes:
+    try:
+        return s.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"{where}: 'data' is not valid Unicode text: {e}") from None
+
+
+def strings(data: Any, where: str) -> tuple[tuple[int, ...], list[bytes]]:
+    """The shape of ``data`` and its strings as UTF-8 bytes, flattened in C order."""
+    import numpy as np
+
+    data = evaluate(data)
+    if isinstance(data, str):
+        return (), [_utf8(data, where)]
+    if isinstance(data, (bytes, bytearray)):
+        return (), [bytes(data)]
+    if isinstance(data, (list, tuple)):
+        try:
+            arr = np.array(data, dtype=object)
+        except ValueError as e:  # ragged nesting
+            raise ValueError(
+                f"{where}: 'data' must be a rectangular array of strings: {e}"
+            ) from None
+    else:
+        arr = as_array(data, where, "data")
+    kind = arr.dtype.kind
+    if kind not in "OSU":
+        raise TypeError(
+            f"{where}: 'data' must be str, bytes or an array of them, got "
+            + (
+                f"an array of dtype {arr.dtype}"
+                if hasattr(data, "shape")
+                else f"{type(data).__name__} {data!r:.60}"
+            )
+        )
+    values = arr.reshape(-1).tolist()
+    out: list[bytes] = []
+    for v in values:
+        if isinstance(v, bytes):
+            out.append(v)
+        elif isinstance(v, str):
+            out.append(_utf8(v, where))
+        else:
+            raise TypeError(
+                f"{where}: 'data' must hold only str or bytes, found {type(v).__name__} {v!r:.60}"
+            )
+    return arr.shape, out
+
+
+def text(
+    name: str,
+    data: Any,
+    step: Step | None = None,
+    description: str | None = None,
+) -> bool:
+    """Write text (Markdown) to the default writer.
+
+    Args:
+      name: the series name; the tag is ``name`` inside the current name scope.
+      data: a str, bytes, or array of them of any shape (see the module
+        docstring), or a zero-argument callable returning one.
+      step: an int64 step; defaults to the thread's default step.
+      description: Markdown shown in TensorBoard (kept from the first event).
+
+    Returns:
+      True if written, False if nothing is recording.
+
+    Raises:
+      TypeError, ValueError: bad arguments (nothing is written).
+      WriterClosedError, WriteFailedError: see :class:`~summarylib.SummaryWriter`.
+    """
+    resolved = resolve(name, step, "text")
+    if resolved is None:
+        return False
+    writer, tag, step_ = resolved
+    md = metadata_bytes(_PLUGIN_DATA, description, "text")
+    shape, values = strings(data, "text")
+    emit_value(writer, tag, step_, string_tensor_bytes(shape, values), md)
+    return True
+
+
+def text_pb(tag: str, data: Any, description: str | None = None) -> summary_pb2.Summary:
+    """A ``Summary`` with one text value, with metadata; no writer needed.
+
+    Same data contract as :func:`text`; ``tag`` is used as is (no name scope).
+    """
+    from summarylib.proto import summary_pb2
+
+    tag = check_tag(tag, "text_pb", "tag")
+    metadata_bytes(_PLUGIN_DATA, description, "text_pb")  # the same checks as text()
+    shape, values = strings(data, "text_pb")
+    summary = summary_pb2.Summary()
+    v = summary.value.add()
+    v.tag = tag
+    v.tensor.dtype = DT_STRING
+    for d in shape:
+        v.tensor.tensor_shape.dim.add().size = d
+    v.tensor.string_val.extend(values)
+    v.metadata.CopyFrom(create_summary_metadata(description))
+    return summary
