@@ -142,6 +142,7 @@ def text_pb(tag: str, data: Any, description: str | None = None) -> summary_pb2.
     v = summary.value.add()
     v.tag = tag
     v.tensor.dtype = DT_STRING
+    v.tensor.tensor_shape.SetInParent()  # present even for rank 0, as TensorFlow writes it
     for d in shape:
         v.tensor.tensor_shape.dim.add().size = d
     v.tensor.string_val.extend(values)
