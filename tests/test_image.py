@@ -218,6 +218,53 @@ def test_metadata_bytes_equal_protobuf_and_tensorboard() -> None:
 
 
 # ---------------------------------------------------------------------------
+# The PNG encoder
+# ---------------------------------------------------------------------------
+def pillow_save(image: np.ndarray) -> bytes:
+    from summarylib.encoding.png import COMPRESS_LEVEL
+
+    mode = MODES[image.shape[2]]
+    buf = io.BytesIO()
+    Image.frombuffer(mode, image.shape[1::-1], image, "raw", mode, 0, 1).save(
+        buf, "PNG", compress_level=COMPRESS_LEVEL
+    )
+    return buf.getvalue()
+
+
+@settings(max_examples=40)
+@given(
+    hnp.arrays(
+        np.uint8,
+        st.tuples(st.integers(1, 40), st.integers(1, 40), st.integers(1, 4)),
+        elements=st.integers(0, 255),
+    )
+)
+def test_png_bytes_equal_pillows_own_png_writer(image: np.ndarray) -> None:
+    from summarylib.encoding.png import encode_png
+
+    blob = encode_png(image)
+    assert blob == pillow_save(image)
+    np.testing.assert_array_equal(decode_png(blob, image.shape[2]), image)
+
+
+def test_large_png_decodes_and_fallback_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    from summarylib.encoding import png
+
+    rng = np.random.default_rng(11)
+    big = rng.integers(0, 256, (200, 150, 4), dtype=np.uint8)  # > 64 KiB of IDAT
+    blob = png.encode_png(big)
+    assert blob.count(b"IDAT") == 1 and len(blob) > 65536
+    np.testing.assert_array_equal(decode_png(blob, 4), big)
+    # A Pillow whose codec refuses the arguments: Image.save takes over.
+    monkeypatch.setattr(png, "_fast", True)
+    monkeypatch.setattr(Image.Image, "tobytes", lambda *a, **k: (_ for _ in ()).throw(TypeError))
+    small = big[:5, :7, :3].copy()
+    assert png.encode_png(small) == pillow_save(small)
+    assert png._fast is False
+    assert png.encode_png(big[:3, :3, :1].copy()) == pillow_save(big[:3, :3, :1].copy())
+
+
+# ---------------------------------------------------------------------------
 # Conversion edge cases, spelled out
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize(

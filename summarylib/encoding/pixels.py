@@ -22,7 +22,7 @@ another thread while the caller's data keeps changing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -46,11 +46,21 @@ def is_pixel_dtype(dtype: np.dtype) -> bool:
 
 def to_nhwc(arr: np.ndarray, dataformats: str) -> np.ndarray:
     """A view of ``arr`` as ``[k, h, w, c]``; ``arr.ndim`` must match the format."""
-    axes, _ = DATAFORMATS[dataformats]
-    present = [a for a in axes if a is not None]
-    view = arr.transpose(present) if present != sorted(present) else arr
-    index = tuple(None if a is None else slice(None) for a in axes)
-    return view[index] if None in axes else view
+    transpose, index = _VIEWS[dataformats]
+    if transpose is not None:
+        arr = arr.transpose(transpose)
+    return arr if index is None else arr[index]
+
+
+def _view(axes: tuple[int | None, ...]) -> tuple[tuple[int, ...] | None, tuple[Any, ...] | None]:
+    # (input axes in NHWC order if a transpose is needed, index adding missing axes)
+    present = tuple(a for a in axes if a is not None)
+    transpose = present if list(present) != sorted(present) else None
+    index = tuple(None if a is None else slice(None) for a in axes) if None in axes else None
+    return transpose, index
+
+
+_VIEWS = {fmt: _view(axes) for fmt, (axes, _) in DATAFORMATS.items()}
 
 
 def to_uint8(images: np.ndarray) -> np.ndarray:
