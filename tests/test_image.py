@@ -295,6 +295,16 @@ def test_conversion_table(values: list[Any], dtype: str, expected: list[int]) ->
     assert ref_uint8(arr).reshape(-1).tolist() == expected  # the reference agrees
 
 
+def test_bfloat16_multiplies_by_256_as_tensorflow_does() -> None:
+    # 255.5 rounds to 256 in bfloat16, so TF's product is x * 256.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from summarylib.encoding.pixels import to_uint8
+
+    values = [0.0, 0.5, 0.99609375, 1.0, -1.0, math.nan, math.inf]
+    arr = np.array(values, dtype=ml_dtypes.bfloat16).reshape(1, 1, -1, 1)
+    assert to_uint8(arr).reshape(-1).tolist() == [0, 128, 255, 255, 0, 0, 255]
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_every_dtype_and_dataformat_round_trips_through_the_file(
