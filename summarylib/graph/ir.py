@@ -15,7 +15,8 @@ Data contract (what TensorBoard's graph dashboard reads, graph-pipeline.md §2.2
   Reading a GraphDef reverses this (``T``, or a ``dtype`` attr, fills the dtypes).
 * ``Node.attrs`` maps names to plain Python values: ``str``/``bytes`` (``s``), ``bool``
   (``b``), ``int`` (``i``, int64 range), ``float`` (``f``, stored as float32),
-  :class:`DType` (``type``), :class:`TensorSpec` (``shape``), a small numpy array
+  :class:`DType` (``type``), :class:`TensorSpec` (``shape``; its dtype is not stored), a
+  small numpy array
   (``tensor``), or a homogeneous ``list``/``tuple`` of one of those. Reading back, ``s``
   comes back as ``str`` when it is valid UTF-8 and as ``bytes`` otherwise; lists come back
   as lists.
@@ -134,9 +135,12 @@ class DType:
     name: str
 
 
-@dataclass
+@dataclass(eq=False)
 class Node:
-    """One op of the graph; see the module docstring for the meaning of each field."""
+    """One op of the graph; see the module docstring for the meaning of each field.
+
+    Nodes compare equal when every field is equal (numpy attrs by dtype and content).
+    """
 
     name: str
     op: str
@@ -145,6 +149,11 @@ class Node:
     attrs: dict[str, object] = field(default_factory=dict)
     outputs: list[TensorSpec] = field(default_factory=list)
     device: str = ""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Node) and _node_equal(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def output(self, k: int = 0) -> str:
         """The input string that refers to output ``k`` of this node (``name`` or ``name:k``)."""
@@ -266,14 +275,16 @@ def _node_equal(x: Node, y: Node) -> bool:
 
 def _attr_equal(a: object, b: object) -> bool:
     # numpy arrays do not compare with ==; compare dtype, shape and content.
-    if hasattr(a, "dtype") and hasattr(a, "shape") and hasattr(b, "dtype"):
+    if type(a).__module__ == "numpy" or type(b).__module__ == "numpy":
         import numpy as np
 
-        return (
-            isinstance(b, np.ndarray)
-            and a.dtype == b.dtype  # type: ignore[attr-defined]
-            and np.array_equal(a, b)  # type: ignore[arg-type]
-        )
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            return (
+                isinstance(a, np.ndarray)
+                and isinstance(b, np.ndarray)
+                and a.dtype == b.dtype
+                and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+            )
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(_attr_equal(p, q) for p, q in zip(a, b, strict=True))
     return a == b
@@ -443,7 +454,7 @@ def _attr_from_proto(av: Any) -> object:
     if kind == "s":
         return _bytes_value(av.s)
     if kind in ("i", "f", "b"):
-        return getattr(av, kind)  # type: ignore[no-any-return]
+        return getattr(av, kind)
     if kind == "type":
         return DType(dtype_name(av.type) or f"DT_{av.type}")
     if kind == "shape":
@@ -453,9 +464,9 @@ def _attr_from_proto(av: Any) -> object:
 
         return make_ndarray(av.tensor)
     if kind == "placeholder":
-        return av.placeholder  # type: ignore[no-any-return]
+        return av.placeholder
     if kind == "func":
-        return av.func.name  # type: ignore[no-any-return]
+        return av.func.name
     if kind is None:
         return []
     lv = av.list

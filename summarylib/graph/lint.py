@@ -1,0 +1,295 @@
+"""Predict what TensorBoard's graph dashboard will do with a graph, before writing it.
+
+``check(g)`` returns a list of :class:`Issue`, each naming the node (or scope) and the
+dashboard behaviour it predicts (graph-pipeline.md §1, §2.2, §5.2). Codes:
+
+=====================  ========  ==========================================================
+code                   severity  meaning
+=====================  ========  ==========================================================
+``duplicate-name``     error     two nodes share a name: the dashboard keeps only one
+``dangling-input``     error     an input names no node: the edge is dropped silently
+``bad-name``           error     empty, leading-``/`` or ``//`` name: empty-named groups
+``control-before-data`` error    a ``^control`` input precedes a data input (TF rejects it)
+``name-is-scope``      warning   ``A`` is a node and ``A/...`` a scope: shown as ``A/(A)``
+``missing-shapes``     warning   no ``_output_shapes`` on a non-``Const`` node: no edge labels
+``bad-output-slot``    warning   ``src:k`` with k beyond the outputs ``src`` declares
+``large-attr``         warning   an attr over 1 KB: sent to the browser in full
+``wide-group``         warning   a group with hundreds of direct children: slow layout
+``unknown-dtype``      warning   an output dtype TensorFlow has no ``DataType`` for
+``const-lookalike``    info      op contains "Const" but is not ``Const``: drawn as an icon
+``no-device``          info      empty device: "TPU compatibility" colours it red
+``structure-colour``   info      > 10k nodes and > 10k edges: structure colouring off
+=====================  ========  ==========================================================
+
+``check`` accepts a :class:`~summarylib.graph.Graph`, a ``GraphDef`` message or its bytes
+(a GraphDef is checked as written, so duplicate names and input order are seen too).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from summarylib.graph.ir import Graph, Node, dtype_enum, split_input
+
+__all__ = ["ATTR_LIMIT", "MAX_CHILDREN", "Issue", "check"]
+
+#: TensorBoard's large-attr limit in bytes (graph.ts); the UI does not filter, so bigger
+#: attrs reach the browser.
+ATTR_LIMIT = 1024
+#: Direct children of one group above which dagre layout gets slow (tensorboard#245, #2707).
+MAX_CHILDREN = 300
+_COLOUR_CUTOFF = 10_000
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One finding: ``code`` (see the table), ``severity``, the node or scope, and a message."""
+
+    code: str
+    severity: str  # "error" | "warning" | "info"
+    node: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.severity}: {self.node}: {self.message} [{self.code}]"
+
+
+@dataclass
+class _View:
+    # The fields of a node lint needs, from either an IR Node or a NodeDef.
+    name: str
+    op: str
+    inputs: list[str]  # raw GraphDef form: "src", "src:k", "^src"
+    device: str
+    n_outputs: int | None  # None: no _output_shapes
+    dtypes: list[str | None]
+    attr_sizes: dict[str, int]
+
+
+def _ir_view(node: Node) -> _View:
+    sizes = {k: _attr_size(v) for k, v in node.attrs.items()}
+    return _View(
+        node.name,
+        node.op,
+        list(node.inputs) + ["^" + c for c in node.control_inputs],
+        node.device,
+        len(node.outputs) if node.outputs else None,
+        [s.dtype for s in node.outputs],
+        sizes,
+    )
+
+
+def _attr_size(value: object) -> int:
+    # Cheap lower bounds first; exact protobuf size only for values that might be big.
+    if isinstance(value, (str, bytes, bytearray)):
+        return len(value)
+    if isinstance(value, (bool, int, float)):
+        return 10
+    if hasattr(value, "nbytes"):
+        return int(value.nbytes)
+    if isinstance(value, (list, tuple)):
+        return sum(_attr_size(v) + 1 for v in value)
+    return 16
+
+
+def _proto_view(nd: Any) -> _View:
+    n_out: int | None = None
+    sizes: dict[str, int] = {}
+    for key, av in nd.attr.items():
+        if key == "_output_shapes":
+            n_out = len(av.list.shape)
+        else:
+            sizes[key] = av.ByteSize()
+    return _View(nd.name, nd.op, list(nd.input), nd.device, n_out, [], sizes)
+
+
+def _views(g: object) -> list[_View]:
+    if isinstance(g, Graph):
+        return [_ir_view(n) for n in g.nodes]
+    if isinstance(g, (bytes, bytearray, memoryview)):
+        from summarylib.proto import graph_pb2
+
+        msg = graph_pb2.GraphDef()
+        msg.ParseFromString(bytes(g))
+        g = msg
+    if hasattr(g, "node"):
+        return [_proto_view(nd) for nd in g.node]
+    raise TypeError(f"check: expected a Graph or a GraphDef, got {type(g).__name__}")
+
+
+def check(
+    g: object, *, attr_limit: int = ATTR_LIMIT, max_children: int = MAX_CHILDREN
+) -> list[Issue]:
+    """Lint ``g``; issues come sorted by severity (errors first), then in node order."""
+    views = _views(g)
+    issues: list[Issue] = []
+    add = issues.append
+    counts = Counter(v.name for v in views)
+    for name, n in counts.items():
+        if n > 1:
+            add(
+                Issue(
+                    "duplicate-name",
+                    "error",
+                    name,
+                    f"{n} nodes share this name; "
+                    "the dashboard keeps one and loses the others' edges",
+                )
+            )
+    by_name = {v.name: v for v in views}
+    scopes: set[str] = set()
+    children: dict[str, set[str]] = {}
+    edges = 0
+    no_device: list[str] = []
+    for v in views:
+        _check_name(v, add)
+        parts = v.name.split("/")
+        for i in range(1, len(parts)):
+            scope = "/".join(parts[:i])
+            scopes.add(scope)
+            children.setdefault("/".join(parts[: i - 1]), set()).add(scope)
+        children.setdefault(v.name.rpartition("/")[0], set()).add(v.name)
+        seen_control = False
+        for inp in v.inputs:
+            control = inp.startswith("^")
+            src, slot = (inp[1:], 0) if control else split_input(inp)
+            if control:
+                seen_control = True
+            elif seen_control:
+                add(
+                    Issue(
+                        "control-before-data",
+                        "error",
+                        v.name,
+                        f"data input {inp!r} comes after a control input; "
+                        "TensorFlow requires control inputs last",
+                    )
+                )
+                seen_control = False  # report once per run of misordered inputs
+            edges += 1
+            target = by_name.get(src)
+            if target is None:
+                add(
+                    Issue(
+                        "dangling-input",
+                        "error",
+                        v.name,
+                        f"input {inp!r} names no node; the dashboard drops this edge",
+                    )
+                )
+            elif not control and target.n_outputs is not None and slot >= target.n_outputs:
+                add(
+                    Issue(
+                        "bad-output-slot",
+                        "warning",
+                        v.name,
+                        f"input {inp!r} uses output {slot}, but {src!r} declares "
+                        f"{target.n_outputs} output(s); the edge has no shape label",
+                    )
+                )
+        if v.n_outputs is None and "Const" not in v.op and v.op != "NoOp":
+            add(
+                Issue(
+                    "missing-shapes",
+                    "warning",
+                    v.name,
+                    f"{v.op} node has no output shapes (_output_shapes); "
+                    "its edges get no shape labels",
+                )
+            )
+        for d in v.dtypes:
+            if d is not None and not dtype_enum(d):
+                add(
+                    Issue(
+                        "unknown-dtype",
+                        "warning",
+                        v.name,
+                        f"output dtype {d!r} has no TensorFlow DataType; written as DT_INVALID",
+                    )
+                )
+                break
+        for key, size in v.attr_sizes.items():
+            if size > attr_limit:
+                add(
+                    Issue(
+                        "large-attr",
+                        "warning",
+                        v.name,
+                        f"attr {key!r} is about {size} bytes (> {attr_limit}); the dashboard "
+                        "sends it to the browser in full",
+                    )
+                )
+        if "Const" in v.op and v.op != "Const":
+            add(
+                Issue(
+                    "const-lookalike",
+                    "info",
+                    v.name,
+                    f"op {v.op!r} contains 'Const', so the dashboard draws it as a constant "
+                    "icon inside its consumer",
+                )
+            )
+        if not v.device:
+            no_device.append(v.name)
+    if no_device:
+        add(
+            Issue(
+                "no-device",
+                "info",
+                no_device[0],
+                f"{len(no_device)} node(s) have no device, this one first; 'Color by TPU "
+                "compatibility' shows non-TF ops without a device as incompatible",
+            )
+        )
+    for scope in sorted(scopes & by_name.keys()):
+        add(
+            Issue(
+                "name-is-scope",
+                "warning",
+                scope,
+                f"{scope!r} is a node and a scope; the dashboard shows the node as "
+                f"{scope}/({scope.rpartition('/')[2]})",
+            )
+        )
+    for group, members in children.items():
+        if len(members) > max_children:
+            add(
+                Issue(
+                    "wide-group",
+                    "warning",
+                    group or "<root>",
+                    f"{len(members)} direct children (> {max_children}); layout of this group "
+                    "will be slow, add name scopes",
+                )
+            )
+    if len(views) > _COLOUR_CUTOFF and edges > _COLOUR_CUTOFF:
+        add(
+            Issue(
+                "structure-colour",
+                "info",
+                "<root>",
+                f"{len(views)} nodes and {edges} edges: 'Color by structure' is off by default",
+            )
+        )
+    order = {"error": 0, "warning": 1, "info": 2}
+    return sorted(issues, key=lambda i: order[i.severity])
+
+
+def _check_name(v: _View, add: Any) -> None:
+    if not v.name or v.name.startswith("/") or "//" in v.name or v.name.endswith("/"):
+        add(
+            Issue(
+                "bad-name",
+                "error",
+                v.name or "<empty>",
+                "empty, leading '/', trailing '/' or '//' in a name makes an empty-named group",
+            )
+        )
+
+
+def errors(issues: Iterable[Issue]) -> list[Issue]:
+    """The issues of severity ``error``."""
+    return [i for i in issues if i.severity == "error"]
