@@ -1,0 +1,136 @@
+"""TensorFlow 2's histogram bucketing, in O(n) time and O(1) extra memory.
+
+:func:`histogram_buckets` computes what ``tf.summary.histogram`` writes
+(format.md §5.3; TensorBoard's ``summary_v2._buckets``): a float64 ``[k, 3]``
+array of ``[left_edge, right_edge, count]`` rows, with
+
+* ``lo, hi`` = min and max of the data as float64, ``width = (hi - lo) / k``;
+* each value in bucket ``min(floor((x - lo) / width), k - 1)``, computed in
+  float64, so buckets are half-open ``[l, r)`` except the last, which is
+  closed and holds ``hi``;
+* ``edges[i] = lo + width * i`` for ``i < k`` and ``edges[k] = hi`` exactly;
+* all values equal: every edge is that value, the last bucket holds them all;
+* no values: ``k`` rows of zeros.
+
+For finite data whose ``hi - lo`` and ``width`` are normal float64 numbers the
+result is bit-identical to TensorFlow's. Where TensorFlow produces garbage,
+this module makes documented choices instead:
+
+* **NaN and ±Inf are left out.** TensorFlow turns them into NaN/Inf edges and
+  silently loses counts; TensorBoard cannot draw either. The counts then sum
+  to the number of finite values; with none, the result is as for no data.
+* **``hi - lo`` overflows** (data spanning most of float64's range): the
+  arithmetic runs on values halved (exact for normal numbers), so edges and
+  counts stay finite and meaningful. TensorFlow gives infinite edges.
+* **``width`` underflows to 0** (a range of a few subnormals): the arithmetic
+  runs on values scaled by 2**1000 (exact), edges are scaled back.
+
+TensorFlow builds an ``n x k`` one-hot matrix (2.4 GB for 10M values); here
+the data is processed in chunks of 64 Ki values that reuse two small scratch
+buffers, so extra memory is about 1 MiB whatever ``n`` is (plus a compacted
+copy of the finite values, only when NaN/Inf are present).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["histogram_buckets"]
+
+# Values per chunk: the float64 and index scratch (1 MiB together) stay in
+# cache, and per-chunk Python overhead is negligible (~150 chunks for 10M).
+_CHUNK = 1 << 16
+_UNDERFLOW_SCALE = 2.0**1000
+
+
+def histogram_buckets(values: np.ndarray, k: int) -> np.ndarray:
+    """Bucket ``values`` as ``tf.summary.histogram`` does (see the module docstring).
+
+    Args:
+      values: a rank-1 array of a real dtype (bool, int, uint, float).
+      k: the number of buckets, >= 1.
+
+    Returns:
+      A new C-contiguous float64 array of shape ``[k, 3]``.
+    """
+    import numpy as np
+
+    out = np.zeros((k, 3), dtype=np.float64)
+    if values.size == 0:
+        return out
+    lo = float(values.min())
+    hi = float(values.max())
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        # NaN propagates through min/max, so this also catches NaN.
+        values = values[np.isfinite(values)]
+        if values.size == 0:
+            return out
+        lo = float(values.min())
+        hi = float(values.max())
+    range_ = hi - lo
+    if range_ == 0.0:
+        out[:, 0] = hi
+        out[:, 1] = hi
+        out[-1, 2] = values.size
+        return out
+    scale = 1.0
+    if math.isinf(range_):
+        scale = 0.5
+    elif range_ / k == 0.0:
+        scale = _UNDERFLOW_SCALE
+    lo_s = lo * scale
+    width = (hi * scale - lo_s) / k
+    out[:, 2] = _counts(values, lo_s, width, k, scale)
+    edges = np.arange(k + 1, dtype=np.float64)
+    edges *= width
+    edges += lo_s
+    if scale != 1.0:
+        edges /= scale
+        edges[0] = lo
+    edges[k] = hi
+    out[:, 0] = edges[:-1]
+    out[:, 1] = edges[1:]
+    return out
+
+
+def _counts(values: np.ndarray, lo: float, width: float, k: int, scale: float) -> np.ndarray:
+    # Bucket index = floor((x - lo) / width) in float64. x >= lo, so the
+    # quotient is >= 0 and truncation (the float -> int cast) is the floor.
+    # The quotient is at most (hi - lo) / width, about k (a little more when
+    # width is subnormal); indices >= k belong to the last, closed bucket.
+    import numpy as np
+
+    n = values.size
+    if n <= _CHUNK and scale == 1.0:  # one chunk: fewer calls, same arithmetic
+        s = np.subtract(values, lo, dtype=np.float64)
+        s /= width
+        b = np.bincount(s.astype(np.intp), minlength=k)
+        if b.size > k:
+            b[k - 1] += b[k:].sum()
+            b = b[:k]
+        return b
+    m = min(n, _CHUNK)
+    scratch = np.empty(m, dtype=np.float64)
+    index = np.empty(m, dtype=np.intp)
+    counts = np.zeros(k, dtype=np.int64)
+    for start in range(0, n, _CHUNK):
+        chunk = values[start : start + _CHUNK]
+        size = chunk.size
+        s = scratch[:size]
+        i = index[:size]
+        if scale == 1.0:
+            np.subtract(chunk, lo, out=s, dtype=np.float64)
+        else:
+            np.multiply(chunk, scale, out=s, dtype=np.float64)
+            s -= lo
+        s /= width
+        np.copyto(i, s, casting="unsafe")
+        b = np.bincount(i, minlength=k)
+        if b.size > k:
+            b[k - 1] += b[k:].sum()
+        counts += b[:k]
+    return counts

@@ -1,0 +1,208 @@
+"""Histogram summaries: the distribution of a tensor's values per step.
+
+Shown by TensorBoard's Histograms and Distributions dashboards.
+
+Data contract:
+  * ``data`` is an array of real numbers of any shape (bool, int, uint,
+    float16/32/64, ml_dtypes' bfloat16): a numpy array, a (nested) Python
+    sequence or number, or a framework tensor (through ``__array__``; the
+    framework is never imported), or a zero-argument callable returning one.
+    Strings, complex numbers and objects raise ``TypeError``.
+  * ``buckets`` is an int >= 1 (default 30).
+  * Bucketing is TensorFlow 2's (format.md §5.3), exactly: ``buckets``
+    equal-width buckets from min to max computed in float64, the last
+    bucket closed, the last right edge exactly the max. All values equal:
+    every edge is that value and the last bucket holds them all. No values:
+    ``buckets`` rows of zeros.
+  * **NaN and ±Inf are left out** (TensorFlow would write NaN/Inf edges and
+    lose counts), so counts sum to the number of finite values. Data whose
+    range overflows or underflows float64 still gets finite, meaningful
+    buckets; see :mod:`summarylib.encoding.bucketing`.
+  * Stored as TensorFlow 2 does: a ``DT_DOUBLE`` tensor ``[buckets, 3]`` of
+    ``[left, right, count]`` rows in ``tensor_content``. Metadata:
+    ``plugin_name="histograms"``, empty content (``HistogramPluginData``
+    version 0), ``data_class`` unset; on the first value of a tag per file.
+
+Differences from TensorFlow: NaN/Inf handling (above), and ``buckets <= 0``
+raises ``ValueError`` (TensorFlow writes a ``[0, 3]`` tensor, which
+TensorBoard shows as nothing).
+
+Work split: the input is validated and flattened on the caller's thread. Up
+to 1 MiB of data is copied (unless it is already private to this call) and
+bucketed by the writer's background thread, so the caller may reuse its
+buffer at once. Larger inputs are bucketed on the caller's thread instead:
+a copy would double their memory, and the writer's buffer bound would make
+the caller wait for the bucketing anyway.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Any
+
+from summarylib.encoding.arrays import as_array, evaluate
+from summarylib.encoding.bucketing import histogram_buckets
+from summarylib.encoding.tensor import DT_DOUBLE, tensor_bytes
+from summarylib.ops._emit import emit_value, emit_value_deferred
+from summarylib.ops._media import metadata_bytes, plugin_data_bytes
+from summarylib.ops._resolve import check_tag, resolve
+from summarylib.writer.context import Step
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from summarylib.proto import summary_pb2
+
+__all__ = [
+    "DEFAULT_BUCKET_COUNT",
+    "PLUGIN_NAME",
+    "create_summary_metadata",
+    "histogram",
+    "histogram_pb",
+]
+
+PLUGIN_NAME = "histograms"
+DEFAULT_BUCKET_COUNT = 30
+_PLUGIN_DATA = plugin_data_bytes(PLUGIN_NAME)  # content: HistogramPluginData{version 0} is empty
+# Inputs up to this size are copied and bucketed on the writer thread.
+_DEFER_MAX_BYTES = 1 << 20
+_INT32_MAX = (1 << 31) - 1
+_HEADERS: dict[int, bytes] = {}  # k -> serialized TensorProto up to tensor_content's bytes
+
+
+def create_summary_metadata(description: str | None = None) -> summary_pb2.SummaryMetadata:
+    """The ``SummaryMetadata`` TensorFlow 2 writes for histograms (protobuf API)."""
+    from summarylib.proto import plugin_data_pb2, summary_pb2
+
+    md = summary_pb2.SummaryMetadata()
+    md.plugin_data.plugin_name = PLUGIN_NAME
+    md.plugin_data.content = plugin_data_pb2.HistogramPluginData(version=0).SerializeToString()
+    if description:
+        md.summary_description = description
+    return md
+
+
+def check_buckets(buckets: Any, where: str) -> int:
+    """``buckets`` as an int in [1, 2**31 - 1]; None means 30."""
+    if buckets is None:
+        return DEFAULT_BUCKET_COUNT
+    if type(buckets) is not int:
+        if isinstance(buckets, bool):
+            raise TypeError(f"{where}: 'buckets' must be an int, got bool {buckets!r}")
+        try:
+            buckets = operator.index(buckets)
+        except TypeError:
+            raise TypeError(
+                f"{where}: 'buckets' must be an int, got {type(buckets).__name__} {buckets!r}"
+            ) from None
+    if buckets < 1 or buckets > _INT32_MAX:
+        raise ValueError(f"{where}: 'buckets' must be in [1, 2**31 - 1], got {buckets}")
+    return int(buckets)
+
+
+def prepare(data: Any, where: str) -> tuple[np.ndarray, bool]:
+    """Validate ``data``; return it flattened, and whether no one else holds it.
+
+    The array is private when numpy built it for this call (from Python
+    numbers or sequences, by a dtype conversion or a non-contiguous
+    flatten); otherwise it may be a view of the caller's memory.
+    """
+    import numpy as np
+
+    data = evaluate(data)
+    arr = as_array(data, where, "data")
+    private = isinstance(data, (list, tuple, int, float))
+    kind = arr.dtype.kind
+    if kind not in "biuf":
+        if arr.dtype.name == "bfloat16":  # ml_dtypes: no min/max loops of its own
+            return arr.astype(np.float32).reshape(-1), True
+        raise TypeError(f"{where}: 'data' must hold real numbers, got dtype {arr.dtype}")
+    flat = arr.reshape(-1)
+    if not private and not np.may_share_memory(flat, arr):
+        private = True  # reshape had to copy
+    return flat, private
+
+
+def _tensor(values: np.ndarray, k: int) -> bytes:
+    # The serialized TensorProto: a header that depends on k only, then the
+    # 24 * k bytes of tensor_content.
+    header = _HEADERS.get(k)
+    if header is None:
+        header = tensor_bytes(DT_DOUBLE, (k, 3), b"\0" * (24 * k))[: -24 * k]
+        if len(_HEADERS) < 64:
+            _HEADERS[k] = header
+    return header + _le_bytes(histogram_buckets(values, k))
+
+
+def _le_bytes(buckets: np.ndarray) -> bytes:
+    # tensor_content is little-endian whatever the machine.
+    return buckets.astype("<f8", copy=False).tobytes()
+
+
+def histogram(
+    name: str,
+    data: Any,
+    step: Step | None = None,
+    buckets: int | None = None,
+    description: str | None = None,
+) -> bool:
+    """Write a histogram of ``data``'s values to the default writer.
+
+    Args:
+      name: the series name; the tag is ``name`` inside the current name scope.
+      data: real numbers of any shape (see the module docstring), or a
+        zero-argument callable returning them, called only when recording.
+      step: an int64 step; defaults to the thread's default step.
+      buckets: the number of buckets, >= 1; default 30.
+      description: Markdown shown in TensorBoard (kept from the first event).
+
+    Returns:
+      True if the histogram was queued for writing, False if nothing is
+      recording (then ``data`` is not even looked at).
+
+    Raises:
+      TypeError, ValueError: bad arguments (nothing is written).
+      WriterClosedError, WriteFailedError: see :class:`~summarylib.SummaryWriter`.
+    """
+    resolved = resolve(name, step, "histogram")
+    if resolved is None:
+        return False
+    writer, tag, step_ = resolved
+    md = metadata_bytes(_PLUGIN_DATA, description, "histogram")
+    k = check_buckets(buckets, "histogram")
+    values, private = prepare(data, "histogram")
+    if values.nbytes > _DEFER_MAX_BYTES:
+        emit_value(writer, tag, step_, _tensor(values, k), md)
+        return True
+    if not private:
+        values = values.copy()
+
+    def make_tensor() -> bytes:
+        return _tensor(values, k)
+
+    emit_value_deferred(writer, tag, step_, make_tensor, md, values.nbytes + 24 * k + 16)
+    return True
+
+
+def histogram_pb(
+    tag: str, data: Any, buckets: int | None = None, description: str | None = None
+) -> summary_pb2.Summary:
+    """A ``Summary`` with one histogram value, with metadata; no writer needed.
+
+    Same data contract as :func:`histogram`; ``tag`` is used as is (no name scope).
+    """
+    from summarylib.proto import summary_pb2
+
+    tag = check_tag(tag, "histogram_pb", "tag")
+    metadata_bytes(_PLUGIN_DATA, description, "histogram_pb")  # the same checks as histogram()
+    k = check_buckets(buckets, "histogram_pb")
+    values, _ = prepare(data, "histogram_pb")
+    summary = summary_pb2.Summary()
+    v = summary.value.add()
+    v.tag = tag
+    v.tensor.dtype = DT_DOUBLE
+    v.tensor.tensor_shape.dim.add().size = k
+    v.tensor.tensor_shape.dim.add().size = 3
+    v.tensor.tensor_content = _le_bytes(histogram_buckets(values, k))
+    v.metadata.CopyFrom(create_summary_metadata(description))
+    return summary
