@@ -297,6 +297,13 @@ def _const_array(value: Any, dtype: str | None, where: str) -> Any:
     from summarylib.encoding.tensor import to_numeric_or_string_array
 
     arr = to_numeric_or_string_array(value, where, "value")
+    if arr.dtype.kind == "O":
+        bad = next((v for v in arr.reshape(-1) if not isinstance(v, (str, bytes))), None)
+        if bad is not None:
+            raise TypeError(
+                f"{where}: 'value' must be numeric or hold only str/bytes, "
+                f"found {type(bad).__name__}"
+            )
     if dtype is not None and dtype != "string":
         arr = arr.astype(np.dtype(dtype))
     return arr

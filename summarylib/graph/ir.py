@@ -164,7 +164,9 @@ class Graph:
     """An ordered collection of uniquely named :class:`Node` objects.
 
     ``nodes`` is the list in insertion order (the GraphDef order). Use :meth:`add` to
-    insert: it rejects duplicate names. ``g["a/b"]`` looks a node up by name.
+    insert: it rejects duplicate names. ``g["a/b"]`` looks a node up by name. Appending to or
+    deleting from ``nodes`` directly is noticed; after renaming nodes in place call
+    :meth:`reindex` (``in`` and :meth:`add` use the index as it stands).
     """
 
     def __init__(self, nodes: Iterable[Node] = ()) -> None:
@@ -207,7 +209,7 @@ class Graph:
 
     def __getitem__(self, name: str) -> Node:
         node = self._lookup().get(name)
-        if node is not None and node.name != name:  # renamed in place
+        if node is None or node.name != name:  # maybe renamed in place: look again
             self.reindex()
             node = self._index.get(name)
         if node is None:
@@ -344,6 +346,7 @@ def _attr_to_proto(value: object, av: attr_value_pb2.AttrValue) -> None:
     elif isinstance(value, DType):
         av.type = dtype_enum(value.name)
     elif isinstance(value, TensorSpec):
+        av.shape.SetInParent()  # a scalar shape has no fields but must still be set
         _shape_to_proto(value, av.shape)
     elif isinstance(value, (list, tuple)):
         _list_to_proto(value, av)
