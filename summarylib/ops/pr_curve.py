@@ -1,0 +1,445 @@
+"""Precision-recall curves: a binary classifier's counts at evenly spaced thresholds.
+
+Shown by TensorBoard's PR Curves dashboard. TensorFlow 2 has no
+``tf.summary.pr_curve``; this follows TensorBoard's TF1-style ``pr_curve`` op
+and its numpy ``pb`` helper (format.md §5.7).
+
+Data contract of :func:`pr_curve`:
+  * ``labels``: ground truth of any shape; bool, or numbers that are all 0 or
+    1 (anything else raises ``ValueError``).
+  * ``predictions``: real numbers of the same shape as ``labels``, clipped to
+    [0, 1] as TensorBoard's op does. **NaN predictions are left out** (as
+    TensorBoard's ``pb`` does); ±Inf clip to 1 and 0.
+  * ``weights``: None (all 1), or real numbers broadcastable to ``labels``'s
+    shape; used as given (negative or NaN weights give what the arithmetic
+    gives).
+  * ``num_thresholds`` = T, an int >= 2 (default 201): threshold ``i`` is
+    ``i / (T - 1)``. A prediction ``p`` falls in bucket
+    ``floor(p * (T - 1))``, computed in ``p``'s float dtype (float32 stays
+    float32, as in TensorBoard's ``pb``), so threshold ``i`` counts the
+    predictions with bucket >= i.
+  * Counts are weighted sums in float64: ``TP[i]``/``FP[i]`` are reverse
+    cumulative sums of the per-bucket positive/negative weights,
+    ``TN = FP[0] - FP``, ``FN = TP[0] - TP``, ``precision = TP / max(1e-7,
+    TP + FP)``, ``recall = TP / max(1e-7, TP + FN)``: bit-for-bit what
+    TensorBoard's ``pb`` computes.
+  * Stored as a ``DT_FLOAT`` tensor ``[6, T]`` in ``tensor_content``, rows TP,
+    FP, TN, FN, precision, recall; tag ``<name>/pr_curves``. Metadata:
+    ``plugin_name="pr_curves"``, content ``PrCurvePluginData{version 0,
+    num_thresholds}``, ``display_name`` = ``name`` (as TensorBoard writes
+    it), description if given; on the first value of a tag per file.
+
+The counting is one vectorized pass (a bincount of bucket indices, then
+reversed cumulative sums), run on the caller's thread: it costs about as
+much as copying the inputs would, and the result is small.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Any
+
+from summarylib.encoding.arrays import as_array
+from summarylib.encoding.tensor import DT_FLOAT, tensor_bytes
+from summarylib.encoding.wire import field_bytes, varint
+from summarylib.ops._emit import emit_value
+from summarylib.ops._media import metadata_bytes, plugin_data_bytes
+from summarylib.ops._resolve import check_tag, resolve
+from summarylib.writer.context import Step
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from summarylib.proto import summary_pb2
+
+__all__ = [
+    "DEFAULT_NUM_THRESHOLDS",
+    "PLUGIN_NAME",
+    "create_summary_metadata",
+    "pr_curve",
+    "pr_curve_pb",
+    "pr_curve_raw",
+    "pr_curve_raw_pb",
+]
+
+PLUGIN_NAME = "pr_curves"
+DEFAULT_NUM_THRESHOLDS = 201
+_MINIMUM_COUNT = 1e-7  # TensorBoard's floor on the precision/recall denominators
+_MAX_THRESHOLDS = (1 << 31) - 1
+# numpy.histogram (inside TensorBoard's pb) sums weights in blocks of this
+# many values; summing in the same blocks gives the same float64 bits.
+_BLOCK = 65536
+_RAW_ARGS = (
+    "true_positive_counts",
+    "false_positive_counts",
+    "true_negative_counts",
+    "false_negative_counts",
+    "precision",
+    "recall",
+)
+_HEADERS: dict[int, bytes] = {}  # T -> serialized TensorProto up to tensor_content's bytes
+_METADATA: dict[tuple[str, int, str | None], bytes] = {}  # small cache of metadata bytes
+
+
+def plugin_content(num_thresholds: int) -> bytes:
+    """Serialized ``PrCurvePluginData{version 0, num_thresholds}`` (version 0 is implicit)."""
+    return b"\x10" + varint(num_thresholds) if num_thresholds else b""
+
+
+def _metadata(name: str, num_thresholds: int, description: str | None, where: str) -> bytes:
+    # SummaryMetadata: plugin_data (1), display_name (2), summary_description (3).
+    if type(name) is not str or (description is not None and type(description) is not str):
+        return _build_metadata(name, num_thresholds, description, where)  # checks and raises
+    key = (name, num_thresholds, description)
+    md = _METADATA.get(key)
+    if md is None:
+        md = _build_metadata(name, num_thresholds, description, where)
+        if len(_METADATA) < 256:
+            _METADATA[key] = md
+    return md
+
+
+def _build_metadata(name: str, num_thresholds: int, description: str | None, where: str) -> bytes:
+    try:
+        display = name.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"{where}: 'name' is not valid Unicode text: {e}") from None
+    head = plugin_data_bytes(PLUGIN_NAME, plugin_content(num_thresholds))
+    return metadata_bytes(head + field_bytes(2, display), description, where)
+
+
+def create_summary_metadata(
+    display_name: str, num_thresholds: int, description: str | None = None
+) -> summary_pb2.SummaryMetadata:
+    """The ``SummaryMetadata`` TensorBoard writes for PR curves (protobuf API)."""
+    from summarylib.proto import plugin_data_pb2, summary_pb2
+
+    md = summary_pb2.SummaryMetadata()
+    md.plugin_data.plugin_name = PLUGIN_NAME
+    md.plugin_data.content = plugin_data_pb2.PrCurvePluginData(
+        version=0, num_thresholds=num_thresholds
+    ).SerializeToString()
+    md.display_name = display_name
+    if description:
+        md.summary_description = description
+    return md
+
+
+# ---------------------------------------------------------------------------
+# Validation
+# ---------------------------------------------------------------------------
+def check_num_thresholds(num_thresholds: Any, where: str) -> int:
+    """``num_thresholds`` as an int in [2, 2**31 - 1] (numpy integers accepted, bool refused)."""
+    if type(num_thresholds) is not int:
+        if isinstance(num_thresholds, bool):
+            raise TypeError(f"{where}: 'num_thresholds' must be an int, got bool")
+        try:
+            num_thresholds = operator.index(num_thresholds)
+        except TypeError:
+            raise TypeError(
+                f"{where}: 'num_thresholds' must be an int, got "
+                f"{type(num_thresholds).__name__} {num_thresholds!r}"
+            ) from None
+    if num_thresholds < 2 or num_thresholds > _MAX_THRESHOLDS:
+        raise ValueError(
+            f"{where}: 'num_thresholds' must be in [2, 2**31 - 1], got {num_thresholds}"
+        )
+    return int(num_thresholds)
+
+
+def _real_array(data: Any, where: str, arg: str) -> np.ndarray:
+    arr = as_array(data, where, arg)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{where}: {arg!r} must hold real numbers, got dtype {arr.dtype}")
+    return arr
+
+
+def prepare(
+    labels: Any, predictions: Any, weights: Any, where: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Validate; return flat bool labels, clipped predictions and float weights.
+
+    Predictions that are NaN are dropped here, with their labels and weights.
+    """
+    import numpy as np
+
+    lab = as_array(labels, where, "labels")
+    if lab.dtype.kind != "b":
+        if lab.dtype.kind not in "iuf":
+            raise TypeError(
+                f"{where}: 'labels' must be bool (or numbers 0 and 1), got dtype {lab.dtype}"
+            )
+        as_bool = lab != 0
+        if not np.array_equal(lab, as_bool):
+            raise ValueError(f"{where}: 'labels' must be bool, or numbers that are all 0 or 1")
+        lab = as_bool
+    pred = _real_array(predictions, where, "predictions")
+    shape = lab.shape
+    if pred.shape != shape:
+        raise ValueError(
+            f"{where}: 'labels' and 'predictions' must have the same shape, got "
+            f"{shape} and {pred.shape}"
+        )
+    w = None
+    if weights is not None:
+        warr = _real_array(weights, where, "weights")
+        try:
+            w = np.broadcast_to(warr, shape).reshape(-1)
+        except ValueError:
+            raise ValueError(
+                f"{where}: 'weights' of shape {warr.shape} does not broadcast to the shape "
+                f"of 'labels' {shape}"
+            ) from None
+    if pred.dtype.kind != "f":
+        pred = pred.astype(np.float64)
+    # Clip to [0, 1] keeping the dtype (the bounds are weak Python ints) and
+    # NaN; two ufuncs cost less than np.clip's Python wrapper.
+    pred = np.maximum(pred.reshape(-1), 0)
+    np.minimum(pred, 1, out=pred)
+    lab = lab.reshape(-1)
+    nan = np.isnan(pred)
+    if nan.any():  # left out, as numpy.histogram does inside TensorBoard's pb
+        keep = ~nan
+        pred, lab = pred[keep], lab[keep]
+        w = None if w is None else w[keep]
+    return lab, pred, w
+
+
+# ---------------------------------------------------------------------------
+# The computation
+# ---------------------------------------------------------------------------
+def pr_data(
+    labels: np.ndarray, predictions: np.ndarray, weights: np.ndarray | None, num_thresholds: int
+) -> np.ndarray:
+    """The float32 ``[6, T]`` tensor from :func:`prepare`'s output (see the module docstring)."""
+    import numpy as np
+
+    t = num_thresholds
+    if predictions.dtype == np.float16 and t - 1 > 65504:
+        predictions = predictions.astype(np.float32)  # T - 1 would be inf in float16
+    # p >= 0 after clipping, so the float -> int cast (truncation) is the floor.
+    index = (predictions * (t - 1)).astype(np.intp)
+    # buckets[0] holds the negatives' weight per bucket, buckets[1] the positives'.
+    if weights is None and float(predictions.dtype.type(t - 1)) == t - 1:
+        # Every index is <= T - 1, so one bincount over index + T * label
+        # counts both classes; sums of ones are exact in any order.
+        index += labels * t
+        buckets = np.bincount(index, minlength=2 * t).reshape(2, t)
+    else:
+        # Indices >= T (T - 1 rounded up in float32/16) are dropped, as
+        # numpy.histogram's range does in TensorBoard's pb.
+        f_labels = labels.astype(np.float64)
+        w = 1.0 if weights is None else weights
+        buckets = np.empty((2, t), dtype=np.float64)
+        buckets[0] = _weighted_counts(index, (1.0 - f_labels) * w, t)
+        buckets[1] = _weighted_counts(index, f_labels * w, t)
+    cum = np.cumsum(buckets[:, ::-1], axis=1)[:, ::-1]  # [FP, TP]
+    out = np.empty((6, t), dtype=np.float64)
+    out[0:2] = cum[::-1]
+    np.subtract(cum[:, :1], cum, out=out[2:4])  # TN = FP[0] - FP, FN = TP[0] - TP
+    den = out[1:4:2] + out[0]  # [TP + FP, TP + FN]
+    np.maximum(den, _MINIMUM_COUNT, out=den)
+    np.divide(out[0], den, out=out[4:6])  # precision, recall
+    return out.astype(np.float32)
+
+
+def _weighted_counts(index: np.ndarray, weights: np.ndarray, t: int) -> np.ndarray:
+    import numpy as np
+
+    n = index.size
+    if n <= _BLOCK:
+        return np.bincount(index, weights=weights, minlength=t)[:t]
+    total = np.zeros(t, dtype=np.float64)
+    for start in range(0, n, _BLOCK):
+        end = start + _BLOCK
+        total += np.bincount(index[start:end], weights=weights[start:end], minlength=t)[:t]
+    return total
+
+
+def _tensor(data: np.ndarray) -> bytes:
+    t = data.shape[1]
+    header = _HEADERS.get(t)
+    if header is None:
+        header = tensor_bytes(DT_FLOAT, (6, t), b"\0" * (24 * t))[: -24 * t]
+        if len(_HEADERS) < 64:
+            _HEADERS[t] = header
+    return header + data.astype("<f4", copy=False).tobytes()
+
+
+def _raw_data(values: tuple[Any, ...], num_thresholds: Any, where: str) -> np.ndarray:
+    import numpy as np
+
+    arrays = [_real_array(v, where, arg) for v, arg in zip(values, _RAW_ARGS, strict=True)]
+    for arr, arg in zip(arrays, _RAW_ARGS, strict=True):
+        if arr.ndim != 1:
+            raise ValueError(f"{where}: {arg!r} must have rank 1, got shape {arr.shape}")
+    lengths = {arr.shape[0] for arr in arrays}
+    if len(lengths) != 1:
+        got = ", ".join(f"{arg}={arr.shape[0]}" for arr, arg in zip(arrays, _RAW_ARGS, strict=True))
+        raise ValueError(f"{where}: the six vectors must have the same length, got {got}")
+    (t,) = lengths
+    if num_thresholds is not None:
+        expected = check_num_thresholds(num_thresholds, where)
+        if expected != t:
+            raise ValueError(
+                f"{where}: 'num_thresholds' is {expected} but the vectors have length {t}"
+            )
+    elif t < 2:
+        raise ValueError(f"{where}: the vectors must have length >= 2 (thresholds), got {t}")
+    # float32 with numpy's cast: values beyond float32's range become +-inf.
+    with np.errstate(over="ignore"):
+        return np.stack(arrays).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------
+# Public API
+# ---------------------------------------------------------------------------
+def pr_curve(
+    name: str,
+    labels: Any,
+    predictions: Any,
+    step: Step | None = None,
+    num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
+    weights: Any = None,
+    description: str | None = None,
+) -> bool:
+    """Write a PR curve of ``predictions`` against ``labels`` to the default writer.
+
+    Args:
+      name: the series name; the tag is ``<name>/pr_curves`` inside the
+        current name scope, the display name is ``name``.
+      labels: bool (or 0/1) ground truth, any shape.
+      predictions: real numbers of the same shape, clipped to [0, 1].
+      step: an int64 step; defaults to the thread's default step.
+      num_thresholds: T >= 2 evenly spaced thresholds in [0, 1]; default 201.
+      weights: None, or real numbers broadcastable to ``labels``.
+      description: Markdown shown in TensorBoard (kept from the first event).
+
+    Any array argument may be a zero-argument callable, called only when
+    recording. See the module docstring for the exact arithmetic.
+
+    Returns:
+      True if written, False if nothing is recording (then the arrays are not
+      even looked at).
+
+    Raises:
+      TypeError, ValueError: bad arguments (nothing is written).
+      WriterClosedError, WriteFailedError: see :class:`~summarylib.SummaryWriter`.
+    """
+    resolved = resolve(name, step, "pr_curve")
+    if resolved is None:
+        return False
+    writer, tag, step_ = resolved
+    t = check_num_thresholds(num_thresholds, "pr_curve")
+    md = _metadata(name, t, description, "pr_curve")
+    lab, pred, w = prepare(labels, predictions, weights, "pr_curve")
+    emit_value(writer, tag + "/pr_curves", step_, _tensor(pr_data(lab, pred, w, t)), md)
+    return True
+
+
+def pr_curve_raw(
+    name: str,
+    true_positive_counts: Any,
+    false_positive_counts: Any,
+    true_negative_counts: Any,
+    false_negative_counts: Any,
+    precision: Any,
+    recall: Any,
+    step: Step | None = None,
+    num_thresholds: int | None = None,
+    description: str | None = None,
+) -> bool:
+    """Write a PR curve from precomputed counts (TensorBoard's ``raw_data_op``).
+
+    The six arguments are rank-1 real vectors of one length T >= 2 (index
+    ``i`` is threshold ``i / (T - 1)``), stored as float32 rows in this order.
+    ``num_thresholds`` defaults to T; if given it must equal T. Tag and
+    metadata as :func:`pr_curve`.
+
+    Returns:
+      True if written, False if nothing is recording.
+
+    Raises:
+      TypeError, ValueError: bad arguments (nothing is written).
+    """
+    resolved = resolve(name, step, "pr_curve_raw")
+    if resolved is None:
+        return False
+    writer, tag, step_ = resolved
+    values = (
+        true_positive_counts,
+        false_positive_counts,
+        true_negative_counts,
+        false_negative_counts,
+        precision,
+        recall,
+    )
+    data = _raw_data(values, num_thresholds, "pr_curve_raw")
+    md = _metadata(name, data.shape[1], description, "pr_curve_raw")
+    emit_value(writer, tag + "/pr_curves", step_, _tensor(data), md)
+    return True
+
+
+def _summary(
+    name: str, data: np.ndarray, num_thresholds: int, description: str | None
+) -> summary_pb2.Summary:
+    from summarylib.proto import summary_pb2
+
+    summary = summary_pb2.Summary()
+    v = summary.value.add()
+    v.tag = name + "/pr_curves"
+    v.tensor.dtype = DT_FLOAT
+    v.tensor.tensor_shape.dim.add().size = 6
+    v.tensor.tensor_shape.dim.add().size = data.shape[1]
+    v.tensor.tensor_content = data.astype("<f4", copy=False).tobytes()
+    v.metadata.CopyFrom(create_summary_metadata(name, num_thresholds, description))
+    return summary
+
+
+def pr_curve_pb(
+    name: str,
+    labels: Any,
+    predictions: Any,
+    num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
+    weights: Any = None,
+    description: str | None = None,
+) -> summary_pb2.Summary:
+    """A ``Summary`` with one PR curve value; no writer needed.
+
+    Same data contract as :func:`pr_curve`. Like TensorBoard's ``pb``, the tag
+    is ``<name>/pr_curves`` (no name scope) and the display name ``name``.
+    """
+    name = check_tag(name, "pr_curve_pb")
+    t = check_num_thresholds(num_thresholds, "pr_curve_pb")
+    _metadata(name, t, description, "pr_curve_pb")  # the same checks as pr_curve()
+    lab, pred, w = prepare(labels, predictions, weights, "pr_curve_pb")
+    return _summary(name, pr_data(lab, pred, w, t), t, description)
+
+
+def pr_curve_raw_pb(
+    name: str,
+    true_positive_counts: Any,
+    false_positive_counts: Any,
+    true_negative_counts: Any,
+    false_negative_counts: Any,
+    precision: Any,
+    recall: Any,
+    num_thresholds: int | None = None,
+    description: str | None = None,
+) -> summary_pb2.Summary:
+    """A ``Summary`` from precomputed counts, as TensorBoard's ``raw_data_pb``; no writer.
+
+    Same contract as :func:`pr_curve_raw`; the tag is ``<name>/pr_curves``.
+    """
+    name = check_tag(name, "pr_curve_raw_pb")
+    values = (
+        true_positive_counts,
+        false_positive_counts,
+        true_negative_counts,
+        false_negative_counts,
+        precision,
+        recall,
+    )
+    data = _raw_data(values, num_thresholds, "pr_curve_raw_pb")
+    _metadata(name, data.shape[1], description, "pr_curve_raw_pb")
+    return _summary(name, data, data.shape[1], description)
