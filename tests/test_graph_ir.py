@@ -248,7 +248,7 @@ def test_graph_container() -> None:
     assert "a" in g and "zz" not in g and 3 not in g
     with pytest.raises(KeyError):
         g["zz"]
-    with pytest.raises(ValueError, match="Graph.add: a node named 'a' is already in the graph"):
+    with pytest.raises(ValueError, match=r"Graph\.add: a node named 'a' is already in the graph"):
         g.add(Node("a", "Z"))
     with pytest.raises(TypeError, match="expected a Node"):
         g.add("c")  # type: ignore[arg-type]

@@ -66,7 +66,8 @@ class _View:
     device: str
     n_outputs: int | None  # None: no _output_shapes
     dtypes: list[str | None]
-    attr_sizes: dict[str, int]
+    attr_sizes: dict[str, int]  # upper estimates for IR attrs, exact for NodeDefs
+    attrs: dict[str, object] | None = None  # IR attrs, for exact sizes when needed
 
 
 def _ir_view(node: Node) -> _View:
@@ -79,20 +80,34 @@ def _ir_view(node: Node) -> _View:
         len(node.outputs) if node.outputs else None,
         [s.dtype for s in node.outputs],
         sizes,
+        node.attrs,
     )
 
 
 def _attr_size(value: object) -> int:
-    # Cheap lower bounds first; exact protobuf size only for values that might be big.
+    # A cheap upper estimate; check() asks protobuf for the exact size only when the
+    # estimate is over the limit.
     if isinstance(value, (str, bytes, bytearray)):
-        return len(value)
+        return len(value) + 3
     if isinstance(value, (bool, int, float)):
-        return 10
+        return 11
     if hasattr(value, "nbytes"):
         return int(value.nbytes)
     if isinstance(value, (list, tuple)):
         return sum(_attr_size(v) + 1 for v in value)
     return 16
+
+
+def _exact_size(value: object) -> int:
+    from summarylib.graph.ir import _attr_to_proto
+    from summarylib.proto import attr_value_pb2
+
+    av = attr_value_pb2.AttrValue()
+    try:
+        _attr_to_proto(value, av)
+    except (TypeError, ValueError):
+        return 0  # reported when the graph is converted, not here
+    return int(av.ByteSize())
 
 
 def _proto_view(nd: Any) -> _View:
@@ -212,6 +227,8 @@ def check(
                 )
                 break
         for key, size in v.attr_sizes.items():
+            if size > attr_limit and v.attrs is not None:
+                size = _exact_size(v.attrs[key])
             if size > attr_limit:
                 add(
                     Issue(
