@@ -13,7 +13,13 @@ from tensorboard.compat.proto import graph_pb2 as tb_graph_pb2
 from tensorboard.compat.proto import types_pb2 as tb_types
 
 from summarylib.graph import DType, Graph, Node, TensorSpec
-from summarylib.graph.ir import GRAPH_DEF_PRODUCER, dtype_enum, dtype_name, split_input
+from summarylib.graph.ir import (
+    GRAPH_DEF_PRODUCER,
+    dtype_enum,
+    dtype_name,
+    f32_shortest,
+    split_input,
+)
 
 SEGMENT = st.from_regex(r"[A-Za-z][A-Za-z0-9_.]{0,6}", fullmatch=True)
 NAMES = st.lists(SEGMENT, min_size=1, max_size=3).map("/".join)
@@ -22,7 +28,7 @@ DIM = st.one_of(st.none(), st.integers(0, 2**40))
 SHAPES = st.one_of(st.none(), st.lists(DIM, max_size=4).map(tuple))
 SPECS = st.builds(TensorSpec, SHAPES, st.one_of(st.none(), DTYPES))
 INT64 = st.integers(-(2**63), 2**63 - 1)
-F32 = st.floats(width=32, allow_nan=False)
+F32 = st.floats(width=32, allow_nan=False).map(f32_shortest)
 NON_UTF8 = st.binary(min_size=1, max_size=20).filter(lambda b: not _utf8(b))
 ARRAYS = st.sampled_from(
     [
@@ -263,6 +269,18 @@ def test_graph_container() -> None:
     assert g != Graph()
     assert repr(g) == "Graph(3 nodes)"
     assert Node("x", "Y").output() == "x" and Node("x", "Y").output(2) == "x:2"
+
+
+@given(st.floats(width=32))
+def test_f32_shortest_is_the_same_float32(x: float) -> None:
+    y = f32_shortest(x)
+    assert np.float32(y).tobytes() == np.float32(x).tobytes()
+    assert len(repr(y)) <= len(repr(x))
+
+
+def test_float_attrs_read_back_as_written() -> None:
+    g = Graph([Node("n", "X", attrs={"eps": 1e-5, "p": [0.1, 0.3]})])
+    assert Graph.from_graph_def(g.to_graph_def()) == g
 
 
 def test_tensor_spec_normalises_dims() -> None:

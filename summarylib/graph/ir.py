@@ -14,7 +14,8 @@ Data contract (what TensorBoard's graph dashboard reads, graph-pipeline.md §2.2
   ``dtype`` attrs, and as ``_output_types`` (a list of ``DataType``) when they differ.
   Reading a GraphDef reverses this (``T``, or a ``dtype`` attr, fills the dtypes).
 * ``Node.attrs`` maps names to plain Python values: ``str``/``bytes`` (``s``), ``bool``
-  (``b``), ``int`` (``i``, int64 range), ``float`` (``f``, stored as float32),
+  (``b``), ``int`` (``i``, int64 range), ``float`` (``f``, stored as float32 and read back
+  as the shortest decimal of that float32, so ``1e-5`` stays ``1e-05``),
   :class:`DType` (``type``), :class:`TensorSpec` (``shape``; its dtype is not stored), a
   small numpy array
   (``tensor``), or a homogeneous ``list``/``tuple`` of one of those. Reading back, ``s``
@@ -29,6 +30,7 @@ imported only by the conversion functions.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -86,6 +88,7 @@ _DTYPES: dict[str, int] = {
 _DTYPE_NAMES = {v: k for k, v in _DTYPES.items()}
 _ALIASES = {"str": "string", "bytes": "string", "object": "string", "half": "float16"}
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_F32 = struct.Struct("<f")
 
 
 def dtype_enum(name: str | None) -> int:
@@ -98,6 +101,22 @@ def dtype_enum(name: str | None) -> int:
 def dtype_name(enum: int) -> str | None:
     """The numpy-style name of a TF ``DataType`` number, None for DT_INVALID/unknown."""
     return _DTYPE_NAMES.get(enum)
+
+
+def f32_shortest(value: float) -> float:
+    """The shortest decimal that is the same float32 as ``value`` (1e-05, not 9.99999974e-06).
+
+    Float attrs are stored as float32; reading them back this way returns what the user
+    wrote whenever it had at most 9 significant digits.
+    """
+    if value != value or value in (float("inf"), float("-inf")):
+        return value
+    want = _F32.pack(value)
+    for digits in range(1, 10):
+        short = float(f"{value:.{digits}g}")
+        if _F32.pack(short) == want:
+            return short
+    return value
 
 
 def split_input(inp: str) -> tuple[str, int]:
@@ -456,7 +475,9 @@ def _attr_from_proto(av: Any) -> object:
     kind = av.WhichOneof("value")
     if kind == "s":
         return _bytes_value(av.s)
-    if kind in ("i", "f", "b"):
+    if kind == "f":
+        return f32_shortest(av.f)
+    if kind in ("i", "b"):
         return getattr(av, kind)
     if kind == "type":
         return DType(dtype_name(av.type) or f"DT_{av.type}")
@@ -478,7 +499,7 @@ def _attr_from_proto(av: Any) -> object:
     if lv.i:
         return list(lv.i)
     if lv.f:
-        return list(lv.f)
+        return [f32_shortest(f) for f in lv.f]
     if lv.b:
         return list(lv.b)
     if lv.type:
