@@ -115,7 +115,7 @@ def test_const_small_large_and_spec() -> None:
     small = b.const(np.arange(6, dtype=np.float32).reshape(2, 3), name="w")
     assert small.op == "Const" and small.outputs == [TensorSpec((2, 3), "float32")]
     assert small.attrs["dtype"] == DType("float32")
-    np.testing.assert_array_equal(small.attrs["value"], np.arange(6).reshape(2, 3))  # type: ignore[arg-type]
+    np.testing.assert_array_equal(small.attrs["value"], np.arange(6).reshape(2, 3))
     py = b.const(1.5)
     assert py.outputs == [TensorSpec((), "float32")] and py.name == "Const"
     ints = b.const([1, 2, 3])

@@ -10,7 +10,7 @@ import json
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
@@ -21,8 +21,8 @@ from tensorboard.util import tensor_util
 
 import summarylib as sl
 import summarylib.graph as sg
+import summarylib.graph.trace as trace_mod
 from summarylib.graph import GraphBuilder, Module, NodeStats, TensorSpec
-from summarylib.graph import trace as trace_mod
 from summarylib.graph.writers import step_stats_bytes
 from tests.helpers import only_file, tb_events
 
@@ -218,7 +218,7 @@ def test_record_graph_snapshots_and_validates() -> None:
     [(data, _)] = trace_mod._records_for_tests()
     assert "late" not in [n.name for n in graph_pb2.GraphDef.FromString(data).node]
     with pytest.raises(TypeError, match="record_graph: 'graph' must be a Graph"):
-        sg.record_graph(g.to_graph_def())  # type: ignore[arg-type]
+        sg.record_graph(cast(Any, g.to_graph_def()))
     bad = sg.Graph([sg.Node("n", "X", attrs={"a": object()})])
     with pytest.raises(TypeError, match="node 'n': attr 'a'"):
         sg.record_graph(bad)

@@ -17,7 +17,8 @@ on first use.
 
 from __future__ import annotations
 
-from summarylib.graph import trace
+from typing import TYPE_CHECKING
+
 from summarylib.graph.builder import GraphBuilder
 from summarylib.graph.conceptual import PARENT_INPUT, Module, keras_json, write_conceptual_graph
 from summarylib.graph.ir import DType, Graph, Node, TensorSpec
@@ -32,6 +33,14 @@ from summarylib.graph.trace import (
     trace_on,
 )
 from summarylib.graph.writers import NodeStats, write_graph, write_run_metadata
+
+if TYPE_CHECKING:
+    # Type checkers see the function; at run time ``trace`` is the module
+    # summarylib.graph.trace, made callable, so both ``trace(model)`` and
+    # ``from summarylib.graph.trace import record_graph`` work.
+    from summarylib.graph.trace import trace as trace
+else:
+    from summarylib.graph import trace
 
 __all__ = [
     "PARENT_INPUT",

@@ -155,7 +155,7 @@ class GraphBuilder:
     def op(
         self,
         op_type: str,
-        inputs: Sequence[Input] = (),
+        inputs: Sequence[Input] | Input = (),
         name: str | None = None,
         attrs: dict[str, object] | None = None,
         outputs: Sequence[TensorSpec] | TensorSpec | None = None,
@@ -164,7 +164,8 @@ class GraphBuilder:
     ) -> Node:
         """Add a node of type ``op_type`` and return it.
 
-        ``inputs`` are nodes (meaning output 0) or ``"name"``/``"name:k"`` strings;
+        ``inputs`` are nodes (meaning output 0) or ``"name"``/``"name:k"`` strings (a single
+        one needs no list);
         ``outputs`` is one :class:`TensorSpec` per output slot (a single spec means one
         output). ``name`` defaults to ``op_type`` and is scoped and uniquified; a name
         ending in ``/`` is used as the full name, unchanged. Use ``node.output(k)`` to feed

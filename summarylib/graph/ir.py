@@ -114,8 +114,11 @@ def f32_shortest(value: float) -> float:
     want = _F32.pack(value)
     for digits in range(1, 10):
         short = float(f"{value:.{digits}g}")
-        if _F32.pack(short) == want:
-            return short
+        try:
+            if _F32.pack(short) == want:
+                return short
+        except OverflowError:  # rounded past float32's largest value
+            continue
     return value
 
 
