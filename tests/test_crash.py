@@ -261,3 +261,201 @@ def test_os_exit_keeps_what_flush_acknowledged(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert _steps(tmp_path)["x"][:100] == list(range(100))
 
+
+# -- opt-in flush on SIGTERM / SIGINT ------------------------------------------------------
+
+_LOG_300 = """
+import os, signal, sys, time
+from summarylib.writer.signals import flush_on_signals
+a = sl.create_file_writer(sys.argv[1] + "/a", max_queue=10**6, flush_millis=10**9)
+b = sl.create_file_writer(sys.argv[1] + "/b", max_queue=10**6, flush_millis=10**9)
+"""
+_READY = """
+for i in range(300):
+    a.set_as_default()
+    sl.scalar("loss", float(i), step=i)
+    b.set_as_default()
+    sl.scalar("acc", float(i), step=i)
+print("ready", flush=True)
+"""
+_WAIT = """
+for _ in range(600):
+    time.sleep(0.05)
+os._exit(99)  # the signal never came: fail the test
+"""
+
+
+def _signalled_child(tmp_path: Path, body: str, sig: int) -> subprocess.CompletedProcess[str]:
+    """Run ``body`` in a child; once it prints "ready", send it ``sig``."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(body), str(tmp_path)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], IO_TIMEOUT)
+        assert ready, "child never got ready"
+        line = proc.stdout.readline()
+        assert line == "ready\n", (line, proc.stderr.read() if proc.stderr else "")
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=IO_TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=IO_TIMEOUT)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, line + out, err)
+
+
+def _all_300(tmp_path: Path) -> bool:
+    return _steps(tmp_path / "a") == {"loss": list(range(300))} and _steps(tmp_path / "b") == {
+        "acc": list(range(300))
+    }
+
+
+def test_without_opt_in_sigterm_loses_unwritten_events(tmp_path: Path) -> None:
+    # The default, documented in the guarantees: SIGTERM's default action
+    # runs no exit hook, so events still in memory are lost.
+    proc = _signalled_child(tmp_path, _LOG_300 + _READY + _WAIT, signal.SIGTERM)
+    assert proc.returncode == -signal.SIGTERM
+    assert _steps(tmp_path / "a") == {}
+
+
+def test_sigterm_flushes_every_writer_then_dies_as_before(tmp_path: Path) -> None:
+    body = _LOG_300 + "flush_on_signals()\n" + _READY + _WAIT
+    proc = _signalled_child(tmp_path, body, signal.SIGTERM)
+    assert proc.returncode == -signal.SIGTERM, proc.stderr  # the default action still ran
+    assert _all_300(tmp_path)
+
+
+def test_sigterm_chains_to_the_previous_python_handler(tmp_path: Path) -> None:
+    body = (
+        _LOG_300
+        + """
+def previous(signum, frame):
+    print("previous handler ran", flush=True)
+    os._exit(5)  # skips exit hooks: the data can only come from our flush
+signal.signal(signal.SIGTERM, previous)
+flush_on_signals()
+"""
+        + _READY
+        + _WAIT
+    )
+    proc = _signalled_child(tmp_path, body, signal.SIGTERM)
+    assert proc.returncode == 5, proc.stderr
+    assert "previous handler ran" in proc.stdout
+    assert _all_300(tmp_path)
+
+
+def test_sigint_flushes_then_raises_keyboard_interrupt(tmp_path: Path) -> None:
+    body = (
+        _LOG_300
+        + "flush_on_signals()\n"
+        + _READY
+        + """
+try:
+    for _ in range(600):
+        time.sleep(0.05)
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", flush=True)
+    os._exit(7)
+os._exit(99)
+"""
+    )
+    proc = _signalled_child(tmp_path, body, signal.SIGINT)
+    assert proc.returncode == 7, proc.stderr
+    assert "KeyboardInterrupt" in proc.stdout
+    assert _all_300(tmp_path)
+
+
+def test_ignored_signal_is_still_ignored_after_the_flush(tmp_path: Path) -> None:
+    body = (
+        _LOG_300
+        + """
+from summarylib.reader import iter_records
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+flush_on_signals()
+"""
+        + _READY
+        + """
+for _ in range(600):  # the handler flushes; nothing else would
+    if len(list(iter_records(a.path))) == 301 and len(list(iter_records(b.path))) == 301:
+        print("flushed and alive", flush=True)
+        a.set_as_default()
+        sl.scalar("after", 1.0, step=0)
+        a.close()
+        os._exit(0)
+    time.sleep(0.05)
+os._exit(99)
+"""
+    )
+    proc = _signalled_child(tmp_path, body, signal.SIGTERM)
+    assert proc.returncode == 0, proc.stderr
+    assert "flushed and alive" in proc.stdout
+
+
+def test_handler_interrupting_a_writer_call_does_not_deadlock(tmp_path: Path) -> None:
+    # A signal handler runs on the main thread between bytecodes, possibly
+    # while that thread holds a writer's lock (inside append or flush). The
+    # handler's flush must not wait for a lock its own thread holds.
+    body = (
+        _LOG_300
+        + """
+def previous(signum, frame):
+    print("previous handler ran", flush=True)
+    os._exit(5)
+signal.signal(signal.SIGTERM, previous)
+flush_on_signals(timeout=20)
+"""
+        + _READY.replace('print("ready", flush=True)', "")
+        + """
+with a._resource._lock, b._resource._lock:  # as if interrupted inside a writer call
+    print("ready", flush=True)
+    for _ in range(600):
+        time.sleep(0.05)
+os._exit(99)
+"""
+    )
+    proc = _signalled_child(tmp_path, body, signal.SIGTERM)
+    assert proc.returncode == 5, proc.stderr
+    assert _all_300(tmp_path)
+
+
+def test_flush_on_signals_restore_and_validation() -> None:
+    import threading
+
+    from summarylib.writer.signals import flush_on_signals
+
+    before = signal.getsignal(signal.SIGUSR1)
+    restore = flush_on_signals([signal.SIGUSR1])
+    try:
+        ours = signal.getsignal(signal.SIGUSR1)
+        assert ours is not before
+        restore_again = flush_on_signals([signal.SIGUSR1])  # already installed: no-op
+        assert signal.getsignal(signal.SIGUSR1) is ours
+        restore_again()
+        assert signal.getsignal(signal.SIGUSR1) is ours
+    finally:
+        restore()
+    assert signal.getsignal(signal.SIGUSR1) == before
+    with pytest.raises(TypeError, match="'signals'"):
+        flush_on_signals(["SIGTERM"])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="'signals'"):
+        flush_on_signals([100000])
+    with pytest.raises(ValueError, match="'timeout'"):
+        flush_on_signals(timeout=0)
+    errors: list[BaseException] = []
+
+    def from_thread() -> None:
+        try:
+            flush_on_signals()
+        except BaseException as e:
+            errors.append(e)
+
+    t = threading.Thread(target=from_thread)
+    t.start()
+    t.join(30)
+    assert len(errors) == 1 and isinstance(errors[0], ValueError)
+    assert "main thread" in str(errors[0])

@@ -25,6 +25,10 @@ never hangs the caller.
 After ``fork()`` the child drops the parent's pending events (the parent
 writes them) and opens its own file on first use.
 
+The lock is re-entrant so that a signal handler (see
+:mod:`summarylib.writer.signals`), which runs on the main thread between
+bytecodes, can flush even when it interrupted that thread inside a writer call.
+
 Hot-path design: ``append`` takes one uncontended lock, appends to a list and
 compares its length with ``_trigger``. Everything else (waking the thread,
 byte accounting, the bound, parked errors, closed state, fork) lives in the
@@ -47,7 +51,7 @@ from summarylib.errors import SummaryError, WriteFailedError, WriterClosedError
 from summarylib.writer.output import Output
 from summarylib.writer.records import frame_many
 
-__all__ = ["BufferedEventWriter", "Deferred", "OnError"]
+__all__ = ["BufferedEventWriter", "Deferred", "OnError", "live_writers"]
 
 OnError = Literal["raise", "warn"]
 
@@ -62,6 +66,11 @@ _BLOCK_BYTES = 96 * 1024
 _POLL_SECS = 0.05
 
 _live: weakref.WeakSet[BufferedEventWriter] = weakref.WeakSet()
+
+
+def live_writers() -> list[BufferedEventWriter]:
+    """Every writer of this process that is not closed yet."""
+    return list(_live)
 
 
 class Deferred:
@@ -127,7 +136,8 @@ class BufferedEventWriter:
         _live.add(self)
 
     def _init_state(self) -> None:
-        self._lock = threading.Lock()
+        # Re-entrant: a signal handler may flush on a thread that holds it.
+        self._lock = threading.RLock()
         self._work = threading.Condition(self._lock)  # the thread waits here
         self._progress = threading.Condition(self._lock)  # callers wait here
         self._pending: list[bytes | Deferred] = []
@@ -263,6 +273,16 @@ class BufferedEventWriter:
                     wait = _POLL_SECS if remaining is None else min(remaining, _POLL_SECS)
                     self._progress.wait(wait)
             self._surface_error()
+
+    def flush_quietly(self, timeout: float, *, sync: bool = False) -> None:
+        """Flush for a signal handler or exit hook: skip a writer being closed.
+
+        A writer that is closing is written out by its ``close()``; waiting for
+        it here could wait for the very frame this handler interrupted.
+        """
+        if self._closed or self._closing:
+            return
+        self.flush(timeout, sync=sync)
 
     def close(self, timeout: float | None = None) -> None:
         """Flush, ``fsync`` and close the output. A second call does nothing.
