@@ -85,11 +85,14 @@ def histogram_buckets(values: np.ndarray, k: int) -> np.ndarray:
     lo_s = lo * scale
     width = (hi * scale - lo_s) / k
     out[:, 2] = _counts(values, lo_s, width, k, scale)
-    edges = np.arange(k + 1, dtype=np.float64)
-    edges *= width
-    edges += lo_s
+    # edges[i] = lo + width * i for i < k; edges[k] is hi itself (width * k
+    # may round above the largest float).
+    edges = np.empty(k + 1, dtype=np.float64)
+    inner = edges[:k]
+    np.multiply(np.arange(k, dtype=np.float64), width, out=inner)
+    inner += lo_s
     if scale != 1.0:
-        edges /= scale
+        inner /= scale
         edges[0] = lo
     edges[k] = hi
     out[:, 0] = edges[:-1]
