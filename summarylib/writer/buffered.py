@@ -23,7 +23,9 @@ readable. Waits are timed and check that the thread is alive: a dead thread
 never hangs the caller.
 
 After ``fork()`` the child drops the parent's pending events (the parent
-writes them) and opens its own file on first use.
+writes them) and opens its own file on first use. A writer whose output
+cannot be reopened (a custom :class:`Output`) refuses to write in the child:
+sharing the parent's output would interleave records.
 
 The lock is re-entrant so that a signal handler (see
 :mod:`summarylib.writer.signals`), which runs on the main thread between
@@ -107,6 +109,8 @@ class BufferedEventWriter:
         "warn" to warn and keep going.
       fsync: also ``fsync`` after every background flush (``close()`` always
         syncs).
+      reopenable: ``open_output`` makes a new output each call, so a forked
+        child can open its own; False for a caller-provided output.
     """
 
     def __init__(
@@ -118,8 +122,11 @@ class BufferedEventWriter:
         max_buffer_bytes: int,
         on_error: OnError = "raise",
         fsync: bool = False,
+        reopenable: bool = True,
     ) -> None:
         self._open_output = open_output
+        self._reopenable = reopenable
+        self._orphaned = False  # a non-reopenable writer in a forked child
         self._max_queue = max_queue if flush_secs > 0 else 0
         self._flush_secs = flush_secs
         self._max_buffer_bytes = max_buffer_bytes
@@ -127,6 +134,9 @@ class BufferedEventWriter:
         self._fsync = fsync
         self._output: Output | None = open_output()
         self.name = self._output.name
+        #: The output's name while it is open or was last open; None in a
+        #: forked child until it opens its own file.
+        self.path: str | None = self.name
         #: Per-file state of the encoders (tags whose metadata is written,
         #: cached scalar prefixes); cleared whenever a new file is opened.
         self.scalar_prefixes: dict[str, bytes] = {}
@@ -178,6 +188,11 @@ class BufferedEventWriter:
 
     def _before_append(self) -> None:
         # Slow path, lock held: closed, or an error is parked.
+        if self._orphaned:
+            raise WriterClosedError(
+                f"the summary writer for {self.name} writes to a custom Output of the "
+                "parent process; it cannot write after fork(): create a writer in the child"
+            )
         if self._closed or self._closing:
             raise WriterClosedError(f"summary writer for {self.name} is closed")
         self._surface_error()
@@ -446,7 +461,7 @@ class BufferedEventWriter:
         out = self._open_output()
         with self._lock:
             self._output = out
-            self.name = out.name
+            self.name = self.path = out.name
         return out
 
     # ------------------------------------------------------------------
@@ -465,6 +480,12 @@ class BufferedEventWriter:
         self.scalar_prefixes = {}
         self.tags_with_metadata = set()
         self._init_state()
+        if not self._reopenable:
+            self._orphaned = True
+            self._trigger = -1  # every append raises
+        else:
+            self.path = None
+            self.name = f"a new event file of process {os.getpid()} (opened on first use)"
 
 
 def _reset_after_fork() -> None:

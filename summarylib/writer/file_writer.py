@@ -166,8 +166,13 @@ class SummaryWriter:
 
     @property
     def path(self) -> str | None:
-        """The event file currently written (None for the no-op writer)."""
-        return None if self._resource is None else self._resource.name
+        """The event file written (None for the no-op writer).
+
+        In a process forked from the one that created the writer it is None
+        until the first event is written: the child then opens a file of its
+        own (its pid in the name).
+        """
+        return None if self._resource is None else self._resource.path
 
     def _check_open(self, where: str) -> None:
         if self.closed:
@@ -285,8 +290,9 @@ def create_writer(
     The same as :func:`create_file_writer` (same policy and arguments) but
     for an output you provide: a :class:`~summarylib.MemoryOutput` in tests,
     or your own sink. The first event is written to ``output`` at once. Such
-    a writer cannot be pickled, and a forked child keeps writing to the same
-    output object (its own copy of it).
+    a writer cannot be pickled, and it cannot write in a forked child (ops
+    there raise :class:`~summarylib.errors.WriterClosedError`): the child
+    would share the parent's output.
     """
     if not isinstance(output, Output):
         raise TypeError(
@@ -295,7 +301,7 @@ def create_writer(
     settings = _settings(
         "create_writer", max_queue, flush_millis, max_buffer_bytes, on_error, fsync
     )
-    return _open(lambda: output, None, settings)
+    return _open(lambda: output, None, settings, reopenable=False)
 
 
 def _settings(
@@ -322,7 +328,11 @@ def _settings(
 
 
 def _open(
-    make_output: Callable[[], Output], logdir: str | None, settings: dict[str, Any]
+    make_output: Callable[[], Output],
+    logdir: str | None,
+    settings: dict[str, Any],
+    *,
+    reopenable: bool = True,
 ) -> SummaryWriter:
     def open_output() -> Output:
         out = make_output()
@@ -342,6 +352,7 @@ def _open(
             max_buffer_bytes=settings["max_buffer_bytes"],
             on_error=settings["on_error"],
             fsync=settings["fsync"],
+            reopenable=reopenable,
         )
     except OSError as e:
         raise WriteFailedError(logdir or "<output>", e) from e

@@ -1,0 +1,259 @@
+"""fork(): a child never writes its parent's buffered events and never shares its file.
+
+Every scenario runs in a fresh interpreter (forking the pytest process, with
+its threads, would be unsafe), which prints nothing but errors; the files are
+then checked here with summarylib's reader and TensorBoard's loader.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from summarylib.reader import iter_events
+from tests.helpers import tb_events
+
+REPO = Path(__file__).resolve().parent.parent
+TIMEOUT = 120.0
+
+_PRELUDE = """
+import os, sys, threading, time
+import summarylib as sl
+logdir = sys.argv[1]
+
+def wait_child(pid):
+    for _ in range(6000):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0, status
+            return
+        time.sleep(0.01)
+    raise SystemExit("child did not finish")
+"""
+
+
+def run(code: str, logdir: Path) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", _PRELUDE + textwrap.dedent(code), str(logdir)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def files_by_pid(logdir: Path) -> dict[int, Path]:
+    out = {}
+    for p in sorted(logdir.iterdir()):
+        m = re.match(r"events\.out\.tfevents\.\d{10}\..+\.(\d+)\.(\d+)\.v2$", p.name)
+        assert m, p.name
+        assert int(m[1]) not in out, "two files of one process"
+        out[int(m[1])] = p
+    return out
+
+
+def series(path: Path) -> list[tuple[str, int]]:
+    """(tag, step) of every value, read by our reader; TensorBoard agrees."""
+    ours = [(v.tag, e.step) for e in iter_events(path) for v in e.summary.value]
+    theirs = [(v.tag, e.step) for e in tb_events(path) for v in e.summary.value]
+    assert ours == theirs
+    return ours
+
+
+def test_child_never_writes_the_parents_buffered_events(tmp_path: Path) -> None:
+    # The parent has 100 events buffered (not written) when it forks. Two
+    # children: one flushes and leaves through os._exit, one exits normally
+    # (its exit hook closes the writer). Neither may write the parent's 100.
+    out = run(
+        """
+        w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+        w.set_as_default()
+        for i in range(100):
+            sl.scalar("parent", float(i), step=i)
+        for how in ("os._exit", "exit"):
+            pid = os.fork()
+            if pid == 0:
+                for i in range(7):
+                    sl.scalar("child", float(i), step=i)
+                if how == "os._exit":
+                    w.flush()
+                    os._exit(0)
+                sys.exit(0)
+            wait_child(pid)
+            print(pid)
+        for i in range(100, 110):
+            sl.scalar("parent", float(i), step=i)
+        w.close()
+        """,
+        tmp_path,
+    )
+    child_pids = [int(x) for x in out.split()]
+    files = files_by_pid(tmp_path)
+    assert len(files) == 3
+    parent = next(p for pid, p in files.items() if pid not in child_pids)
+    assert series(parent) == [("parent", i) for i in range(110)]
+    for pid in child_pids:
+        assert series(files[pid]) == [("child", i) for i in range(7)]
+        assert tb_events(files[pid])[0].file_version == "brain.Event:2"
+
+
+def test_a_child_that_never_logs_creates_no_file_and_path_is_its_own(tmp_path: Path) -> None:
+    out = run(
+        """
+        w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+        parent_path = w.path
+        w.set_as_default()
+        sl.scalar("parent", 1.0, step=0)
+        pid = os.fork()
+        if pid == 0:
+            assert w.path is None, w.path  # no file of its own yet
+            w.flush()
+            w.close()  # closing an unused writer opens nothing
+            os._exit(0)
+        wait_child(pid)
+        pid = os.fork()
+        if pid == 0:
+            sl.scalar("child", 2.0, step=0)
+            w.flush()
+            assert w.path != parent_path and f".{os.getpid()}." in w.path, w.path
+            print(w.path)
+            os._exit(0)
+        wait_child(pid)
+        w.close()
+        assert w.path == parent_path
+        """,
+        tmp_path,
+    )
+    files = files_by_pid(tmp_path)
+    assert len(files) == 2
+    assert Path(out.strip()) in files.values()
+
+
+def test_forks_during_heavy_logging_keep_every_file_intact(tmp_path: Path) -> None:
+    # A logging thread keeps the writer thread busy (big batches, writes in
+    # flight) while the main thread forks 10 children that log and exit.
+    out = run(
+        """
+        w = sl.create_file_writer(logdir, max_queue=50, flush_millis=1)
+        stop = threading.Event()
+        def log():
+            w.set_as_default()
+            i = 0
+            while not stop.is_set() or i < 20000:
+                sl.scalar("parent", float(i), step=i)
+                i += 1
+            print(i)
+        t = threading.Thread(target=log)
+        t.start()
+        for k in range(10):
+            time.sleep(0.005)
+            pid = os.fork()
+            if pid == 0:
+                w.set_as_default()
+                for i in range(50):
+                    sl.scalar(f"child{k}", float(i), step=i)
+                sys.exit(0)
+            wait_child(pid)
+        stop.set()
+        t.join(60)
+        w.close()
+        """,
+        tmp_path,
+    )
+    n = int(out)
+    files = files_by_pid(tmp_path)
+    assert len(files) == 11
+    by_tag = {}
+    for path in files.values():
+        values = series(path)
+        tags = {tag for tag, _ in values}
+        assert len(tags) == 1, (path, tags)
+        by_tag[tags.pop()] = [step for _, step in values]
+    assert by_tag.pop("parent") == list(range(n))
+    assert by_tag == {f"child{k}": list(range(50)) for k in range(10)}
+
+
+def test_grandchildren_each_get_their_own_file(tmp_path: Path) -> None:
+    run(
+        """
+        w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+        w.set_as_default()
+        sl.scalar("gen", 0.0, step=0)
+        pid = os.fork()
+        if pid == 0:
+            sl.scalar("gen", 1.0, step=1)
+            pid2 = os.fork()
+            if pid2 == 0:
+                sl.scalar("gen", 2.0, step=2)
+                sys.exit(0)
+            wait_child(pid2)
+            sys.exit(0)
+        wait_child(pid)
+        w.close()
+        """,
+        tmp_path,
+    )
+    files = files_by_pid(tmp_path)
+    assert sorted(series(p) for p in files.values()) == [
+        [("gen", 0)],
+        [("gen", 1)],
+        [("gen", 2)],
+    ]
+
+
+def test_a_writer_closed_before_fork_stays_closed_in_the_child(tmp_path: Path) -> None:
+    run(
+        """
+        w = sl.create_file_writer(logdir)
+        w.close()
+        pid = os.fork()
+        if pid == 0:
+            assert w.closed
+            try:
+                with w.as_default():
+                    pass
+            except sl.WriterClosedError:
+                os._exit(0)
+            os._exit(3)
+        wait_child(pid)
+        """,
+        tmp_path,
+    )
+    assert len(files_by_pid(tmp_path)) == 1
+
+
+def test_a_writer_to_a_custom_output_refuses_to_write_in_a_child(tmp_path: Path) -> None:
+    # A custom Output cannot be reopened, and sharing it (a file descriptor,
+    # a socket) with the parent would interleave records: the child gets a
+    # clear error instead, and the parent's output is untouched.
+    out = run(
+        """
+        from summarylib.writer.output import open_event_file
+        fo = open_event_file(logdir, ".v2")
+        w = sl.create_writer(fo, max_queue=10**6, flush_millis=10**9)
+        w.set_as_default()
+        sl.scalar("parent", 1.0, step=0)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                sl.scalar("child", 2.0, step=0)
+            except sl.WriterClosedError as e:
+                print(e)
+                w.flush()
+                w.close()
+                os._exit(0)
+            os._exit(3)
+        wait_child(pid)
+        sl.scalar("parent", 3.0, step=1)
+        w.close()
+        """,
+        tmp_path,
+    )
+    assert "fork" in out and "custom Output" in out
+    (path,) = files_by_pid(tmp_path).values()
+    assert series(path) == [("parent", 0), ("parent", 1)]
