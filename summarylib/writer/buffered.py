@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 import time
 import warnings
@@ -66,6 +67,9 @@ _CHECK_EVERY = 256
 _BLOCK_BYTES = 96 * 1024
 # How often waiting callers re-check that the background thread is alive.
 _POLL_SECS = 0.05
+#: How long an exit hook (interpreter exit, garbage collection, the end of a
+#: multiprocessing child) waits for a writer to finish before giving up.
+EXIT_TIMEOUT_SECS = 30.0
 
 _live: weakref.WeakSet[BufferedEventWriter] = weakref.WeakSet()
 
@@ -127,6 +131,7 @@ class BufferedEventWriter:
         self._open_output = open_output
         self._reopenable = reopenable
         self._orphaned = False  # a non-reopenable writer in a forked child
+        self._mp_exit_hook_pid = 0  # the process that registered an exit hook
         self._max_queue = max_queue if flush_secs > 0 else 0
         self._flush_secs = flush_secs
         self._max_buffer_bytes = max_buffer_bytes
@@ -240,6 +245,7 @@ class BufferedEventWriter:
         t = threading.Thread(target=self._run, name=f"summarylib-writer:{self.name}", daemon=True)
         self._thread = t
         t.start()
+        _close_at_multiprocessing_exit(self)
 
     def _check_thread(self) -> None:
         t = self._thread
@@ -486,6 +492,32 @@ class BufferedEventWriter:
         else:
             self.path = None
             self.name = f"a new event file of process {os.getpid()} (opened on first use)"
+
+
+def _close_at_multiprocessing_exit(writer: BufferedEventWriter) -> None:
+    # A multiprocessing child started by "fork" or "forkserver" ends with
+    # os._exit(): atexit hooks (which close writers elsewhere) never run there,
+    # only multiprocessing's own finalizers. Register one, once per process.
+    mp = sys.modules.get("multiprocessing")
+    if mp is None or mp.parent_process() is None:
+        return
+    pid = os.getpid()
+    if writer._mp_exit_hook_pid == pid:
+        return
+    writer._mp_exit_hook_pid = pid
+    from multiprocessing import util
+
+    util.Finalize(writer, _close_at_exit, args=(weakref.ref(writer),), exitpriority=0)
+
+
+def _close_at_exit(ref: weakref.ref[BufferedEventWriter]) -> None:
+    writer = ref()
+    if writer is None:
+        return
+    try:
+        writer.close(EXIT_TIMEOUT_SECS)
+    except Exception as e:
+        warnings.warn(f"summarylib: closing {writer.name} failed: {e}", RuntimeWarning, stacklevel=1)
 
 
 def _reset_after_fork() -> None:

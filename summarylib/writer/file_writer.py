@@ -13,7 +13,7 @@ from typing import Any
 
 from summarylib.encoding.events import file_version_event
 from summarylib.errors import WriteFailedError, WriterClosedError
-from summarylib.writer.buffered import BufferedEventWriter, OnError
+from summarylib.writer.buffered import EXIT_TIMEOUT_SECS, BufferedEventWriter, OnError
 from summarylib.writer.context import Step, _local, check_step
 from summarylib.writer.naming import normalize_suffix
 from summarylib.writer.output import Output, open_event_file
@@ -36,9 +36,6 @@ DEFAULT_FLUSH_MILLIS = 120_000
 DEFAULT_MAX_BUFFER_BYTES = 16 << 20
 #: ``Event.source_metadata.writer`` of the first event of every file.
 SOURCE_WRITER = "summarylib"
-#: How long interpreter exit (or garbage collection) waits for a writer to
-#: finish writing before giving up with a warning.
-EXIT_TIMEOUT_SECS = 30.0
 
 
 class SummaryWriter:

@@ -1,0 +1,51 @@
+"""Targets for multiprocessing children (tests/test_multiprocessing.py).
+
+Kept apart from the test module so that "spawn" and "forkserver" children,
+which import the target's module, load nothing but summarylib.
+"""
+
+from __future__ import annotations
+
+import os
+
+import summarylib as sl
+
+
+def log_with_default_writer(tag: str, n: int) -> int:
+    """Log ``n`` scalars to the inherited default writer; never flush or close."""
+    for i in range(n):
+        assert sl.scalar(tag, float(i), step=i)
+    return os.getpid()
+
+
+def log_with_writer(writer: sl.SummaryWriter, tag: str, n: int) -> None:
+    """Log ``n`` scalars to ``writer`` (unpickled: a new file); never flush or close."""
+    with_default = writer.as_default()
+    with_default.__enter__()  # no exit: that would flush
+    for i in range(n):
+        assert sl.scalar(tag, float(i), step=i)
+
+
+def writer_settings(writer: sl.SummaryWriter) -> dict[str, object]:
+    """What an unpickled writer looks like in the child."""
+    res = writer._resource
+    assert res is not None
+    out = dict(writer._settings)
+    out["path"] = writer.path
+    out["pid"] = os.getpid()
+    writer.close()
+    return out
+
+
+def train(rank: int, world_size: int, logdir: str, pattern: str) -> None:
+    """A stand-in for one rank of a distributed job (see docs/distributed.md)."""
+    del world_size
+    if pattern == "rank0":
+        writer = sl.create_file_writer(logdir) if rank == 0 else sl.create_noop_writer()
+    else:
+        writer = sl.create_file_writer(os.path.join(logdir, f"rank{rank}"))
+    with writer.as_default():
+        for step in range(20):
+            loss = 1.0 / (step + 1) + rank  # each rank's own number
+            sl.scalar("loss", loss, step=step)
+    writer.close()
