@@ -142,7 +142,7 @@ def test_distributed_patterns_with_real_processes(tmp_path: Path, pattern: str) 
     ranks = [0] if pattern == "rank0" else [0, 1, 2]
     names = ["."] if pattern == "rank0" else [f"rank{r}" for r in ranks]
     assert sorted(runs) == names
-    for name, rank in zip(names, ranks):
+    for name, rank in zip(names, ranks, strict=True):
         points = runs[name]["loss"]
         assert [s for s, _, _ in points] == list(range(20))
         assert [v for _, _, v in points] == pytest.approx([1 / (s + 1) + rank for s in range(20)])

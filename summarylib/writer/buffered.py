@@ -517,7 +517,8 @@ def _close_at_exit(ref: weakref.ref[BufferedEventWriter]) -> None:
     try:
         writer.close(EXIT_TIMEOUT_SECS)
     except Exception as e:
-        warnings.warn(f"summarylib: closing {writer.name} failed: {e}", RuntimeWarning, stacklevel=1)
+        message = f"summarylib: closing {writer.name} failed: {e}"
+        warnings.warn(message, RuntimeWarning, stacklevel=1)
 
 
 def _reset_after_fork() -> None:
