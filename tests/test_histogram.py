@@ -251,8 +251,13 @@ def test_empty_data_gives_k_zero_rows(data: Any) -> None:
 
 @pytest.mark.parametrize(
     ("data", "value", "n"),
-    [(5.0, 5.0, 1), ([-3], -3.0, 1), (np.full(1000, -2.5, np.float32), -2.5, 1000),
-     (np.full((4, 5), 7, np.int64), 7.0, 20), (np.ones(3, bool), 1.0, 3)],
+    [
+        (5.0, 5.0, 1),
+        ([-3], -3.0, 1),
+        (np.full(1000, -2.5, np.float32), -2.5, 1000),
+        (np.full((4, 5), 7, np.int64), 7.0, 20),
+        (np.ones(3, bool), 1.0, 3),
+    ],
 )
 def test_single_value_and_constant_data(data: Any, value: float, n: int) -> None:
     for k in (None, 1, 5):
@@ -318,8 +323,9 @@ def test_nan_and_inf_are_left_out(dtype: str) -> None:
     np.testing.assert_array_equal(buckets_of(x, 6), ref_tf2(x, 6))
     assert buckets_of(x, 6)[:, 2].sum() == 4
     # Only one finite value left: the single-value case.
-    np.testing.assert_array_equal(buckets_of(np.array([np.nan, 3.0, np.inf], dtype), 2),
-                                  [[3, 3, 0], [3, 3, 1]])
+    np.testing.assert_array_equal(
+        buckets_of(np.array([np.nan, 3.0, np.inf], dtype), 2), [[3, 3, 0], [3, 3, 1]]
+    )
 
 
 @pytest.mark.parametrize("data", [[math.nan], [math.inf, -math.inf], np.full(70_000, np.nan)])
@@ -507,6 +513,7 @@ BAD_INPUTS = [
     ({"description": 3}, TypeError, r"'description' must be a str"),
     ({"name": ""}, ValueError, r"'name'"),
     ({"name": 5}, TypeError, r"'name'"),
+    ({"name": None}, TypeError, r"'name'"),
     ({"step": 1.5}, TypeError, r"'step'"),
 ]
 
@@ -528,7 +535,7 @@ def test_bad_input_raises_writes_nothing_and_keeps_earlier_data(
     np.testing.assert_array_equal(decoded(values[0][1]), ref_tf2(good))
 
 
-@pytest.mark.parametrize(("override", "exc", "pattern"), BAD_INPUTS[:-3])
+@pytest.mark.parametrize(("override", "exc", "pattern"), BAD_INPUTS[:-4])
 def test_histogram_pb_rejects_the_same_input(
     override: dict[str, Any], exc: type[Exception], pattern: str
 ) -> None:

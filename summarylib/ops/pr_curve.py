@@ -330,6 +330,7 @@ def pr_curve(
     if resolved is None:
         return False
     writer, tag, step_ = resolved
+    name = check_tag(name, "pr_curve")  # resolve() takes None for "no tag"
     t = check_num_thresholds(num_thresholds, "pr_curve")
     md = _metadata(name, t, description, "pr_curve")
     lab, pred, w = prepare(labels, predictions, weights, "pr_curve")
@@ -366,6 +367,7 @@ def pr_curve_raw(
     if resolved is None:
         return False
     writer, tag, step_ = resolved
+    name = check_tag(name, "pr_curve_raw")  # resolve() takes None for "no tag"
     values = (
         true_positive_counts,
         false_positive_counts,
