@@ -357,6 +357,13 @@ def test_many_values_across_chunks_match_tensorboard() -> None:
         assert got[:, 2].sum() == x.size
 
 
+def test_many_buckets_over_several_chunks() -> None:
+    # k = 40,000: chunks grow to 2k values, so the per-chunk bincount stays cheap.
+    x = np.random.default_rng(6).standard_normal(200_003)
+    got = histogram_buckets(x, 40_000)
+    np.testing.assert_array_equal(got, ref_tf2(x, 40_000))
+
+
 def test_bucketing_uses_constant_extra_memory() -> None:
     # TF2 builds an n x k one-hot matrix (2.4 GB for 10M values); we need
     # ~1 MiB of scratch however large n is (numpy reports to tracemalloc).

@@ -298,6 +298,19 @@ def test_metadata_bytes_equal_protobuf_and_tensorboard() -> None:
     assert md.display_name == "pr" and md.data_class == 0
 
 
+@given(t=st.integers(0, 2**32 - 1))
+def test_plugin_content_equals_protobuf_encoding(t: int) -> None:
+    from tensorboard.plugins.pr_curve import plugin_data_pb2 as tb_plugin_data
+
+    from summarylib.proto import plugin_data_pb2
+
+    mine = pr_mod.plugin_content(t)
+    assert (
+        mine == plugin_data_pb2.PrCurvePluginData(version=0, num_thresholds=t).SerializeToString()
+    )
+    assert mine == tb_plugin_data.PrCurvePluginData(version=0, num_thresholds=t).SerializeToString()
+
+
 # ---------------------------------------------------------------------------
 # Edge cases
 # ---------------------------------------------------------------------------

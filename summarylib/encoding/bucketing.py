@@ -26,9 +26,9 @@ this module makes documented choices instead:
   runs on values scaled by 2**1000 (exact), edges are scaled back.
 
 TensorFlow builds an ``n x k`` one-hot matrix (2.4 GB for 10M values); here
-the data is processed in chunks of 64 Ki values that reuse two small scratch
-buffers, so extra memory is about 1 MiB whatever ``n`` is (plus a compacted
-copy of the finite values, only when NaN/Inf are present).
+the data is processed in chunks of 64 Ki values (or 2k, if larger) that reuse
+two scratch buffers, so extra memory is about 1 MiB whatever ``n`` is (plus a
+compacted copy of the finite values, only when NaN/Inf are present).
 """
 
 from __future__ import annotations
@@ -108,7 +108,10 @@ def _counts(values: np.ndarray, lo: float, width: float, k: int, scale: float) -
     import numpy as np
 
     n = values.size
-    if n <= _CHUNK and scale == 1.0:  # one chunk: fewer calls, same arithmetic
+    # With many buckets, chunks of at least 2k values keep the per-chunk
+    # bincount (length >= k) from dominating: O(n + k) in all.
+    step = max(_CHUNK, 2 * k)
+    if n <= step and scale == 1.0:  # one chunk: fewer calls, same arithmetic
         s = np.subtract(values, lo, dtype=np.float64)
         s /= width
         b = np.bincount(s.astype(np.intp), minlength=k)
@@ -116,12 +119,12 @@ def _counts(values: np.ndarray, lo: float, width: float, k: int, scale: float) -
             b[k - 1] += b[k:].sum()
             b = b[:k]
         return b
-    m = min(n, _CHUNK)
+    m = min(n, step)
     scratch = np.empty(m, dtype=np.float64)
     index = np.empty(m, dtype=np.intp)
     counts = np.zeros(k, dtype=np.int64)
-    for start in range(0, n, _CHUNK):
-        chunk = values[start : start + _CHUNK]
+    for start in range(0, n, step):
+        chunk = values[start : start + step]
         size = chunk.size
         s = scratch[:size]
         i = index[:size]
