@@ -42,7 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array, evaluate
 from summarylib.encoding.bucketing import histogram_buckets
-from summarylib.encoding.tensor import DT_DOUBLE, tensor_bytes
+from summarylib.encoding.tensor import DT_DOUBLE, shape_bytes
+from summarylib.encoding.wire import field_bytes, varint
 from summarylib.ops._emit import emit_value, emit_value_deferred
 from summarylib.ops._media import metadata_bytes, plugin_data_bytes
 from summarylib.ops._resolve import check_tag, resolve
@@ -128,7 +129,8 @@ def _tensor(values: np.ndarray, k: int) -> bytes:
     # 24 * k bytes of tensor_content.
     header = _HEADERS.get(k)
     if header is None:
-        header = tensor_bytes(DT_DOUBLE, (k, 3), b"\0" * (24 * k))[: -24 * k]
+        # dtype, tensor_shape [k, 3], then tensor_content's key and length.
+        header = b"\x08\x02" + field_bytes(2, shape_bytes((k, 3))) + b"\x22" + varint(24 * k)
         if len(_HEADERS) < 64:
             _HEADERS[k] = header
     return header + _le_bytes(histogram_buckets(values, k))

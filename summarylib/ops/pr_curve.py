@@ -42,7 +42,7 @@ import operator
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array
-from summarylib.encoding.tensor import DT_FLOAT, tensor_bytes
+from summarylib.encoding.tensor import DT_FLOAT, shape_bytes
 from summarylib.encoding.wire import field_bytes, varint
 from summarylib.ops._emit import emit_value
 from summarylib.ops._media import metadata_bytes, plugin_data_bytes
@@ -262,7 +262,8 @@ def _tensor(data: np.ndarray) -> bytes:
     t = data.shape[1]
     header = _HEADERS.get(t)
     if header is None:
-        header = tensor_bytes(DT_FLOAT, (6, t), b"\0" * (24 * t))[: -24 * t]
+        # dtype, tensor_shape [6, T], then tensor_content's key and length.
+        header = b"\x08\x01" + field_bytes(2, shape_bytes((6, t))) + b"\x22" + varint(24 * t)
         if len(_HEADERS) < 64:
             _HEADERS[t] = header
     return header + data.astype("<f4", copy=False).tobytes()
