@@ -266,6 +266,7 @@ def test_os_exit_keeps_what_flush_acknowledged(tmp_path: Path) -> None:
 
 _LOG_300 = """
 import os, signal, sys, time
+import summarylib as sl
 from summarylib.writer.signals import flush_on_signals
 a = sl.create_file_writer(sys.argv[1] + "/a", max_queue=10**6, flush_millis=10**9)
 b = sl.create_file_writer(sys.argv[1] + "/b", max_queue=10**6, flush_millis=10**9)
