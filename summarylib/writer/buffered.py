@@ -47,6 +47,7 @@ import threading
 import time
 import warnings
 import weakref
+from collections import deque
 from collections.abc import Callable
 from typing import Literal
 
@@ -67,6 +68,9 @@ _CHECK_EVERY = 256
 _BLOCK_BYTES = 96 * 1024
 # How often waiting callers re-check that the background thread is alive.
 _POLL_SECS = 0.05
+# Failed batches remembered so that every flush()/close() that covered one
+# reports it, even after another call consumed the parked error.
+_LOSS_HISTORY = 64
 #: How long an exit hook (interpreter exit, garbage collection, the end of a
 #: multiprocessing child) waits for a writer to finish before giving up.
 EXIT_TIMEOUT_SECS = 30.0
@@ -166,6 +170,12 @@ class BufferedEventWriter:
         self._sync_requested = False
         self._closing = False
         self._error: BaseException | None = None
+        # (first, end, error) of every event range lost since, by index as
+        # counted by _taken; _loss_count counts ranges ever recorded.
+        self._losses: deque[tuple[int, int, BaseException]] = deque(maxlen=_LOSS_HISTORY)
+        self._loss_count = 0
+        self._close_lock = threading.Lock()  # one close() at a time does the work
+        self._close_from: tuple[int, int] | None = None  # (_written, _loss_count) then
         self._thread: threading.Thread | None = None
         self._last_flush = time.monotonic()
 
@@ -275,8 +285,9 @@ class BufferedEventWriter:
         with self._lock:
             if self._closed:
                 return
+            written, losses = self._written, self._loss_count
             target = self._taken + len(self._pending)
-            if target > self._written or sync:
+            if target > written or sync:
                 if self._thread is None:
                     self._start_thread()
                 self._sync_requested = self._sync_requested or sync
@@ -293,7 +304,41 @@ class BufferedEventWriter:
                         raise TimeoutError(f"flushing {self.name} took longer than {timeout} s")
                     wait = _POLL_SECS if remaining is None else min(remaining, _POLL_SECS)
                     self._progress.wait(wait)
-            self._surface_error()
+            own = self._loss_since(written, losses, target)
+            if self._error is not None:
+                self._surface_error()
+            elif own is not None:
+                self._raise_or_warn(_again(own))
+
+    def _park(self, err: BaseException, first: int, end: int) -> None:
+        # Lock held: remember a failure that lost events [first, end); the
+        # next call reports it (the first one parked wins).
+        if end > first:
+            self._losses.append((first, end, err))
+            self._loss_count += 1
+        if self._error is None:
+            self._error = err
+        self._trigger = -1
+
+    def _loss_since(self, written: int, losses: int, target: int) -> BaseException | None:
+        # Lock held: a failure recorded after a call saw (written, losses)
+        # that lost one of the events the call covers, [written, target).
+        new = self._loss_count - losses
+        if new <= 0:
+            return None
+        history = list(self._losses)
+        if new > len(history):
+            return history[-1][2]  # more failures than remembered: report one
+        for first, end, err in history[-new:]:
+            if first < target and end > written:
+                return err
+        return None
+
+    def _raise_or_warn(self, err: BaseException) -> None:
+        if self._on_error == "warn":
+            warnings.warn(str(err), RuntimeWarning, stacklevel=3)
+            return
+        raise err
 
     def flush_quietly(self, timeout: float, *, sync: bool = False) -> None:
         """Flush for a signal handler or exit hook: skip a writer being closed.
@@ -306,50 +351,80 @@ class BufferedEventWriter:
         self.flush(timeout, sync=sync)
 
     def close(self, timeout: float | None = None) -> None:
-        """Flush, ``fsync`` and close the output. A second call does nothing.
+        """Write every pending event, ``fsync`` and close the output.
 
-        Raises the parked background error, if any, after closing.
+        Returns once that is done; a concurrent or later call waits for the
+        same and then does nothing. After a ``TimeoutError`` no new events
+        are accepted, and calling ``close()`` again finishes the job.
+
+        Raises:
+          WriteFailedError: an event accepted before ``close()`` could not be
+            written (also when another call already reported the failure),
+            or the final ``fsync``/close failed. The writer is closed anyway.
+          TimeoutError: ``timeout`` seconds passed first.
         """
+        if self._thread is not None and threading.current_thread() is self._thread:
+            # On the writer thread itself (the garbage collector ran a
+            # finalizer there): it cannot wait for itself, so a helper closes.
+            threading.Thread(
+                target=_close_at_exit, args=(lambda: self,), name="summarylib-close", daemon=True
+            ).start()
+            return
         deadline = None if timeout is None else time.monotonic() + timeout
+        wait = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
+        if not self._close_lock.acquire(timeout=wait):
+            raise TimeoutError(f"closing {self.name} took longer than {timeout} s")
+        try:
+            self._close(deadline, timeout)
+        finally:
+            self._close_lock.release()
+
+    def _close(self, deadline: float | None, timeout: float | None) -> None:
         with self._lock:
-            if self._closed or self._closing:
+            if self._closed:
                 return
-            self._closing = True
-            self._trigger = -1
+            if self._close_from is None:
+                self._close_from = (self._written, self._loss_count)
+                self._closing = True
+                self._trigger = -1  # no new events from here on
+            target = self._taken + len(self._pending)
             t = self._thread
             if t is not None:
                 self._wake_requested = True
                 self._work.notify()
         if t is not None:
-            t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            t.join(_remaining(deadline, None))
             if t.is_alive():
                 raise TimeoutError(f"closing {self.name} took longer than {timeout} s")
-        leftover = self._pending
-        if leftover and self._error is None:
+        with self._lock:
+            leftover, self._pending = self._pending, []
+            first = self._taken
+            self._taken += len(leftover)
+        if leftover:
             # The thread never ran or died: write what is left from here.
-            self._pending = []
-            self._write_batch(leftover)
+            self._write_batch(leftover, first)
+            with self._lock:
+                self._written += len(leftover)
         with self._lock:
             output, self._output = self._output, None
-            self._closed = True
-            _live.discard(self)
             try:
                 if output is not None:
                     try:
-                        if self._error is None:
-                            output.flush()
-                            output.sync()
+                        output.flush()
+                        output.sync()
                     finally:
                         output.close()
             except Exception as e:
-                if self._error is None:
-                    self._error = WriteFailedError(self.name, e)
+                self._park(_write_failed(self.name, e), 0, 0)
+            self._closed = True
+            _live.discard(self)
+            written, losses = self._close_from
+            own = self._loss_since(written, losses, target)
             err, self._error = self._error, None
+        if err is None and own is not None:
+            err = _again(own)
         if err is not None:
-            if self._on_error == "warn":
-                warnings.warn(str(err), RuntimeWarning, stacklevel=2)
-            else:
-                raise err
+            self._raise_or_warn(err)
 
     @property
     def closed(self) -> bool:
@@ -364,10 +439,8 @@ class BufferedEventWriter:
             self._loop()
         except BaseException as e:  # pragma: no cover - a bug; never hang waiters
             with self._lock:
-                self._error = SummaryError(
-                    f"summarylib's writer thread for {self.name} died: {e!r}"
-                )
-                self._trigger = -1
+                err = SummaryError(f"summarylib's writer thread for {self.name} died: {e!r}")
+                self._park(err, self._written, self._taken)
                 self._progress.notify_all()
             raise
 
@@ -375,15 +448,15 @@ class BufferedEventWriter:
         lock = self._lock
         while True:
             with lock:
-                batch, sync, stop = self._next_batch()
+                batch, first, sync, stop = self._next_batch()
             if batch:
-                self._write_batch(batch)
+                self._write_batch(batch, first)
             if sync and self._error is None and self._output is not None:
                 try:
                     self._output.sync()
                 except Exception as e:
                     with lock:
-                        self._error = WriteFailedError(self.name, e)
+                        self._park(_write_failed(self.name, e), 0, 0)
             with lock:
                 self._written += len(batch)
                 if sync:
@@ -395,7 +468,7 @@ class BufferedEventWriter:
                 if stop:
                     return
 
-    def _next_batch(self) -> tuple[list[bytes | Deferred], bool, bool]:
+    def _next_batch(self) -> tuple[list[bytes | Deferred], int, bool, bool]:
         # Lock held. Wait until there is a reason to write, then take the batch.
         while True:
             if self._closing:
@@ -413,53 +486,59 @@ class BufferedEventWriter:
         self._pending = []
         self._pending_bytes = 0
         self._counted = 0
+        first = self._taken
         self._taken += len(batch)
         self._wake_requested = False
         if not self._closing and self._error is None:
             self._trigger = self._base_trigger
         sync = self._sync_requested or (self._fsync and bool(batch))
-        return batch, sync, self._closing
+        return batch, first, sync, self._closing
 
-    def _write_batch(self, batch: list[bytes | Deferred]) -> None:
+    def _write_batch(self, batch: list[bytes | Deferred], first: int) -> None:
         # Encodes deferred events, frames and writes in blocks. A failing
         # encoder loses only its own event; a failing output parks the error
-        # and drops the rest of the batch (never acknowledged by a flush).
+        # and loses the rest of the batch (which no flush() acknowledges).
+        # `first` is the index of batch[0] among all events ever taken.
+        done = 0  # batch[:done] is written (or its losses recorded one by one)
+        out = self._output
         try:
-            out = self._output
             if out is None:
                 out = self._reopen()
             block: list[bytes] = []
             size = 0
-            for item in batch:
-                if type(item) is Deferred:
-                    payload = self._materialize(item)
-                    if payload is None:
+            for i, item in enumerate(batch):
+                if isinstance(item, Deferred):
+                    made = self._materialize(item, first + i)
+                    if made is None:
                         continue
+                    payload = made
                 else:
-                    payload = item  # type: ignore[assignment]
+                    payload = item
                 block.append(payload)
                 size += len(payload) + 16
                 if size >= _BLOCK_BYTES:
                     out.write(frame_many(block))
                     block = []
                     size = 0
+                    done = i + 1
             if block:
                 out.write(frame_many(block))
             out.flush()
         except Exception as e:
+            name = self.name
+            if out is None and isinstance(getattr(e, "filename", None), str):
+                name = e.filename  # type: ignore[attr-defined]  # the file we could not open
             with self._lock:
-                self._error = WriteFailedError(self.name, e)
-                self._trigger = -1
+                self._park(_write_failed(name, e), first + done, first + len(batch))
 
-    def _materialize(self, item: Deferred) -> bytes | None:
+    def _materialize(self, item: Deferred, index: int) -> bytes | None:
         try:
             return item.make()
         except Exception as e:
+            err = SummaryError(f"summarylib: encoding {item.what} failed: {e!r}")
+            err.__cause__ = e
             with self._lock:
-                if self._error is None:
-                    self._error = SummaryError(f"summarylib: encoding {item.what} failed: {e!r}")
-                    self._error.__cause__ = e
-                self._trigger = -1
+                self._park(err, index, index + 1)
             return None
 
     def _reopen(self) -> Output:
@@ -510,7 +589,30 @@ def _close_at_multiprocessing_exit(writer: BufferedEventWriter) -> None:
     util.Finalize(writer, _close_at_exit, args=(weakref.ref(writer),), exitpriority=0)
 
 
-def _close_at_exit(ref: weakref.ref[BufferedEventWriter]) -> None:
+def _remaining(deadline: float | None, default: float | None) -> float | None:
+    if deadline is None:
+        return default
+    return max(0.0, deadline - time.monotonic())
+
+
+def _write_failed(path: str, cause: BaseException) -> WriteFailedError:
+    err = WriteFailedError(path, cause)
+    err.__cause__ = cause
+    return err
+
+
+def _again(err: BaseException) -> BaseException:
+    # A fresh exception for a failure already raised elsewhere (never raise
+    # one exception object in two threads: tracebacks would mix).
+    cause = err.__cause__
+    if isinstance(err, WriteFailedError):
+        return _write_failed(err.path, cause if cause is not None else err)
+    again = SummaryError(str(err))
+    again.__cause__ = cause
+    return again
+
+
+def _close_at_exit(ref: Callable[[], BufferedEventWriter | None]) -> None:
     writer = ref()
     if writer is None:
         return
