@@ -258,7 +258,7 @@ class Graph:
 
     def to_bytes(self) -> bytes:
         """The serialized ``GraphDef``."""
-        return self.to_graph_def().SerializeToString()  # type: ignore[no-any-return]
+        return self.to_graph_def().SerializeToString()
 
     @classmethod
     def from_graph_def(cls, gd: Any) -> Graph:
@@ -354,7 +354,8 @@ def _node_to_proto(node: Node, nd: Any) -> None:
                 attr["_output_types"].list.type.extend(dtype_enum(d) for d in dtypes)
 
 
-def _attr_to_proto(value: object, av: attr_value_pb2.AttrValue) -> None:
+# ``av`` is an AttrValue; typed Any because the stubs type enum fields as DataType, not int.
+def _attr_to_proto(value: object, av: Any) -> None:
     if isinstance(value, str):
         av.s = value.encode("utf-8")
     elif isinstance(value, (bytes, bytearray)):
@@ -397,7 +398,7 @@ def _numpy_to_proto(value: Any, av: attr_value_pb2.AttrValue) -> None:
         raise TypeError(f"unsupported attr value type {type(value).__name__}")
 
 
-def _list_to_proto(values: list[Any] | tuple[Any, ...], av: attr_value_pb2.AttrValue) -> None:
+def _list_to_proto(values: list[Any] | tuple[Any, ...], av: Any) -> None:
     lv = av.list
     av.list.SetInParent()  # an empty list is still a list
     if not values:

@@ -223,8 +223,8 @@ _tracers: dict[str, Tracer] = {}
 # Adapter modules, imported the first time an object of that framework is traced. Each
 # calls register_tracer(framework, ...) when imported.
 _ADAPTER_MODULES: dict[str, str] = {
-    "torch": "summarylib.graph.torch_capture",
-    "jax": "summarylib.graph.jax_capture",
+    "torch": "summarylib.graph.adapters.torch",
+    "jax": "summarylib.graph.adapters.jax",
 }
 
 
