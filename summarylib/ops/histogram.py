@@ -130,7 +130,8 @@ def _tensor(values: np.ndarray, k: int) -> bytes:
     header = _HEADERS.get(k)
     if header is None:
         # dtype, tensor_shape [k, 3], then tensor_content's key and length.
-        header = b"\x08\x02" + field_bytes(2, shape_bytes((k, 3))) + b"\x22" + varint(24 * k)
+        shape = field_bytes(2, shape_bytes((k, 3)))
+        header = b"\x08" + varint(DT_DOUBLE) + shape + b"\x22" + varint(24 * k)
         if len(_HEADERS) < 64:
             _HEADERS[k] = header
     return header + _le_bytes(histogram_buckets(values, k))
@@ -195,7 +196,7 @@ def histogram_pb(
 
     Same data contract as :func:`histogram`; ``tag`` is used as is (no name scope).
     """
-    from summarylib.proto import summary_pb2
+    from summarylib.proto import summary_pb2, types_pb2
 
     tag = check_tag(tag, "histogram_pb", "tag")
     metadata_bytes(_PLUGIN_DATA, description, "histogram_pb")  # the same checks as histogram()
@@ -204,7 +205,7 @@ def histogram_pb(
     summary = summary_pb2.Summary()
     v = summary.value.add()
     v.tag = tag
-    v.tensor.dtype = DT_DOUBLE
+    v.tensor.dtype = types_pb2.DT_DOUBLE
     v.tensor.tensor_shape.dim.add().size = k
     v.tensor.tensor_shape.dim.add().size = 3
     v.tensor.tensor_content = _le_bytes(histogram_buckets(values, k))

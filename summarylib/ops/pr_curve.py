@@ -263,7 +263,8 @@ def _tensor(data: np.ndarray) -> bytes:
     header = _HEADERS.get(t)
     if header is None:
         # dtype, tensor_shape [6, T], then tensor_content's key and length.
-        header = b"\x08\x01" + field_bytes(2, shape_bytes((6, t))) + b"\x22" + varint(24 * t)
+        shape = field_bytes(2, shape_bytes((6, t)))
+        header = b"\x08" + varint(DT_FLOAT) + shape + b"\x22" + varint(24 * t)
         if len(_HEADERS) < 64:
             _HEADERS[t] = header
     return header + data.astype("<f4", copy=False).tobytes()
@@ -388,12 +389,12 @@ def pr_curve_raw(
 def _summary(
     name: str, data: np.ndarray, num_thresholds: int, description: str | None
 ) -> summary_pb2.Summary:
-    from summarylib.proto import summary_pb2
+    from summarylib.proto import summary_pb2, types_pb2
 
     summary = summary_pb2.Summary()
     v = summary.value.add()
     v.tag = name + "/pr_curves"
-    v.tensor.dtype = DT_FLOAT
+    v.tensor.dtype = types_pb2.DT_FLOAT
     v.tensor.tensor_shape.dim.add().size = 6
     v.tensor.tensor_shape.dim.add().size = data.shape[1]
     v.tensor.tensor_content = data.astype("<f4", copy=False).tobytes()
