@@ -1,0 +1,323 @@
+"""The systems under test, behind one small interface, and the workloads they run.
+
+Each system is opened on a fresh directory (``open(logdir)``), runs one
+workload as a tight loop (``loop_<case>(n, inputs)``), then is closed
+(``close()``). The loop is written out per system so that every one of them
+pays the same loop overhead: the op itself is bound to a local once, and no
+adapter method sits between the loop and the library.
+
+A system that lacks a case simply has no ``loop_<case>`` method; the runner
+reports it as not applicable. ``NotBuilt`` marks an op module that does not
+exist yet in this tree.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import io
+import os
+import sys
+import wave
+from typing import Any
+
+#: Thresholds for every PR curve, as in the anchors (tensorboardX caps at 127).
+NUM_THRESHOLDS = 127
+SAMPLE_RATE = 16_000
+
+
+class NotBuilt(Exception):
+    """The summarylib op for this case is not in the tree yet."""
+
+
+def op(name: str) -> Any:
+    """``summarylib.<name>``, or raise NotBuilt when its module is missing."""
+    import summarylib
+
+    try:
+        return getattr(summarylib, name)
+    except (AttributeError, ImportError) as e:
+        raise NotBuilt(f"summarylib.{name}: {e}") from None
+
+
+def op_module_exists(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+class System:
+    """Base: a name, whether it can run here, and the per-case loops."""
+
+    name = "?"
+    #: modules that must import for the system to exist here
+    requires: tuple[str, ...] = ()
+    #: the cases it runs (None: every case it has a ``loop_<case>`` for)
+    cases: frozenset[str] | None = None
+
+    @classmethod
+    def available(cls) -> str | None:
+        """None if usable, else why not."""
+        for mod in cls.requires:
+            try:
+                importlib.import_module(mod)
+            except Exception as e:  # ImportError, or a broken install
+                return f"{mod} not importable ({type(e).__name__})"
+        return None
+
+    def open(self, logdir: str) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+# ---------------------------------------------------------------------------
+# summarylib
+# ---------------------------------------------------------------------------
+class Ours(System):
+    name = "summarylib"
+
+    def open(self, logdir: str) -> None:
+        import summarylib as sl
+
+        self.w = sl.create_file_writer(logdir)
+        self._cm = self.w.as_default()
+        self._cm.__enter__()
+
+    def close(self) -> None:
+        self._cm.__exit__(None, None, None)
+        self.w.close()
+
+    def loop_scalar(self, n: int, values: list[float]) -> None:
+        f = op("scalar")
+        for i in range(n):
+            f("loss", values[i], i)
+
+    def loop_scalars20(self, n: int, rows: list[dict[str, float]]) -> None:
+        f = op("scalars")
+        for i in range(n):
+            f(rows[i], i)
+
+    def loop_hist(self, n: int, arr: Any) -> None:
+        f = op("histogram")
+        for i in range(n):
+            f("hist", arr, i)
+
+    loop_hist_big = loop_hist
+
+    def loop_image(self, n: int, img: Any) -> None:
+        f = op("image")
+        for i in range(n):
+            f("img", img, i, dataformats="HWC")
+
+    def loop_pr(self, n: int, inputs: tuple[Any, Any]) -> None:
+        f = op("pr_curve")
+        labels, preds = inputs
+        for i in range(n):
+            f("pr", labels, preds, i, num_thresholds=NUM_THRESHOLDS)
+
+    def loop_audio(self, n: int, clip: Any) -> None:
+        f = op("audio")
+        batch = clip[None]  # [k=1, t, c=1]
+        for i in range(n):
+            f("audio", batch, SAMPLE_RATE, i)
+
+    def loop_text(self, n: int, texts: list[str]) -> None:
+        f = op("text")
+        for i in range(n):
+            f("text", texts[i], i)
+
+
+class OursPerMetric(Ours):
+    """summarylib, 20 metrics per step as 20 ``scalar()`` calls (for scalars20)."""
+
+    name = "summarylib-scalar-x20"
+    cases = frozenset({"scalars20"})
+
+    def loop_scalars20(self, n: int, rows: list[dict[str, float]]) -> None:
+        f = op("scalar")
+        for i in range(n):
+            for k, v in rows[i].items():
+                f(k, v, i)
+
+
+# ---------------------------------------------------------------------------
+# Floors: ../shared/anchors/anchors.py (hand-encoded bytes, synchronous write)
+# ---------------------------------------------------------------------------
+_anchors: Any = None
+
+
+def load_anchors(path: str) -> Any:
+    """Import ``anchors.py`` from ``path`` (a directory); exit clearly if missing."""
+    global _anchors
+    if _anchors is not None:
+        return _anchors
+    file = os.path.join(path, "anchors.py")
+    if not os.path.isfile(file):
+        raise SystemExit(
+            f"bench: the hand-encoded floor is missing: no {file}\n"
+            "       pass --anchors DIR or set SUMMARYLIB_ANCHORS=DIR "
+            "(the directory holding anchors.py, normally ../shared/anchors)"
+        )
+    spec = importlib.util.spec_from_file_location("anchors", file)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["anchors"] = mod
+    spec.loader.exec_module(mod)
+    _anchors = mod
+    return mod
+
+
+class Floor(System):
+    """anchors.py ``Raw``: simple_value scalars; TF2 tensor layout for the rest."""
+
+    name = "floor"
+    cls_name = "Raw"
+
+    def open(self, logdir: str) -> None:
+        self.w = getattr(_anchors, self.cls_name)(logdir)
+
+    def close(self) -> None:
+        self.w.close()
+
+    def loop_scalar(self, n: int, values: list[float]) -> None:
+        f = self.w.scalar
+        for i in range(n):
+            f(i, values[i])
+
+    def loop_hist(self, n: int, arr: Any) -> None:
+        f = self.w.hist
+        for i in range(n):
+            f(i, arr)
+
+    loop_hist_big = loop_hist
+
+    def loop_image(self, n: int, img: Any) -> None:
+        f = self.w.image
+        for i in range(n):
+            f(i, img)
+
+    def loop_pr(self, n: int, inputs: tuple[Any, Any]) -> None:
+        f = self.w.pr
+        labels, preds = inputs
+        for i in range(n):
+            f(i, labels, preds)
+
+    # Not in the anchors: floors written here with the anchors' own helpers
+    # (hand-encoded tensor, metadata on the first event only, synchronous).
+    def loop_audio(self, n: int, clip: Any) -> None:
+        a = _anchors
+        w = self.w
+        for i in range(n):
+            wav = _wav_bytes(clip)
+            t = a.tensor_proto(a.DT_STRING, (1, 2), string_vals=(wav, b""))
+            w._tensor_event(i, "audio", t, "audio", b"\x10\x0b")
+
+    def loop_text(self, n: int, texts: list[str]) -> None:
+        a = _anchors
+        w = self.w
+        for i in range(n):
+            t = a.tensor_proto(a.DT_STRING, (), string_vals=(texts[i].encode(),))
+            w._tensor_event(i, "text", t, "text")
+
+
+class FloorTensor(Floor):
+    """anchors.py ``RawTensor``: scalars in summarylib's (TF2's) layout. Scalar only."""
+
+    name = "floor-tensor"
+    cls_name = "RawTensor"
+    cases = frozenset({"scalar"})
+
+
+def _wav_bytes(clip: Any) -> bytes:
+    import numpy as np
+
+    pcm = np.clip(np.rint(clip * 32768.0), -32768, 32767).astype("<i2")
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as wf:
+        wf.setnchannels(1)
+        wf.setsampwidth(2)
+        wf.setframerate(SAMPLE_RATE)
+        wf.writeframes(pcm.tobytes())
+    return buf.getvalue()
+
+
+# ---------------------------------------------------------------------------
+# Peers
+# ---------------------------------------------------------------------------
+class Tbx(System):
+    name = "tensorboardX"
+    requires = ("tensorboardX",)
+
+    def _writer(self, logdir: str) -> Any:
+        from tensorboardX import SummaryWriter  # type: ignore[import-untyped]
+
+        return SummaryWriter(logdir=logdir)
+
+    def open(self, logdir: str) -> None:
+        self.w = self._writer(logdir)
+
+    def close(self) -> None:
+        self.w.close()
+
+    def loop_scalar(self, n: int, values: list[float]) -> None:
+        f = self.w.add_scalar
+        for i in range(n):
+            f("loss", values[i], i)
+
+    def loop_scalars20(self, n: int, rows: list[dict[str, float]]) -> None:
+        # add_scalars() writes each key to its own run directory: another
+        # meaning. The same meaning as ours is one add_scalar per metric.
+        f = self.w.add_scalar
+        for i in range(n):
+            for k, v in rows[i].items():
+                f(k, v, i)
+
+    def loop_hist(self, n: int, arr: Any) -> None:
+        f = self.w.add_histogram
+        for i in range(n):
+            f("hist", arr, i)
+
+    loop_hist_big = loop_hist
+
+    def loop_image(self, n: int, img: Any) -> None:
+        f = self.w.add_image
+        for i in range(n):
+            f("img", img, i, dataformats="HWC")
+
+    def loop_pr(self, n: int, inputs: tuple[Any, Any]) -> None:
+        f = self.w.add_pr_curve
+        labels, preds = inputs
+        for i in range(n):
+            f("pr", labels, preds, i, num_thresholds=NUM_THRESHOLDS)
+
+    def loop_audio(self, n: int, clip: Any) -> None:
+        f = self.w.add_audio
+        for i in range(n):
+            f("audio", clip, i, sample_rate=SAMPLE_RATE)
+
+    def loop_text(self, n: int, texts: list[str]) -> None:
+        f = self.w.add_text
+        for i in range(n):
+            f("text", texts[i], i)
+
+
+class Torch(Tbx):
+    name = "torch.utils.tensorboard"
+    requires = ("torch.utils.tensorboard",)
+
+    def _writer(self, logdir: str) -> Any:
+        from torch.utils.tensorboard import SummaryWriter
+
+        return SummaryWriter(log_dir=logdir)
+
+
+SYSTEMS: dict[str, type[System]] = {
+    s.name: s for s in (Ours, OursPerMetric, Floor, FloorTensor, Tbx, Torch)
+}
+
+
+def loop_for(system: System, case: str) -> Any:
+    """The bound loop of ``system`` for ``case``, or None if it has none."""
+    if system.cases is not None and case not in system.cases:
+        return None
+    return getattr(system, "loop_" + case, None)
