@@ -301,7 +301,9 @@ def _batch_summary(
     args[1::2] = vals
     try:
         return batch.pack(*args)
-    except OverflowError:  # finite beyond float32: f32_bytes makes it ±inf
+    except (OverflowError, struct.error):
+        # Finite beyond float32 (f32_bytes makes it ±inf), or an int beyond
+        # float (scalar_float raises a clear error): the checked path decides.
         return None
 
 

@@ -1,0 +1,207 @@
+"""Every hand-encoded fast path writes the bytes of the straightforward protobuf encoding.
+
+The reference is built with the generated protobuf classes only: an Event
+with a Summary whose Values hold a rank-0 DT_FLOAT tensor (numpy's float32
+cast of the value) and, on the first value of a tag in a file, the scalars
+metadata. The fast paths under test: ``scalar()``'s cached per-tag prefix,
+``scalars()``' per-metric loop, and ``scalars()``' cached ``struct`` layout
+per tag set (used from the second call with the same keys).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import summarylib as sl
+from summarylib.encoding.events import event_bytes, step_field, summary_event
+from summarylib.ops import scalar as scalar_mod
+
+WALL_TIME = 1712345678.25
+INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+SMALL_STEPS = st.integers(min_value=0, max_value=20_000)
+# Short tags, and tags long enough that a Value's length takes two bytes.
+TAGS = st.one_of(st.text(min_size=1, max_size=12), st.text(min_size=60, max_size=90))
+SCOPES = st.sampled_from(["", "train/", "a/very/" * 12])
+# Every value type the layout path accepts, plus ones it must hand on
+# (out of float32 range, huge ints): their bytes must not change either.
+VALUES = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(width=32),
+    st.integers(min_value=-(2**64), max_value=2**64),
+    st.booleans(),
+    st.floats(width=32).map(np.float32),
+    st.floats().map(np.float64),
+    st.integers(min_value=-(2**40), max_value=2**40).map(np.int64),
+)
+
+
+def expected_f32(value: Any) -> bytes:
+    """numpy's float32 cast (as TensorFlow's): out-of-range values become ±inf."""
+    with np.errstate(over="ignore"):
+        return np.array(float(value), dtype=np.float64).astype("<f4").tobytes()
+
+
+def reference_event(step: int, items: list[tuple[str, Any]], with_metadata: set[str]) -> bytes:
+    from summarylib.proto import event_pb2, summary_pb2, types_pb2
+
+    summary = summary_pb2.Summary()
+    for tag, value in items:
+        v = summary.value.add()
+        v.tag = tag
+        v.tensor.dtype = types_pb2.DT_FLOAT
+        v.tensor.tensor_shape.SetInParent()
+        v.tensor.tensor_content = expected_f32(value)
+        if tag in with_metadata:
+            v.metadata.plugin_data.plugin_name = "scalars"
+    return event_pb2.Event(wall_time=WALL_TIME, step=step, summary=summary).SerializeToString()
+
+
+def payloads(data: bytes) -> list[bytes]:
+    out, pos = [], 0
+    while pos < len(data):
+        (n,) = struct.unpack_from("<Q", data, pos)
+        out.append(data[pos + 12 : pos + 12 + n])
+        pos += n + 16
+    return out[1:]  # without the file-version event
+
+
+@pytest.fixture(autouse=True)
+def fixed_time(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(scalar_mod, "_time", lambda: WALL_TIME)
+    yield
+
+
+def write(calls: Any) -> list[bytes]:
+    out = sl.MemoryOutput()
+    w = sl.create_writer(out)
+    with w.as_default():
+        calls()
+    w.close()
+    return payloads(out.getvalue())
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    scope=SCOPES,
+    values=st.dictionaries(TAGS, VALUES, min_size=1, max_size=6),
+    steps=st.lists(SMALL_STEPS | INT64, min_size=3, max_size=3),
+)
+def test_scalars_every_path_equals_protobuf(
+    scope: str, values: dict[str, Any], steps: list[int]
+) -> None:
+    # Huge Python ints are a ValueError in every path; covered below.
+    values = {k: v for k, v in values.items() if not isinstance(v, int) or abs(v) < 2**100}
+
+    def calls() -> None:
+        with sl.name_scope(scope.rstrip("/")) if scope else contextlib.nullcontext():
+            for step in steps:
+                sl.scalars(values, step=step)
+
+    if not values:
+        return
+    scalar_mod._batches.clear()
+    got = write(calls)
+    items = [(scope + k, v) for k, v in values.items()]
+    tags = {t for t, _ in items}
+    assert got[0] == reference_event(steps[0], items, tags)
+    assert got[1] == reference_event(steps[1], items, set())
+    assert got[2] == reference_event(steps[2], items, set())
+    # The layout path really ran (it is built on the second call).
+    assert (scope, tuple(values)) in scalar_mod._batches
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    scope=SCOPES,
+    tag=TAGS,
+    values=st.lists(VALUES, min_size=2, max_size=4),
+    step=SMALL_STEPS | INT64,
+)
+def test_scalar_hot_path_equals_protobuf(
+    scope: str, tag: str, values: list[Any], step: int
+) -> None:
+    values = [v for v in values if not isinstance(v, int) or abs(v) < 2**100]
+
+    def calls() -> None:
+        with sl.name_scope(scope.rstrip("/")) if scope else contextlib.nullcontext():
+            for v in values:
+                sl.scalar(tag, v, step=step)
+
+    got = write(calls)
+    for i, (payload, v) in enumerate(zip(got, values, strict=True)):
+        meta = {scope + tag} if i == 0 else set()
+        assert payload == reference_event(step, [(scope + tag, v)], meta)
+
+
+def test_layout_is_per_file_new_writer_writes_metadata_again() -> None:
+    values = {"loss": 0.5, "acc": 0.25}
+    for _ in range(2):  # the second writer finds the layout cached already
+        got = write(lambda: [sl.scalars(values, step=s) for s in range(3)])
+        assert got[0] == reference_event(0, list(values.items()), set(values))
+        assert got[2] == reference_event(2, list(values.items()), set())
+
+
+def test_layout_hands_unusual_values_to_the_checked_path() -> None:
+    def calls() -> None:
+        sl.scalars({"a": 1.0, "b": 2.0}, step=0)
+        sl.scalars({"a": 1.0, "b": 2.0}, step=1)  # layout built and used
+        sl.scalars({"a": 1e300, "b": lambda: 3.0}, step=2)  # ±inf, lazy value
+        sl.scalars({"a": np.array(4.0), "b": 5}, step=3)
+        with pytest.raises(ValueError, match=r"values\['b'\]"):
+            sl.scalars({"a": 1.0, "b": np.zeros(2)}, step=4)
+        with pytest.raises(ValueError, match="too large"):
+            sl.scalars({"a": 1.0, "b": 2**2000}, step=5)
+
+    got = write(calls)
+    assert len(got) == 4  # nothing written for the calls that raised
+    assert got[2] == reference_event(2, [("a", float("inf")), ("b", 3.0)], set())
+    assert got[3] == reference_event(3, [("a", 4.0), ("b", 5)], set())
+
+
+def test_new_tag_in_a_known_key_order_gets_metadata() -> None:
+    def calls() -> None:
+        sl.scalars({"a": 1.0}, step=0)
+        sl.scalars({"a": 1.0}, step=1)
+        sl.scalars({"a": 1.0, "b": 2.0}, step=2)  # b is new: metadata
+        sl.scalars({"a": 1.0, "b": 2.0}, step=3)
+
+    got = write(calls)
+    assert got[2] == reference_event(2, [("a", 1.0), ("b", 2.0)], {"b"})
+    assert got[3] == reference_event(3, [("a", 1.0), ("b", 2.0)], set())
+
+
+@given(step=INT64)
+def test_step_field_equals_protobuf(step: int) -> None:
+    from summarylib.proto import event_pb2
+
+    expected = event_pb2.Event(wall_time=WALL_TIME, step=step).SerializeToString()
+    assert event_bytes(WALL_TIME, step, b"") == expected
+    assert step_field(step) == expected[9:]
+    assert summary_event(WALL_TIME, step, b"") == expected + b"\x2a\x00"
+
+
+@pytest.mark.parametrize("length", range(96, 136))
+def test_per_metric_path_around_the_two_byte_value_length(length: int) -> None:
+    # A Value's length needs a second byte from a tag of ~110 bytes on. The
+    # lazy value keeps every call off the layout path, on the per-metric one.
+    tag = "t" * length
+
+    def calls() -> None:
+        for step in range(3):
+            sl.scalars({tag: 1.5, "x": lambda: 2.0}, step=step)
+            sl.scalar(tag, 0.25, step=step)
+
+    got = write(calls)
+    items = [(tag, 1.5), ("x", 2.0)]
+    assert got[0] == reference_event(0, items, {tag, "x"})
+    assert got[1] == reference_event(0, [(tag, 0.25)], set())
+    assert got[4] == reference_event(2, items, set())
+    assert got[5] == reference_event(2, [(tag, 0.25)], set())
