@@ -26,7 +26,10 @@ from summarylib.ops import scalar as scalar_mod
 
 WALL_TIME = 1712345678.25
 INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
-SMALL_STEPS = st.integers(min_value=0, max_value=20_000)
+# The step tables: one- and two-byte varints, then three-byte ones.
+SMALL_STEPS = st.integers(min_value=0, max_value=20_000) | st.integers(
+    min_value=16_000, max_value=2**21 + 100
+)
 # Short tags, and tags long enough that a Value's length takes two bytes.
 TAGS = st.one_of(st.text(min_size=1, max_size=12), st.text(min_size=60, max_size=90))
 SCOPES = st.sampled_from(["", "train/", "a/very/" * 12])
@@ -178,7 +181,7 @@ def test_new_tag_in_a_known_key_order_gets_metadata() -> None:
     assert got[3] == reference_event(3, [("a", 1.0), ("b", 2.0)], set())
 
 
-@given(step=INT64)
+@given(step=INT64 | SMALL_STEPS)
 def test_step_field_equals_protobuf(step: int) -> None:
     from summarylib.proto import event_pb2
 
@@ -186,6 +189,13 @@ def test_step_field_equals_protobuf(step: int) -> None:
     assert event_bytes(WALL_TIME, step, b"") == expected
     assert step_field(step) == expected[9:]
     assert summary_event(WALL_TIME, step, b"") == expected + b"\x2a\x00"
+
+
+@pytest.mark.parametrize("step", [16383, 16384, 16385, 2**21 - 1, 2**21, 2**28, -1])
+def test_step_table_edges(step: int) -> None:
+    test_step_field_equals_protobuf.hypothesis.inner_test(step)  # type: ignore[attr-defined]
+    got = write(lambda: [sl.scalar("s", 1.0, step=step) for _ in range(2)])
+    assert got[1] == reference_event(step, [("s", 1.0)], set())
 
 
 @pytest.mark.parametrize("length", range(96, 136))

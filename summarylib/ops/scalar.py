@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import f32_bytes, scalar_float
-from summarylib.encoding.events import _STEP_FIELDS, step_field
+from summarylib.encoding.events import _STEP3_HIGH, _STEP3_LOW, _STEP_FIELDS, step_field
 from summarylib.encoding.wire import field_bytes, pack_double, pack_float, varint
 from summarylib.ops._resolve import check_tag, resolve_step
 from summarylib.writer.context import Step, _local, condition_holds
@@ -132,13 +132,14 @@ def scalar(
     if prefix is None:
         _write_first(res, tag, value, step, description)
         return True
-    res.append(
-        b"\x09"
-        + pack_double(_time())
-        + (_STEP_FIELDS[step] if 0 <= step < 16384 else step_field(step))
-        + prefix
-        + value
-    )
+    # step_field(), inlined for the common steps (below about two million).
+    if 0 <= step < 16384:
+        sf = _STEP_FIELDS[step]
+    elif 16384 <= step < 2097152 and _STEP3_LOW:
+        sf = _STEP3_LOW[step & 0x3FFF] + _STEP3_HIGH[step >> 14]
+    else:
+        sf = step_field(step)
+    res.append(b"\x09" + pack_double(_time()) + sf + prefix + value)
     return True
 
 
