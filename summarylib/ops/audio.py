@@ -32,7 +32,7 @@ import operator
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array
-from summarylib.encoding.tensor import DT_STRING, string_tensor_bytes
+from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.encoding.wav import MAX_CHANNELS, UINT32_MAX, encode_wav
 from summarylib.ops._emit import emit_value_deferred
 from summarylib.ops._media import check_max_outputs, metadata_bytes, plugin_data_bytes
@@ -47,8 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["PLUGIN_NAME", "audio", "audio_pb", "create_summary_metadata"]
 
 PLUGIN_NAME = "audio"
-_WAV = 11  # AudioPluginData.Encoding.WAV
-_CONTENT = b"\x10\x0b"  # AudioPluginData{version: 0, encoding: WAV}: field 2, varint 11
+_CONTENT = b"\x10\x0b"  # AudioPluginData{version: 0, encoding: WAV (11)}: field 2, varint
 _PLUGIN_DATA = plugin_data_bytes(PLUGIN_NAME, _CONTENT)
 
 
@@ -59,7 +58,7 @@ def create_summary_metadata(description: str | None = None) -> summary_pb2.Summa
     md = summary_pb2.SummaryMetadata()
     md.plugin_data.plugin_name = PLUGIN_NAME
     md.plugin_data.content = plugin_data_pb2.AudioPluginData(
-        version=0, encoding=_WAV
+        version=0, encoding=plugin_data_pb2.AudioPluginData.WAV
     ).SerializeToString()
     if description:
         md.summary_description = description
@@ -200,7 +199,7 @@ def audio_pb(
 
     Same data contract as :func:`audio`; ``tag`` is used as is (no name scope).
     """
-    from summarylib.proto import summary_pb2
+    from summarylib.proto import summary_pb2, types_pb2
 
     tag = check_tag(tag, "audio_pb", "tag")
     metadata_bytes(_PLUGIN_DATA, description, "audio_pb")  # the same checks as audio()
@@ -211,7 +210,7 @@ def audio_pb(
     summary = summary_pb2.Summary()
     v = summary.value.add()
     v.tag = tag
-    v.tensor.dtype = DT_STRING
+    v.tensor.dtype = types_pb2.DT_STRING
     v.tensor.tensor_shape.dim.add().size = len(clips)
     v.tensor.tensor_shape.dim.add().size = 2
     v.tensor.string_val.extend(_tensor_values(clips, rate))

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from summarylib.encoding.arrays import as_array
 from summarylib.encoding.pixels import DATAFORMATS, is_pixel_dtype, to_nhwc, to_uint8
 from summarylib.encoding.png import encode_png
-from summarylib.encoding.tensor import DT_STRING, string_tensor_bytes
+from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.ops._emit import emit_value_deferred
 from summarylib.ops._media import check_max_outputs, metadata_bytes, plugin_data_bytes
 from summarylib.ops._resolve import check_tag, resolve
@@ -162,7 +162,7 @@ def image_pb(
 
     Same data contract as :func:`image`; ``tag`` is used as is (no name scope).
     """
-    from summarylib.proto import summary_pb2
+    from summarylib.proto import summary_pb2, types_pb2
 
     tag = check_tag(tag, "image_pb", "tag")
     metadata_bytes(_PLUGIN_DATA, description, "image_pb")  # the same checks as image()
@@ -172,7 +172,7 @@ def image_pb(
     summary = summary_pb2.Summary()
     v = summary.value.add()
     v.tag = tag
-    v.tensor.dtype = DT_STRING
+    v.tensor.dtype = types_pb2.DT_STRING
     v.tensor.tensor_shape.dim.add().size = 2 + len(pixels)
     v.tensor.string_val.extend(_tensor_values(pixels, w, h))
     v.metadata.CopyFrom(md)

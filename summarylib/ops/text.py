@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array, evaluate
-from summarylib.encoding.tensor import DT_STRING, string_tensor_bytes
+from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.ops._emit import emit_value
 from summarylib.ops._media import metadata_bytes, plugin_data_bytes
 from summarylib.ops._resolve import check_tag, resolve
@@ -133,7 +133,7 @@ def text_pb(tag: str, data: Any, description: str | None = None) -> summary_pb2.
 
     Same data contract as :func:`text`; ``tag`` is used as is (no name scope).
     """
-    from summarylib.proto import summary_pb2
+    from summarylib.proto import summary_pb2, types_pb2
 
     tag = check_tag(tag, "text_pb", "tag")
     metadata_bytes(_PLUGIN_DATA, description, "text_pb")  # the same checks as text()
@@ -141,7 +141,7 @@ def text_pb(tag: str, data: Any, description: str | None = None) -> summary_pb2.
     summary = summary_pb2.Summary()
     v = summary.value.add()
     v.tag = tag
-    v.tensor.dtype = DT_STRING
+    v.tensor.dtype = types_pb2.DT_STRING
     v.tensor.tensor_shape.SetInParent()  # present even for rank 0, as TensorFlow writes it
     for d in shape:
         v.tensor.tensor_shape.dim.add().size = d
