@@ -1,0 +1,878 @@
+"""PyTorch graphs from ``torch.export`` (op level) or ``torch.fx`` (module level) -> IR.
+
+Data contract of :func:`capture_torch` (graph-pipeline.md §3.3, §5.3):
+
+* ``model``: a ``torch.nn.Module`` or a function of tensors; ``example_inputs``: the
+  positional arguments (a tuple; any other value is the single argument) and
+  ``example_kwargs`` the keyword arguments. Tensors, nested tuples/lists/dicts of them and
+  non-tensor values (ints, bools, strings, None) are accepted. Capture never changes the
+  model: export and the fx shape pass run on fake tensors (no real compute, buffers such as
+  BatchNorm statistics untouched).
+* ``method="export"`` (op level): one node per aten op, op type ``aten::<op>``
+  (``aten::conv2d``), named ``<module path>/<op>`` from ``nn_module_stack``
+  (``layer1/0/conv1/conv2d``). ``method="fx"`` (module level): one node per leaf module
+  call, op type the module class (``Conv2d``), named ``<module path>/<Class>``, plus
+  ``torch.*`` function and tensor-method calls. ``method="auto"`` (default) tries export
+  and, if the model cannot be exported (data-dependent control flow), falls back to
+  ``torch.jit.trace`` with a :class:`GraphCaptureWarning` saying why (the jit graph holds
+  only the branches taken for the example inputs).
+* Parameters, buffers and lifted constants are ``Const`` nodes named by their qualified
+  names (``layer1/0/conv1/weight``) with attrs ``dtype``, ``target`` (the dotted name) and
+  ``kind`` (``parameter``/``buffer``/``constant``); parameter values are not stored.
+  Small constant tensors keep their value.
+* Tensor inputs are ``Placeholder`` nodes named by argument and key path (``x``,
+  ``batch/image``); non-tensor inputs the trace was specialised on are ``Const`` nodes
+  holding the value (None inputs are left out). Outputs are ``Identity`` nodes under
+  ``output`` (``output`` for a single tensor, ``output/logits`` for a dict key,
+  ``output/0`` for a tuple element); None outputs are left out; non-tensor outputs are
+  ``Const``. In-place updates of buffers (BatchNorm statistics in training mode) are
+  ``Assign`` nodes (drawn as reference edges).
+* ``getitem`` on a multi-output op becomes the output slot ``op:k``; non-tensor op
+  arguments become attrs named after the op schema's arguments (``stride``, ``padding``).
+* Shapes and dtypes come from ``meta["val"]`` (export) or a fake-tensor ``ShapeProp``
+  (fx); symbolic sizes are unknown dims (-1). The device is the one the tensors live on
+  (``/device:CPU:0``, ``/device:CUDA:0``), or ``device=`` when given.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import operator
+import re
+import warnings
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from summarylib.graph.adapters import (
+    GraphCaptureWarning,
+    PendingGraph,
+    PendingNode,
+    const_attrs,
+    plain_attr,
+    sanitize,
+    warn_capture,
+)
+from summarylib.graph.ir import DType, Graph, TensorSpec
+
+__all__ = [
+    "arg_names",
+    "capture_torch",
+    "device_string",
+    "dtype_string",
+    "from_exported_program",
+    "from_fx",
+    "module_path",
+    "profile_torch",
+    "spec_of",
+]
+
+_METHODS = ("auto", "export", "fx", "jit")
+
+
+def _mod(name: str) -> Any:
+    """Import a torch module as ``Any``: torch's own annotations change between versions and
+    this adapter only passes its objects through."""
+    return importlib.import_module(name)
+
+
+# --- torch values -> IR ----------------------------------------------------------------
+
+
+def dtype_string(dtype: Any) -> str | None:
+    """``torch.float32`` -> ``"float32"``; None for anything that is not a torch dtype."""
+    if dtype is None:
+        return None
+    text = str(dtype)
+    return text[6:] if text.startswith("torch.") else None
+
+
+def device_string(device: Any) -> str:
+    """``torch.device("cuda", 1)`` -> ``"/device:CUDA:1"``; ``cpu`` -> ``"/device:CPU:0"``.
+
+    ``meta`` devices (fake tensors that know no real device) give ``""``.
+    """
+    if device is None:
+        return ""
+    kind = getattr(device, "type", None) or str(device).split(":")[0]
+    if kind == "meta":
+        return ""
+    index = getattr(device, "index", None)
+    return f"/device:{kind.upper()}:{0 if index is None else index}"
+
+
+def spec_of(value: Any) -> TensorSpec | None:
+    """A tensor-like (real, fake, ``TensorMetadata``) or a Python/symbolic scalar as a spec.
+
+    Symbolic sizes become unknown dims (None). Returns None for other objects.
+    """
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        dims: list[int | None] = []
+        for d in shape:
+            dims.append(d if type(d) is int else _maybe_int(d))
+        return TensorSpec(tuple(dims), dtype_string(dtype))
+    kind = type(value).__name__
+    if isinstance(value, bool) or kind == "SymBool":
+        return TensorSpec((), "bool")
+    if isinstance(value, int) or kind == "SymInt":
+        return TensorSpec((), "int64")
+    if isinstance(value, float) or kind == "SymFloat":
+        return TensorSpec((), "float32")
+    return None
+
+
+def _maybe_int(d: Any) -> int | None:
+    # A SymInt with a concrete hint would be specialised; an unbacked one is unknown.
+    node = getattr(d, "node", None)
+    if node is not None and hasattr(node, "maybe_as_int"):
+        v = node.maybe_as_int()
+        return v if isinstance(v, int) else None
+    try:
+        return int(d)
+    except Exception:
+        return None
+
+
+def module_path(path: str) -> str:
+    """A module path as written by any tracer, in plain dotted form (``layer1.0.conv1``).
+
+    Non-strict export writes ``layer1.0.conv1``; dynamo-based export
+    ``L['self'].layer1[0].conv1``; jit ``__module.layer1.0``.
+    """
+    path = path.strip()
+    for prefix in (r"L\['self'\]", "L__self__", "__module", "self"):
+        path = re.sub(rf"^{prefix}(\.|$)", "", path)
+    path = re.sub(r"\[['\"]?([^\]'\"]+)['\"]?\]", r".\1", path)
+    return path.strip(".")
+
+
+def _scope(dotted: str) -> str:
+    return "/".join(sanitize(p) for p in dotted.split(".") if p)
+
+
+def arg_names(fn: Any, n: int) -> list[str]:
+    """Names of the first ``n`` positional parameters of ``fn`` (``input_i`` if unknown)."""
+    names: list[str] = []
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    for p in params:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        elif p.kind == p.VAR_POSITIONAL:
+            break
+    while len(names) < n:
+        names.append(f"input_{len(names)}")
+    return names[:n]
+
+
+def _key_segments(keys: Sequence[Any]) -> list[str]:
+    out = []
+    for k in keys:
+        for attr in ("key", "idx", "name"):
+            if hasattr(k, attr):
+                out.append(sanitize(str(getattr(k, attr))))
+                break
+        else:
+            out.append(sanitize(str(k)))
+    return out
+
+
+def _input_paths(in_spec: Any, forward: Any) -> list[str]:
+    """Names of the flattened user inputs: ``x``, ``batch/image``, ``mask`` (kwargs)."""
+    pytree = _mod("torch.utils._pytree")
+
+    tree = pytree.tree_unflatten(list(range(in_spec.num_leaves)), in_spec)
+    leaves = pytree.tree_flatten_with_path(tree)[0]
+    n_args = len(tree[0]) if isinstance(tree, tuple) and tree and isinstance(tree[0], tuple) else 0
+    names = arg_names(forward, n_args)
+    out = []
+    for path, _ in leaves:
+        segs = _key_segments(path)
+        if len(segs) >= 2 and segs[0] == "0":  # (args, kwargs) -> args[i]
+            segs = [sanitize(names[int(segs[1])]), *segs[2:]]
+        elif len(segs) >= 2 and segs[0] == "1":
+            segs = segs[1:]
+        out.append("/".join(segs) or "input")
+    return out
+
+
+def _output_paths(out_spec: Any) -> list[str]:
+    pytree = _mod("torch.utils._pytree")
+
+    tree = pytree.tree_unflatten(list(range(out_spec.num_leaves)), out_spec)
+    return ["/".join(_key_segments(p)) for p, _ in pytree.tree_flatten_with_path(tree)[0]]
+
+
+def _specs(val: Any) -> list[TensorSpec]:
+    """Output specs of an fx node from its ``meta['val']`` (a tensor or a tuple of them)."""
+    spec = spec_of(val)
+    if spec is None and isinstance(val, (tuple, list)):  # TensorMetadata is a tuple too
+        return [spec_of(v) or TensorSpec(None) for v in val]
+    return [spec] if spec is not None else []
+
+
+def _device_of(val: Any, default: str) -> str:
+    if isinstance(val, (tuple, list)):
+        val = next((v for v in val if hasattr(v, "device")), None)
+    dev = device_string(getattr(val, "device", None))
+    return dev or default
+
+
+def _example_device(values: Any) -> str:
+    """The device of the first tensor among the example inputs (CPU if there is none)."""
+    pytree = _mod("torch.utils._pytree")
+
+    for leaf in pytree.tree_leaves(values):
+        dev = getattr(leaf, "device", None)
+        if dev is not None and hasattr(leaf, "dtype"):
+            return device_string(dev) or "/device:CPU:0"
+    return "/device:CPU:0"
+
+
+def _op_name(target: Any) -> tuple[str, str, dict[str, object]]:
+    """``(op type, base name, extra attrs)`` for an fx ``call_function`` target."""
+    packet = getattr(target, "overloadpacket", None)
+    if packet is not None and hasattr(target, "namespace"):
+        base = packet.__name__
+        extra: dict[str, object] = {}
+        overload = getattr(target, "_overloadname", "default")
+        if overload and overload != "default":
+            extra["overload"] = overload
+        return f"{target.namespace}::{base}", base, extra
+    name = getattr(target, "__name__", None) or type(target).__name__
+    mod = getattr(target, "__module__", None) or ""
+    if mod in ("_operator", "operator"):
+        return f"operator.{name}", name, {}
+    if mod.startswith("torch") and mod != "torch":
+        mod = {"torch.nn.functional": "F", "torch._C._nn": "F"}.get(mod, mod)
+    qual = f"{mod}.{name}" if mod else name
+    return qual, name, {}
+
+
+def _schema_names(target: Any) -> tuple[list[str], dict[str, Any]]:
+    schema = getattr(target, "_schema", None)
+    if schema is None:
+        return [], {}
+    names = [a.name for a in schema.arguments]
+    defaults = {a.name: a.default_value for a in schema.arguments if a.has_default_value()}
+    return names, defaults
+
+
+# --- fx graph walking (shared by export and fx) -----------------------------------------
+
+
+class _Walker:
+    """Turns fx nodes into pending IR nodes; ``refs`` maps fx nodes to (key, slot)."""
+
+    def __init__(self, device: str, where: str) -> None:
+        self.pending = PendingGraph()
+        self.refs: dict[Any, tuple[Hashable, int]] = {}
+        self.specs: dict[Hashable, list[TensorSpec]] = {}
+        self.device = device
+        self.where = where
+        self.skipped: list[str] = []
+
+    def add(self, p: PendingNode) -> PendingNode:
+        self.pending.add(p)
+        self.specs[p.key] = p.outputs
+        return p
+
+    def ref(self, fx_node: Any) -> tuple[Hashable, int] | None:
+        return self.refs.get(fx_node)
+
+    def split_args(self, target: Any, args: Sequence[Any], kwargs: dict[str, Any], node: Any
+                   ) -> tuple[list[tuple[Hashable, int]], dict[str, object]]:
+        """Tensor arguments become inputs; the others attrs named by the op schema."""
+        torch = _mod("torch")
+
+        names, _ = _schema_names(target)
+        inputs: list[tuple[Hashable, int]] = []
+        attrs: dict[str, object] = {}
+        items = [(names[i] if i < len(names) else f"arg{i}", a) for i, a in enumerate(args)]
+        items.extend(kwargs.items())
+        for name, value in items:
+            found: list[Any] = []
+            torch.fx.node.map_arg(value, found.append)
+            if found:
+                for n in found:
+                    r = self.ref(n)
+                    if r is not None:
+                        inputs.append(r)
+                    else:
+                        self.skipped.append(f"{node.name}.{name}")
+                if not isinstance(value, torch.fx.Node):
+                    # A list mixing tensors and other values (``index`` with None): keep
+                    # the non-tensor parts visible.
+                    shown = torch.fx.node.map_arg(value, lambda n: _Marker(n.name))
+                    if any(not isinstance(v, _Marker) for v in _flat(shown)):
+                        attrs[name] = str(shown)[:256]
+                continue
+            ok, attr = _attr(value)
+            if ok:
+                attrs[name] = attr
+        return inputs, attrs
+
+    def const_placeholder(self, key: Hashable, target: str, kind: str, val: Any,
+                          value: Any = None) -> None:
+        parent, _, leaf = target.rpartition(".")
+        spec = spec_of(val) or TensorSpec(None)
+        stored = None
+        if value is not None and kind == "constant":
+            stored = _small_numpy(value)
+        attrs = const_attrs(spec, stored, {"target": target, "kind": kind})
+        self.add(PendingNode(key, _scope(parent), leaf or target, "Const", attrs=attrs,
+                             outputs=[spec], device=_device_of(val, self.device)))
+
+    def outputs(self, leaves: Sequence[Any], paths: Sequence[str]) -> None:
+        """Identity nodes for user outputs (Const for non-tensor outputs; None skipped)."""
+        torch = _mod("torch")
+
+        single = len(leaves) == 1
+        for i, (leaf, path) in enumerate(zip(leaves, paths, strict=True)):
+            scope, base = ("", "output") if single or not path else _split_path("output/" + path)
+            key = ("output", i)
+            if isinstance(leaf, torch.fx.Node):
+                r = self.ref(leaf)
+                if r is None:
+                    self.skipped.append(f"output {path or i}")
+                    continue
+                specs = self.specs.get(r[0], [])
+                out = [specs[r[1]]] if r[1] < len(specs) else []
+                self.add(PendingNode(key, scope, base, "Identity", inputs=[r], outputs=out,
+                                     device=self.device))
+            elif leaf is not None:
+                self.literal(key, scope, base, leaf)
+
+    def literal(self, key: Hashable, scope: str, base: str, value: Any) -> None:
+        spec = spec_of(value) or TensorSpec(())
+        if isinstance(value, str):
+            spec = TensorSpec((), "string")
+        attrs: dict[str, object] = {"dtype": DType(spec.dtype)} if spec.dtype else {}
+        ok, attr = _attr(value)
+        if ok:
+            attrs["value"] = attr
+        self.add(PendingNode(key, scope, base, "Const", attrs=attrs, outputs=[spec],
+                             device=self.device))
+
+    def finish(self) -> Graph:
+        if self.skipped:
+            shown = ", ".join(self.skipped[:5]) + (" ..." if len(self.skipped) > 5 else "")
+            warn_capture(f"{self.where}: left out arguments with no graph node: {shown}", 4)
+        return self.pending.finish(self.where)
+
+
+class _Marker:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"%{self.name}"
+
+
+def _flat(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _flat(v)]
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _flat(v)]
+    return [value]
+
+
+def _split_path(path: str) -> tuple[str, str]:
+    scope, _, base = path.rpartition("/")
+    return scope, base
+
+
+def _attr(value: Any) -> tuple[bool, object]:
+    """A torch op argument as an attr (dtypes as ``DType``, devices/layouts as text)."""
+    t = type(value)
+    if t.__module__ == "torch" and t.__name__ == "dtype":
+        name = dtype_string(value)
+        return (True, DType(name)) if name else (True, str(value))
+    if hasattr(value, "shape") and hasattr(value, "dtype"):  # a tensor argument
+        small = _small_numpy(value)
+        return (True, small) if small is not None else (True, f"tensor{list(value.shape)}")
+    return plain_attr(value)
+
+
+def _small_numpy(value: Any) -> Any:
+    """A real tensor as a numpy array if it is at most 1 KB (else None)."""
+    try:
+        if value.numel() * value.element_size() > 1024 or type(value).__name__ != "Tensor":
+            return None
+        return value.detach().cpu().numpy()
+    except Exception:  # fake, meta, bfloat16 (no numpy dtype), ...
+        return None
+
+
+def _scope_of_node(node: Any) -> str:
+    stack = node.meta.get("nn_module_stack")
+    if not stack:
+        return ""
+    path = list(stack.values())[-1][0]
+    return _scope(module_path(str(path)))
+
+
+# --- torch.export ----------------------------------------------------------------------
+
+
+def from_exported_program(ep: Any, *, device: str | None = None,
+                          forward: Any = None) -> Graph:
+    """The op-level graph of a ``torch.export.ExportedProgram`` (see the module docstring).
+
+    ``forward`` (the exported callable) names positional inputs; ``device`` overrides the
+    device recorded on the tensors.
+    """
+    return _from_ep(ep, device, forward)[0]
+
+
+def _from_ep(ep: Any, device: str | None, forward: Any) -> tuple[Graph, dict[Hashable, str]]:
+    torch = _mod("torch")
+    gs = _mod("torch.export.graph_signature")
+    InputKind, OutputKind = gs.InputKind, gs.OutputKind
+
+    where = "capture(torch.export)"
+    sig = ep.graph_signature
+    default_dev = device or "/device:CPU:0"
+    w = _Walker(default_dev, where)
+    in_kinds = {s.arg.name: s for s in sig.input_specs if hasattr(s.arg, "name")}
+    user_specs = [s for s in sig.input_specs if s.kind == InputKind.USER_INPUT]
+    try:
+        paths = _input_paths(ep.call_spec.in_spec, forward)
+    except Exception:
+        paths = []
+    if len(paths) != len(user_specs):
+        paths = [s.arg.name for s in user_specs]
+    user_path = {s.arg.name: p for s, p in zip(user_specs, paths, strict=True)}
+    const_values = dict(getattr(ep, "constants", {}) or {})
+    kind_names = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer",
+                  InputKind.CONSTANT_TENSOR: "constant"}
+    user_literals: list[tuple[str, Any]] = []
+    for s in user_specs:
+        if type(s.arg).__name__ == "ConstantArgument" and s.arg.value is not None:
+            user_literals.append((user_path[s.arg.name], s.arg.value))
+
+    output_node = None
+    for node in ep.graph.nodes:
+        val = node.meta.get("val")
+        dev = device or _device_of(val, default_dev)
+        if node.op == "placeholder":
+            spec_ = in_kinds.get(node.name)
+            if spec_ is None:
+                continue
+            if spec_.kind in kind_names and spec_.target is not None:
+                kind = kind_names[spec_.kind]
+                w.const_placeholder(node.name, spec_.target, kind, val,
+                                    const_values.get(spec_.target))
+                w.pending.nodes[-1].device = device or w.pending.nodes[-1].device
+                w.refs[node] = (node.name, 0)
+            elif spec_.kind == InputKind.USER_INPUT and hasattr(val, "shape"):
+                scope, base = _split_path(user_path.get(node.name, node.name))
+                spec = spec_of(val) or TensorSpec(None)
+                attrs: dict[str, object] = {"shape": TensorSpec(spec.shape)}
+                if spec.dtype:
+                    attrs = {"dtype": DType(spec.dtype), "shape": TensorSpec(spec.shape)}
+                w.add(PendingNode(node.name, scope, base, "Placeholder", attrs=attrs,
+                                  outputs=[spec], device=dev))
+                w.refs[node] = (node.name, 0)
+            elif spec_.kind == InputKind.USER_INPUT:
+                continue  # a specialised non-tensor input: added below as a Const
+            else:
+                w.skipped.append(f"input {node.name} ({spec_.kind.name})")
+        elif node.op == "call_function":
+            _call_function(w, node, dev)
+        elif node.op == "get_attr":
+            _get_attr(w, node, ep.graph_module, dev)
+        elif node.op == "output":
+            output_node = node
+    for path, value in user_literals:
+        scope, base = _split_path(path)
+        w.literal(("input", path), scope, base, value)
+    if output_node is not None:
+        flat = list(output_node.args[0]) if isinstance(output_node.args[0], (tuple, list)) \
+            else [output_node.args[0]]
+        specs = list(sig.output_specs)
+        user_leaves: list[Any] = []
+        for leaf, ospec in zip(flat, specs, strict=False):
+            if ospec.kind == OutputKind.USER_OUTPUT:
+                user_leaves.append(leaf)
+            elif ospec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION,
+                                OutputKind.PARAMETER_MUTATION):
+                _assign(w, leaf, ospec, dev, sig)
+            elif isinstance(leaf, torch.fx.Node):
+                name = ospec.kind.name.lower()
+                r = w.ref(leaf)
+                if r is not None:
+                    spec_list = w.specs.get(r[0], [])
+                    w.add(PendingNode(("extra_output", len(w.pending.nodes)), "output", name,
+                                      "Identity", inputs=[r],
+                                      outputs=spec_list[r[1]: r[1] + 1], device=dev))
+        try:
+            out_paths = _output_paths(ep.call_spec.out_spec)
+        except Exception:
+            out_paths = []
+        if len(out_paths) != len(user_leaves):
+            out_paths = [str(i) for i in range(len(user_leaves))]
+        w.outputs(user_leaves, out_paths)
+    graph = w.finish()
+    return graph, w.pending.names
+
+
+def _call_function(w: _Walker, node: Any, dev: str) -> None:
+    torch = _mod("torch")
+
+    target = node.target
+    val = node.meta.get("val")
+    if target is operator.getitem and isinstance(node.args[0], torch.fx.Node) \
+            and isinstance(node.args[1], int):
+        src = w.ref(node.args[0])
+        if src is not None and src[1] == 0 and len(w.specs.get(src[0], [])) > 1:
+            w.refs[node] = (src[0], node.args[1])  # an output slot, not a node
+            return
+    op, base, extra = _op_name(target)
+    inputs, attrs = w.split_args(target, node.args, node.kwargs, node)
+    attrs.update(extra)
+    outputs = _specs(val) if val is not None else _specs(node.meta.get("tensor_meta"))
+    scope = _scope_of_node(node)
+    w.add(PendingNode(node.name, scope, base, op, inputs=inputs, attrs=attrs,
+                      outputs=outputs, device=dev))
+    w.refs[node] = (node.name, 0)
+    if any(type(a).__name__ == "GraphModule" for a in _flat(list(node.args))):
+        warn_capture(f"capture: the subgraphs of {op} ({node.name}) are not drawn", 5)
+
+
+def _get_attr(w: _Walker, node: Any, root: Any, dev: str) -> None:
+    target = str(node.target)
+    try:
+        obj = root
+        for part in target.split("."):
+            obj = getattr(obj, part)
+    except AttributeError:
+        obj = None
+    if obj is None or not hasattr(obj, "shape"):
+        # A submodule used by a higher-order op (torch.cond branches), not a tensor.
+        return
+    kind = "parameter" if type(obj).__name__ == "Parameter" else "constant"
+    w.const_placeholder(node.name, target, kind, obj, obj if kind == "constant" else None)
+    w.pending.nodes[-1].device = device_string(getattr(obj, "device", None)) or dev
+    w.refs[node] = (node.name, 0)
+
+
+def _assign(w: _Walker, leaf: Any, ospec: Any, dev: str, sig: Any) -> None:
+    """A buffer/input mutation as ``Assign(target, new_value)`` next to its target."""
+    r = w.ref(leaf)
+    target = ospec.target or ""
+    # The mutated buffer's placeholder key: the input spec with that target.
+    src_key = next(
+        (s.arg.name for s in sig.input_specs if getattr(s, "target", None) == target), None
+    )
+    if src_key is None:
+        src_key = next((s.arg.name for s in sig.input_specs
+                        if getattr(s.arg, "name", None) == target), None)
+    if r is None or src_key is None or src_key not in w.pending:
+        w.skipped.append(f"update of {target}")
+        return
+    parent, _, leafname = target.rpartition(".")
+    specs = w.specs.get(r[0], [])
+    w.add(PendingNode(("assign", target), _scope(parent), f"{leafname}_assign", "Assign",
+                      inputs=[(src_key, 0), r], outputs=specs[r[1]: r[1] + 1], device=dev))
+
+
+# --- torch.fx (module level) -----------------------------------------------------------
+
+
+def from_fx(gm: Any, example_inputs: Sequence[Any] = (), *, device: str | None = None,
+            root: Any = None) -> Graph:
+    """The module-level graph of a ``torch.fx.GraphModule`` (see the module docstring).
+
+    Shapes come from running ``ShapeProp`` on fake copies of ``example_inputs`` (skipped,
+    with a warning, when it fails or no inputs are given: the graph then has unknown
+    shapes). ``root`` is the original module (for class names and parameters).
+    """
+    torch = _mod("torch")
+
+    where = "capture(torch.fx)"
+    root = root if root is not None else gm
+    dev = device or (_example_device(example_inputs) if example_inputs else "/device:CPU:0")
+    if example_inputs:
+        _shape_prop(gm, example_inputs)
+    w = _Walker(dev, where)
+    output_node = None
+    for node in gm.graph.nodes:
+        meta = node.meta.get("tensor_meta")
+        outputs = _specs(meta) if meta is not None else [TensorSpec(None)]
+        if node.op == "placeholder":
+            spec = outputs[0] if outputs else TensorSpec(None)
+            attrs: dict[str, object] = {"shape": TensorSpec(spec.shape)}
+            if spec.dtype:
+                attrs = {"dtype": DType(spec.dtype), "shape": TensorSpec(spec.shape)}
+            w.add(PendingNode(node.name, "", str(node.target), "Placeholder", attrs=attrs,
+                              outputs=[spec], device=dev))
+            w.refs[node] = (node.name, 0)
+        elif node.op == "get_attr":
+            _get_attr(w, node, root, dev)
+        elif node.op == "call_module":
+            _call_module(w, node, root, outputs, dev)
+        elif node.op == "call_method":
+            inputs, attrs = w.split_args(None, node.args, node.kwargs, node)
+            name = str(node.target)
+            w.add(PendingNode(node.name, _scope_of_node(node), name, f"Tensor.{name}",
+                              inputs=inputs, attrs=attrs, outputs=outputs, device=dev))
+            w.refs[node] = (node.name, 0)
+        elif node.op == "call_function":
+            if meta is not None:
+                node.meta.setdefault("val", None)
+            _call_function(w, node, dev)
+            p = w.pending.nodes[-1] if w.pending.nodes else None
+            if p is not None and p.key == node.name:
+                p.outputs = outputs
+                w.specs[p.key] = outputs
+        elif node.op == "output":
+            output_node = node
+    if output_node is not None:
+        pytree = _mod("torch.utils._pytree")
+
+        flat = pytree.tree_flatten_with_path(
+            output_node.args[0], is_leaf=lambda x: isinstance(x, torch.fx.Node))[0]
+        leaves = [leaf for _, leaf in flat]
+        paths = ["/".join(_key_segments(p)) for p, _ in flat]
+        w.outputs(leaves, paths)
+    return w.finish()
+
+
+def _call_module(w: _Walker, node: Any, root: Any, outputs: list[TensorSpec],
+                 dev: str) -> None:
+    target = str(node.target)
+    try:
+        sub = root.get_submodule(target)
+    except AttributeError:
+        sub = None
+    cls = type(sub).__name__ if sub is not None else "Module"
+    scope = _scope(target)
+    inputs, attrs = w.split_args(None, node.args, node.kwargs, node)
+    if sub is not None:
+        for pname, tensor in list(sub.named_parameters(recurse=True)) + list(
+                sub.named_buffers(recurse=True)):
+            key = ("param", f"{target}.{pname}")
+            if key not in w.pending:
+                kind = "parameter" if type(tensor).__name__ == "Parameter" else "buffer"
+                w.const_placeholder(key, f"{target}.{pname}", kind, tensor)
+                w.pending.nodes[-1].device = device_string(tensor.device) or dev
+            inputs.append((key, 0))
+        config = sub.extra_repr() if hasattr(sub, "extra_repr") else ""
+        if config:
+            attrs["config"] = config[:256]
+    w.add(PendingNode(node.name, scope, cls, cls, inputs=inputs, attrs=attrs,
+                      outputs=outputs, device=dev))
+    w.refs[node] = (node.name, 0)
+
+
+def _shape_prop(gm: Any, example_inputs: Sequence[Any]) -> None:
+    """Fill ``meta['tensor_meta']`` by running ``gm`` on fake tensors (no real compute)."""
+    FakeTensorMode = _mod("torch._subclasses.fake_tensor").FakeTensorMode
+    ShapeProp = _mod("torch.fx.passes.shape_prop").ShapeProp
+    pytree = _mod("torch.utils._pytree")
+
+    try:
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
+        fake = pytree.tree_map(
+            lambda v: mode.from_tensor(v) if hasattr(v, "dtype") and hasattr(v, "shape")
+            else v, list(example_inputs))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ShapeProp(gm, fake_mode=mode).propagate(*fake)
+    except Exception as e:  # shapes are optional: the structure is still right
+        warn_capture(f"capture(torch.fx): shape propagation failed ({type(e).__name__}: "
+                     f"{str(e)[:200]}); shapes are unknown", 5)
+
+
+# --- entry point -----------------------------------------------------------------------
+
+
+def _as_args(example_inputs: Any) -> tuple[Any, ...]:
+    if isinstance(example_inputs, tuple):
+        return example_inputs
+    return (example_inputs,)
+
+
+def _as_module(model: Any) -> Any:
+    torch = _mod("torch")
+
+    if isinstance(model, torch.nn.Module):
+        return model
+
+    base: Any = torch.nn.Module
+
+    class _Function(base):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.fn = model
+
+        def forward(self, *args: Any, **kwargs: Any) -> Any:
+            return self.fn(*args, **kwargs)
+
+    return _Function()
+
+
+def capture_torch(
+    model: Any,
+    example_inputs: Any = (),
+    example_kwargs: dict[str, Any] | None = None,
+    *,
+    method: str = "auto",
+    device: str | None = None,
+) -> Graph:
+    """Capture the graph of a torch module or function (see the module docstring).
+
+    Raises TypeError/ValueError for bad arguments, and the tracer's own error when the
+    chosen ``method`` cannot trace the model (with ``method="auto"`` only when the jit
+    fallback fails too).
+    """
+    return _capture(model, example_inputs, example_kwargs, method, device, False)[0]
+
+
+def profile_torch(
+    model: Any,
+    example_inputs: Any = (),
+    example_kwargs: dict[str, Any] | None = None,
+    *,
+    method: str = "auto",
+    device: str | None = None,
+) -> tuple[Graph, list[Any] | None]:
+    """:func:`capture_torch` plus a profile of one real run: ``(graph, node_stats)``.
+
+    The exported program runs once on the example inputs (``no_grad``; buffers are
+    restored afterwards) under an ``fx.Interpreter`` that times every op and sums the bytes
+    of its outputs, giving one :class:`~summarylib.graph.writers.NodeStats` per op node
+    with wall-clock start times. Times include Python overhead per node and no fusion: they
+    rank ops, they are not kernel times. ``node_stats`` is None when the graph did not come
+    from ``torch.export`` (fx/jit), with a warning.
+    """
+    return _capture(model, example_inputs, example_kwargs, method, device, True)
+
+
+def _capture(model: Any, example_inputs: Any, example_kwargs: dict[str, Any] | None,
+             method: str, device: str | None, profile: bool
+             ) -> tuple[Graph, list[Any] | None]:
+    torch = _mod("torch")
+
+    if method not in _METHODS:
+        raise ValueError(f"capture: 'method' must be one of {_METHODS}, got {method!r}")
+    if not callable(model):
+        raise TypeError(f"capture: 'model' must be a torch module or function, got "
+                        f"{type(model).__name__}")
+    if example_kwargs is not None and not isinstance(example_kwargs, dict):
+        raise TypeError(f"capture: 'example_kwargs' must be a dict, got "
+                        f"{type(example_kwargs).__name__}")
+    args = _as_args(example_inputs)
+    kwargs = dict(example_kwargs or {})
+    module = _as_module(model)
+    forward = model.forward if isinstance(model, torch.nn.Module) else model
+    dev = device or _example_device((args, kwargs))
+    if method == "fx":
+        if kwargs:
+            raise ValueError("capture: method='fx' takes positional example inputs only")
+        gm = torch.fx.symbolic_trace(module)
+        return _no_profile(from_fx(gm, args, device=dev, root=module), profile)
+    if method == "jit":
+        from summarylib.graph.adapters.torch_jit import capture_jit
+
+        return _no_profile(capture_jit(module, args, kwargs, device=dev), profile)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            warnings.simplefilter("ignore", FutureWarning)
+            ep = torch.export.export(module, args, kwargs, strict=False)
+    except Exception as e:
+        if method == "export":
+            raise
+        reason = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"
+        warn_capture(
+            f"capture: torch.export could not trace {type(model).__name__} ({reason}); "
+            "falling back to torch.jit.trace, which records only the branches taken for "
+            "these example inputs", 3)
+        from summarylib.graph.adapters.torch_jit import capture_jit
+
+        return _no_profile(capture_jit(module, args, kwargs, device=dev), profile)
+    graph, names = _from_ep(ep, dev, forward)
+    if not profile:
+        return graph, None
+    return graph, _profile(ep, module, names, args, kwargs)
+
+
+def _no_profile(graph: Graph, profile: bool) -> tuple[Graph, list[Any] | None]:
+    if profile:
+        warn_capture("capture: no per-op profile: the graph did not come from torch.export", 4)
+    return graph, None
+
+
+def _profile(ep: Any, module: Any, names: dict[Hashable, str], args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> list[Any]:
+    import time
+
+    from summarylib.graph.writers import NodeStats
+
+    torch = _mod("torch")
+    InputKind = _mod("torch.export.graph_signature").InputKind
+    pytree = _mod("torch.utils._pytree")
+
+    state = ep.state_dict
+    consts = dict(getattr(ep, "constants", {}) or {})
+    user = iter(pytree.tree_flatten((args, kwargs))[0])
+    inputs: list[Any] = []
+    saved: list[tuple[Any, Any]] = []
+    for s in ep.graph_signature.input_specs:
+        if s.kind == InputKind.USER_INPUT:
+            inputs.append(next(user))
+        elif s.kind in (InputKind.PARAMETER, InputKind.BUFFER):
+            t = state.get(s.target)
+            if t is None:  # a non-persistent buffer is not in the state dict
+                t = module.get_buffer(s.target)
+            if s.kind == InputKind.BUFFER:
+                saved.append((t, t.detach().clone()))
+            inputs.append(t)
+        else:
+            inputs.append(consts.get(s.target))
+    stats: list[Any] = []
+
+    interpreter: Any = torch.fx.Interpreter
+
+    class _Timer(interpreter):  # type: ignore[misc]
+        def run_node(self, n: Any) -> Any:
+            t0 = time.time_ns()
+            result = super().run_node(n)
+            t1 = time.time_ns()
+            name = names.get(n.name)
+            if n.op == "call_function" and name is not None:
+                size = sum(int(v.nbytes) for v in pytree.tree_leaves(result)
+                           if hasattr(v, "nbytes"))
+                stats.append(NodeStats(name, t0 // 1000, max(0, (t1 - t0) // 1000), size))
+            return result
+
+    try:
+        with torch.no_grad():
+            _Timer(ep.graph_module).run(*inputs)
+    finally:
+        with torch.no_grad():
+            for t, copy in saved:
+                t.copy_(copy)
+    return stats
+
+
+# Make ``summarylib.graph.trace(module)`` find this adapter once it is imported.
+def _register() -> None:
+    from summarylib.graph.trace import register_tracer
+
+    def tracer(obj: Any, **options: Any) -> Any:
+        from summarylib.graph.capture import trace
+
+        return trace(obj, framework="torch", **options)
+
+    register_tracer("torch", tracer)
+
+
+_register()
+_ = GraphCaptureWarning  # re-exported for ``from ...torch_fx import GraphCaptureWarning``

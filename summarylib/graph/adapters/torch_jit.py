@@ -1,0 +1,357 @@
+"""Fallback PyTorch capture through ``torch.jit.trace`` -> IR.
+
+Used for models ``torch.export`` cannot trace (data-dependent control flow). It runs the
+model once on the example inputs, so the graph holds **only the branches taken** for them;
+every ``TracerWarning`` torch emits (a branch on a tensor value, a tensor turned into a
+Python number) is re-issued as a :class:`GraphCaptureWarning` so this is never silent.
+Buffers the run changes (BatchNorm statistics in training mode) are restored afterwards.
+
+Unlike ``torch.utils.tensorboard.add_graph`` (same tracer, graph-pipeline.md §3.1):
+
+* ``prim::GetAttr`` chains become one ``Const`` per parameter/buffer named by its
+  qualified name (``layer1/0/conv1/weight``) instead of dangling bookkeeping nodes;
+* ``prim::Constant`` and constant ``prim::ListConstruct`` values become attrs of their
+  consumer (named after the op schema's arguments); tensor lists feed their consumer
+  directly; ``ListUnpack``/``TupleUnpack``/``TupleIndex`` become output slots ``op:k``;
+* one node per op (not per output value), named ``<module path>/<op>`` from the tracer's
+  scope, with ``_output_shapes`` and the device from the traced tensor types.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import warnings
+from collections.abc import Hashable
+from typing import Any
+
+from summarylib.graph.adapters import (
+    PendingGraph,
+    PendingNode,
+    const_attrs,
+    plain_attr,
+    warn_capture,
+)
+from summarylib.graph.adapters.torch_fx import (
+    _mod,
+    _scope,
+    _small_numpy,
+    arg_names,
+    device_string,
+    module_path,
+)
+from summarylib.graph.ir import DType, Graph, TensorSpec
+
+__all__ = ["capture_jit"]
+
+# c10 ScalarType names (TensorType.scalarType()) -> numpy-style names.
+_SCALAR_TYPES = {
+    "Float": "float32",
+    "Double": "float64",
+    "Half": "float16",
+    "BFloat16": "bfloat16",
+    "Long": "int64",
+    "Int": "int32",
+    "Short": "int16",
+    "Char": "int8",
+    "Byte": "uint8",
+    "Bool": "bool",
+    "ComplexFloat": "complex64",
+    "ComplexDouble": "complex128",
+    "UInt16": "uint16",
+    "UInt32": "uint32",
+    "UInt64": "uint64",
+}
+
+# What a traced value is: a node output, a module, a Python literal, or a list of those.
+_Ref = tuple[str, Hashable, int]
+
+
+def _type_spec(t: Any) -> TensorSpec:
+    kind = t.kind()
+    if kind == "TensorType":
+        sizes = t.sizes()
+        scalar = t.scalarType()
+        dtype = _SCALAR_TYPES.get(scalar) if scalar else None
+        if sizes is None:
+            return TensorSpec(None, dtype)
+        return TensorSpec(tuple(int(s) for s in sizes), dtype)
+    if kind == "IntType":
+        return TensorSpec((), "int64")
+    if kind == "FloatType":
+        return TensorSpec((), "float64")
+    if kind == "BoolType":
+        return TensorSpec((), "bool")
+    return TensorSpec(None)
+
+
+def _type_device(t: Any) -> str:
+    if t.kind() != "TensorType":
+        return ""
+    try:
+        return device_string(t.device())
+    except Exception:
+        return ""
+
+
+class _JitWalker:
+    def __init__(self, root: Any, device: str) -> None:
+        self.root = root
+        self.device = device
+        self.pending = PendingGraph()
+        self.vals: dict[int, Any] = {}
+        self.specs: dict[Hashable, list[TensorSpec]] = {}
+        self.count = 0
+
+    def add(self, p: PendingNode) -> None:
+        self.pending.add(p)
+        self.specs[p.key] = p.outputs
+
+    def param(self, path: str, t: Any) -> _Ref:
+        key = ("param", path)
+        if key not in self.pending:
+            try:
+                obj: Any = self.root
+                for part in path.split("."):
+                    obj = getattr(obj, part)
+            except AttributeError:
+                obj = None
+            kind = "parameter" if type(obj).__name__ == "Parameter" else "buffer"
+            spec = _type_spec(t)
+            if obj is not None and hasattr(obj, "shape"):
+                from summarylib.graph.adapters.torch_fx import spec_of
+
+                spec = spec_of(obj) or spec
+            parent, _, leaf = path.rpartition(".")
+            dev = device_string(getattr(obj, "device", None)) or self.device
+            self.add(PendingNode(key, _scope(parent), leaf, "Const",
+                                 attrs=const_attrs(spec, None, {"target": path, "kind": kind}),
+                                 outputs=[spec], device=dev))
+        return ("ref", key, 0)
+
+    def const_tensor(self, value: Any, scope: str) -> _Ref:
+        self.count += 1
+        key = ("const", self.count)
+        from summarylib.graph.adapters.torch_fx import spec_of
+
+        spec = spec_of(value) or TensorSpec(None)
+        self.add(PendingNode(key, scope, "Const", "Const",
+                             attrs=const_attrs(spec, _small_numpy(value)), outputs=[spec],
+                             device=device_string(value.device) or self.device))
+        return ("ref", key, 0)
+
+
+def _literal(value: Any) -> Any:
+    return ("lit", value)
+
+
+def _refs(v: Any) -> list[_Ref]:
+    if isinstance(v, tuple) and v and v[0] == "ref":
+        return [v]
+    if isinstance(v, tuple) and v and v[0] == "list":
+        return [r for item in v[1] for r in _refs(item)]
+    return []
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, tuple) and v and v[0] == "lit":
+        return v[1]
+    if isinstance(v, tuple) and v and v[0] == "list":
+        return [_plain(x) for x in v[1]]
+    if isinstance(v, tuple) and v and v[0] == "ref":
+        return f"%{v[1]}"
+    return None
+
+
+def _scope_name(node: Any) -> str:
+    name = node.scopeName() or ""
+    last = name.split("/")[-1]
+    return _scope(module_path(last))
+
+
+def capture_jit(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None,
+                *, device: str = "/device:CPU:0") -> Graph:
+    """The graph of ``module(*args, **kwargs)`` traced by ``torch.jit.trace``."""
+    torch = _mod("torch")
+
+    buffers = {name: b.detach().clone() for name, b in module.named_buffers()}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            traced = torch.jit.trace(
+                module,
+                example_inputs=args if args else None,
+                example_kwarg_inputs=kwargs or None,
+                strict=False,
+                check_trace=False,
+            )
+        finally:
+            with torch.no_grad():
+                for name, b in module.named_buffers():
+                    if name in buffers:
+                        b.copy_(buffers[name])
+    torch_dir = os.path.dirname(torch.__file__)
+    for w in caught:
+        # torch's own size checks (batch_norm's) warn too; only the model's code matters.
+        if issubclass(w.category, torch.jit.TracerWarning) and not str(w.filename).startswith(
+            torch_dir
+        ):
+            text = str(w.message).strip().splitlines()[0][:300]
+            warn_capture(f"capture(torch.jit): {text} (at {w.filename}:{w.lineno})", 3)
+    graph = traced.graph
+    torch._C._jit_pass_inline(graph)
+    walker = _JitWalker(module, device)
+    inputs = list(graph.inputs())
+    forward = getattr(module, "forward", module)
+    n_user = len(inputs) - 1
+    names = arg_names(forward, len(args)) + list((kwargs or {}).keys())
+    if len(names) < n_user:
+        names += [f"input_{i}" for i in range(len(names), n_user)]
+    for i, value in enumerate(inputs):
+        if i == 0 and value.type().kind() == "ClassType":
+            walker.vals[value.unique()] = ("module", "")
+            continue
+        name = names[i - 1] if i - 1 < len(names) else value.debugName()
+        spec = _type_spec(value.type())
+        key = ("input", i)
+        attrs: dict[str, object] = {"shape": TensorSpec(spec.shape)}
+        if spec.dtype:
+            attrs["dtype"] = DType(spec.dtype)
+        walker.add(PendingNode(key, "", name, "Placeholder", attrs=dict(sorted(attrs.items())),
+                               outputs=[spec], device=_type_device(value.type()) or device))
+        walker.vals[value.unique()] = ("ref", key, 0)
+    for node in graph.nodes():
+        _walk_node(walker, node)
+    outs = list(graph.outputs())
+    flat: list[tuple[str, Any]] = []
+    for o in outs:
+        _flatten_out(walker.vals.get(o.unique()), "", flat)
+    single = len(flat) == 1
+    for i, (path, v) in enumerate(flat):
+        ref = v if isinstance(v, tuple) and v and v[0] == "ref" else None
+        scope, base = ("", "output") if single else ("output", path or str(i))
+        if "/" in base:
+            extra, _, base = base.rpartition("/")
+            scope = f"{scope}/{extra}"
+        if ref is None:
+            continue
+        specs = walker.specs.get(ref[1], [])
+        walker.add(PendingNode(("output", i), scope, base, "Identity", inputs=[(ref[1], ref[2])],
+                               outputs=specs[ref[2]: ref[2] + 1], device=device))
+    return walker.pending.finish("capture(torch.jit)")
+
+
+def _flatten_out(v: Any, path: str, out: list[tuple[str, Any]]) -> None:
+    if isinstance(v, tuple) and v and v[0] == "list":
+        for i, item in enumerate(v[1]):
+            _flatten_out(item, f"{path}/{i}" if path else str(i), out)
+    elif isinstance(v, tuple) and v and v[0] == "dict":
+        for k, item in zip(v[1], v[2], strict=True):
+            _flatten_out(item, f"{path}/{k}" if path else str(k), out)
+    elif v is not None:
+        out.append((path, v))
+
+
+def _walk_node(w: _JitWalker, node: Any) -> None:
+    kind = node.kind()
+    ins = [w.vals.get(v.unique()) for v in node.inputs()]
+    outs = list(node.outputs())
+    if kind == "prim::GetAttr":
+        src = ins[0]
+        name = node.s("name")
+        if not (isinstance(src, tuple) and src[0] == "module"):
+            w.vals[outs[0].unique()] = None
+            return
+        path = f"{src[1]}.{name}" if src[1] else name
+        t = outs[0].type()
+        if t.kind() == "ClassType":
+            w.vals[outs[0].unique()] = ("module", path)
+        elif t.kind() == "TensorType":
+            w.vals[outs[0].unique()] = w.param(path, t)
+        else:
+            obj: Any = w.root
+            try:
+                for part in path.split("."):
+                    obj = getattr(obj, part)
+            except AttributeError:
+                obj = None
+            w.vals[outs[0].unique()] = _literal(obj)
+        return
+    if kind == "prim::Constant":
+        try:
+            value = outs[0].toIValue()
+        except Exception:
+            value = None
+        if hasattr(value, "shape") and hasattr(value, "dtype"):
+            w.vals[outs[0].unique()] = w.const_tensor(value, _scope_name(node))
+        else:
+            w.vals[outs[0].unique()] = _literal(value)
+        return
+    if kind in ("prim::ListConstruct", "prim::TupleConstruct"):
+        w.vals[outs[0].unique()] = ("list", ins)
+        return
+    if kind == "prim::DictConstruct":
+        keys = [str(_plain(k)) for k in ins[0::2]]
+        w.vals[outs[0].unique()] = ("dict", keys, ins[1::2])
+        return
+    if kind in ("prim::ListUnpack", "prim::TupleUnpack"):
+        src = ins[0]
+        if isinstance(src, tuple) and src[0] == "list":
+            for o, item in zip(outs, src[1], strict=False):
+                w.vals[o.unique()] = item
+            return
+        if isinstance(src, tuple) and src[0] == "ref" and src[2] == 0:
+            # A list-returning op (split, unbind): its elements are its output slots.
+            w.specs[src[1]][:] = [_type_spec(o.type()) for o in outs]
+            for k, o in enumerate(outs):
+                w.vals[o.unique()] = ("ref", src[1], k)
+            return
+    if kind in ("prim::TupleIndex", "prim::ListIndex", "aten::__getitem__") and len(ins) == 2:
+        src, idx = ins
+        i = idx[1] if isinstance(idx, tuple) and idx[0] == "lit" else None
+        if isinstance(i, int) and isinstance(src, tuple) and src[0] == "list" and i < len(src[1]):
+            w.vals[outs[0].unique()] = src[1][i]
+            return
+    _op_node(w, node, kind, ins, outs)
+
+
+def _op_node(w: _JitWalker, node: Any, kind: str, ins: list[Any], outs: list[Any]) -> None:
+    torch = _mod("torch")
+
+    names: list[str] = []
+    schema_text = node.schema() if kind.startswith("aten::") else "(no schema)"
+    if schema_text != "(no schema)":
+        try:
+            names = [a.name for a in torch._C.parse_schema(schema_text).arguments]
+        except Exception:
+            names = []
+    inputs: list[tuple[Hashable, int]] = []
+    attrs: dict[str, object] = {}
+    for i, v in enumerate(ins):
+        name = names[i] if i < len(names) else f"arg{i}"
+        refs = _refs(v) if v is not None else []
+        if refs:
+            inputs.extend((r[1], r[2]) for r in refs)
+            if isinstance(v, tuple) and v[0] == "list" and len(refs) != len(v[1]):
+                attrs[name] = str(_plain(v))[:256]
+            continue
+        if isinstance(v, tuple) and v[0] in ("lit", "list"):
+            value = _plain(v)
+            if type(value).__name__ == "dtype":
+                attrs[name] = str(value)
+                continue
+            ok, attr = plain_attr(value)
+            if ok:
+                attrs[name] = attr
+    w.count += 1
+    key = ("op", w.count)
+    outputs = [_type_spec(o.type()) for o in outs]
+    dev = next((d for d in (_type_device(o.type()) for o in outs) if d), w.device)
+    ns, _, base = kind.partition("::")
+    w.add(PendingNode(key, _scope_name(node), base or ns, kind, inputs=inputs, attrs=attrs,
+                      outputs=outputs, device=dev))
+    for k, o in enumerate(outs):
+        w.vals[o.unique()] = ("ref", key, k)
+
+
+_ = inspect  # kept for type checkers of callers that pass bound methods
