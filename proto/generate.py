@@ -141,20 +141,22 @@ def write(repo_root: Path = REPO_ROOT) -> list[str]:
     """Regenerate into repo_root: replace changed files, delete stale ones.
 
     Generation happens in a temporary directory first, so a protoc error leaves the
-    committed files untouched. Returns what changed.
+    committed files untouched. Returns one line per file written or removed.
     """
     with tempfile.TemporaryDirectory(prefix="summarylib-protos-") as tmp:
         fresh_root = Path(tmp)
-        generate_into(fresh_root)
-        changes = differences(fresh_root, repo_root)
+        fresh = generate_into(fresh_root)
+        changes = []
         for path in generated_files(repo_root):
-            if not (fresh_root / path).exists():
+            if path not in fresh:
                 (repo_root / path).unlink()
+                changes.append(f"removed {path}")
         (repo_root / PACKAGE_DIR).mkdir(parents=True, exist_ok=True)
-        for path in generated_files(fresh_root):
+        for path in fresh:
             target = repo_root / path
             if not target.exists() or target.read_bytes() != (fresh_root / path).read_bytes():
                 shutil.copyfile(fresh_root / path, target)
+                changes.append(f"wrote {path}")
         return changes
 
 
