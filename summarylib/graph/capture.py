@@ -226,7 +226,7 @@ def module_tree(model: Any, graph: Graph | None = None) -> Any:
     they ran, and each child lists the siblings (or the parent's input) that feed it,
     looking through the parent's own ops (a residual ``add`` in ``forward``).
     """
-    from summarylib.graph.conceptual import Module
+    from summarylib.graph.conceptual import PARENT_INPUT, Module
 
     if not _is_torch_module(model):
         raise TypeError(f"module_tree: 'model' must be a torch.nn.Module, got "
@@ -247,10 +247,16 @@ def module_tree(model: Any, graph: Graph | None = None) -> Any:
         m = Module(name or type(mod).__name__, type(mod).__name__, kids, dtype=_dtype(mod))
         if flow is not None and kids:
             names = [k.name for k in kids]
-            for k in kids:
-                k.inputs = flow.inputs(path, k.name, names)
+            inputs = [flow.inputs(path, k.name, names) for k in kids]
             outs = flow.outputs(path, names)
-            m.outputs = outs or None
+            chain = [[PARENT_INPUT]] + [[n] for n in names[:-1]]
+            if inputs != chain or outs not in ([], [names[-1]]):
+                # Real branches: a Functional model. A plain chain stays Sequential, which
+                # TensorBoard's converter wires correctly at any depth (it connects the
+                # InputLayer of a nested Functional model to the previous layer).
+                for k, ins in zip(kids, inputs, strict=True):
+                    k.inputs = ins
+                m.outputs = outs or None
         return m
 
     return build(model, "", "")

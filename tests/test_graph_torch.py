@@ -1,0 +1,509 @@
+"""torch capture: models built here -> GraphDefs ready for TensorBoard's graph dashboard.
+
+For a ResNet-style CNN with nested blocks, a transformer block, a model with dict inputs
+and outputs, and a model with data-dependent control flow (jit fallback): the module
+hierarchy is the scope hierarchy, every parameter is a ``Const`` named by its qualified
+name, no input dangles, every non-``Const`` node has ``_output_shapes``, no bookkeeping
+nodes remain, and lint finds nothing. Then ``trace()``: records on the first call of each
+trace, returns the real result, and turns every capture failure into a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+from tensorboard.compat.proto import config_pb2  # noqa: E402
+from tensorboard.plugins.graph import keras_util  # noqa: E402
+from tensorboard.util import tensor_util  # noqa: E402
+
+import summarylib as sl  # noqa: E402
+import summarylib.graph as sg  # noqa: E402
+import summarylib.graph.trace as trace_mod  # noqa: E402
+from summarylib.graph import Graph, check  # noqa: E402
+from summarylib.graph.adapters import GraphCaptureWarning  # noqa: E402
+from summarylib.graph.capture import capture, module_tree, trace, untrace  # noqa: E402
+from tests.helpers import only_file, tb_events  # noqa: E402
+
+BOOKKEEPING = {
+    "prim::GetAttr",
+    "prim::Constant",
+    "prim::ListConstruct",
+    "prim::TupleConstruct",
+    "prim::ListUnpack",
+    "prim::TupleUnpack",
+    "operator.getitem",
+    "getitem",
+}
+
+
+# --- models -----------------------------------------------------------------------------
+
+
+class Block(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int = 1) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.relu = nn.ReLU()
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = (
+            nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+            if stride != 1 or cin != cout
+            else None
+        )
+
+    def forward(self, x: Any) -> Any:
+        y = self.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        skip = x if self.down is None else self.down(x)
+        return torch.relu(y + skip)
+
+
+class ResNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 1, 1, bias=False), nn.BatchNorm2d(8))
+        self.layer1 = nn.Sequential(Block(8, 8), Block(8, 8))
+        self.layer2 = nn.Sequential(Block(8, 16, stride=2), Block(16, 16))
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x: Any) -> Any:
+        x = torch.relu(self.stem(x))
+        x = self.layer2(self.layer1(x))
+        return self.fc(x.mean((2, 3)))
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, d: int = 16, heads: int = 2) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+        self.ln2 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x: Any, mask: Any = None) -> Any:
+        h = self.ln1(x)
+        a, _ = self.attn(h, h, h, attn_mask=mask, need_weights=False)
+        x = x + a
+        return x + self.mlp(self.ln2(x))
+
+
+class DictModel(nn.Module):
+    """Dict input, non-tensor arguments, dict/tuple/None/int outputs, a 2-output op."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.enc = nn.Linear(4, 6)
+        self.head = nn.Linear(6, 3)
+        self.register_buffer("scale", torch.full((6,), 2.0))
+
+    def forward(self, batch: dict[str, Any], n: int, mode: str = "train", extra: Any = None
+                ) -> Any:
+        h = self.enc(batch["a"]) * self.scale + batch["b"] * n
+        top, idx = h.max(dim=1)
+        return {"logits": self.head(h), "aux": (top, None), "best": idx, "n": n}
+
+
+class Branchy(nn.Module):
+    """Data-dependent control flow: torch.export refuses it, torch.jit traces one branch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: Any) -> Any:
+        y = self.fc(x)
+        if y.sum() > 0:
+            return y * 2
+        return y - 1
+
+
+# --- fixtures (torch.export takes a while: one capture per model per module) ---------
+
+
+@pytest.fixture(scope="module")
+def resnet() -> tuple[Any, Any, Graph]:
+    torch.manual_seed(0)
+    model, x = ResNet(), torch.randn(2, 3, 8, 8)
+    return model, x, capture(model, (x,))
+
+
+@pytest.fixture(scope="module")
+def transformer() -> tuple[Any, Any, Graph]:
+    torch.manual_seed(0)
+    model, x = TransformerBlock().eval(), torch.randn(2, 5, 16)
+    return model, x, capture(model, (x,))
+
+
+@pytest.fixture(scope="module")
+def dict_model() -> tuple[Any, Any, Graph]:
+    torch.manual_seed(0)
+    model = DictModel()
+    batch = {"a": torch.randn(2, 4), "b": torch.randn(2, 6)}
+    g = capture(model, (batch, 3), {"mode": "eval", "extra": None})
+    return model, batch, g
+
+
+@pytest.fixture(autouse=True)
+def no_trace_left() -> Iterator[None]:
+    sg.trace_off()
+    yield
+    sg.trace_off()
+
+
+def assert_dashboard_ready(g: Graph, model: Any) -> None:
+    """The contract every captured graph meets."""
+    names = {n.name for n in g}
+    for node in g:
+        for inp in node.inputs + node.control_inputs:
+            src, _, slot = inp.rpartition(":")
+            assert (src if slot.isdigit() else inp) in names, (node.name, inp)
+        assert node.op not in BOOKKEEPING, node
+        assert node.device == "/device:CPU:0", node
+        assert not node.name.startswith("/") and "//" not in node.name
+    gd = g.to_graph_def()
+    for nd in gd.node:
+        if nd.op != "Const":
+            assert "_output_shapes" in nd.attr, nd.name
+    params = {
+        n.attrs["target"]: n for n in g if n.op == "Const" and n.attrs.get("kind") == "parameter"
+    }
+    expected = dict(model.named_parameters())
+    assert set(params) == set(expected)
+    for qual, p in expected.items():
+        node = params[qual]
+        assert node.name == qual.replace(".", "/")
+        assert node.outputs[0].shape == tuple(p.shape)
+        assert node.outputs[0].dtype == "float32"
+        assert "value" not in node.attrs  # parameters are never shipped to the browser
+    assert check(g) == []
+    assert Graph.from_graph_def(gd) == g
+
+
+# --- torch.export (op level) -------------------------------------------------------
+
+
+def test_resnet_scopes_params_shapes(resnet: tuple[Any, Any, Graph]) -> None:
+    model, _, g = resnet
+    assert_dashboard_ready(g, model)
+    by_name = {n.name: n for n in g}
+    conv = by_name["layer1/0/conv1/conv2d"]
+    assert conv.op == "aten::conv2d"
+    assert conv.inputs == ["relu", "layer1/0/conv1/weight"]
+    assert conv.attrs["stride"] == [1, 1] and conv.attrs["padding"] == [1, 1]
+    assert conv.outputs[0].shape == (2, 8, 8, 8)
+    # The residual add lives in the block's own scope, fed by the block input. The block's
+    # own torch.relu is relu_1: "relu" is the scope of its nn.ReLU module.
+    assert by_name["layer1/1/add"].inputs == ["layer1/1/bn2/batch_norm", "layer1/0/relu_1"]
+    assert by_name["layer1/0/relu/relu"].op == "aten::relu"
+    # The downsample path is its own nested scope.
+    assert by_name["layer2/0/down/0/conv2d"].attrs["stride"] == [2, 2]
+    assert by_name["layer2/0/down/1/batch_norm"].outputs[0].shape == (2, 16, 4, 4)
+    # Module hierarchy -> scope hierarchy, nothing at the root but inputs, glue and output.
+    roots = sorted(n.name for n in g if "/" not in n.name)
+    assert roots == ["mean", "output", "relu", "x"]
+    assert by_name["x"].op == "Placeholder"
+    assert by_name["x"].outputs[0].shape == (2, 3, 8, 8)
+    assert by_name["output"].op == "Identity"
+    assert by_name["output"].inputs == ["fc/linear"]
+    assert by_name["output"].outputs[0].shape == (2, 10)
+    # Buffers are Consts too (running statistics), named by qualified name.
+    rm = by_name["layer1/0/bn1/running_mean"]
+    assert rm.op == "Const" and rm.attrs["kind"] == "buffer"
+
+
+def test_capture_leaves_the_model_untouched() -> None:
+    torch.manual_seed(0)
+    model = ResNet().train()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    capture(model, (torch.randn(2, 3, 8, 8),))
+    after = model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert model.training
+
+
+def test_transformer_block(transformer: tuple[Any, Any, Graph]) -> None:
+    model, _, g = transformer
+    assert_dashboard_ready(g, model)
+    ops = {n.op for n in g}
+    assert "aten::layer_norm" in ops and "aten::gelu" in ops
+    scopes = {n.name.rpartition("/")[0] for n in g}
+    assert {"ln1", "ln2", "attn", "mlp/0", "mlp/1", "mlp/2"} <= scopes
+    # MultiheadAttention's packed projection is a parameter of the attn scope.
+    assert g["attn/in_proj_weight"].outputs[0].shape == (48, 16)
+    # The attention output is the first of two outputs: consumers read slot 0.
+    out = g["output"]
+    assert out.outputs[0].shape == (2, 5, 16)
+
+
+def test_dict_inputs_outputs_and_non_tensor_args(dict_model: tuple[Any, Any, Graph]) -> None:
+    model, _, g = dict_model
+    assert_dashboard_ready(g, model)
+    names = [n.name for n in g]
+    assert {"batch/a", "batch/b"} <= set(names)
+    assert g["batch/a"].op == "Placeholder" and g["batch/a"].outputs[0].shape == (2, 4)
+    # Non-tensor inputs the trace was specialised on are Consts holding their value.
+    assert g["n"].op == "Const" and int(g["n"].attrs["value"]) == 3
+    assert g["mode"].attrs["value"] == "eval"
+    assert "extra" not in names  # None inputs are left out
+    # Outputs named by their pytree path; None is left out; ints are Consts.
+    assert g["output/logits"].inputs == ["head/linear"]
+    assert g["output/aux/0"].inputs == ["max"]
+    assert g["output/best"].inputs == ["max:1"]  # getitem became an output slot
+    assert g["output/best"].outputs[0].dtype == "int64"
+    assert "output/aux/1" not in names
+    assert g["output/n"].op == "Const"
+    assert len(g["max"].outputs) == 2
+    # The buffer feeds the multiplication, the literal 3 is an attr of its op.
+    muls = [n for n in g if n.op == "aten::mul"]
+    assert any("scale" in n.inputs for n in muls)
+    assert any(n.attrs.get("other") == 3 for n in muls)
+
+
+def test_export_node_metadata_survives_graphdef(resnet: tuple[Any, Any, Graph]) -> None:
+    _, _, g = resnet
+    gd = g.to_graph_def()
+    nd = next(n for n in gd.node if n.name == "layer1/0/conv1/conv2d")
+    assert nd.attr["T"].type == 1  # DT_FLOAT from the output dtype
+    assert [d.size for d in nd.attr["_output_shapes"].list.shape[0].dim] == [2, 8, 8, 8]
+    w = next(n for n in gd.node if n.name == "layer1/0/conv1/weight")
+    assert w.attr["target"].s == b"layer1.0.conv1.weight"
+
+
+# --- fx (module level) and jit fallback ------------------------------------------------
+
+
+def test_fx_module_level(resnet: tuple[Any, Any, Graph]) -> None:
+    model, x, _ = resnet
+    g = capture(model, (x,), method="fx")
+    assert_dashboard_ready(g, model)
+    conv = g["layer1/0/conv1/Conv2d"]
+    assert conv.op == "Conv2d"
+    assert conv.inputs[1:] == ["layer1/0/conv1/weight"]
+    assert conv.outputs[0].shape == (2, 8, 8, 8)
+    assert "kernel_size=(3, 3)" in str(conv.attrs["config"])
+    assert g["layer1/0/add"].op == "operator.add"
+    assert g["mean"].op == "Tensor.mean"
+
+
+def test_data_dependent_model_falls_back_to_jit_with_warnings() -> None:
+    torch.manual_seed(0)
+    model = Branchy()
+    x = torch.ones(2, 4)
+    with pytest.warns(GraphCaptureWarning) as rec:
+        g = capture(model, (x,))
+    texts = [str(w.message) for w in rec]
+    assert any("torch.export could not trace Branchy" in t for t in texts)
+    assert any("capture(torch.jit)" in t and "test_graph_torch.py" in t for t in texts)
+    assert_dashboard_ready(g, model)
+    assert g["fc/linear"].op == "aten::linear"
+    assert g["fc/linear"].inputs == ["x", "fc/weight", "fc/bias"]
+    branch = g["output"].inputs[0]
+    assert g[branch].op in ("aten::mul", "aten::sub")
+
+
+def test_jit_method_on_cnn_matches_export_structure(resnet: tuple[Any, Any, Graph]) -> None:
+    model, x, g_export = resnet
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GraphCaptureWarning)  # a clean model: no warnings
+        g = capture(model, (x,), method="jit")
+    assert_dashboard_ready(g, model)
+    scopes = lambda graph: {n.name.rpartition("/")[0] for n in graph}  # noqa: E731
+    assert scopes(g) == scopes(g_export)
+    assert g["layer2/0/down/0/convolution"].attrs["stride"] == [2, 2]
+
+
+# --- capture() argument handling ---------------------------------------------------------
+
+
+def test_capture_plain_function_and_bad_arguments() -> None:
+    def f(x: Any, y: Any) -> Any:
+        return torch.tanh(x) @ y
+
+    g = capture(f, (torch.ones(2, 3), torch.ones(3, 4)))
+    assert [n.op for n in g] == ["Placeholder", "Placeholder", "aten::tanh", "aten::matmul",
+                                 "Identity"]
+    assert g["output"].outputs[0].shape == (2, 4)
+    with pytest.raises(ValueError, match="'method' must be one of"):
+        capture(ResNet(), (torch.ones(1, 3, 8, 8),), method="onnx")
+    with pytest.raises(TypeError, match="'example_kwargs' must be a dict"):
+        capture(ResNet(), (torch.ones(1, 3, 8, 8),), [1], framework="torch")
+    with pytest.raises(ValueError, match="'framework' must be one of"):
+        capture(f, (), framework="mxnet")
+
+
+def test_name_never_equals_a_scope() -> None:
+    class Clash(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.relu = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+
+        def forward(self, x: Any) -> Any:
+            return torch.relu(self.relu(x))  # an op "relu" next to a module "relu"
+
+    g = capture(Clash(), (torch.ones(1, 3),))
+    assert check(g) == []
+    assert "relu" not in {n.name for n in g}
+    assert g["relu/1/relu"].op == "aten::relu"
+
+
+# --- trace() -------------------------------------------------------------------------
+
+
+def test_trace_records_on_first_call_of_each_trace(resnet: tuple[Any, Any, Graph]) -> None:
+    model, x, g = resnet
+    traced = trace(model)
+    try:
+        assert traced is model
+        with torch.no_grad():
+            expected = model(x)  # no trace on: nothing recorded, no cost
+            sg.trace_on()
+            out = traced(x)
+            traced(x)
+            records = list(trace_mod._records_for_tests())
+            sg.trace_off()
+        assert torch.equal(out, expected)
+        assert len(records) == 1
+        assert Graph.from_graph_def(records[0][0]) == g
+        sg.trace_on()
+        with torch.no_grad():
+            traced(x)
+        assert len(list(trace_mod._records_for_tests())) == 1  # once per trace
+    finally:
+        untrace(model)
+    sg.trace_off()
+    sg.trace_on()
+    with torch.no_grad():
+        model(x)
+    assert list(trace_mod._records_for_tests()) == []  # hook removed
+
+
+def test_trace_export_writes_traced_graph(logdir: Path, resnet: tuple[Any, Any, Graph]) -> None:
+    model, x, g = resnet
+    traced = sg.trace(model) if "torch" in trace_mod._tracers else trace(model)
+    try:
+        with sl.create_file_writer(logdir).as_default():
+            sg.trace_on()
+            with torch.no_grad():
+                traced(x)
+            assert sg.trace_export("resnet", step=3)
+    finally:
+        untrace(model)
+    values = [(e.step, v) for e in tb_events(only_file(logdir)) for v in e.summary.value]
+    assert len(values) == 1
+    step, value = values[0]
+    assert step == 3 and value.tag == "resnet"
+    assert value.metadata.plugin_data.plugin_name == "graph_run_metadata_graph"
+    rm = config_pb2.RunMetadata.FromString(tensor_util.make_ndarray(value.tensor).item())
+    gd = rm.function_graphs[0].pre_optimization_graph
+    assert [n.name for n in gd.node] == [n.name for n in g]
+
+
+def test_trace_with_profiler_times_every_op() -> None:
+    torch.manual_seed(0)
+    model = trace(TransformerBlock().eval())
+    x = torch.randn(2, 5, 16)
+    try:
+        sg.trace_on(profiler=True)
+        with torch.no_grad():
+            model(x)
+        records = list(trace_mod._records_for_tests())
+    finally:
+        untrace(model)
+        sg.trace_off()
+    assert len(records) == 1
+    graph_bytes, stats_bytes = records[0]
+    assert stats_bytes
+    g = Graph.from_graph_def(graph_bytes)
+    from summarylib.proto import step_stats_pb2
+
+    stats = step_stats_pb2.StepStats.FromString(stats_bytes)
+    timed = {ns.node_name for d in stats.dev_stats for ns in d.node_stats}
+    ops = {n.name for n in g if n.op.startswith("aten::")}
+    assert timed == ops
+    starts = [ns.all_start_micros for d in stats.dev_stats for ns in d.node_stats]
+    assert starts == sorted(starts) and starts[0] > 1_600_000_000_000_000
+    mlp = next(ns for d in stats.dev_stats for ns in d.node_stats if ns.node_name == "mlp/0/linear")
+    assert mlp.memory[0].total_bytes == 2 * 5 * 64 * 4
+
+
+def test_trace_failure_warns_and_returns_the_real_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import summarylib.graph.adapters.torch_fx as torch_fx
+
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("tracer exploded")
+
+    monkeypatch.setattr(torch_fx, "_capture", boom)
+    torch.manual_seed(0)
+    model = Branchy()
+    x = torch.ones(1, 4)
+    expected = model(x)
+    traced = trace(model)
+    try:
+        sg.trace_on()
+        with pytest.warns(GraphCaptureWarning, match="Branchy was not recorded: RuntimeError: "
+                                                     "tracer exploded"):
+            out = traced(x)
+        assert torch.equal(out, expected)
+        assert list(trace_mod._records_for_tests()) == []
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            traced(x)  # one attempt per trace: no second warning
+    finally:
+        untrace(model)
+
+
+def test_trace_function_wrapper() -> None:
+    def step(x: Any, w: Any) -> Any:
+        return (x @ w).relu().sum()
+
+    traced = trace(step)
+    assert traced.__name__ == "step" and traced.__wrapped__ is step
+    x, w = torch.ones(2, 3), torch.ones(3, 4)
+    sg.trace_on()
+    assert traced(x, w).item() == 24.0
+    (gbytes, _), = trace_mod._records_for_tests()
+    g = Graph.from_graph_def(gbytes)
+    assert [n.op for n in g][-1] == "Identity" and g["output"].outputs[0].shape == ()
+
+
+def test_trace_rejects_non_callables() -> None:
+    with pytest.raises(TypeError, match="expected a model or function"):
+        trace(3)
+
+
+# --- conceptual graph ------------------------------------------------------------------
+
+
+def test_module_tree_through_tensorboards_converter(resnet: tuple[Any, Any, Graph]) -> None:
+    model, _, g = resnet
+    tree = module_tree(model, g)
+    gd = keras_util.keras_model_to_graph_def(json.loads(sg.keras_json(tree)))
+    nodes = {n.name: (list(n.input), n.attr["keras_class"].s.decode()) for n in gd.node}
+    assert nodes["ResNet/stem/0"][1] == "Conv2d"
+    # A block whose modules form a chain is a Sequential (its residual add is not a module).
+    assert nodes["ResNet/layer1/0/conv1"] == (["ResNet/stem/1"], "Conv2d")
+    assert nodes["ResNet/layer1/0/bn2"] == (["ResNet/layer1/0/conv2"], "BatchNorm2d")
+    assert "ResNet/layer1/0/input" not in nodes
+    # A block with a downsample branch is Functional: both branches start at its input.
+    assert nodes["ResNet/layer2/0/conv1"][0] == ["ResNet/layer2/0/input"]
+    assert nodes["ResNet/layer2/0/down/0"][0] == ["ResNet/layer2/0/input"]
+    assert nodes["ResNet/fc"][1] == "Linear"
+    # Without a graph: registration order, chained.
+    plain = module_tree(model)
+    assert [c.name for c in plain.children] == ["stem", "layer1", "layer2", "fc"]
+    assert all(c.inputs is None for c in plain.children)
+    with pytest.raises(TypeError, match=r"must be a torch\.nn\.Module"):
+        module_tree(lambda x: x)
