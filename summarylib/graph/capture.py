@@ -9,7 +9,8 @@
   Bad arguments and tracer failures raise here: this is the call to use when you want to
   know.
 * ``trace(fn_or_module, *, framework=None, **options)`` returns something that behaves
-  exactly like its argument and, on its first call while a trace is on
+  exactly like its argument (for a plain function the framework may also be told from the
+  arguments of its first call) and, on its first call while a trace is on
   (``summarylib.graph.trace_on()``), captures the graph from that call's arguments and
   hands it to ``record_graph`` (once per trace; with ``trace_on(profiler=True)`` a torch
   capture also times every op once). A ``torch.nn.Module`` is returned **itself**, with a
@@ -131,12 +132,14 @@ class _Once:
         self._trace = weakref.ref(cur) if cur is not None else None
 
 
-def _record(obj: Any, fw: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+def _record(obj: Any, fw: str | None, args: tuple[Any, ...], kwargs: dict[str, Any],
             options: dict[str, Any], once: _Once) -> None:
     """Capture and record; every failure becomes a warning (the caller's call goes on)."""
     label = getattr(obj, "__qualname__", None) or type(obj).__name__
     _local.busy = True  # the tracer calls the model again: do not recurse into this hook
     try:
+        if fw is None:
+            fw = _framework(obj, (args, kwargs), None, "trace")
         stats = None
         if fw == "torch" and _trace_mod.profiler_enabled():
             from summarylib.graph.adapters.torch_fx import profile_torch
@@ -163,7 +166,10 @@ def trace(fn_or_module: F, *, framework: str | None = None, **options: Any) -> F
     """
     if not callable(fn_or_module):
         raise TypeError(f"trace: expected a model or function, got {type(fn_or_module).__name__}")
-    fw = _framework(fn_or_module, (), framework, "trace")
+    try:
+        fw: str | None = _framework(fn_or_module, (), framework, "trace")
+    except TypeError:
+        fw = None  # a plain function: decided from its arguments at the first call
     if fw == "torch" and _is_torch_module(fn_or_module):
         return _hook_module(fn_or_module, options)  # type: ignore[no-any-return]
     return _wrap_function(fn_or_module, fw, options)  # type: ignore[no-any-return]
@@ -194,7 +200,7 @@ def _hook_module(module: Any, options: dict[str, Any]) -> Any:
     return module
 
 
-def _wrap_function(fn: Any, fw: str, options: dict[str, Any]) -> Any:
+def _wrap_function(fn: Any, fw: str | None, options: dict[str, Any]) -> Any:
     once = _Once()
 
     @functools.wraps(fn)
