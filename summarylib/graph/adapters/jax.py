@@ -65,18 +65,26 @@ _INLINE = {
 _Ref = tuple[Hashable, int]
 
 
+_DTYPE_NAMES: dict[Any, str] = {}
+
+
 def _spec(aval: Any) -> TensorSpec:
     shape = getattr(aval, "shape", None)
-    dtype = getattr(aval, "dtype", None)
     if shape is None:
         return TensorSpec(None)
+    dtype = getattr(aval, "dtype", None)
+    name = _DTYPE_NAMES.get(dtype) if dtype is not None else None
+    if name is None and dtype is not None:
+        name = _DTYPE_NAMES.setdefault(dtype, str(dtype))
+    if all(type(d) is int for d in shape):
+        return TensorSpec(tuple(shape), name)
     dims: list[int | None] = []
     for d in shape:
         try:
             dims.append(int(d))
         except Exception:  # a symbolic (shape-polymorphic) dim
             dims.append(None)
-    return TensorSpec(tuple(dims), str(dtype) if dtype is not None else None)
+    return TensorSpec(tuple(dims), name)
 
 
 def _attr(value: Any) -> tuple[bool, object]:

@@ -4,7 +4,8 @@ Used for models ``torch.export`` cannot trace (data-dependent control flow). It 
 model once on the example inputs, so the graph holds **only the branches taken** for them;
 every ``TracerWarning`` torch emits (a branch on a tensor value, a tensor turned into a
 Python number) is re-issued as a :class:`GraphCaptureWarning` so this is never silent.
-Buffers the run changes (BatchNorm statistics in training mode) are restored afterwards.
+Buffers the run changes (BatchNorm statistics in training mode) and the CPU RNG state
+(dropout) are restored afterwards.
 
 Unlike ``torch.utils.tensorboard.add_graph`` (same tracer, graph-pipeline.md §3.1):
 
@@ -175,7 +176,7 @@ def capture_jit(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | Non
     torch = _mod("torch")
 
     buffers = {name: b.detach().clone() for name, b in module.named_buffers()}
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, torch.random.fork_rng(devices=[]):
         warnings.simplefilter("always")
         try:
             traced = torch.jit.trace(
