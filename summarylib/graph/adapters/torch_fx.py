@@ -36,6 +36,7 @@ Data contract of :func:`capture_torch` (graph-pipeline.md §3.3, §5.3):
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import inspect
@@ -265,10 +266,8 @@ def _schema_names(target: Any) -> list[str]:
         pass
     schema = getattr(target, "_schema", None)
     names = [a.name for a in schema.arguments] if schema is not None else []
-    try:
+    with contextlib.suppress(TypeError):  # an unhashable target is not cached
         _SCHEMA_NAMES[target] = names
-    except TypeError:  # an unhashable target
-        pass
     return names
 
 
