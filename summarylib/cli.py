@@ -95,6 +95,8 @@ def inspect_logdir(logdir: str) -> dict[str, RunStats]:
                         tag.add(event.step, event.wall_time)
             except DataLossError as e:
                 stats.problems.append(str(e))
+            except OSError as e:  # vanished or unreadable since it was listed
+                stats.problems.append(f"{path}: cannot read: {e}")
             if reader.truncated_at is not None:
                 stats.problems.append(
                     f"{path}: truncated last record at offset {reader.truncated_at} "
@@ -148,8 +150,8 @@ def verify(paths: Sequence[str], out: TextIO) -> int:
         if os.path.isdir(p):
             for run_files in list_runs(p).values():
                 files.extend(run_files)
-        elif os.path.isfile(p):
-            files.append(p)
+        elif os.path.lexists(p):
+            files.append(p)  # not a regular file? the reader says so
         else:
             print(f"error: no such file or directory: {p}", file=out)
             return 2
@@ -167,6 +169,10 @@ def verify(paths: Sequence[str], out: TextIO) -> int:
         except DataLossError as e:
             bad += 1
             print(f"CORRUPT {e.path}: {e.reason} at offset {e.offset}", file=out)
+            continue
+        except OSError as e:
+            bad += 1
+            print(f"UNREADABLE {path}: {e}", file=out)
             continue
         if reader.truncated_at is not None:
             print(

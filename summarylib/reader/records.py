@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import os
+import stat
 import struct
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -48,7 +50,7 @@ class RecordReader:
 
     def __iter__(self) -> Iterator[Record]:
         name = self.path
-        with open(name, "rb", buffering=_READ_BUFFER) as f:
+        with _open_regular(name) as f:
             size = os.fstat(f.fileno()).st_size
             offset = 0
             read = f.read
@@ -74,6 +76,24 @@ class RecordReader:
                 yield Record(offset, payload)
                 offset += HEADER_SIZE + length + FOOTER_SIZE
                 self.end = offset
+
+
+def _open_regular(path: str) -> io.BufferedReader:
+    # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
+    # writer forever. Only a regular file can hold event records.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise DataLossError(path, 0, "not a regular file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        # The buffer never needs to be larger than the file.
+        size = max(io.DEFAULT_BUFFER_SIZE, min(_READ_BUFFER, st.st_size))
+        return io.BufferedReader(io.FileIO(fd, "rb", closefd=True), buffer_size=size)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def iter_records(path: str | os.PathLike[str], *, check_data_crc: bool = True) -> Iterator[Record]:

@@ -1,8 +1,15 @@
-"""Runs as TensorBoard defines them: directories that directly hold event files."""
+"""Runs as TensorBoard defines them: directories that directly hold event files.
+
+Directories are untrusted too: symbolic links are followed, but each real
+directory is visited once (a link loop cannot multiply runs or recurse
+forever), and only regular files count as event files (a FIFO would block a
+reader forever; a dangling link or a device holds no events).
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 
 __all__ = ["event_files", "is_event_file", "list_runs"]
 
@@ -12,11 +19,18 @@ def is_event_file(basename: str) -> bool:
     return "tfevents" in basename
 
 
+def _is_regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False  # dangling link, vanished, unreadable
+
+
 def event_files(directory: str | os.PathLike[str]) -> list[str]:
     """The event files directly in ``directory``, sorted by name (= creation order)."""
     d = os.fspath(directory)
     names = sorted(n for n in os.listdir(d) if is_event_file(n))
-    return [os.path.join(d, n) for n in names if os.path.isfile(os.path.join(d, n))]
+    return [os.path.join(d, n) for n in names if _is_regular(os.path.join(d, n))]
 
 
 def list_runs(logdir: str | os.PathLike[str]) -> dict[str, list[str]]:
@@ -24,17 +38,30 @@ def list_runs(logdir: str | os.PathLike[str]) -> dict[str, list[str]]:
 
     A run is every directory under ``logdir`` (itself included) that directly
     holds an event file; its name is the path relative to ``logdir`` with
-    ``/`` separators, and ``"."`` for ``logdir`` itself.
+    ``/`` separators, and ``"."`` for ``logdir`` itself. A directory reached
+    twice through symbolic links is listed once, under the first name found.
     """
     root = os.fspath(logdir)
     if not os.path.isdir(root):
         raise NotADirectoryError(f"list_runs: 'logdir' is not a directory: {root!r}")
     runs: dict[str, list[str]] = {}
+    seen: set[tuple[int, int]] = set()
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        try:
+            st = os.stat(dirpath)
+        except OSError:
+            dirnames[:] = []
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            dirnames[:] = []  # a loop, or a second link to a directory: done already
+            continue
+        seen.add(key)
         dirnames.sort()
-        names = sorted(n for n in filenames if is_event_file(n))
-        if names:
+        paths = [os.path.join(dirpath, n) for n in sorted(filenames) if is_event_file(n)]
+        paths = [p for p in paths if _is_regular(p)]
+        if paths:
             rel = os.path.relpath(dirpath, root)
             run = "." if rel == "." else rel.replace(os.sep, "/")
-            runs[run] = [os.path.join(dirpath, n) for n in names]
+            runs[run] = paths
     return runs
