@@ -140,7 +140,7 @@ def condition_holds(cond: Condition) -> bool:
         return True
     if cond is False:
         return False
-    return bool(cond())  # type: ignore[operator]
+    return bool(cond())
 
 
 @contextmanager

@@ -30,7 +30,8 @@ _pack_i = struct.Struct("<I").pack
 
 # The `crc32c` package imports importlib.metadata at import time (~50 ms), so
 # it is loaded on first use instead of when summarylib is imported.
-_crc_impl: Callable[[bytes], int] | None = None
+_Buffer = bytes | bytearray | memoryview
+_crc_impl: Callable[[_Buffer], int] | None = None
 
 
 def crc32c(data: bytes | bytearray | memoryview) -> int:
@@ -38,7 +39,7 @@ def crc32c(data: bytes | bytearray | memoryview) -> int:
     return _crc()(data)
 
 
-def _crc() -> Callable[[bytes], int]:
+def _crc() -> Callable[[_Buffer], int]:
     global _crc_impl
     if _crc_impl is None:
         import crc32c as _lib
