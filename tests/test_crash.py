@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+import summarylib as sl
 from summarylib import cli
 from summarylib.reader import RecordReader, iter_events
 from tests.helpers import tb_events
@@ -460,3 +461,56 @@ def test_flush_on_signals_restore_and_validation() -> None:
     t.join(30)
     assert len(errors) == 1 and isinstance(errors[0], ValueError)
     assert "main thread" in str(errors[0])
+
+
+# -- fsync: when data is durable against power loss ------------------------------------------
+
+
+@pytest.fixture
+def fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths summarylib's file output fsyncs, in order (Linux /proc)."""
+    import types
+
+    from summarylib.writer import output as output_module
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc/self/fd to name the fsynced descriptors")
+    calls: list[str] = []
+    proxy = types.SimpleNamespace(**{k: getattr(os, k) for k in dir(os) if not k.startswith("__")})
+
+    def fsync(fd: int) -> None:
+        calls.append(os.readlink(f"/proc/self/fd/{fd}"))
+        os.fsync(fd)
+
+    proxy.fsync = fsync
+    monkeypatch.setattr(output_module, "os", proxy)
+    return calls
+
+
+def test_default_fsyncs_only_at_close_file_and_directory(
+    tmp_path: Path, fsyncs: list[str]
+) -> None:
+    w = sl.create_file_writer(tmp_path, max_queue=2)
+    w.set_as_default()
+    for i in range(100):  # many background flushes
+        sl.scalar("x", float(i), step=i)
+    w.flush()
+    assert fsyncs == []  # safe from a crash of the process, not from power loss
+    w.close()
+    assert fsyncs == [w.path, str(tmp_path)]  # durable once close() returns
+
+
+def test_fsync_true_syncs_every_flush_and_the_directory_once(
+    tmp_path: Path, fsyncs: list[str]
+) -> None:
+    w = sl.create_file_writer(tmp_path, fsync=True, max_queue=10**6, flush_millis=10**9)
+    w.set_as_default()
+    sl.scalar("x", 1.0, step=0)
+    w.flush()
+    assert fsyncs == [w.path, str(tmp_path)]  # durable once flush() returns
+    sl.scalar("x", 2.0, step=1)
+    w.flush()
+    assert fsyncs == [w.path, str(tmp_path), w.path]
+    w.flush()  # nothing new: nothing to sync
+    w.close()
+    assert fsyncs[-1] == w.path and fsyncs.count(str(tmp_path)) == 1

@@ -59,6 +59,7 @@ class FileOutput(Output):
         self.path = path
         self._fd = fd
         self._size = 0  # bytes known to be on file: always a record boundary
+        self._dir_synced = False
 
     def write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -82,7 +83,11 @@ class FileOutput(Output):
             os.ftruncate(self._fd, self._size)
 
     def sync(self) -> None:
+        """``fsync`` the file; the first time also its directory (the new name)."""
         os.fsync(self._fd)
+        if not self._dir_synced:
+            _fsync_directory(os.path.dirname(self.path) or ".")
+            self._dir_synced = True
 
     def close(self) -> None:
         fd, self._fd = self._fd, -1
@@ -110,6 +115,22 @@ class MemoryOutput(Output):
 
     def close(self) -> None:
         self.closed = True
+
+
+def _fsync_directory(path: str) -> None:
+    # A new file survives power loss only once its directory entry does.
+    # Some filesystems cannot open or sync a directory: nothing more to do there.
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF, errno.EACCES):
+            raise
+    finally:
+        os.close(fd)
 
 
 def open_event_file(logdir: str, suffix: str) -> FileOutput:
