@@ -152,6 +152,15 @@ def test_layout_is_per_file_new_writer_writes_metadata_again() -> None:
         assert got[2] == reference_event(2, list(values.items()), set())
 
 
+class OneElementTensor:
+    """A framework-like tensor of shape (1,) that converts with float()."""
+
+    shape = (1,)
+
+    def __float__(self) -> float:
+        return 1.0
+
+
 def test_layout_hands_unusual_values_to_the_checked_path() -> None:
     def calls() -> None:
         sl.scalars({"a": 1.0, "b": 2.0}, step=0)
@@ -162,6 +171,11 @@ def test_layout_hands_unusual_values_to_the_checked_path() -> None:
             sl.scalars({"a": 1.0, "b": np.zeros(2)}, step=4)
         with pytest.raises(ValueError, match="too large"):
             sl.scalars({"a": 1.0, "b": 2**2000}, step=5)
+        # One element but not rank 0: struct would take it through __float__.
+        with pytest.raises(ValueError, match=r"rank 0\), got shape \(1,\)"):
+            sl.scalars({"a": 1.0, "b": OneElementTensor()}, step=6)
+        with pytest.raises(ValueError, match=r"rank 0\), got shape \(1,\)"):
+            sl.scalars({"a": 1.0, "b": np.ones(1)}, step=7)
 
     got = write(calls)
     assert len(got) == 4  # nothing written for the calls that raised

@@ -196,17 +196,18 @@ def scalars(
     cond = st.condition
     if cond is not True and not condition_holds(cond):
         return False
-    if not isinstance(values, Mapping):
+    if type(values) is not dict and not isinstance(values, Mapping):
         raise TypeError(f"scalars: 'values' must be a mapping, got {type(values).__name__}")
-    step = resolve_step(step, st.step, "scalars")
+    if step is None:
+        step = st.step
+    if type(step) is not int or step < _INT64_MIN or step > _INT64_MAX:
+        step = resolve_step(step, None, "scalars")
     scope = st.scope
     res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
     if type(values) is dict:
-        summary = _batch_summary(values, scope, res.scalar_prefixes)
-        if summary is not None:
-            res.append(
-                b"\x09" + pack_double(_time()) + step_field(step) + field_bytes(5, summary)
-            )
+        summary_field = _batch_summary(values, scope, res.scalar_prefixes)
+        if summary_field is not None:
+            res.append(b"\x09" + pack_double(_time()) + step_field(step) + summary_field)
             return True
     get = res.scalar_prefixes.get
     parts: list[bytes] = []
@@ -252,19 +253,29 @@ def scalars(
 class _Batch:
     """The Summary layout of one set of tags, for :func:`scalars`' fast path.
 
-    ``pack(*args)`` with ``args[1::2]`` set to the values gives the Summary:
-    each Value's cached bytes (key, length, tag, tensor header) as an ``Ns``
-    field, then its value as ``f``. ``tags`` are the scoped tags; the layout is
-    only valid once all of them have their metadata in the file.
+    ``pack(*args)``, with ``args[2::2]`` set to the values, gives the whole
+    ``Event.summary`` field: its key and length (fixed: every value is 4
+    bytes), then per Value its cached bytes (key, length, tag, tensor header)
+    as an ``Ns`` field and the value as ``f``. ``tags`` are the scoped tags:
+    the layout is only valid in a file where all of them have their metadata.
     """
 
-    __slots__ = ("args", "pack", "tags")
+    __slots__ = ("args", "checked_for", "pack", "tags", "types")
 
     def __init__(self, value_heads: list[bytes], tags: frozenset[str]) -> None:
-        self.pack = struct.Struct("<" + "".join(f"{len(h)}sf" for h in value_heads)).pack
-        self.args: list[Any] = [None] * (2 * len(value_heads))
-        self.args[0::2] = value_heads
+        size = sum(len(h) + 4 for h in value_heads)
+        head = b"\x2a" + varint(size)
+        fmt = f"<{len(head)}s" + "".join(f"{len(h)}sf" for h in value_heads)
+        self.pack = struct.Struct(fmt).pack
+        self.args: list[Any] = [head] + [None] * (2 * len(value_heads))
+        self.args[1::2] = value_heads
         self.tags = tags
+        # Memos of the last successful checks (each is set only after its check
+        # passed, so a race between threads can only repeat a check):
+        # the per-file tag dict known to hold every tag (it only ever grows),
+        # and the tuple of value types known to be packable.
+        self.checked_for: dict[str, bytes] | None = None
+        self.types: tuple[type, ...] = ()
 
 
 # (scope, keys of the dict in order) -> _Batch. The layout depends only on the
@@ -278,14 +289,12 @@ _MAX_BATCHES = 256
 _fast_types: frozenset[type] = frozenset((float, int, bool))
 
 
-def _batch_summary(
-    values: dict[str, Any], scope: str, prefixes: dict[str, bytes]
-) -> bytes | None:
-    """The Summary for ``values`` if every tag was seen in this file, else None.
+def _batch_summary(values: dict[str, Any], scope: str, prefixes: dict[str, bytes]) -> bytes | None:
+    """The ``Event.summary`` field for ``values`` if every tag is known in this file.
 
-    None also for values that need checking or conversion (callables, arrays,
-    out-of-range numbers): the per-metric path then handles them, with its
-    error messages.
+    None when a tag is new in this file (it needs metadata) and for values
+    that need checking or conversion (callables, arrays, out-of-range
+    numbers): the per-metric path then handles them, with its error messages.
     """
     key = (scope, tuple(values))
     batch = _batches.get(key)
@@ -293,13 +302,18 @@ def _batch_summary(
         batch = _new_batch(key, prefixes)
         if batch is None:
             return None
-    if not prefixes.keys() >= batch.tags:
-        return None  # a tag is new in this file: it needs metadata
+    if batch.checked_for is not prefixes:
+        if not prefixes.keys() >= batch.tags:
+            return None
+        batch.checked_for = prefixes
     vals = list(values.values())
-    if not set(map(type, vals)) <= _fast_types:
-        return None
+    types = tuple(map(type, vals))
+    if types != batch.types:
+        if not _fast_types.issuperset(types):
+            return None
+        batch.types = types
     args = batch.args.copy()
-    args[1::2] = vals
+    args[2::2] = vals
     try:
         return batch.pack(*args)
     except (OverflowError, struct.error):
