@@ -81,12 +81,14 @@ def run_once(sut: systems.System, case: str, n: int, inputs: Any, base: str) -> 
     t0 = time.perf_counter()
     sut.open(d)
     t1 = time.perf_counter()
+    c1 = time.process_time()  # CPU of every thread of this process
     try:
         loop(n, inputs)
     finally:
         t2 = time.perf_counter()
         sut.close()
         t3 = time.perf_counter()
+        c3 = time.process_time()
     nbytes, nfiles = dir_bytes(d)
     header = first_record_bytes(d)
     shutil.rmtree(d, ignore_errors=True)
@@ -94,6 +96,7 @@ def run_once(sut: systems.System, case: str, n: int, inputs: Any, base: str) -> 
         "open_s": t1 - t0,
         "loop_s": t2 - t1,
         "close_s": t3 - t2,
+        "cpu_s": c3 - c1,
         "bytes": nbytes,
         "header_bytes": header,
         "files": nfiles,
@@ -143,6 +146,7 @@ def summarize(reps: list[dict[str, Any]], n: int, per_call: int) -> dict[str, An
         "us_per_item_incl_close": med(total) / items * 1e6,
         "us_per_item_incl_close_min": min(total) / items * 1e6,
         "us_per_item_incl_close_max": max(total) / items * 1e6,
+        "cpu_us_per_item": med(r["cpu_s"] for r in reps) / items * 1e6,
         "close_ms": med(r["close_s"] for r in reps) * 1e3,
         "open_ms": med(r["open_s"] for r in reps) * 1e3,
         "bytes_per_call": med(r["bytes"] for r in reps) / n,

@@ -46,15 +46,16 @@ def case_table(result: dict[str, Any], name: str) -> str:
     floor = floor_name(result, name)
     ours = rows.get(OURS)
     head = (
-        f"| system | µs/{unit} | µs/{unit} incl. close | close ms | bytes/call "
-        f"| ours ÷ {floor} | peer ÷ ours |\n|---|---:|---:|---:|---:|---:|---:|"
+        f"| system | µs/{unit} | µs/{unit} incl. close | min-max | CPU µs/{unit} | close ms "
+        f"| bytes/call | ours ÷ {floor} | peer ÷ ours |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
     )
     order = [s for s in FLOORS if s in rows] + [s for s in rows if s not in FLOORS]
     lines = [head]
     for sys_name in order:
         rec = rows[sys_name]
         if "na" in rec:
-            lines.append(f"| {sys_name} | {rec['na']} | | | | | |")
+            lines.append(f"| {sys_name} | {rec['na']} | | | | | | | |")
             continue
         total = rec["us_per_item_incl_close"]
         mine = peer = ""
@@ -63,13 +64,17 @@ def case_table(result: dict[str, Any], name: str) -> str:
         elif sys_name not in FLOORS and sys_name != OURS and ours and "na" not in ours:
             peer = _ratio(total / ours["us_per_item_incl_close"])
         label = f"**{sys_name}**" if sys_name == OURS else sys_name
+        spread = (
+            f"{_num(rec['us_per_item_incl_close_min'])}-{_num(rec['us_per_item_incl_close_max'])}"
+        )
         lines.append(
-            f"| {label} | {_num(rec['us_per_item'])} | {_num(total)} "
-            f"| {rec['close_ms']:.2f} | {_num(rec['bytes_per_call'])} | {mine} | {peer} |"
+            f"| {label} | {_num(rec['us_per_item'])} | {_num(total)} | {spread} "
+            f"| {_num(rec['cpu_us_per_item'])} | {rec['close_ms']:.2f} "
+            f"| {_num(rec['bytes_per_call'])} | {mine} | {peer} |"
         )
     for sys_name, why in result.get("unavailable", {}).items():
         if sys_name not in FLOORS:
-            lines.append(f"| {sys_name} | n/a ({why}) | | | | | |")
+            lines.append(f"| {sys_name} | n/a ({why}) | | | | | | | |")
     return "\n".join(lines)
 
 
