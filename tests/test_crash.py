@@ -243,6 +243,47 @@ def test_normal_interpreter_exit_flushes_every_writer(
     assert _steps(tmp_path / "b") == {"acc": list(range(300))}
 
 
+def test_a_close_that_timed_out_is_finished_at_exit(tmp_path: Path) -> None:
+    # close(timeout) gave up (the output was stuck); the program then ends.
+    # The exit hook still closes the writer once the output recovers.
+    out = tmp_path / "out.bin"
+    proc = _run_python(
+        f"""
+        import atexit, threading
+        import summarylib as sl
+
+        class Stuck(sl.MemoryOutput):
+            gate = threading.Event()
+            def write(self, data):
+                if self.getvalue():
+                    self.gate.wait(60)
+                super().write(data)
+            def close(self):
+                open({str(out)!r}, "wb").write(self.getvalue())
+
+        w = sl.create_writer(Stuck(), max_queue=10**6, flush_millis=10**9)
+        w.set_as_default()
+        for i in range(20):
+            sl.scalar("x", float(i), step=i)
+        try:
+            w.close(timeout=0.2)
+        except TimeoutError:
+            print("timed out")
+        atexit.register(Stuck.gate.set)  # runs before summarylib's exit hook
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "timed out\n"
+    data = out.read_bytes()
+    records = 0
+    pos = 0
+    while pos < len(data):
+        (n,) = struct.unpack_from("<Q", data, pos)
+        records += 1
+        pos += n + 16
+    assert pos == len(data) and records == 21  # file version + 20 events
+
+
 def test_os_exit_keeps_what_flush_acknowledged(tmp_path: Path) -> None:
     # os._exit skips every exit hook: only flushed events survive, and they do.
     proc = _run_python(

@@ -128,28 +128,45 @@ class SummaryWriter:
 
     # -- lifecycle -----------------------------------------------------------
     def flush(self, timeout: float | None = None) -> None:
-        """Write everything written so far to the file; return once it is there.
+        """Write every event logged so far to the file; return once it is there.
 
         Data is then safe from a crash of this process (it is in the operating
-        system's hands); ``close()`` also makes it durable with ``fsync``.
+        system's hands), not yet from power loss: ``close()`` (or
+        ``fsync=True`` at creation, which syncs every flush) makes it durable.
         A flush of a closed writer does nothing.
 
         Raises:
-          WriteFailedError: a background write failed since the last report.
+          WriteFailedError: an event logged before this call could not be
+            written (even if another call already reported that failure), or
+            an earlier background write failed since the last report.
           TimeoutError: ``timeout`` seconds passed first.
+          TypeError, ValueError: ``timeout`` is not None or a number >= 0.
         """
+        _check_timeout("flush", timeout)
         if self._resource is not None:
             self._resource.flush(timeout)
 
     def close(self, timeout: float | None = None) -> None:
-        """Flush, ``fsync`` and close the file. Closing twice does nothing.
+        """Write every pending event, ``fsync`` the file and close it.
 
-        After ``close()`` ops writing to this writer raise
-        :class:`~summarylib.errors.WriterClosedError`.
+        Returns once that is done; a concurrent call waits for the same, and
+        a later one does nothing. After ``close()`` began, ops writing to
+        this writer raise :class:`~summarylib.errors.WriterClosedError`.
+
+        Raises:
+          WriteFailedError: an event logged before ``close()`` could not be
+            written, or the final ``fsync`` failed. The writer is closed anyway.
+          TimeoutError: ``timeout`` seconds passed first; the writer is not
+            closed yet: call ``close()`` again (interpreter exit also does).
+          TypeError, ValueError: ``timeout`` is not None or a number >= 0.
         """
+        _check_timeout("close", timeout)
         if self._resource is not None:
-            self._finalizer.detach()
-            self._resource.close(timeout)
+            try:
+                self._resource.close(timeout)
+            finally:
+                if self._resource.closed:
+                    self._finalizer.detach()
 
     @property
     def closed(self) -> bool:
@@ -361,6 +378,18 @@ def _reopen(logdir: str, settings: dict[str, Any]) -> SummaryWriter:
     return _open(lambda: open_event_file(logdir, suffix), logdir, settings)
 
 
+def _check_timeout(where: str, timeout: object) -> None:
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(
+            f"{where}: 'timeout' must be None or a number of seconds, got "
+            f"{type(timeout).__name__} {timeout!r}"
+        )
+    if not timeout >= 0:  # also NaN
+        raise ValueError(f"{where}: 'timeout' must be >= 0, got {timeout!r}")
+
+
 def _check_int(where: str, name: str, value: object, default: int, *, minimum: int) -> int:
     if value is None:
         return default
@@ -398,4 +427,8 @@ def flush(writer: SummaryWriter | None = None) -> None:
         writer = _local.state.writer
         if writer is None:
             return
+    elif not isinstance(writer, SummaryWriter):
+        raise TypeError(
+            f"flush: 'writer' must be a SummaryWriter or None, got {type(writer).__name__}"
+        )
     writer.flush()
