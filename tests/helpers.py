@@ -13,7 +13,20 @@ from pathlib import Path
 
 
 def tb_events(path: str | os.PathLike[str]) -> list:
-    """Events of one file, read by TensorBoard's own loader (TensorBoard's protos)."""
+    """Events of one file as written, parsed by TensorBoard's own reader and protos.
+
+    This is TensorBoard's ``LegacyEventFileLoader``: its record reader and ``Event`` parsing,
+    without the migrations its ``EventFileLoader`` then applies (which fill in ``data_class``
+    and rewrite legacy values), so tests see the bytes we wrote.
+    """
+    from tensorboard.backend.event_processing import event_file_loader
+
+    return list(event_file_loader.LegacyEventFileLoader(os.fspath(path)).Load())
+
+
+def tb_loaded_events(path: str | os.PathLike[str]) -> list:
+    """Events of one file as TensorBoard's Python loader hands them to its multiplexer
+    (``EventFileLoader``: migrated to tensors with ``data_class`` set)."""
     from tensorboard.backend.event_processing import event_file_loader
 
     return list(event_file_loader.EventFileLoader(os.fspath(path)).Load())
@@ -24,7 +37,7 @@ def tb_scalar_points(path: str | os.PathLike[str]) -> dict[str, list[tuple[int, 
     from tensorboard.util import tensor_util
 
     out: dict[str, list[tuple[int, float, float]]] = {}
-    for ev in tb_events(path):
+    for ev in tb_loaded_events(path):
         if ev.HasField("summary"):
             for v in ev.summary.value:
                 value = tensor_util.make_ndarray(v.tensor).item()

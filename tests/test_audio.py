@@ -314,13 +314,13 @@ def test_tensorboards_python_loader_projects_to_the_clips(logdir: Path) -> None:
     # fix-up ([k, 2] -> [k], format.md §7.5) and sees just the WAVs.
     from tensorboard.util import tensor_util
 
-    from tests.helpers import tb_events
+    from tests.helpers import tb_loaded_events
 
     data = np.linspace(-1, 1, 2 * 9).reshape(2, 9, 1)
     with sl.create_file_writer(logdir).as_default(step=4) as w:
         sl.audio("snd", data, 16000)
     w.close()
-    (value,) = [v for e in tb_events(only_file(logdir)) for v in e.summary.value]
+    (value,) = [v for e in tb_loaded_events(only_file(logdir)) for v in e.summary.value]
     wavs = tensor_util.make_ndarray(value.tensor)
     assert wavs.shape == (2,)
     for i, blob in enumerate(wavs):

@@ -79,6 +79,10 @@ def test_hot_path_bytes_equal_protobuf_encoding(
         assert got[i] == summary_event(fixed, step, pb.SerializeToString())
 
 
+def _bits(v: float) -> bytes:
+    return struct.pack("<f", v)
+
+
 @given(tag=TAGS, step=INT64, value=FLOAT32)
 def test_round_trip_any_tag_step_and_float32(tmp_path_factory: pytest.TempPathFactory,
                                               tag: str, step: int, value: float) -> None:
@@ -90,7 +94,8 @@ def test_round_trip_any_tag_step_and_float32(tmp_path_factory: pytest.TempPathFa
     path = only_file(d)
     ours = read_scalars(d)["."][tag]
     theirs = tb_scalar_points(path)[tag]
-    assert ours == theirs
+    # NaN != NaN, so compare the float32 bit patterns alongside steps and wall times.
+    assert [(s, w, _bits(v)) for s, w, v in ours] == [(s, w, _bits(v)) for s, w, v in theirs]
     assert len(ours) == 2
     for s, wall, v in ours:
         assert s == step
