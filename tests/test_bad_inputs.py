@@ -80,9 +80,7 @@ ROWS = [
     Row("write-tensor-ragged", lambda c: sl.write("t", [[1, 2], [3]]), TypeError, "'tensor'"),
     Row("write-metadata-int", lambda c: sl.write("t", 1.0, metadata=3), TypeError, "'metadata'"),
     Row("write-metadata-garbage", lambda c: sl.write("t", 1.0, metadata=b"\xff\xff"),
-        ValueError, "'metadata'",
-        xfail="ops/write.py writes unparsable metadata bytes verbatim: the record is then not "
-              "an Event and TensorBoard's loader raises DecodeError on the file"),
+        ValueError, "write: 'metadata' is not a serialized SummaryMetadata"),
     Row("write_raw_pb-int", lambda c: sl.write_raw_pb(3), TypeError, "write_raw_pb: 'tensor'"),
     Row("write_raw_pb-garbage", lambda c: sl.write_raw_pb(b"\xff\xff"), ValueError, "'tensor'"),
     # -- histogram

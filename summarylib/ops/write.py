@@ -55,7 +55,13 @@ def write(
     if resolved is None:
         return False
     writer, tag, step_ = resolved
-    md = None if metadata is None else _serialized(metadata, "write", "metadata")
+    md = None
+    if metadata is not None:
+        md = _serialized(metadata, "write", "metadata")
+        if isinstance(metadata, (bytes, bytearray, memoryview)):
+            # Bytes go into the record verbatim: bytes that are not a SummaryMetadata would
+            # make the whole event unparsable for every reader.
+            _check_parses(md, "SummaryMetadata", "write", "metadata")
     arr = to_numeric_or_string_array(evaluate(tensor), "write", "tensor")
     emit_value(writer, tag, step_, array_tensor_bytes(arr, "write", "tensor"), md)
     return True
@@ -92,11 +98,15 @@ def write_raw_pb(
 
 
 def _check_summary(data: bytes) -> None:
+    _check_parses(data, "Summary", "write_raw_pb", "tensor")
+
+
+def _check_parses(data: bytes, message: str, where: str, arg: str) -> None:
     from google.protobuf.message import DecodeError
 
     from summarylib.proto import summary_pb2
 
     try:
-        summary_pb2.Summary.FromString(data)
+        getattr(summary_pb2, message).FromString(data)
     except DecodeError as e:
-        raise ValueError(f"write_raw_pb: 'tensor' is not a serialized Summary: {e}") from None
+        raise ValueError(f"{where}: {arg!r} is not a serialized {message}: {e}") from None
