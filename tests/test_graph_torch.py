@@ -11,6 +11,8 @@ trace, returns the real result, and turns every capture failure into a warning.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -390,7 +392,7 @@ def test_trace_records_on_first_call_of_each_trace(resnet: tuple[Any, Any, Graph
 
 def test_trace_export_writes_traced_graph(logdir: Path, resnet: tuple[Any, Any, Graph]) -> None:
     model, x, g = resnet
-    traced = sg.trace(model) if "torch" in trace_mod._tracers else trace(model)
+    traced = sg.trace(model)
     try:
         with sl.create_file_writer(logdir).as_default():
             sg.trace_on()
@@ -507,3 +509,22 @@ def test_module_tree_through_tensorboards_converter(resnet: tuple[Any, Any, Grap
     assert all(c.inputs is None for c in plain.children)
     with pytest.raises(TypeError, match=r"must be a torch\.nn\.Module"):
         module_tree(lambda x: x)
+
+
+def test_graph_trace_finds_the_torch_adapter_in_a_fresh_process(logdir: Path) -> None:
+    # Nothing imported the adapter yet: summarylib.graph.trace must import it by itself.
+    code = (
+        "import sys, torch, summarylib as sl, summarylib.graph as sg\n"
+        "assert 'summarylib.graph.adapters.torch_fx' not in sys.modules\n"
+        "m = sg.trace(torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU()))\n"
+        f"with sl.create_file_writer({str(logdir)!r}).as_default():\n"
+        "    sg.trace_on()\n"
+        "    m(torch.ones(1, 3))\n"
+        "    assert sg.trace_export('mlp', step=0)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+    (value,) = [v for e in tb_events(only_file(logdir)) for v in e.summary.value]
+    assert value.metadata.plugin_data.plugin_name == "graph_run_metadata_graph"
+    rm = config_pb2.RunMetadata.FromString(tensor_util.make_ndarray(value.tensor).item())
+    ops = [n.op for n in rm.function_graphs[0].pre_optimization_graph.node]
+    assert any("linear" in op.lower() or "matmul" in op.lower() for op in ops), ops

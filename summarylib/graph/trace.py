@@ -223,7 +223,7 @@ _tracers: dict[str, Tracer] = {}
 # Adapter modules, imported the first time an object of that framework is traced. Each
 # calls register_tracer(framework, ...) when imported.
 _ADAPTER_MODULES: dict[str, str] = {
-    "torch": "summarylib.graph.adapters.torch",
+    "torch": "summarylib.graph.adapters.torch_fx",
     "jax": "summarylib.graph.adapters.jax",
 }
 

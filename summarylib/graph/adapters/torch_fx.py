@@ -40,8 +40,11 @@ import contextlib
 import functools
 import importlib
 import inspect
+import io
+import logging
 import operator
 import re
+import sys
 import warnings
 from collections.abc import Hashable, Sequence
 from typing import Any
@@ -813,7 +816,7 @@ def _capture(model: Any, example_inputs: Any, example_kwargs: dict[str, Any] | N
 
         return _no_profile(capture_jit(module, args, kwargs, device=dev), profile)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _quiet_logs(method == "auto"):
             warnings.simplefilter("ignore", UserWarning)
             warnings.simplefilter("ignore", FutureWarning)
             ep = torch.export.export(module, args, kwargs, strict=False)
@@ -832,6 +835,43 @@ def _capture(model: Any, example_inputs: Any, example_kwargs: dict[str, Any] | N
     if not profile:
         return graph, None
     return graph, _profile(ep, module, names, args, kwargs)
+
+
+# torch logs a failed export (the guard, the partial graph's code) at WARNING level; with
+# method="auto" that failure is handled (jit fallback, one GraphCaptureWarning), so keep
+# those loggers quiet while exporting.
+_EXPORT_LOGGERS = (
+    "torch.fx.experimental.symbolic_shapes",
+    "torch.fx.experimental.recording",
+    "torch.export",
+    "torch._export",
+    "torch._export.non_strict_utils",
+    "torch._dynamo",
+    "torch._functorch",
+    "torch._subclasses.fake_tensor",
+)
+
+
+@contextlib.contextmanager
+def _quiet_logs(active: bool) -> Any:
+    """Silence torch's report of a failed export (loggers, and the partial graph's code it
+    prints to stderr); anything else written to stderr meanwhile is passed through."""
+    if not active:
+        yield
+        return
+    saved = [(lg, lg.level) for lg in map(logging.getLogger, _EXPORT_LOGGERS)]
+    for lg, _ in saved:
+        lg.setLevel(logging.ERROR)
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(buf):
+            yield
+    finally:
+        for lg, level in saved:
+            lg.setLevel(level)
+        text = buf.getvalue()
+        if text and "def forward(" not in text:
+            sys.stderr.write(text)
 
 
 def _no_profile(graph: Graph, profile: bool) -> tuple[Graph, list[Any] | None]:
