@@ -215,9 +215,10 @@ def _steps(logdir: Path) -> dict[str, list[int]]:
         ("pass", 0),
         ("sys.exit(3)", 3),
         ("raise RuntimeError('training crashed')", 1),
+        ("raise KeyboardInterrupt", -signal.SIGINT),  # what Ctrl-C does by default
         ("threading.Thread(target=lambda: time.sleep(0.2)).start()", 0),
     ],
-    ids=["end-of-script", "sys.exit", "uncaught-exception", "non-daemon-thread"],
+    ids=["end-of-script", "sys.exit", "uncaught-exception", "ctrl-c", "non-daemon-thread"],
 )
 def test_normal_interpreter_exit_flushes_every_writer(
     tmp_path: Path, ending: str, returncode: int
@@ -553,5 +554,17 @@ def test_fsync_true_syncs_every_flush_and_the_directory_once(
     w.flush()
     assert fsyncs == [w.path, str(tmp_path), w.path]
     w.flush()  # nothing new: nothing to sync
+    assert fsyncs == [w.path, str(tmp_path), w.path]
     w.close()
     assert fsyncs[-1] == w.path and fsyncs.count(str(tmp_path)) == 1
+
+
+def test_fsync_true_syncs_background_flushes_too(tmp_path: Path, fsyncs: list[str]) -> None:
+    from tests.helpers import wait_until
+
+    w = sl.create_file_writer(tmp_path, fsync=True, max_queue=1)
+    w.set_as_default()
+    for i in range(10):  # the thread writes (and syncs) without being asked
+        sl.scalar("x", float(i), step=i)
+    assert wait_until(lambda: fsyncs.count(str(w.path)) >= 1)
+    w.close()
