@@ -7,8 +7,9 @@ import json
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 import summarylib as sl
 from summarylib.reader import read_scalars

@@ -191,7 +191,7 @@ def make_ndarray(tensor: Any) -> np.ndarray:
     np_dtype = np.dtype(le if le is not None else np.uint16)
     if tensor.tensor_content:
         arr = np.frombuffer(tensor.tensor_content, dtype=np_dtype).copy()
-        return arr.reshape(shape)
+        return np.asarray(arr.reshape(shape))
     if dtype in (DT_HALF, DT_BFLOAT16):
         values = np.array(tensor.half_val, dtype=np.uint16).view(np_dtype)
     elif dtype == DT_FLOAT:
