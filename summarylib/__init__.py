@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from summarylib.ops.image import image, image_pb
     from summarylib.ops.pr_curve import pr_curve, pr_curve_pb, pr_curve_raw, pr_curve_raw_pb
     from summarylib.ops.text import text, text_pb
+    from summarylib.writer.signals import flush_on_signals
 
 __all__ = [
     "DataLossError",
@@ -69,6 +70,7 @@ __all__ = [
     "create_noop_writer",
     "create_writer",
     "flush",
+    "flush_on_signals",
     "get_step",
     "graph",
     "histogram",
@@ -111,6 +113,7 @@ _LAZY_MODULES = {"graph": "summarylib.graph", "reader": "summarylib.reader"}
 _LAZY_ATTRS = {
     "audio": "summarylib.ops.audio",
     "audio_pb": "summarylib.ops.audio",
+    "flush_on_signals": "summarylib.writer.signals",
     "histogram": "summarylib.ops.histogram",
     "histogram_pb": "summarylib.ops.histogram",
     "image": "summarylib.ops.image",

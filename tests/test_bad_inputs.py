@@ -113,6 +113,12 @@ ROWS = [
         TypeError, "'max_outputs'", "summarylib.ops.image"),
     Row("image-name-empty", lambda c: sl.image("", IMG), ValueError, "'name'",
         "summarylib.ops.image"),
+    Row("image-name-none", lambda c: sl.image(None, IMG), TypeError, "image: 'name'",
+        "summarylib.ops.image"),
+    Row("audio-name-none", lambda c: sl.audio(None, CLIP, 8000), TypeError, "audio: 'name'",
+        "summarylib.ops.audio"),
+    Row("text-name-none", lambda c: sl.text(None, "hi"), TypeError, "text: 'name'",
+        "summarylib.ops.text"),
     # -- audio
     Row("audio-sample_rate-0", lambda c: sl.audio("a", CLIP, sample_rate=0), ValueError,
         "'sample_rate'", "summarylib.ops.audio"),

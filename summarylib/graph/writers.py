@@ -88,7 +88,7 @@ def write_graph(graph: object, step: Step | None = None) -> bool:
     from summarylib.ops._emit import emit_event_field
     from summarylib.ops._resolve import resolve
 
-    resolved = resolve(None, 0 if step is None else step, "write_graph")
+    resolved = resolve(None, 0 if step is None else step, "write_graph", untagged=True)
     if resolved is None:
         return False
     writer, _, step_ = resolved

@@ -41,12 +41,13 @@ def resolve_step(step: Step | None, default: Step | None, where: str) -> int:
 
 
 def resolve(
-    name: object, step: Step | None, where: str, *, scoped: bool = True
+    name: object, step: Step | None, where: str, *, scoped: bool = True, untagged: bool = False
 ) -> tuple[SummaryWriter, str, int] | None:
     """Return ``(writer, tag, step)`` if the op should record now, else None.
 
     The tag is ``name`` prefixed with the current name scope (unless
-    ``scoped`` is False); ops without a tag pass ``name=None`` (tag "").
+    ``scoped`` is False). Ops that write no tag pass ``untagged=True`` and
+    ``name=None`` (tag ""); for every other op a None name is an error.
 
     Raises:
       TypeError, ValueError: a bad ``name`` or ``step``, or no step at all.
@@ -58,7 +59,7 @@ def resolve(
     cond = st.condition
     if cond is not True and not condition_holds(cond):
         return None
-    if name is None:
+    if untagged:
         tag = ""
     else:
         tag = check_tag(name, where, "tag" if not scoped else "name")

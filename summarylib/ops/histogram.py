@@ -171,8 +171,6 @@ def histogram(
     if resolved is None:
         return False
     writer, tag, step_ = resolved
-    if name is None:
-        check_tag(name, "histogram")  # resolve() takes None for "no tag"; raises here
     md = metadata_bytes(_PLUGIN_DATA, description, "histogram")
     k = check_buckets(buckets, "histogram")
     values, private = prepare(data, "histogram")

@@ -334,7 +334,7 @@ def pr_curve(
     if resolved is None:
         return False
     writer, tag, step_ = resolved
-    name = check_tag(name, "pr_curve")  # resolve() takes None for "no tag"
+    name = check_tag(name, "pr_curve")
     t = check_num_thresholds(num_thresholds, "pr_curve")
     md = _metadata(name, t, description, "pr_curve")
     lab, pred, w = prepare(labels, predictions, weights, "pr_curve")
@@ -371,7 +371,7 @@ def pr_curve_raw(
     if resolved is None:
         return False
     writer, tag, step_ = resolved
-    name = check_tag(name, "pr_curve_raw")  # resolve() takes None for "no tag"
+    name = check_tag(name, "pr_curve_raw")
     values = (
         true_positive_counts,
         false_positive_counts,

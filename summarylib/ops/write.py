@@ -85,7 +85,7 @@ def write_raw_pb(
       True if written, False if nothing is recording.
     """
     del name
-    resolved = resolve(None, step, "write_raw_pb")
+    resolved = resolve(None, step, "write_raw_pb", untagged=True)
     if resolved is None:
         return False
     writer, _, step_ = resolved
