@@ -208,3 +208,16 @@ def render(result: dict[str, Any]) -> str:
             lines.append(f"| {t['target']} | {t['shown']} | {met} |")
         parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)
+
+
+def main() -> None:
+    """``python bench/table.py RESULTS.json``: print the tables of a saved run again."""
+    import json
+    import sys
+
+    with open(sys.argv[1]) as fh:
+        print(render(json.load(fh)))
+
+
+if __name__ == "__main__":
+    main()
