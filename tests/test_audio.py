@@ -170,6 +170,29 @@ def test_quantize_matches_reference_for_any_float32(samples: np.ndarray) -> None
     assert got.tolist() == ref_pcm(samples).tolist()
 
 
+def _exact_pcm(x: np.ndarray) -> np.ndarray:
+    """Vectorized reference: float32 -> float64 (exact), roundf by floor(|v| + 0.5)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = x.astype(np.float64) * 32768.0
+        r = np.copysign(np.floor(np.abs(v) + 0.5), v)
+        r = np.clip(np.nan_to_num(r, nan=0.0), -32768, 32767)
+    return r.astype(np.int16)
+
+
+def test_quantize_is_exact_on_dense_float32_windows() -> None:
+    # Every float32 within 4096 ulps of the half steps (and integers) where rounding goes
+    # wrong, at every scale from the smallest samples to full scale, plus random bit
+    # patterns of every kind (NaN payloads, subnormals, infinities).
+    centres = [(m + h) / 32768 for m in (0, 1, 2, 3, 7, 255, 4095, 16383, 16384, 32766, 32767)
+               for h in (0.0, 0.5)]
+    bits = [np.arange(-4096, 4097, dtype=np.int64) + int(np.float32(c).view(np.int32))
+            for c in centres]
+    rng = np.random.default_rng(7)
+    pattern = np.concatenate([*bits, rng.integers(0, 2**31, 1 << 20)]).astype(np.uint32)
+    x = np.concatenate([pattern, pattern | np.uint32(0x80000000)]).view(np.float32)
+    np.testing.assert_array_equal(quantize(x), _exact_pcm(x))
+
+
 # ---------------------------------------------------------------------------
 # Encoders against TensorBoard and the reference
 # ---------------------------------------------------------------------------
