@@ -21,8 +21,11 @@ Data contract:
     ``string_val``. Metadata: ``plugin_name="audio"``, content ``10 0b``
     (``AudioPluginData{version 0, encoding WAV}``), ``data_class`` unset.
 
-Work split: :func:`audio` validates and copies the kept clips as float32 on
-the caller's thread; WAV encoding runs on the writer's background thread.
+Work split: :func:`audio` validates the kept clips and quantizes them to
+16-bit PCM on the caller's thread (the int16 result is the private copy, so the
+caller may reuse its buffer at once; a float32 copy cost as much, and holding
+it cost more); the writer's background thread adds the WAV headers and frames
+the event.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array
 from summarylib.encoding.tensor import string_tensor_bytes
-from summarylib.encoding.wav import MAX_CHANNELS, UINT32_MAX, encode_wav
+from summarylib.encoding.wav import MAX_CHANNELS, UINT32_MAX, quantize, wav_header
 from summarylib.ops._emit import emit_value_deferred
 from summarylib.ops._media import check_max_outputs, metadata_bytes, plugin_data_bytes
 from summarylib.ops._resolve import check_tag, resolve
@@ -104,7 +107,7 @@ def check_sample_rate(sample_rate: Any, where: str) -> int:
 
 
 def prepare(data: Any, max_outputs: int, sample_rate: int, where: str) -> np.ndarray:
-    """Validate ``data``; return the kept clips as a fresh float32 ``[n, t, c]`` array."""
+    """Validate ``data``; return the kept clips as 16-bit PCM, a fresh int16 ``[n, t, c]``."""
     import numpy as np
 
     arr = as_array(data, where, "data")
@@ -129,14 +132,19 @@ def prepare(data: Any, max_outputs: int, sample_rate: int, where: str) -> np.nda
             "the WAV header's 32-bit byte rate"
         )
     with np.errstate(over="ignore"):  # float64 beyond float32's range becomes ±inf: clipped
-        return np.array(arr[:max_outputs], dtype=np.float32, order="C")
+        samples = np.asarray(arr[:max_outputs], dtype=np.float32)  # no copy if float32
+    # Quantizing here costs about as much as the float32 copy it replaces, and its result
+    # is the private copy (half the size): the writer thread only adds the headers.
+    return quantize(samples)
 
 
-def _tensor_values(clips: np.ndarray, sample_rate: int) -> list[bytes]:
+def _tensor_values(pcm: np.ndarray, sample_rate: int) -> list[bytes]:
     out: list[bytes] = []
-    for clip in clips:
-        out.append(encode_wav(clip, sample_rate))
-        out.append(b"")  # TF2 writes an empty label for every clip
+    if len(pcm):
+        header = wav_header(sample_rate, pcm.shape[2], pcm.shape[1])
+        for clip in pcm:
+            out.append(header + clip.tobytes())
+            out.append(b"")  # TF2 writes an empty label for every clip
     return out
 
 
@@ -177,13 +185,13 @@ def audio(
     _check_encoding(encoding, "audio")
     rate = check_sample_rate(sample_rate, "audio")
     keep = check_max_outputs(max_outputs, "audio")
-    clips = prepare(data, keep, rate, "audio")
-    n = len(clips)
+    pcm = prepare(data, keep, rate, "audio")
+    n = len(pcm)
 
     def make_tensor() -> bytes:
-        return string_tensor_bytes((n, 2), _tensor_values(clips, rate))
+        return string_tensor_bytes((n, 2), _tensor_values(pcm, rate))
 
-    emit_value_deferred(writer, tag, step_, make_tensor, md, clips.nbytes // 2 + 48 * n + 32)
+    emit_value_deferred(writer, tag, step_, make_tensor, md, pcm.nbytes + 48 * n + 32)
     return True
 
 
@@ -206,13 +214,13 @@ def audio_pb(
     _check_encoding(encoding, "audio_pb")
     rate = check_sample_rate(sample_rate, "audio_pb")
     keep = check_max_outputs(max_outputs, "audio_pb")
-    clips = prepare(data, keep, rate, "audio_pb")
+    pcm = prepare(data, keep, rate, "audio_pb")
     summary = summary_pb2.Summary()
     v = summary.value.add()
     v.tag = tag
     v.tensor.dtype = types_pb2.DT_STRING
-    v.tensor.tensor_shape.dim.add().size = len(clips)
+    v.tensor.tensor_shape.dim.add().size = len(pcm)
     v.tensor.tensor_shape.dim.add().size = 2
-    v.tensor.string_val.extend(_tensor_values(clips, rate))
+    v.tensor.string_val.extend(_tensor_values(pcm, rate))
     v.metadata.CopyFrom(create_summary_metadata(description))
     return summary
