@@ -47,10 +47,10 @@ def quantize(samples: np.ndarray) -> np.ndarray:
     # to 1.0 in float32, while 0.5 + H still rounds to 1.0 (a tie, to even). The int16
     # cast truncates. 70 -> 34 us per second of 16 kHz audio against the float64 version.
     with np.errstate(over="ignore", invalid="ignore"):
-        y = np.multiply(samples, np.float32(32768.0), dtype=np.float32)
+        y: np.ndarray = np.multiply(samples, np.float32(32768.0), dtype=np.float32)
         np.clip(y, np.float32(-32768.0), np.float32(32767.0), out=y)
         y += np.copysign(np.float32(_JUST_BELOW_HALF), y)
-        out = y.astype("<i2")
+        out: np.ndarray = y.astype("<i2")
     nan = np.isnan(y)
     if nan.any():
         out[nan] = 0  # NaN survives the clip; its cast is undefined
