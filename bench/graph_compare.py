@@ -38,43 +38,10 @@ from torch import nn
 import summarylib as sl
 from summarylib.graph import check
 from summarylib.graph.capture import capture
+from tests.torch_models import Branchy, ResNet, TransformerBlock
 
 # --- models -----------------------------------------------------------------------------
-
-
-class Block(nn.Module):
-    def __init__(self, cin: int, cout: int, stride: int = 1) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
-        self.relu = nn.ReLU()
-        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
-        self.down = (
-            nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-            if stride != 1 or cin != cout
-            else None
-        )
-
-    def forward(self, x: Any) -> Any:
-        y = self.relu(self.bn1(self.conv1(x)))
-        y = self.bn2(self.conv2(y))
-        return torch.relu(y + (x if self.down is None else self.down(x)))
-
-
-class ResNet(nn.Module):
-    """ResNet-style: stem, two stages of two blocks (one with a downsample branch), head."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16))
-        self.layer1 = nn.Sequential(Block(16, 16), Block(16, 16))
-        self.layer2 = nn.Sequential(Block(16, 32, stride=2), Block(32, 32))
-        self.fc = nn.Linear(32, 10)
-
-    def forward(self, x: Any) -> Any:
-        x = self.layer2(self.layer1(torch.relu(self.stem(x))))
-        return self.fc(x.mean((2, 3)))
+# ResNet, TransformerBlock and Branchy are shared with the tests (tests/torch_models.py).
 
 
 class TinyBlock(nn.Module):
@@ -100,19 +67,6 @@ class ResNet4(nn.Module):
         return self.fc(self.blocks(self.stem(x)).mean((2, 3)))
 
 
-class TransformerBlock(nn.Module):
-    def __init__(self, d: int = 32, heads: int = 4) -> None:
-        super().__init__()
-        self.ln1 = nn.LayerNorm(d)
-        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
-        self.ln2 = nn.LayerNorm(d)
-        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
-
-    def forward(self, x: Any) -> Any:
-        h = self.ln1(x)
-        a, _ = self.attn(h, h, h, need_weights=False)
-        x = x + a
-        return x + self.mlp(self.ln2(x))
 
 
 class DictOut(nn.Module):
@@ -129,26 +83,16 @@ class DictOut(nn.Module):
         return {"logits": self.head(h), "aux": (top, None), "best": idx}
 
 
-class Branchy(nn.Module):
-    """Data-dependent control flow (add_graph silently records one branch)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc = nn.Linear(8, 8)
-
-    def forward(self, x: Any) -> Any:
-        y = self.fc(x)
-        return y * 2 if y.sum() > 0 else y - 1
 
 
 def models() -> list[tuple[str, nn.Module, tuple[Any, ...]]]:
     torch.manual_seed(0)
     return [
         ("ResNet-4 (research note)", ResNet4().eval(), (torch.randn(2, 3, 16, 16),)),
-        ("ResNet (nested, downsample)", ResNet().eval(), (torch.randn(2, 3, 16, 16),)),
-        ("Transformer block", TransformerBlock().eval(), (torch.randn(2, 7, 32),)),
+        ("ResNet (nested, downsample)", ResNet(width=16).eval(), (torch.randn(2, 3, 16, 16),)),
+        ("Transformer block", TransformerBlock(d=32, heads=4).eval(), (torch.randn(2, 7, 32),)),
         ("Dict outputs", DictOut().eval(), (torch.randn(2, 8),)),
-        ("Data-dependent branch", Branchy().eval(), (torch.ones(2, 8),)),
+        ("Data-dependent branch", Branchy(features=8).eval(), (torch.ones(2, 8),)),
     ]
 
 

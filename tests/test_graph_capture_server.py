@@ -25,7 +25,7 @@ import summarylib as sl  # noqa: E402
 import summarylib.graph as sg  # noqa: E402
 from summarylib.graph.capture import capture, module_tree, trace, untrace  # noqa: E402
 from tests import test_graph_jax as jax_models  # noqa: E402
-from tests import test_graph_torch as torch_models  # noqa: E402
+from tests import torch_models  # noqa: E402
 from tests.tbserver import TensorBoardServer  # noqa: E402
 from tests.test_graph_server import assert_same_graph, parse_graph  # noqa: E402
 

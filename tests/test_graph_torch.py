@@ -34,6 +34,7 @@ from summarylib.graph import Graph, check  # noqa: E402
 from summarylib.graph.adapters import GraphCaptureWarning  # noqa: E402
 from summarylib.graph.capture import capture, module_tree, trace, untrace  # noqa: E402
 from tests.helpers import only_file, tb_events  # noqa: E402
+from tests.torch_models import Branchy, DictModel, ResNet, TransformerBlock  # noqa: E402
 
 BOOKKEEPING = {
     "prim::GetAttr",
@@ -47,87 +48,7 @@ BOOKKEEPING = {
 }
 
 
-# --- models -----------------------------------------------------------------------------
-
-
-class Block(nn.Module):
-    def __init__(self, cin: int, cout: int, stride: int = 1) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
-        self.relu = nn.ReLU()
-        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
-        self.down = (
-            nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-            if stride != 1 or cin != cout
-            else None
-        )
-
-    def forward(self, x: Any) -> Any:
-        y = self.relu(self.bn1(self.conv1(x)))
-        y = self.bn2(self.conv2(y))
-        skip = x if self.down is None else self.down(x)
-        return torch.relu(y + skip)
-
-
-class ResNet(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 1, 1, bias=False), nn.BatchNorm2d(8))
-        self.layer1 = nn.Sequential(Block(8, 8), Block(8, 8))
-        self.layer2 = nn.Sequential(Block(8, 16, stride=2), Block(16, 16))
-        self.fc = nn.Linear(16, 10)
-
-    def forward(self, x: Any) -> Any:
-        x = torch.relu(self.stem(x))
-        x = self.layer2(self.layer1(x))
-        return self.fc(x.mean((2, 3)))
-
-
-class TransformerBlock(nn.Module):
-    def __init__(self, d: int = 16, heads: int = 2) -> None:
-        super().__init__()
-        self.ln1 = nn.LayerNorm(d)
-        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
-        self.ln2 = nn.LayerNorm(d)
-        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
-
-    def forward(self, x: Any, mask: Any = None) -> Any:
-        h = self.ln1(x)
-        a, _ = self.attn(h, h, h, attn_mask=mask, need_weights=False)
-        x = x + a
-        return x + self.mlp(self.ln2(x))
-
-
-class DictModel(nn.Module):
-    """Dict input, non-tensor arguments, dict/tuple/None/int outputs, a 2-output op."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.enc = nn.Linear(4, 6)
-        self.head = nn.Linear(6, 3)
-        self.register_buffer("scale", torch.full((6,), 2.0))
-
-    def forward(self, batch: dict[str, Any], n: int, mode: str = "train", extra: Any = None
-                ) -> Any:
-        h = self.enc(batch["a"]) * self.scale + batch["b"] * n
-        top, idx = h.max(dim=1)
-        return {"logits": self.head(h), "aux": (top, None), "best": idx, "n": n}
-
-
-class Branchy(nn.Module):
-    """Data-dependent control flow: torch.export refuses it, torch.jit traces one branch."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc = nn.Linear(4, 4)
-
-    def forward(self, x: Any) -> Any:
-        y = self.fc(x)
-        if y.sum() > 0:
-            return y * 2
-        return y - 1
+# --- models: tests/torch_models.py (shared with bench/graph_compare.py) -------------------
 
 
 # --- fixtures (torch.export takes a while: one capture per model per module) ---------
@@ -306,7 +227,7 @@ def test_data_dependent_model_falls_back_to_jit_with_warnings() -> None:
         g = capture(model, (x,))
     texts = [str(w.message) for w in rec]
     assert any("torch.export could not trace Branchy" in t for t in texts)
-    assert any("capture(torch.jit)" in t and "test_graph_torch.py" in t for t in texts)
+    assert any("capture(torch.jit)" in t and "torch_models.py" in t for t in texts)
     assert_dashboard_ready(g, model)
     assert g["fc/linear"].op == "aten::linear"
     assert g["fc/linear"].inputs == ["x", "fc/weight", "fc/bias"]
