@@ -19,6 +19,7 @@ from summarylib.reader import (
     event_files,
     iter_events,
     iter_records,
+    iter_run_events,
     list_runs,
     read_scalars,
 )
@@ -112,8 +113,44 @@ def test_list_runs_as_tensorboard_defines_them(tmp_path: Path) -> None:
     assert sorted(runs) == [".", "eval/a", "train"]
     assert all(len(files) == 1 for files in runs.values())
     assert set(read_scalars(tmp_path)) == {".", "eval/a", "train"}
+    # The same directories TensorBoard's own discovery finds.
+    from tensorboard.backend.event_processing import io_wrapper
+
+    found = io_wrapper.GetLogdirSubdirectories(str(tmp_path))
+    theirs = {os.path.relpath(d, tmp_path) for d in found}
+    assert theirs == set(runs)
     with pytest.raises(NotADirectoryError, match="logdir"):
         list_runs(tmp_path / "missing")
+
+
+def test_iter_run_events_reads_every_run_of_a_logdir(tmp_path: Path) -> None:
+    values = {"train": [1.0, 2.0], "eval/a": [3.0], ".": [4.0]}
+    for run, series in values.items():
+        with sl.create_file_writer(tmp_path / run):
+            for step, v in enumerate(series):
+                sl.scalar("t", v, step=step)
+    with sl.create_file_writer(tmp_path / "train", filename_suffix=".second"):
+        sl.scalar("t", 5.0, step=2)  # a run's second file comes after its first
+
+    got: dict[str, list[tuple[int, float]]] = {}
+    heads: dict[str, int] = {}
+    for run, event in iter_run_events(tmp_path):
+        if event.file_version:
+            heads[run] = heads.get(run, 0) + 1
+        for v in event.summary.value:
+            got.setdefault(run, []).append(
+                (event.step, struct.unpack("<f", v.tensor.tensor_content)[0])
+            )
+    assert got == {".": [(0, 4.0)], "eval/a": [(0, 3.0)], "train": [(0, 1.0), (1, 2.0), (2, 5.0)]}
+    assert heads == {".": 1, "eval/a": 1, "train": 2}
+    # iter_events on the logdir itself is one run: its own file only.
+    assert [e.step for e in iter_events(tmp_path) if e.HasField("summary")] == [0]
+    # Each run's events are exactly what TensorBoard's loader reads from its files.
+    for run, files in list_runs(tmp_path).items():
+        ours = [e.SerializeToString() for r, e in iter_run_events(tmp_path) if r == run]
+        assert ours == [e.SerializeToString() for f in files for e in tb_events(f)]
+    with pytest.raises(NotADirectoryError, match="logdir"):
+        next(iter_run_events(tmp_path / "missing"))
 
 
 def test_truncated_tail_ends_quietly_at_every_cut(tmp_path: Path) -> None:

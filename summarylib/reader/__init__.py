@@ -10,7 +10,7 @@ raises :class:`~summarylib.errors.DataLossError` naming the file and offset.
     {'.': {'loss': [(0, 1700000000.1, 0.9), (1, 1700000000.2, 0.7)]}}
 """
 
-from summarylib.reader.events import iter_events, iter_summary_values
+from summarylib.reader.events import iter_events, iter_run_events, iter_summary_values
 from summarylib.reader.records import Record, RecordReader, iter_records
 from summarylib.reader.runs import event_files, list_runs
 from summarylib.reader.scalars import read_scalars
@@ -21,6 +21,7 @@ __all__ = [
     "event_files",
     "iter_events",
     "iter_records",
+    "iter_run_events",
     "iter_summary_values",
     "list_runs",
     "read_scalars",

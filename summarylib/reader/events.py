@@ -1,4 +1,4 @@
-"""Parse records into ``Event`` messages."""
+"""Parse records into ``Event`` messages: one file, one run directory, or a logdir of runs."""
 
 from __future__ import annotations
 
@@ -8,41 +8,66 @@ from typing import TYPE_CHECKING
 
 from summarylib.errors import DataLossError
 from summarylib.reader.records import iter_records
-from summarylib.reader.runs import event_files
+from summarylib.reader.runs import event_files, list_runs
 
 if TYPE_CHECKING:
     from summarylib.proto import event_pb2, summary_pb2
 
-__all__ = ["iter_events", "iter_summary_values"]
+__all__ = ["iter_events", "iter_run_events", "iter_summary_values"]
 
 
 def iter_events(path: str | os.PathLike[str]) -> Iterator[event_pb2.Event]:
-    """Yield the Events of an event file, or of every event file directly in a directory.
+    """Yield the Events of an event file, or of one run directory.
+
+    A directory is read as a single run: the event files directly in it, in
+    name (= creation) order. Runs in its subdirectories are not read; use
+    :func:`iter_run_events` for a logdir that holds several runs.
 
     Raises:
       DataLossError: a corrupt record, or one that is not an ``Event``.
     """
-    from google.protobuf.message import DecodeError
-
-    from summarylib.proto import event_pb2
-
     name = os.fspath(path)
     files = event_files(name) if os.path.isdir(name) else [name]
     for file in files:
-        for offset, payload in iter_records(file):
-            event = event_pb2.Event()
-            try:
-                event.ParseFromString(payload)
-            except DecodeError as e:
-                raise DataLossError(file, offset, f"record is not an Event ({e})") from None
-            yield event
+        yield from _file_events(file)
+
+
+def iter_run_events(logdir: str | os.PathLike[str]) -> Iterator[tuple[str, event_pb2.Event]]:
+    """Yield ``(run, event)`` for every event of every run under ``logdir``.
+
+    Runs are what TensorBoard shows (see :func:`~summarylib.reader.list_runs`):
+    ``"."`` for ``logdir`` itself, then its subdirectories by name. Within a
+    run, files are read in name (= creation) order.
+
+    Raises:
+      NotADirectoryError: ``logdir`` is not a directory.
+      DataLossError: a corrupt record, or one that is not an ``Event``.
+    """
+    for run, files in list_runs(logdir).items():
+        for file in files:
+            for event in _file_events(file):
+                yield run, event
 
 
 def iter_summary_values(
     path: str | os.PathLike[str],
 ) -> Iterator[tuple[event_pb2.Event, summary_pb2.Summary.Value]]:
-    """Yield ``(event, value)`` for every summary value, in file order."""
+    """Yield ``(event, value)`` for every summary value of a file or run directory, in order."""
     for event in iter_events(path):
         if event.HasField("summary"):
             for value in event.summary.value:
                 yield event, value
+
+
+def _file_events(file: str) -> Iterator[event_pb2.Event]:
+    from google.protobuf.message import DecodeError
+
+    from summarylib.proto import event_pb2
+
+    for offset, payload in iter_records(file):
+        event = event_pb2.Event()
+        try:
+            event.ParseFromString(payload)
+        except DecodeError as e:
+            raise DataLossError(file, offset, f"record is not an Event ({e})") from None
+        yield event
