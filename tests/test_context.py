@@ -37,6 +37,18 @@ def test_writer_but_no_step_raises(logdir: Path) -> None:
             sl.write("x", 1.0)
 
 
+def test_no_step_is_no_error_when_not_recording(logdir: Path) -> None:
+    # The step is only needed once the recording condition holds (tf.summary).
+    with sl.create_file_writer(logdir).as_default() as w, sl.record_if(False):
+        assert sl.scalar("x", 1.0) is False
+        assert sl.scalars({"x": 1.0}) is False
+        assert sl.write("x", 1.0) is False
+        with sl.record_if(lambda: False):
+            assert sl.scalar("x", 1.0) is False
+    w.close()
+    assert tags_and_steps(only_file(logdir)) == []
+
+
 def test_as_default_restores_previous_writer_and_step(tmp_path: Path) -> None:
     a = sl.create_file_writer(tmp_path / "a")
     b = sl.create_file_writer(tmp_path / "b")
@@ -216,11 +228,18 @@ def test_module_flush_uses_default_writer(logdir: Path) -> None:
     sl.flush()
     assert len(list(iter_records(only_file(logdir)))) == 2
     w.close()
+    # An explicit writer is flushed, not the default one.
     other = sl.create_file_writer(logdir / "b", max_queue=10**6, flush_millis=10**9)
-    with other.as_default(step=0):
-        sl.scalar("x", 1.0)
-        sl.flush(writer=other)
+    default = sl.create_file_writer(logdir / "c", max_queue=10**6, flush_millis=10**9)
+    other.set_as_default(step=0)
+    sl.scalar("x", 1.0)
+    default.set_as_default(step=0)
+    sl.scalar("y", 1.0)
+    sl.flush(writer=other)
+    assert len(list(iter_records(only_file(logdir / "b")))) == 2
+    assert len(list(iter_records(only_file(logdir / "c")))) == 1  # its header only
     other.close()
+    default.close()
 
 
 def test_write_generic_tensor_with_metadata(logdir: Path) -> None:
