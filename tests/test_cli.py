@@ -95,3 +95,23 @@ def test_python_dash_m_entry_point(logdir: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("OK")
+
+
+def test_console_script_verifies_and_fails_on_corruption(logdir: Path) -> None:
+    script = Path(sys.executable).with_name("summarylib")
+    if not script.exists():
+        pytest.skip("the package is not installed: no summarylib script beside this Python")
+    ok = subprocess.run(
+        [script, "verify", os.fspath(logdir)], capture_output=True, text=True, timeout=60
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.startswith("OK")
+    path = only_file(logdir / "eval")
+    data = bytearray(path.read_bytes())
+    data[-6] ^= 0xFF  # inside the last record's payload: its CRC no longer matches
+    path.write_bytes(bytes(data))
+    bad = subprocess.run(
+        [script, "verify", os.fspath(logdir)], capture_output=True, text=True, timeout=60
+    )
+    assert bad.returncode == 1
+    assert os.fspath(path) in bad.stdout + bad.stderr
