@@ -42,8 +42,15 @@ def shape_of(data: Any) -> tuple[int, ...] | None:
 def scalar_float(data: Any, where: str, arg: str = "data") -> float:
     """Return a rank-0 real number as a Python float.
 
-    Accepts bool, int, float, numpy scalars and 0-d arrays, and 0-d tensors of
-    any framework (via ``__float__``, ``item()`` or ``__array__``).
+    Accepts bool, int, float, numpy scalars and 0-d arrays, and 0-d tensors
+    of any framework, read through ``__float__``, ``item()`` or ``__array__``.
+
+    Objects with a dtype that is not numpy's (torch tensors) are read through
+    ``item()`` first: torch warns on ``float()`` of a tensor that requires
+    grad, not on ``item()``. Everything else tries ``float()`` first (for a
+    numpy scalar ``item()`` costs ten times as much), then ``item()`` (for
+    array types that have ``shape == ()`` and ``item()`` but no
+    ``__float__``), then ``__array__``.
 
     Raises:
       TypeError: not a real number (strings, complex numbers, objects).
@@ -63,10 +70,13 @@ def scalar_float(data: Any, where: str, arg: str = "data") -> float:
     shape = shape_of(data)
     if shape is not None and len(shape) != 0:
         raise ValueError(f"{where}: {arg!r} must be a scalar (rank 0), got shape {shape}")
+    item_first = False
     dtype = getattr(data, "dtype", None)
     if dtype is not None:
         kind = getattr(dtype, "kind", None)
-        if kind is not None and kind not in "biuf":
+        if kind is None:
+            item_first = shape is not None  # not a numpy dtype: torch and the like
+        elif kind not in "biuf":
             raise TypeError(
                 f"{where}: {arg!r} must be a real number, got an array of dtype {dtype}"
             )
@@ -74,10 +84,18 @@ def scalar_float(data: Any, where: str, arg: str = "data") -> float:
             raise TypeError(f"{where}: {arg!r} must be a real number, got dtype {dtype}")
     if isinstance(data, complex):
         raise TypeError(f"{where}: {arg!r} must be a real number, got complex {data!r}")
+    if item_first:
+        value = _via_item(data, t, where, arg)
+        if value is not None:
+            return value
     try:
         return float(data)
     except (TypeError, ValueError):
         pass
+    if shape is not None and not item_first:
+        value = _via_item(data, t, where, arg)
+        if value is not None:
+            return value
     if hasattr(data, "__array__"):
         arr = as_array(data, where, arg)
         if arr.ndim != 0:
@@ -90,6 +108,38 @@ def scalar_float(data: Any, where: str, arg: str = "data") -> float:
             f"{where}: {arg!r} must be a scalar (rank 0), got a {t.__name__} of length {len(data)}"
         )
     raise TypeError(f"{where}: {arg!r} must be a real number, got {t.__name__}")
+
+
+def _via_item(data: Any, t: type, where: str, arg: str) -> float | None:
+    # A rank-0 object's item(), as a float; None when it has none or it fails
+    # (the caller then tries the other ways).
+    item = getattr(data, "item", None)
+    if item is None:
+        return None
+    try:
+        value = item()
+    except Exception:
+        return None
+    vt = type(value)
+    if vt is float:
+        return value  # type: ignore[no-any-return]
+    if vt is int or vt is bool:
+        return _int_float(value, where, arg)
+    if isinstance(value, (str, bytes, bytearray, complex)):
+        raise TypeError(
+            f"{where}: {arg!r} must be a real number, got {t.__name__} whose item() is "
+            f"{vt.__name__} {value!r:.60}"
+        )
+    if vt is t:  # np.longdouble's item() returns itself
+        return None
+    return scalar_float(value, where, arg)
+
+
+def _int_float(value: int, where: str, arg: str) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{where}: {arg!r} is too large for a float: {value}") from None
 
 
 def f32_bytes(value: float) -> bytes:
