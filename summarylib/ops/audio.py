@@ -6,8 +6,10 @@ Data contract:
     framework tensor (through ``__array__``; never imported), or a
     zero-argument callable returning one. ``k`` and ``t`` may be 0;
     ``1 <= c <= 65535``.
-  * Samples are real numbers, nominally in [-1, 1], converted to float32 and
-    then to 16-bit PCM exactly as TensorFlow's ``encode_wav``:
+  * Samples are real numbers (ints, floats, and bfloat16/float8 from
+    ml_dtypes, JAX or torch, taken as their exact float32 values), nominally
+    in [-1, 1], converted to float32 and then to 16-bit PCM exactly as
+    TensorFlow's ``encode_wav``:
     ``clamp(roundf(x * 32768), -32768, 32767)`` (halves away from zero);
     out-of-range values and ±inf clip, NaN becomes 0 (silence). Integer
     inputs are taken as those float values (so 1 is full scale).
@@ -34,7 +36,7 @@ import math
 import operator
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import as_array
+from summarylib.encoding.arrays import as_array, is_extended_float
 from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.encoding.wav import MAX_CHANNELS, UINT32_MAX, quantize, wav_header
 from summarylib.ops._emit import emit_value_deferred
@@ -111,8 +113,13 @@ def prepare(data: Any, max_outputs: int, sample_rate: int, where: str) -> np.nda
     import numpy as np
 
     arr = as_array(data, where, "data")
-    if arr.dtype.kind not in "iuf":
-        raise TypeError(f"{where}: 'data' must hold real numbers (samples), got dtype {arr.dtype}")
+    # ml_dtypes' floats (bfloat16 from JAX, float8) become float32 below, with
+    # the kept clips: exactly their values.
+    if arr.dtype.kind not in "iuf" and not is_extended_float(arr.dtype):
+        raise TypeError(
+            f"{where}: 'data' must hold real numbers (samples), got dtype {arr.dtype} "
+            f"(shape {arr.shape})"
+        )
     if arr.ndim == 2:
         arr = arr[:, :, None]
     if arr.ndim != 3 or not 1 <= arr.shape[2] <= MAX_CHANNELS:
