@@ -437,15 +437,24 @@ def test_audio_pb_rejects_the_same_input(
 def test_tensorboard_serves_each_clip(tmp_path: Path) -> None:
     rng = np.random.default_rng(5)
     batches = {step: rng.uniform(-1.2, 1.2, (2, 40, 2)).astype(np.float32) for step in range(3)}
+    mono = rng.uniform(-1.2, 1.2, (4, 30))  # [k, t], float64, k > max_outputs
     with sl.create_file_writer(tmp_path / "run").as_default() as w:
         for step, batch in batches.items():
             sl.audio("speech", batch, 16000, step=step)
+        sl.audio("mono", mono, 8000, step=0)
     w.close()
     with TensorBoardServer(tmp_path) as tb:
         tags = tb.poll(
             lambda: tb.get_json("/data/plugin/audio/tags"),
-            lambda t: "speech" in t.get("run", {}),
+            lambda t: {"speech", "mono"} <= set(t.get("run", {})),
         )
+        assert tags["run"]["mono"]["samples"] == 3
+        for sample in range(3):
+            (entry,) = tb.get_json("/data/plugin/audio/audio", run="run", tag="mono", sample=sample)
+            blob = tb.get("/data/plugin/audio/individualAudio?" + entry["query"])
+            # One channel per clip: [k, t] is k mono clips.
+            expected = ref_pcm(mono[sample][:, None])
+            np.testing.assert_array_equal(decode_wav(blob, 8000, 1), expected)
         assert tags["run"]["speech"]["samples"] == 2
         for sample in range(2):
 
