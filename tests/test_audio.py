@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import math
 import struct
+import warnings
 import wave
 from pathlib import Path
 from typing import Any, Literal
@@ -432,20 +433,67 @@ def test_audio_pb_rejects_the_same_input(
 
 
 # ---------------------------------------------------------------------------
+# One [t, c] clip passed without its batch axis
+# ---------------------------------------------------------------------------
+def test_one_stereo_clip_without_batch_axis_warns_and_data_none_is_the_fix(
+    recwarn: pytest.WarningsRecorder,
+) -> None:
+    clip = np.random.default_rng(2).uniform(-1, 1, (16000, 2)).astype(np.float32)
+    # As the spec defines rank 2 ([k, t]): 16000 clips of 2 samples, 3 kept. With a warning.
+    with pytest.warns(UserWarning, match=r"^audio_pb: 'data' of shape \(16000, 2\) is read as "
+                      r"\[k, t\]: 16000 mono clips of 2 samples each\. .*pass data\[None\]"):
+        summary = sl.audio_pb("x", clip, 16000)
+    check_value(summary.value[0], clip, 16000, 3)
+    # The fix the warning names: one stereo clip of 16000 frames, no warning.
+    fixed = sl.audio_pb("x", clip[None], 16000)
+    check_value(fixed.value[0], clip[None], 16000, 3)
+    assert [d.size for d in fixed.value[0].tensor.tensor_shape.dim] == [1, 2]
+    assert not recwarn.list
+
+
+def test_warning_points_at_the_callers_line(logdir: Path) -> None:
+    with sl.create_file_writer(logdir).as_default(step=0) as w, pytest.warns(UserWarning) as rec:
+        assert sl.audio("a", np.zeros((1001, 8)), 8000)
+    w.close()
+    (warning,) = rec.list
+    assert warning.filename == __file__
+    assert str(warning.message).startswith("audio: 'data' of shape (1001, 8)")
+    (_, value), = file_values(logdir)
+    assert [d.size for d in value.tensor.tensor_shape.dim] == [3, 2]  # still written as [k, t]
+
+
+@pytest.mark.parametrize("shape", [(1000, 2), (1001, 9), (3, 2), (2, 16000), (5000, 100)])
+def test_plausible_rank2_batches_do_not_warn(shape: tuple[int, int]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        summary = sl.audio_pb("x", np.zeros(shape, np.float32), 8000, max_outputs=1)
+    assert len(summary.value[0].tensor.string_val) == 2
+
+
+# ---------------------------------------------------------------------------
 # The real TensorBoard plays our clips back
 # ---------------------------------------------------------------------------
 def test_tensorboard_serves_each_clip(tmp_path: Path) -> None:
     rng = np.random.default_rng(5)
     batches = {step: rng.uniform(-1.2, 1.2, (2, 40, 2)).astype(np.float32) for step in range(3)}
+    mono = rng.uniform(-1.2, 1.2, (4, 30))  # [k, t], float64, k > max_outputs
     with sl.create_file_writer(tmp_path / "run").as_default() as w:
         for step, batch in batches.items():
             sl.audio("speech", batch, 16000, step=step)
+        sl.audio("mono", mono, 8000, step=0)
     w.close()
     with TensorBoardServer(tmp_path) as tb:
         tags = tb.poll(
             lambda: tb.get_json("/data/plugin/audio/tags"),
-            lambda t: "speech" in t.get("run", {}),
+            lambda t: {"speech", "mono"} <= set(t.get("run", {})),
         )
+        assert tags["run"]["mono"]["samples"] == 3
+        for sample in range(3):
+            (entry,) = tb.get_json("/data/plugin/audio/audio", run="run", tag="mono", sample=sample)
+            blob = tb.get("/data/plugin/audio/individualAudio?" + entry["query"])
+            # One channel per clip: [k, t] is k mono clips.
+            expected = ref_pcm(mono[sample][:, None])
+            np.testing.assert_array_equal(decode_wav(blob, 8000, 1), expected)
         assert tags["run"]["speech"]["samples"] == 2
         for sample in range(2):
 

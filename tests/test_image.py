@@ -527,15 +527,25 @@ def test_tensorboard_serves_each_image(tmp_path: Path) -> None:
         1: rng.random((2, 6, 9, 3)).astype(np.float32),
         2: rng.integers(0, 256, (3, 6, 9, 3), dtype=np.uint8),  # k > max_outputs
     }
+    # Grayscale + alpha (PNG mode LA) and RGBA, alpha 0 included: PNG stores straight
+    # (not premultiplied) alpha, so the colour under a transparent pixel survives too.
+    alpha_batches: dict[int, np.ndarray] = {
+        2: rng.random((2, 5, 8, 2)).astype(np.float32),
+        4: rng.integers(0, 256, (2, 5, 8, 4), dtype=np.uint8),
+    }
+    alpha_batches[2][0, 0, :3, 1] = 0.0
+    alpha_batches[4][0, 0, :3, 3] = 0
     with sl.create_file_writer(tmp_path / "run").as_default() as w:
         for step, batch in batches.items():
             sl.image("pics", batch, step=step, max_outputs=2)
         sl.image("gray", np.linspace(0, 1, 35).reshape(5, 7), step=0, dataformats="HW")
+        for c, batch in alpha_batches.items():
+            sl.image(f"c{c}", batch, step=0)
     w.close()
     with TensorBoardServer(tmp_path) as tb:
         tags = tb.poll(
             lambda: tb.get_json("/data/plugin/images/tags"),
-            lambda t: set(t.get("run", {})) == {"pics", "gray"},
+            lambda t: set(t.get("run", {})) == {"pics", "gray", "c2", "c4"},
         )
         assert tags["run"]["pics"]["samples"] == 2  # the most images any step kept
         for sample in range(2):
@@ -553,3 +563,13 @@ def test_tensorboard_serves_each_image(tmp_path: Path) -> None:
         blob = tb.get("/data/plugin/images/individualImage?" + gray["query"])
         expected = ref_uint8(np.linspace(0, 1, 35).reshape(1, 5, 7, 1))[0]
         np.testing.assert_array_equal(decode_png(blob, 1), expected)
+        for c, batch in alpha_batches.items():
+            assert tags["run"][f"c{c}"]["samples"] == 2
+            for sample in range(2):
+                (entry,) = tb.get_json(
+                    "/data/plugin/images/images", run="run", tag=f"c{c}", sample=sample
+                )
+                blob = tb.get("/data/plugin/images/individualImage?" + entry["query"])
+                # decode_png checks the mode TensorBoard hands back: LA for c=2, RGBA for c=4.
+                expected = ref_uint8(batch[sample : sample + 1])[0]
+                np.testing.assert_array_equal(decode_png(blob, c), expected)

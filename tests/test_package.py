@@ -15,6 +15,7 @@ import pytest
 
 import summarylib as sl
 from summarylib.reader import read_scalars
+from tests.helpers import only_file, tb_events
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,6 +43,48 @@ def test_first_scalar_needs_no_numpy_or_protobuf(tmp_path: Path) -> None:
     )
     loaded = _modules_after(code)
     assert "numpy" not in loaded and "google.protobuf" not in loaded
+
+
+# Every op once, with numpy data, through a real file writer.
+_EVERY_OP = """
+import numpy as np
+import summarylib as sl
+from summarylib.ops.histogram import create_summary_metadata
+
+rng = np.random.default_rng(0)
+with sl.create_file_writer({logdir!r}).as_default(step=1) as w:
+    assert sl.scalar("scalar", np.float32(0.5))
+    assert sl.scalars({{"scalars_a": 1.0, "scalars_b": np.float64(2.0)}})
+    assert sl.histogram("histogram", rng.normal(size=100))
+    assert sl.image("image", rng.random((2, 4, 4, 3)))
+    assert sl.audio("audio", rng.uniform(-1, 1, (2, 100, 2)), 8000)
+    assert sl.text("text", np.array([["a", "b"]]))
+    assert sl.pr_curve("pr_curve", rng.random(50) > 0.5, rng.random(50))
+    ones = np.ones(5)
+    assert sl.pr_curve_raw("pr_curve_raw", ones, ones, ones, ones, ones, ones)
+    assert sl.write("write", np.arange(6.0).reshape(2, 3), metadata=create_summary_metadata())
+    assert sl.write_raw_pb(sl.scalar_pb("write_raw_pb", 3.0))
+    for pb in (sl.histogram_pb("h", [1.0]), sl.image_pb("i", np.zeros((1, 1, 1, 1))),
+               sl.audio_pb("a", np.zeros((1, 1)), 8000), sl.text_pb("t", "x"),
+               sl.pr_curve_pb("p", [True], [0.5]), sl.pr_curve_raw_pb("r", *[ones] * 6)):
+        assert pb.value
+w.close()
+"""
+FRAMEWORKS = ("torch", "jax", "jaxlib", "tensorflow", "tensorboard", "ml_dtypes")
+
+
+def test_every_op_with_numpy_data_imports_no_framework(tmp_path: Path) -> None:
+    # The frameworks are installed in the test environment, so an import anywhere on these
+    # paths (ours, or a dependency's on our behalf) would show up in sys.modules.
+    loaded = _modules_after(_EVERY_OP.format(logdir=os.fspath(tmp_path)))
+    assert "numpy" in loaded and "PIL" in loaded  # the ops really ran
+    imported = {m for m in loaded if m.split(".")[0] in FRAMEWORKS}
+    assert not imported, sorted(imported)
+    tags = {v.tag for e in tb_events(only_file(tmp_path)) for v in e.summary.value}
+    assert tags == {
+        "scalar", "scalars_a", "scalars_b", "histogram", "image", "audio", "text",
+        "pr_curve/pr_curves", "pr_curve_raw/pr_curves", "write", "write_raw_pb",
+    }
 
 
 def test_runtime_dependencies_are_exactly_the_four() -> None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 import struct
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import summarylib as sl
+from summarylib.encoding.arrays import scalar_float
 from summarylib.encoding.events import summary_event
 from summarylib.ops import scalar as scalar_mod
 from summarylib.reader import iter_records, read_scalars
@@ -274,3 +278,73 @@ def test_scalars_bad_input_writes_nothing(logdir: Path) -> None:
             sl.scalars([("a", 1.0)])  # type: ignore[arg-type]
     w.close()
     assert read_scalars(logdir) == {}
+
+
+# ---------------------------------------------------------------------------
+# scalar_float: item(), and torch's requires_grad warning
+# ---------------------------------------------------------------------------
+class ItemOnly:
+    """A 0-d array type with item() but neither __float__ nor __array__."""
+
+    shape = ()
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def item(self) -> object:
+        return self.value
+
+
+def test_scalar_accepts_rank0_objects_with_only_item(logdir: Path) -> None:
+    assert scalar_float(ItemOnly(2.5), "scalar") == 2.5
+    assert scalar_float(ItemOnly(3), "scalar") == 3.0
+    assert scalar_float(ItemOnly(np.float32(0.1)), "scalar") == float(np.float32(0.1))
+    with sl.create_file_writer(logdir).as_default(step=4) as w:
+        assert sl.scalar("item", ItemOnly(1.5))
+        assert sl.scalars({"a": ItemOnly(2.5)})
+    w.close()
+    values = [v for e in tb_events(only_file(logdir)) for v in e.summary.value]
+    got = [np.frombuffer(v.tensor.tensor_content, "<f4")[0] for v in values]
+    assert got == [1.5, 2.5]
+
+
+def test_scalar_refuses_item_that_is_not_a_real_number(logdir: Path) -> None:
+    with pytest.raises(TypeError, match=r"^scalar_pb: 'data' must be a real number, got "
+                       r"ItemOnly whose item\(\) is str"):
+        sl.scalar_pb("x", ItemOnly("1.5"))  # float("1.5") would have "worked"
+    w = sl.create_file_writer(logdir)
+    with w.as_default(step=0), pytest.raises(TypeError, match=r"^scalar: 'data' must be a real"):
+        sl.scalar("x", ItemOnly(1j))
+    w.close()
+    assert len(tb_events(only_file(logdir))) == 1  # the file header only
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "float64"])
+def test_scalar_of_a_tensor_that_requires_grad_does_not_warn(dtype: str, logdir: Path) -> None:
+    torch = pytest.importorskip("torch")
+    leaf = torch.tensor(0.75, dtype=getattr(torch, dtype), requires_grad=True)
+    loss = leaf * 2  # 1.5, exact in every dtype above
+    with torch_warns_always():
+        with pytest.warns(UserWarning, match="requires_grad"):
+            float(loss)  # what scalar_float used to call: torch warns
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert scalar_float(loss, "scalar") == 1.5
+            assert scalar_float(leaf, "scalar") == 0.75
+            with sl.create_file_writer(logdir).as_default(step=0) as w:
+                assert sl.scalar("loss", loss)
+                assert sl.scalars({"leaf": leaf})
+            w.close()
+    values = [v for e in tb_events(only_file(logdir)) for v in e.summary.value]
+    assert [np.frombuffer(v.tensor.tensor_content, "<f4")[0] for v in values] == [1.5, 0.75]
+
+@contextmanager
+def torch_warns_always() -> Iterator[None]:
+    """torch warns once per process for some warnings; make every call warn."""
+    torch = pytest.importorskip("torch")
+    before = torch.is_warn_always_enabled()
+    torch.set_warn_always(True)
+    try:
+        yield
+    finally:
+        torch.set_warn_always(before)

@@ -240,15 +240,19 @@ def test_text_pb_rejects_the_same_input(
 # The real TensorBoard renders it
 # ---------------------------------------------------------------------------
 def test_tensorboard_serves_the_text(tmp_path: Path) -> None:
+    cube = np.array([[[f"c{i}{j}{k}" for k in range(3)] for j in range(2)] for i in range(2)])
     with sl.create_file_writer(tmp_path / "run").as_default() as w:
         sl.text("note", "first <b>plain</b> note", step=0)
         sl.text("note", "second note", step=1)
         sl.text("table", [["r0c0", "r0c1"], ["r1c0", "r1c1"]], step=0)
+        sl.text("bytes", "caf\u00e9 <i>as bytes</i>".encode(), step=0)
+        sl.text("byte_rows", np.array([b"row one", b"row two"]), step=0)  # dtype S
+        sl.text("cube", cube, step=0)
     w.close()
     with TensorBoardServer(tmp_path) as tb:
         tb.poll(
             lambda: tb.get_json("/data/plugin/text/tags"),
-            lambda t: set(t.get("run", [])) == {"note", "table"},
+            lambda t: set(t.get("run", [])) == {"note", "table", "bytes", "byte_rows", "cube"},
         )
         notes = tb.poll(
             lambda: tb.get_json("/data/plugin/text/text", run="run", tag="note", markdown="false"),
@@ -261,3 +265,18 @@ def test_tensorboard_serves_the_text(tmp_path: Path) -> None:
         cells = ["r0c0", "r0c1", "r1c0", "r1c1"]
         positions = [table["text"].index(f"<td>{c}</td>") for c in cells]
         assert positions == sorted(positions)  # row-major, shape [2, 2] kept
+
+        def one(tag: str) -> str:
+            (entry,) = tb.get_json("/data/plugin/text/text", run="run", tag=tag, markdown="false")
+            return entry["text"]  # type: ignore[no-any-return]
+
+        # bytes are stored as given and read back as UTF-8 text
+        assert html.escape("caf\u00e9 <i>as bytes</i>") in one("bytes")
+        rows = one("byte_rows")
+        assert rows.index("<td>row one</td>") < rows.index("<td>row two</td>")
+        # rank 3: TensorBoard warns and shows the first 2-D slice, cube[0], row-major
+        shown = one("cube")
+        assert "dimensionality 3" in shown
+        positions = [shown.index(f"<td>{c}</td>") for c in cube[0].reshape(-1)]
+        assert positions == sorted(positions)
+        assert not any(c in shown for c in cube[1].reshape(-1))

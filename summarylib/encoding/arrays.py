@@ -5,6 +5,18 @@ and framework tensors (torch, JAX, TensorFlow, CuPy...) through the
 ``__array__`` protocol or ``numpy()``/``item()``/``__float__``. Zero-argument
 callables are called first, so expensive values can be computed only when a
 summary is actually recorded.
+
+Low-precision floats: ml_dtypes' float types (``bfloat16``, the ``float8_*``,
+``float6_*`` and ``float4_*`` variants; what JAX and TensorFlow hand out for
+bf16/fp8 arrays) are real numbers to every op: :func:`widen_extended_float`
+turns them into float32, which holds each of their values exactly (at most
+8 exponent and 7 mantissa bits). Left as they are, numpy sees most of them as
+opaque (kind ``V``, refused as not numbers), and arithmetic on them runs in
+their own precision: ``float8_e5m2`` claims kind ``f``, and ``1.0 * 200``
+in it is 192. torch tensors of dtypes numpy cannot hold (bfloat16, float8)
+are converted with ``.float()`` by :func:`as_array`. ml_dtypes' sub-byte
+integer types (``int4``, ``uint2``...) are not converted: ops refuse them
+as non-real.
 """
 
 from __future__ import annotations
@@ -16,7 +28,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["as_array", "evaluate", "f32_bytes", "scalar_float", "shape_of"]
+__all__ = [
+    "as_array",
+    "evaluate",
+    "f32_bytes",
+    "is_extended_float",
+    "scalar_float",
+    "shape_of",
+    "widen_extended_float",
+]
 
 _pack_f = struct.Struct("<f").pack
 
@@ -42,8 +62,16 @@ def shape_of(data: Any) -> tuple[int, ...] | None:
 def scalar_float(data: Any, where: str, arg: str = "data") -> float:
     """Return a rank-0 real number as a Python float.
 
-    Accepts bool, int, float, numpy scalars and 0-d arrays, and 0-d tensors of
-    any framework (via ``__float__``, ``item()`` or ``__array__``).
+    Accepts bool, int, float, numpy scalars and 0-d arrays (ml_dtypes' float
+    types included), and 0-d tensors of any framework, read through
+    ``__float__``, ``item()`` or ``__array__``.
+
+    Objects with a dtype that is not numpy's (torch tensors) are read through
+    ``item()`` first: torch warns on ``float()`` of a tensor that requires
+    grad, not on ``item()``. Everything else tries ``float()`` first (for a
+    numpy scalar ``item()`` costs ten times as much), then ``item()`` (for
+    array types that have ``shape == ()`` and ``item()`` but no
+    ``__float__``), then ``__array__``.
 
     Raises:
       TypeError: not a real number (strings, complex numbers, objects).
@@ -63,10 +91,13 @@ def scalar_float(data: Any, where: str, arg: str = "data") -> float:
     shape = shape_of(data)
     if shape is not None and len(shape) != 0:
         raise ValueError(f"{where}: {arg!r} must be a scalar (rank 0), got shape {shape}")
+    item_first = False
     dtype = getattr(data, "dtype", None)
     if dtype is not None:
         kind = getattr(dtype, "kind", None)
-        if kind is not None and kind not in "biuf":
+        if kind is None:
+            item_first = shape is not None  # not a numpy dtype: torch and the like
+        elif kind not in "biuf" and not is_extended_float(dtype):
             raise TypeError(
                 f"{where}: {arg!r} must be a real number, got an array of dtype {dtype}"
             )
@@ -74,12 +105,20 @@ def scalar_float(data: Any, where: str, arg: str = "data") -> float:
             raise TypeError(f"{where}: {arg!r} must be a real number, got dtype {dtype}")
     if isinstance(data, complex):
         raise TypeError(f"{where}: {arg!r} must be a real number, got complex {data!r}")
+    if item_first:
+        value = _via_item(data, t, where, arg)
+        if value is not None:
+            return value
     try:
         return float(data)
     except (TypeError, ValueError):
         pass
+    if shape is not None and not item_first:
+        value = _via_item(data, t, where, arg)
+        if value is not None:
+            return value
     if hasattr(data, "__array__"):
-        arr = as_array(data, where, arg)
+        arr = widen_extended_float(as_array(data, where, arg))
         if arr.ndim != 0:
             raise ValueError(f"{where}: {arg!r} must be a scalar (rank 0), got shape {arr.shape}")
         if arr.dtype.kind not in "biuf":
@@ -90,6 +129,67 @@ def scalar_float(data: Any, where: str, arg: str = "data") -> float:
             f"{where}: {arg!r} must be a scalar (rank 0), got a {t.__name__} of length {len(data)}"
         )
     raise TypeError(f"{where}: {arg!r} must be a real number, got {t.__name__}")
+
+
+def _via_item(data: Any, t: type, where: str, arg: str) -> float | None:
+    # A rank-0 object's item(), as a float; None when it has none or it fails
+    # (the caller then tries the other ways).
+    item = getattr(data, "item", None)
+    if item is None:
+        return None
+    try:
+        value = item()
+    except Exception:
+        return None
+    vt = type(value)
+    if vt is float:
+        return value  # type: ignore[no-any-return]
+    if vt is int or vt is bool:
+        return _int_float(value, where, arg)
+    if isinstance(value, (str, bytes, bytearray, complex)):
+        raise TypeError(
+            f"{where}: {arg!r} must be a real number, got {t.__name__} whose item() is "
+            f"{vt.__name__} {value!r:.60}"
+        )
+    if vt is t:  # np.longdouble's item() returns itself
+        return None
+    return scalar_float(value, where, arg)
+
+
+def _int_float(value: int, where: str, arg: str) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{where}: {arg!r} is too large for a float: {value}") from None
+
+
+def is_extended_float(dtype: Any) -> bool:
+    """True for ml_dtypes' float types (bfloat16, float8_*, float6_*, float4_*).
+
+    Decided without importing ml_dtypes: its scalar types live in the module
+    ``ml_dtypes`` and their names start with ``float``/``bfloat``. Plain numpy
+    dtypes answer False after one attribute lookup.
+    """
+    scalar_type = getattr(dtype, "type", None)
+    return (
+        getattr(scalar_type, "__module__", None) == "ml_dtypes"
+        and str(getattr(dtype, "name", "")).startswith(("bfloat", "float"))
+    )
+
+
+def widen_extended_float(arr: np.ndarray) -> np.ndarray:
+    """``arr``, or a float32 copy of it when its dtype is one of ml_dtypes' float types.
+
+    float32 holds every value of those types exactly (NaN and ±inf
+    included), so ops then treat them as they treat float32 data.
+    """
+    import numpy as np
+
+    if arr.dtype.kind in "biu" or not is_extended_float(arr.dtype):
+        return arr
+    # Every such type today is 1 or 2 bytes with at most 8 exponent bits; a
+    # wider one, should ml_dtypes add it, gets float64 to stay exact.
+    return arr.astype(np.float32 if arr.dtype.itemsize <= 2 else np.float64)
 
 
 def f32_bytes(value: float) -> bytes:
@@ -109,7 +209,12 @@ def as_array(data: Any, where: str, arg: str = "data", dtype: Any = None) -> np.
 
     Framework tensors that live on an accelerator or track gradients are
     converted through ``detach().cpu().numpy()`` when plain ``__array__``
-    refuses them (torch does, for tensors that require grad).
+    refuses them (torch does, for tensors that require grad). torch tensors
+    of a floating dtype numpy cannot hold (bfloat16, float8_*) come back as
+    float32 (``detach().cpu().float().numpy()``), which holds their values
+    exactly; this is tried only after the plain ways failed. Other dtypes
+    keep their own (ml_dtypes' bfloat16 from JAX stays bfloat16; see
+    :func:`widen_extended_float`).
     """
     import numpy as np
 
@@ -122,10 +227,24 @@ def as_array(data: Any, where: str, arg: str = "data", dtype: Any = None) -> np.
             try:
                 return np.asarray(converted, dtype=dtype)
             except (TypeError, ValueError) as e:
-                raise TypeError(f"{where}: cannot convert {arg!r} to an array: {e}") from e
+                raise TypeError(
+                    f"{where}: cannot convert {arg!r} ({_describe(data)}) to an array: {e}"
+                ) from e
         raise TypeError(
-            f"{where}: cannot convert {arg!r} ({type(data).__name__}) to an array: {first}"
+            f"{where}: cannot convert {arg!r} ({_describe(data)}) to an array: {first}"
         ) from first
+
+
+def _describe(data: Any) -> str:
+    # "Tensor of dtype torch.complex32 and shape (2, 3)" for error messages.
+    parts = []
+    dtype = getattr(data, "dtype", None)
+    if dtype is not None:
+        parts.append(f"dtype {dtype}")
+    shape = shape_of(data)
+    if shape is not None:
+        parts.append(f"shape {shape}")
+    return type(data).__name__ + (" of " + " and ".join(parts) if parts else "")
 
 
 def _via_framework(data: Any) -> Any:
@@ -138,4 +257,14 @@ def _via_framework(data: Any) -> Any:
         except Exception:
             continue
         return obj
+    # torch: bfloat16 and float8 tensors have no numpy dtype at all; float32
+    # holds their values exactly. Only floating dtypes: .float() of a
+    # complex32 would drop the imaginary part.
+    is_floating_point = getattr(data, "is_floating_point", None)
+    if callable(is_floating_point):
+        try:
+            if is_floating_point() is True:
+                return data.detach().cpu().float().numpy()
+        except Exception:
+            pass
     return None

@@ -6,8 +6,19 @@ Data contract:
     framework tensor (through ``__array__``; never imported), or a
     zero-argument callable returning one. ``k`` and ``t`` may be 0;
     ``1 <= c <= 65535``.
-  * Samples are real numbers, nominally in [-1, 1], converted to float32 and
-    then to 16-bit PCM exactly as TensorFlow's ``encode_wav``:
+  * **One clip needs its batch axis.** A single clip laid out ``[t, c]``
+    (what ``soundfile.read`` returns for a stereo file) is read as ``[k, t]``:
+    t mono clips of c samples each, of which ``max_outputs`` are written.
+    Pass ``data[None]`` (shape ``[1, t, c]``) instead; a single mono clip
+    ``[t]`` is ``data[None]`` too. Rank 2 stays ``[k, t]``, as TensorFlow
+    defines it, but a rank-2 array of more than 1000 rows of at most 8
+    samples each (a clip of at most 1 ms at 8 kHz: not something anyone
+    listens to, and at most 8 channels: up to 7.1 surround) warns with
+    that fix, since it is almost surely a ``[t, c]`` clip.
+  * Samples are real numbers (ints, floats, and bfloat16/float8 from
+    ml_dtypes, JAX or torch, taken as their exact float32 values), nominally
+    in [-1, 1], converted to float32 and then to 16-bit PCM exactly as
+    TensorFlow's ``encode_wav``:
     ``clamp(roundf(x * 32768), -32768, 32767)`` (halves away from zero);
     out-of-range values and ±inf clip, NaN becomes 0 (silence). Integer
     inputs are taken as those float values (so 1 is full scale).
@@ -32,9 +43,10 @@ from __future__ import annotations
 
 import math
 import operator
+import warnings
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import as_array
+from summarylib.encoding.arrays import as_array, is_extended_float
 from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.encoding.wav import MAX_CHANNELS, UINT32_MAX, quantize, wav_header
 from summarylib.ops._emit import emit_value_deferred
@@ -52,6 +64,10 @@ __all__ = ["PLUGIN_NAME", "audio", "audio_pb", "create_summary_metadata"]
 PLUGIN_NAME = "audio"
 _CONTENT = b"\x10\x0b"  # AudioPluginData{version: 0, encoding: WAV (11)}: field 2, varint
 _PLUGIN_DATA = plugin_data_bytes(PLUGIN_NAME, _CONTENT)
+# A rank-2 input with more rows than this, each of at most _SUSPECT_MAX_T
+# samples, is almost surely one [t, c] clip read as [k, t]: it warns.
+_SUSPECT_MIN_K = 1000
+_SUSPECT_MAX_T = 8
 
 
 def create_summary_metadata(description: str | None = None) -> summary_pb2.SummaryMetadata:
@@ -111,9 +127,23 @@ def prepare(data: Any, max_outputs: int, sample_rate: int, where: str) -> np.nda
     import numpy as np
 
     arr = as_array(data, where, "data")
-    if arr.dtype.kind not in "iuf":
-        raise TypeError(f"{where}: 'data' must hold real numbers (samples), got dtype {arr.dtype}")
+    # ml_dtypes' floats (bfloat16 from JAX, float8) become float32 below, with
+    # the kept clips: exactly their values.
+    if arr.dtype.kind not in "iuf" and not is_extended_float(arr.dtype):
+        raise TypeError(
+            f"{where}: 'data' must hold real numbers (samples), got dtype {arr.dtype} "
+            f"(shape {arr.shape})"
+        )
     if arr.ndim == 2:
+        k, t = arr.shape
+        if k > _SUSPECT_MIN_K and t <= _SUSPECT_MAX_T:
+            warnings.warn(
+                f"{where}: 'data' of shape {arr.shape} is read as [k, t]: {k} mono clips of "
+                f"{t} samples each. For one clip of {k} frames and {t} channels, pass "
+                "data[None] (shape [1, t, c]).",
+                UserWarning,
+                stacklevel=3,  # the caller of audio() / audio_pb()
+            )
         arr = arr[:, :, None]
     if arr.ndim != 3 or not 1 <= arr.shape[2] <= MAX_CHANNELS:
         raise ValueError(
@@ -163,6 +193,7 @@ def audio(
       name: the series name; the tag is ``name`` inside the current name scope.
       data: clips ``[k, t, c]`` or ``[k, t]`` (see the module docstring), or a
         zero-argument callable returning them, called only when recording.
+        One clip ``[t, c]`` must be passed as ``data[None]``.
       sample_rate: samples per second, a positive whole number.
       step: an int64 step; defaults to the thread's default step.
       max_outputs: keep at most this many clips (the first ones); >= 0.

@@ -4,10 +4,12 @@ Shown by TensorBoard's Histograms and Distributions dashboards.
 
 Data contract:
   * ``data`` is an array of real numbers of any shape (bool, int, uint,
-    float16/32/64, ml_dtypes' bfloat16): a numpy array, a (nested) Python
+    float16/32/64, and ml_dtypes' float types such as bfloat16 and float8,
+    taken as their exact float32 values): a numpy array, a (nested) Python
     sequence or number, or a framework tensor (through ``__array__``; the
-    framework is never imported), or a zero-argument callable returning one.
-    Strings, complex numbers and objects raise ``TypeError``.
+    framework is never imported; torch bfloat16/float8 tensors through
+    ``.float()``), or a zero-argument callable returning one. Strings,
+    complex numbers and objects raise ``TypeError``.
   * ``buckets`` is an int >= 1 (default 30).
   * Bucketing is TensorFlow 2's (format.md §5.3), exactly: ``buckets``
     equal-width buckets from min to max computed in float64, the last
@@ -40,7 +42,7 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import as_array, evaluate
+from summarylib.encoding.arrays import as_array, evaluate, is_extended_float, widen_extended_float
 from summarylib.encoding.bucketing import histogram_buckets
 from summarylib.encoding.tensor import DT_DOUBLE, shape_bytes
 from summarylib.encoding.wire import field_bytes, varint
@@ -113,11 +115,16 @@ def prepare(data: Any, where: str) -> tuple[np.ndarray, bool]:
     data = evaluate(data)
     arr = as_array(data, where, "data")
     private = isinstance(data, (list, tuple, int, float))
-    kind = arr.dtype.kind
-    if kind not in "biuf":
-        if arr.dtype.name == "bfloat16":  # ml_dtypes: no min/max loops of its own
-            return arr.astype(np.float32).reshape(-1), True
-        raise TypeError(f"{where}: 'data' must hold real numbers, got dtype {arr.dtype}")
+    if arr.dtype.kind not in "biuf" or is_extended_float(arr.dtype):
+        # ml_dtypes' floats (bfloat16, float8_*): bucketed as their exact
+        # float32 values (numpy has no min/max loops for most of them).
+        widened = widen_extended_float(arr)
+        if widened is arr:
+            raise TypeError(
+                f"{where}: 'data' must hold real numbers, got dtype {arr.dtype} "
+                f"(shape {arr.shape})"
+            )
+        return widened.reshape(-1), True
     flat = arr.reshape(-1)
     if not private and not np.may_share_memory(flat, arr):
         private = True  # reshape had to copy

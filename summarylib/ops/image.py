@@ -11,9 +11,14 @@ Data contract:
     (grayscale + alpha), 3 (RGB), 4 (RGBA), and ``h, w >= 1``. ``k`` may be 0.
   * Pixel values: any real dtype, converted to uint8 as
     ``tf.image.convert_image_dtype(..., saturate=True)`` does: uint8 as is,
-    floats in [0, 1] as ``trunc(clip(x * 255.5, 0, 255))``, other integer
-    types rescaled from their full range, bool as 0/255, NaN as 0 (details in
-    :mod:`summarylib.encoding.pixels`).
+    floats in [0, 1] as ``trunc(clip(x * 255.5, 0, 255))`` (computed in the
+    input's float type, as TensorFlow does), other integer types rescaled
+    from their full range, bool as 0/255, NaN as 0 (details in
+    :mod:`summarylib.encoding.pixels`). bfloat16 and float8 (ml_dtypes, JAX,
+    torch) convert as their exact float32 values: 0.5 gives 127 from every
+    framework. (TensorFlow would multiply by 255.5 rounded to bfloat16, i.e.
+    256, giving 128; torch's bfloat16 reaches us only as float32, so
+    matching that for JAX alone would make one picture differ by framework.)
   * Only the first ``max_outputs`` images are converted and encoded.
   * Stored as TensorFlow 2 does (format.md §5.4): a rank-1 ``DT_STRING``
     tensor ``[str(w), str(h), png_0, png_1, ...]``, width first (taken from
@@ -30,7 +35,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import as_array
+from summarylib.encoding.arrays import as_array, is_extended_float, widen_extended_float
 from summarylib.encoding.pixels import DATAFORMATS, is_pixel_dtype, to_nhwc, to_uint8
 from summarylib.encoding.png import encode_png
 from summarylib.encoding.tensor import string_tensor_bytes
@@ -79,9 +84,11 @@ def prepare(
     """Validate ``data``; return the kept images as fresh uint8 ``[n, h, w, c]``, w, h."""
     fmt = _check_dataformats(dataformats, where)
     arr = as_array(data, where, "data")
-    if not is_pixel_dtype(arr.dtype):
+    extended = is_extended_float(arr.dtype)
+    if not extended and not is_pixel_dtype(arr.dtype):
         raise TypeError(
-            f"{where}: 'data' must hold real numbers (pixel values), got dtype {arr.dtype}"
+            f"{where}: 'data' must hold real numbers (pixel values), got dtype {arr.dtype} "
+            f"(shape {arr.shape})"
         )
     axes, layout = DATAFORMATS[fmt]
     c_axis = axes[3]  # where the channels are in the input, None for "HW"
@@ -98,7 +105,13 @@ def prepare(
         raise ValueError(
             f"{where}: 'data' must have images of at least 1x1 pixels, got shape {arr.shape}"
         )
-    return to_uint8(batch[:max_outputs]), w, h
+    kept = batch[:max_outputs]
+    if extended:
+        # ml_dtypes' floats (bfloat16 from JAX, float8) convert as their exact
+        # float32 values, like torch's bfloat16 (which reaches us as float32),
+        # so one picture gives the same pixels from any framework.
+        kept = widen_extended_float(kept)
+    return to_uint8(kept), w, h
 
 
 def _tensor_values(pixels: np.ndarray, w: int, h: int) -> list[bytes]:

@@ -41,7 +41,7 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import as_array
+from summarylib.encoding.arrays import as_array, widen_extended_float
 from summarylib.encoding.tensor import DT_FLOAT, shape_bytes
 from summarylib.encoding.wire import field_bytes, varint
 from summarylib.ops._emit import emit_value
@@ -150,7 +150,9 @@ def check_num_thresholds(num_thresholds: Any, where: str) -> int:
 
 
 def _real_array(data: Any, where: str, arg: str) -> np.ndarray:
-    arr = as_array(data, where, arg)
+    # ml_dtypes' floats (bfloat16 from JAX, float8) as their exact float32
+    # values: in float8_e5m2 arithmetic p * (T - 1) would round to 2 mantissa bits.
+    arr = widen_extended_float(as_array(data, where, arg))
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{where}: {arg!r} must hold real numbers, got dtype {arr.dtype}")
     return arr
