@@ -314,14 +314,17 @@ from summarylib.writer.signals import flush_on_signals
 a = sl.create_file_writer(sys.argv[1] + "/a", max_queue=10**6, flush_millis=10**9)
 b = sl.create_file_writer(sys.argv[1] + "/b", max_queue=10**6, flush_millis=10**9)
 """
-_READY = """
+_LOG = """
 for i in range(300):
     a.set_as_default()
     sl.scalar("loss", float(i), step=i)
     b.set_as_default()
     sl.scalar("acc", float(i), step=i)
-print("ready", flush=True)
 """
+# "ready" tells the test to send the signal: every child prints it only once
+# it is where the signal must find it (handlers installed, inside any try:
+# that has to catch what the signal raises).
+_READY = _LOG + 'print("ready", flush=True)\n'
 _WAIT = """
 for _ in range(600):
     time.sleep(0.05)
@@ -397,9 +400,10 @@ def test_sigint_flushes_then_raises_keyboard_interrupt(tmp_path: Path) -> None:
     body = (
         _LOG_300
         + "flush_on_signals()\n"
-        + _READY
+        + _LOG
         + """
 try:
+    print("ready", flush=True)  # inside the try: the KeyboardInterrupt cannot miss it
     for _ in range(600):
         time.sleep(0.05)
 except KeyboardInterrupt:
@@ -453,7 +457,7 @@ def previous(signum, frame):
 signal.signal(signal.SIGTERM, previous)
 flush_on_signals(timeout=20)
 """
-        + _READY.replace('print("ready", flush=True)', "")
+        + _LOG
         + """
 with a._resource._lock, b._resource._lock:  # as if interrupted inside a writer call
     print("ready", flush=True)
