@@ -46,9 +46,15 @@ class Output(abc.ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources. Called once; no calls follow."""
 
-    def discard(self) -> None:
-        """Drop the output without flushing anything (used in a forked child)."""
-        self.close()
+    def discard(self) -> None:  # noqa: B027 - optional hook
+        """Let go of the parent's output in a forked child. The default does nothing.
+
+        It runs inside ``os.fork()``, in a child where only the forking thread
+        exists: a lock that the writer thread (or any other) held at that
+        moment stays locked forever, so calling ``close()`` here could hang
+        the child. Override it only with code that takes no lock and writes
+        nothing (the parent still owns the data), e.g. closing a descriptor.
+        """
 
 
 class FileOutput(Output):
@@ -95,6 +101,8 @@ class FileOutput(Output):
             os.close(fd)
 
     def discard(self) -> None:
+        # Only the child's copy of the descriptor is closed: that takes no
+        # lock and, with no user-space buffer, writes nothing of the parent's.
         self.close()
 
 
