@@ -596,6 +596,8 @@ def _remaining(deadline: float | None, default: float | None) -> float | None:
 
 
 def _write_failed(path: str, cause: BaseException) -> WriteFailedError:
+    if isinstance(cause, WriteFailedError):
+        return cause  # the output named itself already (FileOutput does)
     err = WriteFailedError(path, cause)
     err.__cause__ = cause
     return err
