@@ -285,6 +285,29 @@ def test_a_close_that_timed_out_is_finished_at_exit(tmp_path: Path) -> None:
     assert pos == len(data) and records == 21  # file version + 20 events
 
 
+def test_interpreter_exit_gives_up_on_an_fsync_that_hangs() -> None:
+    # The exit hook closes every writer with a deadline: a stuck fsync makes
+    # it warn and give up, never hang the end of the program.
+    proc = _run_python(
+        """
+        import threading
+        import summarylib as sl
+        from summarylib.writer import file_writer
+        file_writer.EXIT_TIMEOUT_SECS = 0.5  # the hook's deadline, shortened for the test
+
+        class Hung(sl.MemoryOutput):
+            def sync(self):
+                threading.Event().wait(600)  # an fsync that never returns
+
+        w = sl.create_writer(Hung("hung-output"), max_queue=10**6, flush_millis=10**9)
+        w.set_as_default(step=0)
+        sl.scalar("x", 1.0)
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "closing hung-output failed" in proc.stderr and "took longer than 0.5 s" in proc.stderr
+
+
 def test_os_exit_keeps_what_flush_acknowledged(tmp_path: Path) -> None:
     # os._exit skips every exit hook: only flushed events survive, and they do.
     proc = _run_python(

@@ -7,7 +7,9 @@ Flush policy (as ``tf.summary``'s file writer):
 
 * when more than ``max_queue`` events are pending;
 * at most ``flush_secs`` after the last flush, even if nobody writes again;
-* on ``flush()`` and ``close()`` (both wait until the data is written);
+* on ``flush()`` and ``close()`` (both wait until the data is written, up to
+  their ``timeout``: all I/O, including close's final fsync, happens on the
+  background thread, and the lock is never held during I/O);
 * at interpreter exit and when the owning writer is garbage collected (the
   owner arranges that through :func:`weakref.finalize`).
 
@@ -174,8 +176,11 @@ class BufferedEventWriter:
         # counted by _taken; _loss_count counts ranges ever recorded.
         self._losses: deque[tuple[int, int, BaseException]] = deque(maxlen=_LOSS_HISTORY)
         self._loss_count = 0
-        self._close_lock = threading.Lock()  # one close() at a time does the work
         self._close_from: tuple[int, int] | None = None  # (_written, _loss_count) then
+        # The writer thread has written everything and flushed, synced and
+        # closed the output (close() then reports; _closed follows).
+        self._finished = False
+        self._close_error: BaseException | None = None  # that final flush/sync/close failed
         self._thread: threading.Thread | None = None
         self._last_flush = time.monotonic()
 
@@ -282,8 +287,9 @@ class BufferedEventWriter:
           sync: also ``fsync`` the output once the events are written.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._lock:
-            if self._closed:
+        self._acquire(deadline, "flushing", timeout)
+        try:
+            if self._closed or self._finished:
                 return
             written, losses = self._written, self._loss_count
             target = self._taken + len(self._pending)
@@ -296,6 +302,8 @@ class BufferedEventWriter:
                 # Wait for the batch holding `target`; with sync, for one more
                 # round so the fsync happens after it.
                 while self._written < target or (sync and self._sync_requested):
+                    if self._finished:
+                        break  # a close() wrote, synced and closed everything
                     self._check_thread()
                     if self._error is not None:
                         break
@@ -309,6 +317,15 @@ class BufferedEventWriter:
                 self._surface_error()
             elif own is not None:
                 self._raise_or_warn(_again(own))
+        finally:
+            self._lock.release()
+
+    def _acquire(self, deadline: float | None, doing: str, timeout: float | None) -> None:
+        # The lock is only ever held briefly (no I/O under it), but a caller
+        # with a deadline never waits for it beyond that deadline either.
+        wait = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
+        if not self._lock.acquire(timeout=wait):
+            raise TimeoutError(f"{doing} {self.name} took longer than {timeout} s")
 
     def _park(self, err: BaseException, first: int, end: int) -> None:
         # Lock held: remember a failure that lost events [first, end); the
@@ -353,9 +370,11 @@ class BufferedEventWriter:
     def close(self, timeout: float | None = None) -> None:
         """Write every pending event, ``fsync`` and close the output.
 
-        Returns once that is done; a concurrent or later call waits for the
-        same and then does nothing. After a ``TimeoutError`` no new events
-        are accepted, and calling ``close()`` again finishes the job.
+        Returns once that is done; a concurrent call waits for the same, a
+        later one does nothing. The writer thread does the I/O, never the
+        caller, so ``timeout`` holds even while the storage hangs (and so
+        does a ``flush(timeout)`` meanwhile). After a ``TimeoutError`` no new
+        events are accepted, and calling ``close()`` again finishes the job.
 
         Raises:
           WriteFailedError: an event accepted before ``close()`` could not be
@@ -371,58 +390,44 @@ class BufferedEventWriter:
             ).start()
             return
         deadline = None if timeout is None else time.monotonic() + timeout
-        wait = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
-        if not self._close_lock.acquire(timeout=wait):
-            raise TimeoutError(f"closing {self.name} took longer than {timeout} s")
+        self._acquire(deadline, "closing", timeout)
         try:
-            self._close(deadline, timeout)
-        finally:
-            self._close_lock.release()
-
-    def _close(self, deadline: float | None, timeout: float | None) -> None:
-        with self._lock:
             if self._closed:
                 return
             if self._close_from is None:
                 self._close_from = (self._written, self._loss_count)
                 self._closing = True
                 self._trigger = -1  # no new events from here on
-            target = self._taken + len(self._pending)
-            t = self._thread
-            if t is not None:
-                self._wake_requested = True
-                self._work.notify()
-        if t is not None:
-            t.join(_remaining(deadline, None))
-            if t.is_alive():
-                raise TimeoutError(f"closing {self.name} took longer than {timeout} s")
-        with self._lock:
-            leftover, self._pending = self._pending, []
-            first = self._taken
-            self._taken += len(leftover)
-        if leftover:
-            # The thread never ran or died: write what is left from here.
-            self._write_batch(leftover, first)
-            with self._lock:
-                self._written += len(leftover)
-        with self._lock:
-            output, self._output = self._output, None
-            try:
-                if output is not None:
-                    try:
-                        output.flush()
-                        output.sync()
-                    finally:
-                        output.close()
-            except Exception as e:
-                self._park(_write_failed(self.name, e), 0, 0)
-            self._closed = True
-            _live.discard(self)
+            self._wake_requested = True
+            self._work.notify()
+            # The writer thread writes what is pending, then flushes, syncs
+            # and closes the output (_finish), all outside the lock: so this
+            # wait, and every flush() meanwhile, keeps its own deadline even
+            # when the storage hangs.
+            while not self._finished:
+                t = self._thread
+                if t is None or not t.is_alive():
+                    self._start_finisher()  # nothing was ever logged, or the thread died
+                remaining = _remaining(deadline, None)
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError(f"closing {self.name} took longer than {timeout} s")
+                self._progress.wait(_POLL_SECS if remaining is None else min(remaining, _POLL_SECS))
             written, losses = self._close_from
-            own = self._loss_since(written, losses, target)
-            err, self._error = self._error, None
+            own = self._loss_since(written, losses, self._taken + len(self._pending))
+            if self._closed:
+                err = None  # a concurrent close() reported the parked error
+            else:
+                self._closed = True
+                err, self._error = self._error, None
+            close_error = self._close_error
+        finally:
+            self._lock.release()
+        # Every close() that waited for the events reports their loss, and
+        # a failed final flush/fsync/close.
         if err is None and own is not None:
             err = _again(own)
+        if err is None and close_error is not None:
+            err = _again(close_error)
         if err is not None:
             self._raise_or_warn(err)
 
@@ -451,6 +456,7 @@ class BufferedEventWriter:
                 batch, first, sync, stop = self._next_batch()
             if batch:
                 self._write_batch(batch, first)
+            sync = sync and not stop  # _finish syncs once, last
             if sync and self._error is None and self._output is not None:
                 try:
                     self._output.sync()
@@ -465,8 +471,48 @@ class BufferedEventWriter:
                 if self._error is not None:
                     self._trigger = -1
                 self._progress.notify_all()
-                if stop:
-                    return
+            if stop:
+                self._finish()
+                return
+
+    def _start_finisher(self) -> None:
+        # Lock held, closing: no writer thread to finish the job (never
+        # started, or died), so a thread of its own does, never the caller.
+        t = threading.Thread(target=self._finish, name=f"summarylib-close:{self.name}", daemon=True)
+        self._thread = t
+        t.start()
+
+    def _finish(self) -> None:
+        # The end of close(), on the writer thread: write whatever is still
+        # pending (only if the thread died), then flush, fsync and close the
+        # output. close() and flush() wait for _finished with their deadline.
+        error: BaseException | None = None
+        try:
+            with self._lock:
+                leftover, self._pending = self._pending, []
+                first = self._taken
+                self._taken += len(leftover)
+            if leftover:
+                self._write_batch(leftover, first)
+                with self._lock:
+                    self._written += len(leftover)
+            output = self._output
+            if output is not None:
+                try:
+                    output.flush()
+                    output.sync()
+                finally:
+                    output.close()
+        except Exception as e:
+            error = _write_failed(self.name, e)
+        finally:
+            with self._lock:
+                self._output = None
+                self._close_error = error
+                self._finished = True
+                self._sync_requested = False
+                self._progress.notify_all()
+            _live.discard(self)
 
     def _next_batch(self) -> tuple[list[bytes | Deferred], int, bool, bool]:
         # Lock held. Wait until there is a reason to write, then take the batch.
