@@ -308,3 +308,44 @@ def test_fork_never_calls_close_of_a_custom_output_in_the_child(tmp_path: Path) 
         tmp_path,
     )
     assert out.split() == ["True", "True"]
+
+
+def test_a_writer_whose_close_timed_out_is_closed_in_the_child(tmp_path: Path) -> None:
+    # The parent's close() timed out (its fsync hangs): the parent accepts
+    # no new events, and neither may a child forked then (nor open a file).
+    out = run(
+        """
+        from summarylib.writer import output
+        gate = threading.Event()
+        real_sync = output.FileOutput.sync
+        def hanging_sync(self):
+            assert gate.wait(60)
+            real_sync(self)
+        output.FileOutput.sync = hanging_sync
+
+        w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+        w.set_as_default()
+        sl.scalar("parent", 1.0, step=0)
+        try:
+            w.close(timeout=0.2)
+        except TimeoutError:
+            print("timed out")
+        pid = os.fork()
+        if pid == 0:
+            assert w.closed
+            try:
+                sl.scalar("child", 2.0, step=0)
+            except sl.WriterClosedError:
+                w.flush()
+                w.close()  # nothing to do
+                os._exit(0)
+            os._exit(3)
+        wait_child(pid)
+        gate.set()
+        w.close()
+        """,
+        tmp_path,
+    )
+    assert out == "timed out\n"
+    (path,) = files_by_pid(tmp_path).values()
+    assert series(path) == [("parent", 0)]

@@ -27,7 +27,9 @@ never hangs the caller.
 After ``fork()`` the child drops the parent's pending events (the parent
 writes them) and opens its own file on first use. A writer whose output
 cannot be reopened (a custom :class:`Output`) refuses to write in the child:
-sharing the parent's output would interleave records.
+sharing the parent's output would interleave records. A writer whose
+``close()`` had begun in the parent (even one that timed out) is closed in
+the child.
 
 The lock is re-entrant so that a signal handler (see
 :mod:`summarylib.writer.signals`), which runs on the main thread between
@@ -604,6 +606,7 @@ class BufferedEventWriter:
         # stay with the parent (it writes them); its descriptor is dropped.
         if self._closed:
             return
+        closing = self._closing
         out, self._output = self._output, None
         if out is not None:
             with contextlib.suppress(Exception):  # the parent's file is not ours to fix
@@ -611,6 +614,13 @@ class BufferedEventWriter:
         self.scalar_prefixes = {}
         self.tags_with_metadata = set()
         self._init_state()
+        if closing:
+            # The parent's close() had begun (it timed out, or runs on another
+            # thread): the parent finishes it; here the writer is closed.
+            self._closed = True
+            self._trigger = -1
+            _live.discard(self)
+            return
         if not self._reopenable:
             self._orphaned = True
             self._trigger = -1  # every append raises
