@@ -467,22 +467,65 @@ os._exit(99)
     assert "flushed and alive" in proc.stdout
 
 
-def test_handler_interrupting_a_writer_call_does_not_deadlock(tmp_path: Path) -> None:
-    # A signal handler runs on the main thread between bytecodes, possibly
-    # while that thread holds a writer's lock (inside append or flush). The
-    # handler's flush must not wait for a lock its own thread holds.
+def test_sigterm_inside_a_writer_call_flushes_after_it_then_dies_as_before(
+    tmp_path: Path,
+) -> None:
+    # SIGTERM lands inside append() (raised from the len() it takes of the
+    # payload, under the writer's lock). The handler defers: the call
+    # completes, every event (that one included) is flushed, and the process
+    # then dies of SIGTERM as it would have without us.
+    body = (
+        _LOG_300
+        + "flush_on_signals()\n"
+        + _LOG
+        + """
+from summarylib.writer.buffered import Deferred
+class Interrupting(Deferred):
+    armed = True
+    def __len__(self):
+        if Interrupting.armed:
+            Interrupting.armed = False
+            assert a._resource._lock._is_owned()
+            signal.raise_signal(signal.SIGTERM)
+        return self.size
+a._resource.append(Interrupting(lambda: b"\\x10\\x07", 2, "an event with step 7"))
+for _ in range(600):  # the signal takes effect in here (or at any bytecode before)
+    time.sleep(0.05)
+os._exit(99)
+"""
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(body), str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=IO_TIMEOUT,
+    )
+    assert proc.returncode == -signal.SIGTERM, proc.stderr
+    assert _all_300(tmp_path)
+    (path,) = (tmp_path / "a").glob("*tfevents*")
+    # The interrupted call completed before the flush: its event is there.
+    assert [e.step for e in iter_events(path)][-1] == 7
+
+
+def test_a_handler_that_cannot_get_a_writer_lock_still_acts_within_its_timeout(
+    tmp_path: Path,
+) -> None:
+    # The main thread holds writer a's lock and never lets go (as if stuck
+    # inside a call). The handler cannot flush a: it gives up after its
+    # timeout, says so, flushes b, and still does what the signal did before.
     body = (
         _LOG_300
         + """
 def previous(signum, frame):
     print("previous handler ran", flush=True)
-    os._exit(5)
+    os._exit(5)  # skips exit hooks: b's data can only come from our flush
 signal.signal(signal.SIGTERM, previous)
-flush_on_signals(timeout=20)
+flush_on_signals(timeout=1)
 """
         + _LOG
         + """
-with a._resource._lock, b._resource._lock:  # as if interrupted inside a writer call
+with a._resource._lock:
     print("ready", flush=True)
     for _ in range(600):
         time.sleep(0.05)
@@ -491,7 +534,97 @@ os._exit(99)
     )
     proc = _signalled_child(tmp_path, body, signal.SIGTERM)
     assert proc.returncode == 5, proc.stderr
+    assert "previous handler ran" in proc.stdout
+    assert "could not flush" in proc.stderr and "took longer than" in proc.stderr
+    assert _steps(tmp_path / "b") == {"acc": list(range(300))}
+
+
+def test_a_handler_python_cannot_call_falls_back_to_the_default_action(tmp_path: Path) -> None:
+    # signal.getsignal() returns None for a handler installed outside Python
+    # (by C code before the interpreter started). Python can neither call it
+    # nor put it back, so after the flush the default action happens.
+    body = (
+        _LOG_300
+        + """
+real_getsignal = signal.getsignal
+signal.getsignal = lambda s: None if s == signal.SIGUSR1 else real_getsignal(s)
+flush_on_signals([signal.SIGUSR1])
+"""
+        + _READY
+        + _WAIT
+    )
+    proc = _signalled_child(tmp_path, body, signal.SIGUSR1)
+    assert proc.returncode == -signal.SIGUSR1, proc.stderr  # SIGUSR1's default: terminate
     assert _all_300(tmp_path)
+
+
+def test_a_signal_inside_a_writer_call_flushes_after_the_call() -> None:
+    # A handler runs on the main thread between two bytecodes, here inside
+    # append() while it holds the writer's lock (raised from the len() that
+    # append() takes of the payload). A flush waiting there would release that
+    # lock under the interrupted call and let the writer thread take the
+    # pending list from under it. Instead the flush and the chain to the
+    # previous handler happen once the call has returned.
+    from summarylib.writer.buffered import Deferred
+    from summarylib.writer.signals import flush_on_signals
+
+    inside = [False]
+    writes_while_inside: list[bool] = []
+
+    class Recording(sl.MemoryOutput):
+        def write(self, data: bytes) -> None:
+            writes_while_inside.append(inside[0])
+            super().write(data)
+
+    out = Recording()
+    w = sl.create_writer(out, max_queue=10**6, flush_millis=10**9)
+    res = w._resource
+    assert res is not None
+
+    class Interrupting(Deferred):
+        armed = True
+
+        def __len__(self) -> int:
+            if Interrupting.armed:
+                Interrupting.armed = False
+                assert res._lock._is_owned()  # type: ignore[attr-defined]  # inside append
+                inside[0] = True
+                signal.raise_signal(signal.SIGUSR1)  # the Python handler runs in here
+                inside[0] = False
+            return self.size
+
+    chained: list[int] = []
+    old = signal.signal(signal.SIGUSR1, lambda signum, frame: chained.append(len(out.getvalue())))
+    restore = flush_on_signals([signal.SIGUSR1], timeout=IO_TIMEOUT)
+    try:
+        w.set_as_default(step=0)
+        for i in range(5):
+            sl.scalar("x", float(i))
+        res.append(Interrupting(lambda: b"\x10\x07", 2, "an event with step 7"))
+        assert not inside[0]
+        deadline = time.monotonic() + IO_TIMEOUT
+        while not chained and time.monotonic() < deadline:
+            time.sleep(0.01)  # the handler runs again on the main thread, in here
+    finally:
+        restore()
+        signal.signal(signal.SIGUSR1, old)
+    assert writes_while_inside and not any(writes_while_inside), writes_while_inside
+    # The previous handler ran once, after the flush had written all 7 events.
+    assert chained == [len(out.getvalue())]
+    w.close()
+    assert [e.step for e in _memory_events(out.getvalue())] == [0] * 6 + [7]
+
+
+def _memory_events(data: bytes) -> list:
+    from summarylib.proto import event_pb2
+
+    events, pos = [], 0
+    while pos < len(data):
+        (n,) = struct.unpack_from("<Q", data, pos)
+        events.append(event_pb2.Event.FromString(data[pos + 12 : pos + 12 + n]))
+        pos += n + 16
+    assert pos == len(data)
+    return events
 
 
 def test_flush_on_signals_restore_and_validation() -> None:

@@ -31,9 +31,11 @@ sharing the parent's output would interleave records. A writer whose
 ``close()`` had begun in the parent (even one that timed out) is closed in
 the child.
 
-The lock is re-entrant so that a signal handler (see
-:mod:`summarylib.writer.signals`), which runs on the main thread between
-bytecodes, can flush even when it interrupted that thread inside a writer call.
+The lock is re-entrant: code that runs on a thread while it holds the lock
+(a signal handler between two bytecodes, a warnings hook) may call the writer
+again. A signal handler never *waits* while its thread holds the lock,
+though: waiting on a condition releases the lock under the interrupted call
+(see :mod:`summarylib.writer.signals`, which uses :meth:`held_by_this_thread`).
 
 Hot-path design: ``append`` takes one uncontended lock, appends to a list and
 compares its length with ``_trigger``. Everything else (waking the thread,
@@ -159,7 +161,8 @@ class BufferedEventWriter:
         _live.add(self)
 
     def _init_state(self) -> None:
-        # Re-entrant: a signal handler may flush on a thread that holds it.
+        # Re-entrant: a signal handler or warnings hook may call the writer
+        # on a thread that holds it (see the module docstring).
         self._lock = threading.RLock()
         self._work = threading.Condition(self._lock)  # the thread waits here
         self._progress = threading.Condition(self._lock)  # callers wait here
@@ -358,6 +361,29 @@ class BufferedEventWriter:
             warnings.warn(str(err), RuntimeWarning, stacklevel=3)
             return
         raise err
+
+    def start_flush(self, *, sync: bool = False) -> None:
+        """Ask the writer thread to write what is pending now; never waits.
+
+        Does nothing if another thread holds the lock at this moment (its
+        ``flush()`` or the next one wakes the writer thread anyway).
+        """
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            if self._thread is not None and not self._closing:
+                self._sync_requested = self._sync_requested or sync
+                self._wake()
+        finally:
+            self._lock.release()
+
+    def held_by_this_thread(self) -> bool:
+        """True while the calling thread is inside a call of this writer.
+
+        A signal handler checks it: it must not wait for the writer thread
+        then (see :mod:`summarylib.writer.signals`).
+        """
+        return bool(self._lock._is_owned())  # type: ignore[attr-defined]
 
     def flush_quietly(self, timeout: float, *, sync: bool = False) -> None:
         """Flush for a signal handler or exit hook: skip a writer being closed.
