@@ -162,6 +162,67 @@ def test_full_buffer_makes_the_caller_wait_and_drops_nothing() -> None:
     assert len(events) == 2001
 
 
+@pytest.mark.parametrize("producers", [1, 4])
+def test_the_bound_counts_every_unwritten_event(
+    monkeypatch: pytest.MonkeyPatch, producers: int
+) -> None:
+    # The output is stalled with a batch in flight. Bytes accepted but not
+    # written (queued plus that batch) may pass max_buffer_bytes by at most
+    # one event per producer, the one each is waiting with.
+    import numpy as np
+
+    bound = 32 * 1024
+    out = GateOutput()
+    w = sl.create_writer(out, max_buffer_bytes=bound)
+    res = w._resource
+    assert res is not None
+    lock = threading.Lock()
+    accepted = [0, 0]  # bytes of all events appended, the largest one
+
+    real_append = res.append
+
+    def counting_append(payload: bytes) -> None:
+        with lock:
+            accepted[0] += len(payload)
+            accepted[1] = max(accepted[1], len(payload))
+        real_append(payload)
+
+    res.append = counting_append  # type: ignore[method-assign]  # what ops call
+    waiting = [0]
+    real_wait = BufferedEventWriter._wait_for_room
+
+    def noting_wait(self: BufferedEventWriter) -> None:
+        waiting[0] += 1  # lock held
+        real_wait(self)
+
+    monkeypatch.setattr(BufferedEventWriter, "_wait_for_room", noting_wait)
+    blob = np.zeros(900, dtype=np.float32)  # ~3.6 KB events: just under the size counted at once
+
+    def produce() -> None:
+        with w.as_default(step=0):
+            for i in range(20_000):
+                if i % 3:
+                    sl.scalar("x", float(i), step=i)
+                else:
+                    sl.write("blob", blob, step=i)
+
+    threads = [threading.Thread(target=produce) for _ in range(producers)]
+    try:
+        for t in threads:
+            t.start()
+        assert wait_until(lambda: waiting[0] >= producers, timeout=30)  # all held back
+        with lock:
+            unwritten = accepted[0]  # the output has written nothing since the first event
+        assert unwritten <= bound + producers * accepted[1], (unwritten, bound)
+    finally:
+        out.gate.set()
+        for t in threads:
+            t.join(30)
+    assert not any(t.is_alive() for t in threads)
+    w.close()
+    assert len(_events(out.getvalue())) == 1 + producers * 20_000  # nothing was dropped
+
+
 def _events(data: bytes) -> list[bytes]:
     import struct
 

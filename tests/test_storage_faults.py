@@ -323,7 +323,8 @@ def test_a_caller_waiting_for_buffer_room_is_released_by_a_failure(
     t.start()
     res = w._resource
     assert res is not None
-    assert wait_until(lambda: res._pending_bytes > 4096, TIMEOUT)
+    # The producer waits: queued plus in-flight bytes passed the bound.
+    assert wait_until(lambda: res._pending_bytes + res._inflight_bytes > 4096, TIMEOUT)
     gate.set()
     t.join(TIMEOUT)
     assert not t.is_alive(), "the producer hung"

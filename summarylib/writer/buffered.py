@@ -13,8 +13,9 @@ Flush policy (as ``tf.summary``'s file writer):
 * at interpreter exit and when the owning writer is garbage collected (the
   owner arranges that through :func:`weakref.finalize`).
 
-The buffer is bounded in **bytes** (``max_buffer_bytes``). When it is full the
-caller waits for the background thread: nothing is ever dropped to make room.
+The buffer is bounded in **bytes** (``max_buffer_bytes``): events queued plus
+the batch being written. A caller whose event takes the total above the bound
+waits for the background thread: nothing is ever dropped to make room.
 
 Errors raised by the output in the background are parked and raised on the
 caller's thread by the next ``append``, ``flush`` or ``close`` as
@@ -65,9 +66,13 @@ __all__ = ["BufferedEventWriter", "Deferred", "OnError", "live_writers"]
 
 OnError = Literal["raise", "warn"]
 
-# Payloads above this size are accounted at once; smaller ones are summed in
-# batches every _CHECK_EVERY appends, which keeps the scalar path lean.
+# Payloads above a size limit (_LARGE_PAYLOAD while there is plenty of room,
+# down to _MIN_LARGE_PAYLOAD when the buffer is nearly full) are accounted at
+# once; smaller ones are summed in batches, at most every _CHECK_EVERY appends,
+# which keeps the scalar path lean. Limit times appends between counts never
+# exceeds the room left, so the bound holds exactly (see _set_trigger).
 _LARGE_PAYLOAD = 4096
+_MIN_LARGE_PAYLOAD = 256
 _CHECK_EVERY = 256
 # Blocks handed to the output stay under glibc's mmap threshold (128 KiB):
 # bigger short-lived buffers are mmapped and unmapped on every write.
@@ -118,7 +123,10 @@ class BufferedEventWriter:
         forked child on first use.
       max_queue: flush when more than this many events are pending (>= 0).
       flush_secs: flush pending events at most this long after the last flush.
-      max_buffer_bytes: bound on pending payload bytes; callers wait above it.
+      max_buffer_bytes: bound on the payload bytes accepted but not written
+        (queued plus the batch in flight); a caller whose event takes the
+        total above it waits, so it is exceeded by at most one event per
+        waiting caller.
       on_error: "raise" to raise background errors on the caller's next call,
         "warn" to warn and keep going.
       fsync: also ``fsync`` after every background flush (``close()`` always
@@ -169,7 +177,8 @@ class BufferedEventWriter:
         self._pending: list[bytes | Deferred] = []
         self._pending_bytes = 0
         self._counted = 0  # entries of _pending already summed into _pending_bytes
-        self._base_trigger = min(self._max_queue, _CHECK_EVERY)
+        self._inflight_bytes = 0  # the batch the thread is writing (still in memory)
+        self._large = _LARGE_PAYLOAD  # payloads above this take the slow path
         self._trigger = 0  # the first append starts the thread
         self._taken = 0  # events handed to the thread, ever
         self._written = 0  # events the thread finished with, ever
@@ -206,7 +215,7 @@ class BufferedEventWriter:
                 self._before_append()
             pending = self._pending
             pending.append(payload)
-            if len(pending) > self._trigger or len(payload) > _LARGE_PAYLOAD:
+            if len(pending) > self._trigger or len(payload) > self._large:
                 self._after_append()
         finally:
             lock.release()
@@ -225,36 +234,54 @@ class BufferedEventWriter:
 
     def _after_append(self) -> None:
         # Slow path, lock held: account bytes, start or wake the thread, bound.
+        if self._thread is None:
+            self._start_thread()
+        if len(self._pending) > self._max_queue:
+            self._wake()
+        self._account()
+        if self._pending_bytes + self._inflight_bytes > self._max_buffer_bytes:
+            self._wait_for_room()
+        self._set_trigger()
+
+    def _account(self) -> None:
+        # Lock held: add the entries appended since the last count.
         pending = self._pending
         n = len(pending)
         if self._counted < n:
             self._pending_bytes += sum(map(len, pending[self._counted :]))
             self._counted = n
-        if self._thread is None:
-            self._start_thread()
-        if n > self._max_queue:
-            self._wake()
-        if self._pending_bytes > self._max_buffer_bytes:
-            self._wait_for_room()
-        n = len(self._pending)
+
+    def _set_trigger(self) -> None:
+        # Lock held, every entry counted: how many appends may skip the slow
+        # path, and up to what size. Skipped entries are at most _large bytes
+        # each, and step * _large <= room: the total stays within
+        # max_buffer_bytes until the next count. A nearly full buffer lowers
+        # the size limit rather than counting after every scalar.
         if self._error is not None or self._closing:
             self._trigger = -1  # the next append raises (or warns) first
-        elif n <= self._max_queue:
-            self._trigger = min(self._max_queue, n + _CHECK_EVERY)
-        else:
-            self._trigger = n + _CHECK_EVERY
+            return
+        n = len(self._pending)
+        room = max(0, self._max_buffer_bytes - self._pending_bytes - self._inflight_bytes)
+        large = min(_LARGE_PAYLOAD, max(_MIN_LARGE_PAYLOAD, room // _CHECK_EVERY))
+        step = min(_CHECK_EVERY, room // large)
+        self._large = large
+        self._trigger = min(self._max_queue, n + step) if n <= self._max_queue else n + step
 
     def _wait_for_room(self) -> None:
         # The caller waits (nothing is dropped) until the thread has written
         # enough; an error or a dead thread ends the wait with an exception.
-        self._wake()
-        while self._pending_bytes > self._max_buffer_bytes:
+        # Other callers append meanwhile (the wait releases the lock): their
+        # entries are counted here too.
+        while self._pending_bytes + self._inflight_bytes > self._max_buffer_bytes:
+            if self._inflight_bytes == 0:
+                self._wake()  # the thread is idle: let it take what is pending
             self._check_thread()
             if self._error is not None:
                 # A write failed: stop waiting; the next call reports it
                 # before it appends anything.
                 return
             self._progress.wait(_POLL_SECS)
+            self._account()
 
     def _wake(self) -> None:
         if not self._wake_requested:
@@ -493,6 +520,7 @@ class BufferedEventWriter:
                         self._park(_write_failed(self.name, e), 0, 0)
             with lock:
                 self._written += len(batch)
+                self._inflight_bytes = 0
                 if sync:
                     self._sync_requested = False
                 self._last_flush = time.monotonic()
@@ -557,14 +585,15 @@ class BufferedEventWriter:
                 wait = self._flush_secs
             self._work.wait(min(wait, threading.TIMEOUT_MAX))
         batch = self._pending
+        # The batch stays in memory until written: it still counts.
+        self._inflight_bytes = self._pending_bytes + sum(map(len, batch[self._counted :]))
         self._pending = []
         self._pending_bytes = 0
         self._counted = 0
         first = self._taken
         self._taken += len(batch)
         self._wake_requested = False
-        if not self._closing and self._error is None:
-            self._trigger = self._base_trigger
+        self._set_trigger()
         sync = self._sync_requested or (self._fsync and bool(batch))
         return batch, first, sync, self._closing
 
