@@ -318,6 +318,45 @@ def test_on_error_warn_keeps_going() -> None:
     assert len(_events(out.getvalue())) == 2
 
 
+def test_a_failed_background_encoding_leaves_the_metadata_to_the_next_event(
+    logdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first image of a tag carries the plugin metadata, and TensorBoard
+    # lists a tag only from metadata. If encoding that image fails on the
+    # writer thread, the next image of the tag written must carry it instead.
+    import numpy as np
+    from tensorboard.backend.event_processing import plugin_event_accumulator
+
+    from summarylib.ops import image as image_module
+
+    real = image_module._tensor_values
+    calls = [0]
+
+    def fail_once(*args: object) -> object:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise RuntimeError("injected encoder failure")
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(image_module, "_tensor_values", fail_once)
+    w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+    w.set_as_default()
+    pic = np.zeros((1, 4, 4, 3), dtype=np.uint8)
+    assert sl.image("pic", pic, step=0)  # carries the metadata; its encoding fails
+    assert sl.image("pic", pic, step=1)  # queued before anyone knows
+    with pytest.raises(sl.SummaryError, match="encoding"):
+        w.flush()
+    assert sl.image("pic", pic, step=2)
+    w.close()
+    events = [e for e in tb_events(only_file(logdir)) if e.HasField("summary")]
+    assert [e.step for e in events] == [1, 2]
+    plugins = [e.summary.value[0].metadata.plugin_data.plugin_name for e in events]
+    assert plugins == ["images", ""]  # once, on the first image written
+    acc = plugin_event_accumulator.EventAccumulator(str(logdir))
+    acc.Reload()
+    assert "pic" in acc.PluginTagToContent("images")
+
+
 def test_dead_writer_thread_never_hangs_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(BufferedEventWriter, "_loop", lambda self: None)  # thread exits at once
     w = sl.create_writer(sl.MemoryOutput(), max_queue=10**6)
