@@ -34,9 +34,11 @@ from tests.helpers import tb_events
 REPO = Path(__file__).resolve().parent.parent
 ROUNDS = int(os.environ.get("SUMMARYLIB_CRASH_ROUNDS", "200"))
 SEED = int(os.environ.get("SUMMARYLIB_CRASH_SEED", "20261122"))
-# Kills land between 0 and this many seconds after the fork: before the
-# writer exists, while it opens its file, and throughout logging.
-MAX_KILL_DELAY = 0.04
+# Kills land between MIN_ and MAX_KILL_DELAY seconds after the fork, spread
+# log-uniformly: as many kills before the writer exists or while it opens its
+# file as late ones, when time-based flushes have run and the file is large.
+MIN_KILL_DELAY = 0.0001
+MAX_KILL_DELAY = 0.3
 IO_TIMEOUT = 60.0
 
 
@@ -158,7 +160,7 @@ def test_sigkill_at_random_moments_loses_nothing_acknowledged(
         kind, pid_text = reply.split()
         assert kind == "pid", (reply, fork_server.stderr())
         pid = int(pid_text)
-        time.sleep(rng.random() * MAX_KILL_DELAY)
+        time.sleep(MIN_KILL_DELAY * (MAX_KILL_DELAY / MIN_KILL_DELAY) ** rng.random())
         os.kill(pid, signal.SIGKILL)  # safe: the server has not reaped it
         reply = fork_server.ask(f"reap {pid}")
         _, _, status_text = reply.split()
@@ -173,10 +175,49 @@ def test_sigkill_at_random_moments_loses_nothing_acknowledged(
         files = list(logdir.glob("*tfevents*")) if logdir.exists() else []
         torn += any(_torn(p) for p in files)
     # The harness really exercised something: events were acknowledged (and
-    # usually a few kills cut a record in half; -s shows how many).
+    # a few kills may cut a record in half; -s shows how many: torn tails are
+    # checked deterministically by test_a_record_cut_anywhere_is_read_...).
     print(f"{ROUNDS} kills: {acked_total} events acked, {recovered} recovered, {torn} torn tails")
     assert acked_total > 0
     assert recovered >= acked_total
+
+
+def test_a_record_cut_anywhere_is_read_as_the_end_of_the_file(tmp_path: Path) -> None:
+    # Kills rarely land inside a write() (the harness prints how often), so
+    # the torn-tail case is also made on purpose: a real file like the
+    # children's, cut inside a record's length, its length CRC, its payload
+    # and its footer, for the first event, a 32 KB blob and the last
+    # record. check_after_kill (our reader, TensorBoard's loader, `verify`)
+    # must read every whole record before the cut, and nothing else.
+    import numpy as np
+
+    src = tmp_path / "src"
+    w = sl.create_file_writer(src, max_queue=50)
+    w.set_as_default()
+    blob_steps = []
+    for step in range(300):
+        if step % 50 == 7:
+            sl.write("blob", np.full(8000, step, dtype=np.float32), step=step)
+            blob_steps.append(step)
+        elif step % 10 == 3:
+            sl.scalars({"a": float(step), "b": -float(step)}, step=step)
+        else:
+            sl.scalar("x", float(step), step=step)
+    w.close()
+    (path,) = src.glob("*tfevents*")
+    data = path.read_bytes()
+    offsets = [r.offset for r in RecordReader(path)] + [len(data)]
+    last = len(offsets) - 2
+    blob = 1 + blob_steps[2]  # record k holds step k - 1
+    assert {"blob"} == {v.tag for v in list(iter_events(path))[blob].summary.value}
+    for k in (1, blob, last):
+        start, end = offsets[k], offsets[k + 1]
+        for cut in (start + 3, start + 10, start + 14, (start + end) // 2, end - 2):
+            logdir = tmp_path / f"cut{cut}"
+            logdir.mkdir()
+            (logdir / path.name).write_bytes(data[:cut])
+            assert _torn(logdir / path.name)
+            assert check_after_kill(logdir, f"cut at {cut}, in record {k}") == k - 1
 
 
 def _torn(path: Path) -> bool:
