@@ -39,9 +39,10 @@ though: waiting on a condition releases the lock under the interrupted call
 (see :mod:`summarylib.writer.signals`, which uses :meth:`held_by_this_thread`).
 
 Hot-path design: ``append`` takes one uncontended lock, appends to a list and
-compares its length with ``_trigger``. Everything else (waking the thread,
-byte accounting, the bound, parked errors, closed state, fork) lives in the
-slow paths, which run only when the list length passes ``_trigger`` or when
+compares its length with ``_trigger`` (and the payload's with ``_large``).
+Everything else (waking the thread, byte accounting, the bound, parked
+errors, closed state, fork) lives in the slow paths, which run only when the
+list length passes ``_trigger``, a payload is larger than ``_large``, or
 ``_trigger`` is negative.
 """
 
