@@ -34,9 +34,11 @@ from tests.helpers import tb_events
 REPO = Path(__file__).resolve().parent.parent
 ROUNDS = int(os.environ.get("SUMMARYLIB_CRASH_ROUNDS", "200"))
 SEED = int(os.environ.get("SUMMARYLIB_CRASH_SEED", "20261122"))
-# Kills land between 0 and this many seconds after the fork: before the
-# writer exists, while it opens its file, and throughout logging.
-MAX_KILL_DELAY = 0.04
+# Kills land between MIN_ and MAX_KILL_DELAY seconds after the fork, spread
+# log-uniformly: as many kills before the writer exists or while it opens its
+# file as late ones, when time-based flushes have run and the file is large.
+MIN_KILL_DELAY = 0.0001
+MAX_KILL_DELAY = 0.3
 IO_TIMEOUT = 60.0
 
 
@@ -158,7 +160,7 @@ def test_sigkill_at_random_moments_loses_nothing_acknowledged(
         kind, pid_text = reply.split()
         assert kind == "pid", (reply, fork_server.stderr())
         pid = int(pid_text)
-        time.sleep(rng.random() * MAX_KILL_DELAY)
+        time.sleep(MIN_KILL_DELAY * (MAX_KILL_DELAY / MIN_KILL_DELAY) ** rng.random())
         os.kill(pid, signal.SIGKILL)  # safe: the server has not reaped it
         reply = fork_server.ask(f"reap {pid}")
         _, _, status_text = reply.split()
@@ -173,10 +175,49 @@ def test_sigkill_at_random_moments_loses_nothing_acknowledged(
         files = list(logdir.glob("*tfevents*")) if logdir.exists() else []
         torn += any(_torn(p) for p in files)
     # The harness really exercised something: events were acknowledged (and
-    # usually a few kills cut a record in half; -s shows how many).
+    # a few kills may cut a record in half; -s shows how many: torn tails are
+    # checked deterministically by test_a_record_cut_anywhere_is_read_...).
     print(f"{ROUNDS} kills: {acked_total} events acked, {recovered} recovered, {torn} torn tails")
     assert acked_total > 0
     assert recovered >= acked_total
+
+
+def test_a_record_cut_anywhere_is_read_as_the_end_of_the_file(tmp_path: Path) -> None:
+    # Kills rarely land inside a write() (the harness prints how often), so
+    # the torn-tail case is also made on purpose: a real file like the
+    # children's, cut inside a record's length, its length CRC, its payload
+    # and its footer, for the first event, a 32 KB blob and the last
+    # record. check_after_kill (our reader, TensorBoard's loader, `verify`)
+    # must read every whole record before the cut, and nothing else.
+    import numpy as np
+
+    src = tmp_path / "src"
+    w = sl.create_file_writer(src, max_queue=50)
+    w.set_as_default()
+    blob_steps = []
+    for step in range(300):
+        if step % 50 == 7:
+            sl.write("blob", np.full(8000, step, dtype=np.float32), step=step)
+            blob_steps.append(step)
+        elif step % 10 == 3:
+            sl.scalars({"a": float(step), "b": -float(step)}, step=step)
+        else:
+            sl.scalar("x", float(step), step=step)
+    w.close()
+    (path,) = src.glob("*tfevents*")
+    data = path.read_bytes()
+    offsets = [r.offset for r in RecordReader(path)] + [len(data)]
+    last = len(offsets) - 2
+    blob = 1 + blob_steps[2]  # record k holds step k - 1
+    assert {"blob"} == {v.tag for v in list(iter_events(path))[blob].summary.value}
+    for k in (1, blob, last):
+        start, end = offsets[k], offsets[k + 1]
+        for cut in (start + 3, start + 10, start + 14, (start + end) // 2, end - 2):
+            logdir = tmp_path / f"cut{cut}"
+            logdir.mkdir()
+            (logdir / path.name).write_bytes(data[:cut])
+            assert _torn(logdir / path.name)
+            assert check_after_kill(logdir, f"cut at {cut}, in record {k}") == k - 1
 
 
 def _torn(path: Path) -> bool:
@@ -285,6 +326,29 @@ def test_a_close_that_timed_out_is_finished_at_exit(tmp_path: Path) -> None:
     assert pos == len(data) and records == 21  # file version + 20 events
 
 
+def test_interpreter_exit_gives_up_on_an_fsync_that_hangs() -> None:
+    # The exit hook closes every writer with a deadline: a stuck fsync makes
+    # it warn and give up, never hang the end of the program.
+    proc = _run_python(
+        """
+        import threading
+        import summarylib as sl
+        from summarylib.writer import file_writer
+        file_writer.EXIT_TIMEOUT_SECS = 0.5  # the hook's deadline, shortened for the test
+
+        class Hung(sl.MemoryOutput):
+            def sync(self):
+                threading.Event().wait(600)  # an fsync that never returns
+
+        w = sl.create_writer(Hung("hung-output"), max_queue=10**6, flush_millis=10**9)
+        w.set_as_default(step=0)
+        sl.scalar("x", 1.0)
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "closing hung-output failed" in proc.stderr and "took longer than 0.5 s" in proc.stderr
+
+
 def test_os_exit_keeps_what_flush_acknowledged(tmp_path: Path) -> None:
     # os._exit skips every exit hook: only flushed events survive, and they do.
     proc = _run_python(
@@ -314,14 +378,17 @@ from summarylib.writer.signals import flush_on_signals
 a = sl.create_file_writer(sys.argv[1] + "/a", max_queue=10**6, flush_millis=10**9)
 b = sl.create_file_writer(sys.argv[1] + "/b", max_queue=10**6, flush_millis=10**9)
 """
-_READY = """
+_LOG = """
 for i in range(300):
     a.set_as_default()
     sl.scalar("loss", float(i), step=i)
     b.set_as_default()
     sl.scalar("acc", float(i), step=i)
-print("ready", flush=True)
 """
+# "ready" tells the test to send the signal: every child prints it only once
+# it is where the signal must find it (handlers installed, inside any try:
+# that has to catch what the signal raises).
+_READY = _LOG + 'print("ready", flush=True)\n'
 _WAIT = """
 for _ in range(600):
     time.sleep(0.05)
@@ -397,9 +464,10 @@ def test_sigint_flushes_then_raises_keyboard_interrupt(tmp_path: Path) -> None:
     body = (
         _LOG_300
         + "flush_on_signals()\n"
-        + _READY
+        + _LOG
         + """
 try:
+    print("ready", flush=True)  # inside the try: the KeyboardInterrupt cannot miss it
     for _ in range(600):
         time.sleep(0.05)
 except KeyboardInterrupt:
@@ -440,22 +508,65 @@ os._exit(99)
     assert "flushed and alive" in proc.stdout
 
 
-def test_handler_interrupting_a_writer_call_does_not_deadlock(tmp_path: Path) -> None:
-    # A signal handler runs on the main thread between bytecodes, possibly
-    # while that thread holds a writer's lock (inside append or flush). The
-    # handler's flush must not wait for a lock its own thread holds.
+def test_sigterm_inside_a_writer_call_flushes_after_it_then_dies_as_before(
+    tmp_path: Path,
+) -> None:
+    # SIGTERM lands inside append() (raised from the len() it takes of the
+    # payload, under the writer's lock). The handler defers: the call
+    # completes, every event (that one included) is flushed, and the process
+    # then dies of SIGTERM as it would have without us.
+    body = (
+        _LOG_300
+        + "flush_on_signals()\n"
+        + _LOG
+        + """
+from summarylib.writer.buffered import Deferred
+class Interrupting(Deferred):
+    armed = True
+    def __len__(self):
+        if Interrupting.armed:
+            Interrupting.armed = False
+            assert a._resource._lock._is_owned()
+            signal.raise_signal(signal.SIGTERM)
+        return self.size
+a._resource.append(Interrupting(lambda: b"\\x10\\x07", 2, "an event with step 7"))
+for _ in range(600):  # the signal takes effect in here (or at any bytecode before)
+    time.sleep(0.05)
+os._exit(99)
+"""
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(body), str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=IO_TIMEOUT,
+    )
+    assert proc.returncode == -signal.SIGTERM, proc.stderr
+    assert _all_300(tmp_path)
+    (path,) = (tmp_path / "a").glob("*tfevents*")
+    # The interrupted call completed before the flush: its event is there.
+    assert [e.step for e in iter_events(path)][-1] == 7
+
+
+def test_a_handler_that_cannot_get_a_writer_lock_still_acts_within_its_timeout(
+    tmp_path: Path,
+) -> None:
+    # The main thread holds writer a's lock and never lets go (as if stuck
+    # inside a call). The handler cannot flush a: it gives up after its
+    # timeout, says so, flushes b, and still does what the signal did before.
     body = (
         _LOG_300
         + """
 def previous(signum, frame):
     print("previous handler ran", flush=True)
-    os._exit(5)
+    os._exit(5)  # skips exit hooks: b's data can only come from our flush
 signal.signal(signal.SIGTERM, previous)
-flush_on_signals(timeout=20)
+flush_on_signals(timeout=1)
 """
-        + _READY.replace('print("ready", flush=True)', "")
+        + _LOG
         + """
-with a._resource._lock, b._resource._lock:  # as if interrupted inside a writer call
+with a._resource._lock:
     print("ready", flush=True)
     for _ in range(600):
         time.sleep(0.05)
@@ -464,7 +575,97 @@ os._exit(99)
     )
     proc = _signalled_child(tmp_path, body, signal.SIGTERM)
     assert proc.returncode == 5, proc.stderr
+    assert "previous handler ran" in proc.stdout
+    assert "could not flush" in proc.stderr and "took longer than" in proc.stderr
+    assert _steps(tmp_path / "b") == {"acc": list(range(300))}
+
+
+def test_a_handler_python_cannot_call_falls_back_to_the_default_action(tmp_path: Path) -> None:
+    # signal.getsignal() returns None for a handler installed outside Python
+    # (by C code before the interpreter started). Python can neither call it
+    # nor put it back, so after the flush the default action happens.
+    body = (
+        _LOG_300
+        + """
+real_getsignal = signal.getsignal
+signal.getsignal = lambda s: None if s == signal.SIGUSR1 else real_getsignal(s)
+flush_on_signals([signal.SIGUSR1])
+"""
+        + _READY
+        + _WAIT
+    )
+    proc = _signalled_child(tmp_path, body, signal.SIGUSR1)
+    assert proc.returncode == -signal.SIGUSR1, proc.stderr  # SIGUSR1's default: terminate
     assert _all_300(tmp_path)
+
+
+def test_a_signal_inside_a_writer_call_flushes_after_the_call() -> None:
+    # A handler runs on the main thread between two bytecodes, here inside
+    # append() while it holds the writer's lock (raised from the len() that
+    # append() takes of the payload). A flush waiting there would release that
+    # lock under the interrupted call and let the writer thread take the
+    # pending list from under it. Instead the flush and the chain to the
+    # previous handler happen once the call has returned.
+    from summarylib.writer.buffered import Deferred
+    from summarylib.writer.signals import flush_on_signals
+
+    inside = [False]
+    writes_while_inside: list[bool] = []
+
+    class Recording(sl.MemoryOutput):
+        def write(self, data: bytes) -> None:
+            writes_while_inside.append(inside[0])
+            super().write(data)
+
+    out = Recording()
+    w = sl.create_writer(out, max_queue=10**6, flush_millis=10**9)
+    res = w._resource
+    assert res is not None
+
+    class Interrupting(Deferred):
+        armed = True
+
+        def __len__(self) -> int:
+            if Interrupting.armed:
+                Interrupting.armed = False
+                assert res._lock._is_owned()  # type: ignore[attr-defined]  # inside append
+                inside[0] = True
+                signal.raise_signal(signal.SIGUSR1)  # the Python handler runs in here
+                inside[0] = False
+            return self.size
+
+    chained: list[int] = []
+    old = signal.signal(signal.SIGUSR1, lambda signum, frame: chained.append(len(out.getvalue())))
+    restore = flush_on_signals([signal.SIGUSR1], timeout=IO_TIMEOUT)
+    try:
+        w.set_as_default(step=0)
+        for i in range(5):
+            sl.scalar("x", float(i))
+        res.append(Interrupting(lambda: b"\x10\x07", 2, "an event with step 7"))
+        assert not inside[0]
+        deadline = time.monotonic() + IO_TIMEOUT
+        while not chained and time.monotonic() < deadline:
+            time.sleep(0.01)  # the handler runs again on the main thread, in here
+    finally:
+        restore()
+        signal.signal(signal.SIGUSR1, old)
+    assert writes_while_inside and not any(writes_while_inside), writes_while_inside
+    # The previous handler ran once, after the flush had written all 7 events.
+    assert chained == [len(out.getvalue())]
+    w.close()
+    assert [e.step for e in _memory_events(out.getvalue())] == [0] * 6 + [7]
+
+
+def _memory_events(data: bytes) -> list:
+    from summarylib.proto import event_pb2
+
+    events, pos = [], 0
+    while pos < len(data):
+        (n,) = struct.unpack_from("<Q", data, pos)
+        events.append(event_pb2.Event.FromString(data[pos + 12 : pos + 12 + n]))
+        pos += n + 16
+    assert pos == len(data)
+    return events
 
 
 def test_flush_on_signals_restore_and_validation() -> None:

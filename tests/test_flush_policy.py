@@ -162,6 +162,67 @@ def test_full_buffer_makes_the_caller_wait_and_drops_nothing() -> None:
     assert len(events) == 2001
 
 
+@pytest.mark.parametrize("producers", [1, 4])
+def test_the_bound_counts_every_unwritten_event(
+    monkeypatch: pytest.MonkeyPatch, producers: int
+) -> None:
+    # The output is stalled with a batch in flight. Bytes accepted but not
+    # written (queued plus that batch) may pass max_buffer_bytes by at most
+    # one event per producer, the one each is waiting with.
+    import numpy as np
+
+    bound = 32 * 1024
+    out = GateOutput()
+    w = sl.create_writer(out, max_buffer_bytes=bound)
+    res = w._resource
+    assert res is not None
+    lock = threading.Lock()
+    accepted = [0, 0]  # bytes of all events appended, the largest one
+
+    real_append = res.append
+
+    def counting_append(payload: bytes) -> None:
+        with lock:
+            accepted[0] += len(payload)
+            accepted[1] = max(accepted[1], len(payload))
+        real_append(payload)
+
+    res.append = counting_append  # type: ignore[method-assign]  # what ops call
+    waiting = [0]
+    real_wait = BufferedEventWriter._wait_for_room
+
+    def noting_wait(self: BufferedEventWriter) -> None:
+        waiting[0] += 1  # lock held
+        real_wait(self)
+
+    monkeypatch.setattr(BufferedEventWriter, "_wait_for_room", noting_wait)
+    blob = np.zeros(900, dtype=np.float32)  # ~3.6 KB events: just under the size counted at once
+
+    def produce() -> None:
+        with w.as_default(step=0):
+            for i in range(20_000):
+                if i % 3:
+                    sl.scalar("x", float(i), step=i)
+                else:
+                    sl.write("blob", blob, step=i)
+
+    threads = [threading.Thread(target=produce) for _ in range(producers)]
+    try:
+        for t in threads:
+            t.start()
+        assert wait_until(lambda: waiting[0] >= producers, timeout=30)  # all held back
+        with lock:
+            unwritten = accepted[0]  # the output has written nothing since the first event
+        assert unwritten <= bound + producers * accepted[1], (unwritten, bound)
+    finally:
+        out.gate.set()
+        for t in threads:
+            t.join(30)
+    assert not any(t.is_alive() for t in threads)
+    w.close()
+    assert len(_events(out.getvalue())) == 1 + producers * 20_000  # nothing was dropped
+
+
 def _events(data: bytes) -> list[bytes]:
     import struct
 
@@ -255,6 +316,45 @@ def test_on_error_warn_keeps_going() -> None:
     sl.scalar("x", 2.0)
     w.close()
     assert len(_events(out.getvalue())) == 2
+
+
+def test_a_failed_background_encoding_leaves_the_metadata_to_the_next_event(
+    logdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first image of a tag carries the plugin metadata, and TensorBoard
+    # lists a tag only from metadata. If encoding that image fails on the
+    # writer thread, the next image of the tag written must carry it instead.
+    import numpy as np
+    from tensorboard.backend.event_processing import plugin_event_accumulator
+
+    from summarylib.ops import image as image_module
+
+    real = image_module._tensor_values
+    calls = [0]
+
+    def fail_once(*args: object) -> object:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise RuntimeError("injected encoder failure")
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(image_module, "_tensor_values", fail_once)
+    w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+    w.set_as_default()
+    pic = np.zeros((1, 4, 4, 3), dtype=np.uint8)
+    assert sl.image("pic", pic, step=0)  # carries the metadata; its encoding fails
+    assert sl.image("pic", pic, step=1)  # queued before anyone knows
+    with pytest.raises(sl.SummaryError, match="encoding"):
+        w.flush()
+    assert sl.image("pic", pic, step=2)
+    w.close()
+    events = [e for e in tb_events(only_file(logdir)) if e.HasField("summary")]
+    assert [e.step for e in events] == [1, 2]
+    plugins = [e.summary.value[0].metadata.plugin_data.plugin_name for e in events]
+    assert plugins == ["images", ""]  # once, on the first image written
+    acc = plugin_event_accumulator.EventAccumulator(str(logdir))
+    acc.Reload()
+    assert "pic" in acc.PluginTagToContent("images")
 
 
 def test_dead_writer_thread_never_hangs_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:

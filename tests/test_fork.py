@@ -257,3 +257,95 @@ def test_a_writer_to_a_custom_output_refuses_to_write_in_a_child(tmp_path: Path)
     assert "fork" in out and "custom Output" in out
     (path,) = files_by_pid(tmp_path).values()
     assert series(path) == [("parent", 0), ("parent", 1)]
+
+
+def test_fork_never_calls_close_of_a_custom_output_in_the_child(tmp_path: Path) -> None:
+    # The writer thread is inside write(), holding the output's own lock,
+    # when the main thread forks. In the child that lock stays held forever
+    # (its owner does not exist there): a close() taking it would hang the
+    # child inside os.fork(). The child must only drop its reference.
+    out = run(
+        """
+        class Locked(sl.MemoryOutput):
+            def __init__(self):
+                super().__init__()
+                self.lock = threading.Lock()
+                self.gate = threading.Event()
+                self.entered = threading.Event()
+                self.calls = 0
+            def write(self, data):
+                with self.lock:
+                    self.calls += 1
+                    if self.calls > 1:  # the file version event passes
+                        self.entered.set()
+                        assert self.gate.wait(60)
+                    super().write(data)
+            def close(self):
+                # Bounded stand-in for a deadlock, so a failing run ends.
+                if not self.lock.acquire(timeout=10):
+                    os.write(2, b"close() ran in the child and deadlocked\\n")
+                    os._exit(4)
+                self.lock.release()
+                super().close()
+
+        locked = Locked()
+        w = sl.create_writer(locked, max_queue=0)
+        w.set_as_default(step=0)
+        sl.scalar("parent", 1.0)
+        assert locked.entered.wait(60)  # the writer thread holds locked.lock
+        pid = os.fork()
+        if pid == 0:
+            try:
+                sl.scalar("child", 2.0)
+            except sl.WriterClosedError:
+                os._exit(0)
+            os._exit(3)
+        wait_child(pid)
+        locked.gate.set()
+        w.close()
+        print(locked.closed, len(locked.getvalue()) > 0)
+        """,
+        tmp_path,
+    )
+    assert out.split() == ["True", "True"]
+
+
+def test_a_writer_whose_close_timed_out_is_closed_in_the_child(tmp_path: Path) -> None:
+    # The parent's close() timed out (its fsync hangs): the parent accepts
+    # no new events, and neither may a child forked then (nor open a file).
+    out = run(
+        """
+        from summarylib.writer import output
+        gate = threading.Event()
+        real_sync = output.FileOutput.sync
+        def hanging_sync(self):
+            assert gate.wait(60)
+            real_sync(self)
+        output.FileOutput.sync = hanging_sync
+
+        w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+        w.set_as_default()
+        sl.scalar("parent", 1.0, step=0)
+        try:
+            w.close(timeout=0.2)
+        except TimeoutError:
+            print("timed out")
+        pid = os.fork()
+        if pid == 0:
+            assert w.closed
+            try:
+                sl.scalar("child", 2.0, step=0)
+            except sl.WriterClosedError:
+                w.flush()
+                w.close()  # nothing to do
+                os._exit(0)
+            os._exit(3)
+        wait_child(pid)
+        gate.set()
+        w.close()
+        """,
+        tmp_path,
+    )
+    assert out == "timed out\n"
+    (path,) = files_by_pid(tmp_path).values()
+    assert series(path) == [("parent", 0)]

@@ -31,6 +31,7 @@ from summarylib import cli
 from summarylib.errors import DataLossError
 from summarylib.reader import RecordReader, iter_events, list_runs, read_scalars
 from summarylib.writer.records import frame, masked_crc32c
+from tests.helpers import tb_events
 
 # Memory a read may use whatever the file: buffers, parsed messages, numpy.
 SLACK = 3 << 20
@@ -152,6 +153,9 @@ def test_every_truncation(tmp_path: Path, valid: bytes) -> None:
         reader = RecordReader(path)
         n = len(list(reader))
         assert reader.end <= cut and (reader.truncated_at is None) == (reader.end == cut)
+        # TensorBoard's own loader reads the same whole records and stops there.
+        ours = [(e.step, e.wall_time) for e in iter_events(path)]
+        assert len(ours) == n and [(e.step, e.wall_time) for e in tb_events(path)] == ours, cut
         assert n == len(list(RecordReader(_put(tmp_path, valid[: reader.end]))))
 
 

@@ -45,6 +45,7 @@ class Faults:
         self.write_error: int | None = None  # errno for the next write()s
         self.space: int | None = None  # bytes left before ENOSPC (then a short write)
         self.fsync_error: int | None = None
+        self.ftruncate_error: int | None = None
         self.failures = 0
 
     def write(self, fd: int, data: bytes | memoryview) -> int:
@@ -64,6 +65,11 @@ class Faults:
             raise OSError(self.fsync_error, os.strerror(self.fsync_error))
         os.fsync(fd)
 
+    def ftruncate(self, fd: int, length: int) -> None:
+        if self.ftruncate_error is not None:
+            raise OSError(self.ftruncate_error, os.strerror(self.ftruncate_error))
+        os.ftruncate(fd, length)
+
 
 @pytest.fixture
 def faults(monkeypatch: pytest.MonkeyPatch) -> Iterator[Faults]:
@@ -72,6 +78,7 @@ def faults(monkeypatch: pytest.MonkeyPatch) -> Iterator[Faults]:
     proxy.__dict__.update({k: getattr(os, k) for k in dir(os) if not k.startswith("__")})
     proxy.write = f.write
     proxy.fsync = f.fsync
+    proxy.ftruncate = f.ftruncate
     monkeypatch.setattr(output_module, "os", proxy)
     yield f
 
@@ -139,6 +146,68 @@ def test_short_write_then_enospc_leaves_only_whole_records(logdir: Path, faults:
     sl.scalar("later", 1.0, step=99)
     w.close()
     assert _readable(path) == [("ok", i) for i in range(20)] + [("later", 99)]
+
+
+def test_a_torn_block_that_cannot_be_cut_off_stops_all_appending(
+    logdir: Path, faults: Faults
+) -> None:
+    # The disk fills up mid-block and the cut back to the last whole record
+    # fails too. Appending after the torn bytes would hide every later record
+    # from readers (and make the middle of the file corrupt), so the output
+    # refuses to write, naming the file, until the cut succeeds.
+    w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+    path = only_file(logdir)
+    w.set_as_default()
+    for i in range(20):
+        sl.scalar("ok", float(i), step=i)
+    w.flush()
+    whole = path.stat().st_size
+    faults.space = 100  # a short write, then ENOSPC
+    faults.ftruncate_error = errno.EIO
+    for i in range(1000):
+        sl.scalar("big", float(i), step=i)
+    with pytest.raises(sl.WriteFailedError) as info:
+        w.flush()
+    assert info.value.errno == errno.ENOSPC
+    torn = path.stat().st_size
+    assert torn == whole + 100  # the torn bytes stay: the cut failed
+    faults.space = None  # space is back, the cut still fails
+    sl.scalar("later", 1.0, step=98)
+    with pytest.raises(sl.WriteFailedError) as info:
+        w.flush()
+    assert info.value.errno == errno.EIO and info.value.path == str(path)
+    assert "could not be cut off" in str(info.value.__cause__) and str(path) in str(info.value)
+    assert path.stat().st_size == torn  # nothing appended after the torn bytes
+    reader = RecordReader(path)
+    n = len(list(reader))  # no DataLossError: the torn block is the tail
+    assert reader.truncated_at is not None and whole <= reader.truncated_at < torn
+    # The torn bytes start with a few whole records of the lost block; "later" is not there.
+    tags = [v.tag for e in iter_events(path) for v in e.summary.value]
+    assert len(tags) == n - 1 and tags[:20] == ["ok"] * 20 and set(tags[20:]) <= {"big"}
+    faults.ftruncate_error = None  # the storage recovers: the cut succeeds
+    sl.scalar("recovered", 2.0, step=99)
+    w.close()
+    assert _readable(path) == [("ok", i) for i in range(20)] + [("recovered", 99)]
+
+
+def test_close_reports_a_torn_block_that_cannot_be_cut_off(logdir: Path, faults: Faults) -> None:
+    w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+    path = only_file(logdir)
+    w.set_as_default()
+    sl.scalar("ok", 1.0, step=0)
+    w.flush()
+    faults.space = 10
+    faults.ftruncate_error = errno.EIO
+    sl.scalar("lost", 2.0, step=1)
+    with pytest.raises(sl.WriteFailedError):
+        w.flush()  # the lost event is reported here...
+    with pytest.raises(sl.WriteFailedError) as info:
+        w.close()  # ...and close() still says the file ends in a torn block
+    assert info.value.path == str(path)
+    assert "could not be cut off" in str(info.value.__cause__)
+    assert w.closed
+    reader = RecordReader(path)
+    assert len(list(reader)) == 2 and reader.truncated_at == reader.end  # torn tail only
 
 
 def test_fault_surfaces_on_the_next_op_call(logdir: Path, faults: Faults) -> None:
@@ -254,7 +323,8 @@ def test_a_caller_waiting_for_buffer_room_is_released_by_a_failure(
     t.start()
     res = w._resource
     assert res is not None
-    assert wait_until(lambda: res._pending_bytes > 4096, TIMEOUT)
+    # The producer waits: queued plus in-flight bytes passed the bound.
+    assert wait_until(lambda: res._pending_bytes + res._inflight_bytes > 4096, TIMEOUT)
     gate.set()
     t.join(TIMEOUT)
     assert not t.is_alive(), "the producer hung"

@@ -201,6 +201,53 @@ def test_close_that_timed_out_can_be_completed_later() -> None:
     assert _records(out.getvalue()) == 11
 
 
+class HangingSync(sl.MemoryOutput):
+    """``sync()`` (fsync) hangs until ``gate`` is set: storage that stops answering."""
+
+    def __init__(self) -> None:
+        super().__init__(name="/hanging/events.out.tfevents.test")
+        self.gate = threading.Event()
+        self.syncing = threading.Event()
+
+    def sync(self) -> None:
+        self.syncing.set()
+        assert self.gate.wait(JOIN)
+
+
+def test_close_and_flush_keep_their_deadline_while_fsync_hangs() -> None:
+    out = HangingSync()
+    w = sl.create_writer(out, max_queue=10**6)
+    res = w._resource
+    assert res is not None
+    w.set_as_default(step=0)
+    for i in range(10):
+        sl.scalar("x", float(i))
+    with pytest.raises(TimeoutError):
+        w.close(timeout=0.2)
+    assert out.syncing.wait(JOIN)  # the final fsync has begun and hangs
+    assert not w.closed
+    with pytest.raises(TimeoutError):
+        w.close(timeout=0.1)  # again: still bounded
+    results: list[object] = []
+
+    def flush_meanwhile() -> None:
+        try:
+            w.flush(timeout=0.1)  # the events are written: only the fsync hangs
+            results.append("flushed")
+            res.flush(0.1, sync=True)  # waiting for that fsync times out
+        except BaseException as e:
+            results.append(e)
+
+    _join(_start(flush_meanwhile))  # neither waits for the hanging fsync
+    assert results[0] == "flushed" and isinstance(results[1], TimeoutError), results
+    with pytest.raises(sl.WriterClosedError):
+        sl.scalar("x", 1.0)
+    out.gate.set()
+    w.close(timeout=JOIN)  # finishes the job
+    assert w.closed and out.closed
+    assert _records(out.getvalue()) == 11
+
+
 def test_every_flush_that_covered_lost_events_reports_it() -> None:
     # Two threads each log and flush; the batch holding both their events
     # fails. flush() returning normally means "written", so both must raise,
@@ -262,6 +309,34 @@ def test_close_reports_a_loss_even_when_a_flush_reported_it_first() -> None:
     assert set(results) == {"flush", "close"}
     assert all(isinstance(e, sl.WriteFailedError) for e in results.values()), results
     assert w.closed and out.closed
+
+
+def test_concurrent_closes_all_report_a_loss_they_covered() -> None:
+    out = GateOutput()
+    w = sl.create_writer(out, max_queue=10**6)
+    w.set_as_default(step=0)
+    sl.scalar("x", 1.0)
+    results: list[BaseException | None] = []
+
+    def close() -> None:
+        try:
+            w.close(timeout=JOIN)
+            results.append(None)
+        except sl.WriteFailedError as e:
+            results.append(e)
+
+    closers = _start(close, 2)
+    assert out.entered.wait(JOIN)
+    res = w._resource
+    assert res is not None
+    # Both close() calls are inside, waiting for the writer thread.
+    assert wait_until(lambda: len(res._progress._waiters) == 2, JOIN)  # type: ignore[attr-defined]
+    out.fail_with = errno.EIO
+    out.gate.set()
+    _join(closers)
+    assert len(results) == 2 and all(isinstance(e, sl.WriteFailedError) for e in results), results
+    assert w.closed and out.closed
+    w.close()  # a later close() has nothing left to report
 
 
 def test_close_from_the_writer_thread_itself_does_not_fail(logdir: Path) -> None:

@@ -3,7 +3,10 @@
 Plugin metadata is written on the first value of each tag in each file only:
 TensorBoard's readers use the first and ignore the rest (format.md §6.5). A
 tag counts as "seen" only once its event was accepted, so a failed call never
-leaves a tag without metadata.
+leaves a tag without metadata. An event encoded on the writer thread that
+carried the metadata and failed to encode un-marks its tag, so that the next
+event of the tag written carries it instead (one already queued decides when
+it is encoded, in file order; a later call when it is made).
 """
 
 from __future__ import annotations
@@ -59,16 +62,33 @@ def emit_value_deferred(
     """
     res = _resource(writer)
     first = metadata is not None and tag not in res.tags_with_metadata
-    md = metadata if first else None
     wall_time = _time()
 
     def make() -> bytes:
-        value = value_bytes(tag, make_tensor(), md)
+        # On the writer thread, in file order. The tag is unmarked here if an
+        # earlier event that carried its metadata failed to encode.
+        attach = first or (metadata is not None and tag not in res.tags_with_metadata)
+        try:
+            value = value_bytes(tag, make_tensor(), metadata if attach else None)
+        except BaseException:
+            if attach:
+                res.tags_with_metadata.discard(tag)  # the next event carries it
+            raise
+        if attach:
+            res.tags_with_metadata.add(tag)
         return summary_event(wall_time, step, field_bytes(1, value))
 
-    res.append(Deferred(make, size_hint + len(tag) + 64, f"the value of {tag!r} at step {step}"))
+    size = size_hint + len(tag) + 64 + (len(metadata) if metadata is not None else 0)
     if first:
+        # Marked before the append: the writer thread may encode (and fail,
+        # and unmark) the event before this thread runs another line.
         res.tags_with_metadata.add(tag)
+    try:
+        res.append(Deferred(make, size, f"the value of {tag!r} at step {step}"))
+    except BaseException:
+        if first:
+            res.tags_with_metadata.discard(tag)  # not accepted
+        raise
 
 
 def emit_summary(writer: SummaryWriter, step: int, summary: bytes) -> None:

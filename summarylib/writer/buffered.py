@@ -7,12 +7,15 @@ Flush policy (as ``tf.summary``'s file writer):
 
 * when more than ``max_queue`` events are pending;
 * at most ``flush_secs`` after the last flush, even if nobody writes again;
-* on ``flush()`` and ``close()`` (both wait until the data is written);
+* on ``flush()`` and ``close()`` (both wait until the data is written, up to
+  their ``timeout``: all I/O, including close's final fsync, happens on the
+  background thread, and the lock is never held during I/O);
 * at interpreter exit and when the owning writer is garbage collected (the
   owner arranges that through :func:`weakref.finalize`).
 
-The buffer is bounded in **bytes** (``max_buffer_bytes``). When it is full the
-caller waits for the background thread: nothing is ever dropped to make room.
+The buffer is bounded in **bytes** (``max_buffer_bytes``): events queued plus
+the batch being written. A caller whose event takes the total above the bound
+waits for the background thread: nothing is ever dropped to make room.
 
 Errors raised by the output in the background are parked and raised on the
 caller's thread by the next ``append``, ``flush`` or ``close`` as
@@ -25,16 +28,21 @@ never hangs the caller.
 After ``fork()`` the child drops the parent's pending events (the parent
 writes them) and opens its own file on first use. A writer whose output
 cannot be reopened (a custom :class:`Output`) refuses to write in the child:
-sharing the parent's output would interleave records.
+sharing the parent's output would interleave records. A writer whose
+``close()`` had begun in the parent (even one that timed out) is closed in
+the child.
 
-The lock is re-entrant so that a signal handler (see
-:mod:`summarylib.writer.signals`), which runs on the main thread between
-bytecodes, can flush even when it interrupted that thread inside a writer call.
+The lock is re-entrant: code that runs on a thread while it holds the lock
+(a signal handler between two bytecodes, a warnings hook) may call the writer
+again. A signal handler never *waits* while its thread holds the lock,
+though: waiting on a condition releases the lock under the interrupted call
+(see :mod:`summarylib.writer.signals`, which uses :meth:`held_by_this_thread`).
 
 Hot-path design: ``append`` takes one uncontended lock, appends to a list and
-compares its length with ``_trigger``. Everything else (waking the thread,
-byte accounting, the bound, parked errors, closed state, fork) lives in the
-slow paths, which run only when the list length passes ``_trigger`` or when
+compares its length with ``_trigger`` (and the payload's with ``_large``).
+Everything else (waking the thread, byte accounting, the bound, parked
+errors, closed state, fork) lives in the slow paths, which run only when the
+list length passes ``_trigger``, a payload is larger than ``_large``, or
 ``_trigger`` is negative.
 """
 
@@ -59,9 +67,13 @@ __all__ = ["BufferedEventWriter", "Deferred", "OnError", "live_writers"]
 
 OnError = Literal["raise", "warn"]
 
-# Payloads above this size are accounted at once; smaller ones are summed in
-# batches every _CHECK_EVERY appends, which keeps the scalar path lean.
+# Payloads above a size limit (_LARGE_PAYLOAD while there is plenty of room,
+# down to _MIN_LARGE_PAYLOAD when the buffer is nearly full) are accounted at
+# once; smaller ones are summed in batches, at most every _CHECK_EVERY appends,
+# which keeps the scalar path lean. Limit times appends between counts never
+# exceeds the room left, so the bound holds exactly (see _set_trigger).
 _LARGE_PAYLOAD = 4096
+_MIN_LARGE_PAYLOAD = 256
 _CHECK_EVERY = 256
 # Blocks handed to the output stay under glibc's mmap threshold (128 KiB):
 # bigger short-lived buffers are mmapped and unmapped on every write.
@@ -112,7 +124,10 @@ class BufferedEventWriter:
         forked child on first use.
       max_queue: flush when more than this many events are pending (>= 0).
       flush_secs: flush pending events at most this long after the last flush.
-      max_buffer_bytes: bound on pending payload bytes; callers wait above it.
+      max_buffer_bytes: bound on the payload bytes accepted but not written
+        (queued plus the batch in flight); a caller whose event takes the
+        total above it waits, so it is exceeded by at most one event per
+        waiting caller.
       on_error: "raise" to raise background errors on the caller's next call,
         "warn" to warn and keep going.
       fsync: also ``fsync`` after every background flush (``close()`` always
@@ -155,14 +170,16 @@ class BufferedEventWriter:
         _live.add(self)
 
     def _init_state(self) -> None:
-        # Re-entrant: a signal handler may flush on a thread that holds it.
+        # Re-entrant: a signal handler or warnings hook may call the writer
+        # on a thread that holds it (see the module docstring).
         self._lock = threading.RLock()
         self._work = threading.Condition(self._lock)  # the thread waits here
         self._progress = threading.Condition(self._lock)  # callers wait here
         self._pending: list[bytes | Deferred] = []
         self._pending_bytes = 0
         self._counted = 0  # entries of _pending already summed into _pending_bytes
-        self._base_trigger = min(self._max_queue, _CHECK_EVERY)
+        self._inflight_bytes = 0  # the batch the thread is writing (still in memory)
+        self._large = _LARGE_PAYLOAD  # payloads above this take the slow path
         self._trigger = 0  # the first append starts the thread
         self._taken = 0  # events handed to the thread, ever
         self._written = 0  # events the thread finished with, ever
@@ -174,8 +191,11 @@ class BufferedEventWriter:
         # counted by _taken; _loss_count counts ranges ever recorded.
         self._losses: deque[tuple[int, int, BaseException]] = deque(maxlen=_LOSS_HISTORY)
         self._loss_count = 0
-        self._close_lock = threading.Lock()  # one close() at a time does the work
         self._close_from: tuple[int, int] | None = None  # (_written, _loss_count) then
+        # The writer thread has written everything and flushed, synced and
+        # closed the output (close() then reports; _closed follows).
+        self._finished = False
+        self._close_error: BaseException | None = None  # that final flush/sync/close failed
         self._thread: threading.Thread | None = None
         self._last_flush = time.monotonic()
 
@@ -196,7 +216,7 @@ class BufferedEventWriter:
                 self._before_append()
             pending = self._pending
             pending.append(payload)
-            if len(pending) > self._trigger or len(payload) > _LARGE_PAYLOAD:
+            if len(pending) > self._trigger or len(payload) > self._large:
                 self._after_append()
         finally:
             lock.release()
@@ -215,36 +235,54 @@ class BufferedEventWriter:
 
     def _after_append(self) -> None:
         # Slow path, lock held: account bytes, start or wake the thread, bound.
+        if self._thread is None:
+            self._start_thread()
+        if len(self._pending) > self._max_queue:
+            self._wake()
+        self._account()
+        if self._pending_bytes + self._inflight_bytes > self._max_buffer_bytes:
+            self._wait_for_room()
+        self._set_trigger()
+
+    def _account(self) -> None:
+        # Lock held: add the entries appended since the last count.
         pending = self._pending
         n = len(pending)
         if self._counted < n:
             self._pending_bytes += sum(map(len, pending[self._counted :]))
             self._counted = n
-        if self._thread is None:
-            self._start_thread()
-        if n > self._max_queue:
-            self._wake()
-        if self._pending_bytes > self._max_buffer_bytes:
-            self._wait_for_room()
-        n = len(self._pending)
+
+    def _set_trigger(self) -> None:
+        # Lock held, every entry counted: how many appends may skip the slow
+        # path, and up to what size. Skipped entries are at most _large bytes
+        # each, and step * _large <= room: the total stays within
+        # max_buffer_bytes until the next count. A nearly full buffer lowers
+        # the size limit rather than counting after every scalar.
         if self._error is not None or self._closing:
             self._trigger = -1  # the next append raises (or warns) first
-        elif n <= self._max_queue:
-            self._trigger = min(self._max_queue, n + _CHECK_EVERY)
-        else:
-            self._trigger = n + _CHECK_EVERY
+            return
+        n = len(self._pending)
+        room = max(0, self._max_buffer_bytes - self._pending_bytes - self._inflight_bytes)
+        large = min(_LARGE_PAYLOAD, max(_MIN_LARGE_PAYLOAD, room // _CHECK_EVERY))
+        step = min(_CHECK_EVERY, room // large)
+        self._large = large
+        self._trigger = min(self._max_queue, n + step) if n <= self._max_queue else n + step
 
     def _wait_for_room(self) -> None:
         # The caller waits (nothing is dropped) until the thread has written
         # enough; an error or a dead thread ends the wait with an exception.
-        self._wake()
-        while self._pending_bytes > self._max_buffer_bytes:
+        # Other callers append meanwhile (the wait releases the lock): their
+        # entries are counted here too.
+        while self._pending_bytes + self._inflight_bytes > self._max_buffer_bytes:
+            if self._inflight_bytes == 0:
+                self._wake()  # the thread is idle: let it take what is pending
             self._check_thread()
             if self._error is not None:
                 # A write failed: stop waiting; the next call reports it
                 # before it appends anything.
                 return
             self._progress.wait(_POLL_SECS)
+            self._account()
 
     def _wake(self) -> None:
         if not self._wake_requested:
@@ -282,8 +320,9 @@ class BufferedEventWriter:
           sync: also ``fsync`` the output once the events are written.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._lock:
-            if self._closed:
+        self._acquire(deadline, "flushing", timeout)
+        try:
+            if self._closed or self._finished:
                 return
             written, losses = self._written, self._loss_count
             target = self._taken + len(self._pending)
@@ -296,6 +335,8 @@ class BufferedEventWriter:
                 # Wait for the batch holding `target`; with sync, for one more
                 # round so the fsync happens after it.
                 while self._written < target or (sync and self._sync_requested):
+                    if self._finished:
+                        break  # a close() wrote, synced and closed everything
                     self._check_thread()
                     if self._error is not None:
                         break
@@ -309,6 +350,15 @@ class BufferedEventWriter:
                 self._surface_error()
             elif own is not None:
                 self._raise_or_warn(_again(own))
+        finally:
+            self._lock.release()
+
+    def _acquire(self, deadline: float | None, doing: str, timeout: float | None) -> None:
+        # The lock is only ever held briefly (no I/O under it), but a caller
+        # with a deadline never waits for it beyond that deadline either.
+        wait = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
+        if not self._lock.acquire(timeout=wait):
+            raise TimeoutError(f"{doing} {self.name} took longer than {timeout} s")
 
     def _park(self, err: BaseException, first: int, end: int) -> None:
         # Lock held: remember a failure that lost events [first, end); the
@@ -340,6 +390,29 @@ class BufferedEventWriter:
             return
         raise err
 
+    def start_flush(self, *, sync: bool = False) -> None:
+        """Ask the writer thread to write what is pending now; never waits.
+
+        Does nothing if another thread holds the lock at this moment (its
+        ``flush()`` or the next one wakes the writer thread anyway).
+        """
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            if self._thread is not None and not self._closing:
+                self._sync_requested = self._sync_requested or sync
+                self._wake()
+        finally:
+            self._lock.release()
+
+    def held_by_this_thread(self) -> bool:
+        """True while the calling thread is inside a call of this writer.
+
+        A signal handler checks it: it must not wait for the writer thread
+        then (see :mod:`summarylib.writer.signals`).
+        """
+        return bool(self._lock._is_owned())  # type: ignore[attr-defined]
+
     def flush_quietly(self, timeout: float, *, sync: bool = False) -> None:
         """Flush for a signal handler or exit hook: skip a writer being closed.
 
@@ -353,9 +426,11 @@ class BufferedEventWriter:
     def close(self, timeout: float | None = None) -> None:
         """Write every pending event, ``fsync`` and close the output.
 
-        Returns once that is done; a concurrent or later call waits for the
-        same and then does nothing. After a ``TimeoutError`` no new events
-        are accepted, and calling ``close()`` again finishes the job.
+        Returns once that is done; a concurrent call waits for the same, a
+        later one does nothing. The writer thread does the I/O, never the
+        caller, so ``timeout`` holds even while the storage hangs (and so
+        does a ``flush(timeout)`` meanwhile). After a ``TimeoutError`` no new
+        events are accepted, and calling ``close()`` again finishes the job.
 
         Raises:
           WriteFailedError: an event accepted before ``close()`` could not be
@@ -371,58 +446,44 @@ class BufferedEventWriter:
             ).start()
             return
         deadline = None if timeout is None else time.monotonic() + timeout
-        wait = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
-        if not self._close_lock.acquire(timeout=wait):
-            raise TimeoutError(f"closing {self.name} took longer than {timeout} s")
+        self._acquire(deadline, "closing", timeout)
         try:
-            self._close(deadline, timeout)
-        finally:
-            self._close_lock.release()
-
-    def _close(self, deadline: float | None, timeout: float | None) -> None:
-        with self._lock:
             if self._closed:
                 return
             if self._close_from is None:
                 self._close_from = (self._written, self._loss_count)
                 self._closing = True
                 self._trigger = -1  # no new events from here on
-            target = self._taken + len(self._pending)
-            t = self._thread
-            if t is not None:
-                self._wake_requested = True
-                self._work.notify()
-        if t is not None:
-            t.join(_remaining(deadline, None))
-            if t.is_alive():
-                raise TimeoutError(f"closing {self.name} took longer than {timeout} s")
-        with self._lock:
-            leftover, self._pending = self._pending, []
-            first = self._taken
-            self._taken += len(leftover)
-        if leftover:
-            # The thread never ran or died: write what is left from here.
-            self._write_batch(leftover, first)
-            with self._lock:
-                self._written += len(leftover)
-        with self._lock:
-            output, self._output = self._output, None
-            try:
-                if output is not None:
-                    try:
-                        output.flush()
-                        output.sync()
-                    finally:
-                        output.close()
-            except Exception as e:
-                self._park(_write_failed(self.name, e), 0, 0)
-            self._closed = True
-            _live.discard(self)
+            self._wake_requested = True
+            self._work.notify()
+            # The writer thread writes what is pending, then flushes, syncs
+            # and closes the output (_finish), all outside the lock: so this
+            # wait, and every flush() meanwhile, keeps its own deadline even
+            # when the storage hangs.
+            while not self._finished:
+                t = self._thread
+                if t is None or not t.is_alive():
+                    self._start_finisher()  # nothing was ever logged, or the thread died
+                remaining = _remaining(deadline, None)
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError(f"closing {self.name} took longer than {timeout} s")
+                self._progress.wait(_POLL_SECS if remaining is None else min(remaining, _POLL_SECS))
             written, losses = self._close_from
-            own = self._loss_since(written, losses, target)
-            err, self._error = self._error, None
+            own = self._loss_since(written, losses, self._taken + len(self._pending))
+            if self._closed:
+                err = None  # a concurrent close() reported the parked error
+            else:
+                self._closed = True
+                err, self._error = self._error, None
+            close_error = self._close_error
+        finally:
+            self._lock.release()
+        # Every close() that waited for the events reports their loss, and
+        # a failed final flush/fsync/close.
         if err is None and own is not None:
             err = _again(own)
+        if err is None and close_error is not None:
+            err = _again(close_error)
         if err is not None:
             self._raise_or_warn(err)
 
@@ -451,6 +512,7 @@ class BufferedEventWriter:
                 batch, first, sync, stop = self._next_batch()
             if batch:
                 self._write_batch(batch, first)
+            sync = sync and not stop  # _finish syncs once, last
             if sync and self._error is None and self._output is not None:
                 try:
                     self._output.sync()
@@ -459,14 +521,55 @@ class BufferedEventWriter:
                         self._park(_write_failed(self.name, e), 0, 0)
             with lock:
                 self._written += len(batch)
+                self._inflight_bytes = 0
                 if sync:
                     self._sync_requested = False
                 self._last_flush = time.monotonic()
                 if self._error is not None:
                     self._trigger = -1
                 self._progress.notify_all()
-                if stop:
-                    return
+            if stop:
+                self._finish()
+                return
+
+    def _start_finisher(self) -> None:
+        # Lock held, closing: no writer thread to finish the job (never
+        # started, or died), so a thread of its own does, never the caller.
+        t = threading.Thread(target=self._finish, name=f"summarylib-close:{self.name}", daemon=True)
+        self._thread = t
+        t.start()
+
+    def _finish(self) -> None:
+        # The end of close(), on the writer thread: write whatever is still
+        # pending (only if the thread died), then flush, fsync and close the
+        # output. close() and flush() wait for _finished with their deadline.
+        error: BaseException | None = None
+        try:
+            with self._lock:
+                leftover, self._pending = self._pending, []
+                first = self._taken
+                self._taken += len(leftover)
+            if leftover:
+                self._write_batch(leftover, first)
+                with self._lock:
+                    self._written += len(leftover)
+            output = self._output
+            if output is not None:
+                try:
+                    output.flush()
+                    output.sync()
+                finally:
+                    output.close()
+        except Exception as e:
+            error = _write_failed(self.name, e)
+        finally:
+            with self._lock:
+                self._output = None
+                self._close_error = error
+                self._finished = True
+                self._sync_requested = False
+                self._progress.notify_all()
+            _live.discard(self)
 
     def _next_batch(self) -> tuple[list[bytes | Deferred], int, bool, bool]:
         # Lock held. Wait until there is a reason to write, then take the batch.
@@ -483,14 +586,15 @@ class BufferedEventWriter:
                 wait = self._flush_secs
             self._work.wait(min(wait, threading.TIMEOUT_MAX))
         batch = self._pending
+        # The batch stays in memory until written: it still counts.
+        self._inflight_bytes = self._pending_bytes + sum(map(len, batch[self._counted :]))
         self._pending = []
         self._pending_bytes = 0
         self._counted = 0
         first = self._taken
         self._taken += len(batch)
         self._wake_requested = False
-        if not self._closing and self._error is None:
-            self._trigger = self._base_trigger
+        self._set_trigger()
         sync = self._sync_requested or (self._fsync and bool(batch))
         return batch, first, sync, self._closing
 
@@ -558,6 +662,7 @@ class BufferedEventWriter:
         # stay with the parent (it writes them); its descriptor is dropped.
         if self._closed:
             return
+        closing = self._closing
         out, self._output = self._output, None
         if out is not None:
             with contextlib.suppress(Exception):  # the parent's file is not ours to fix
@@ -565,6 +670,13 @@ class BufferedEventWriter:
         self.scalar_prefixes = {}
         self.tags_with_metadata = set()
         self._init_state()
+        if closing:
+            # The parent's close() had begun (it timed out, or runs on another
+            # thread): the parent finishes it; here the writer is closed.
+            self._closed = True
+            self._trigger = -1
+            _live.discard(self)
+            return
         if not self._reopenable:
             self._orphaned = True
             self._trigger = -1  # every append raises
@@ -596,6 +708,8 @@ def _remaining(deadline: float | None, default: float | None) -> float | None:
 
 
 def _write_failed(path: str, cause: BaseException) -> WriteFailedError:
+    if isinstance(cause, WriteFailedError):
+        return cause  # the output named itself already (FileOutput does)
     err = WriteFailedError(path, cause)
     err.__cause__ = cause
     return err

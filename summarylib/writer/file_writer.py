@@ -256,8 +256,13 @@ def create_file_writer(
       filename_suffix: file name suffix (default ``".v2"``; a "." is prepended
         if missing).
       name: accepted for ``tf.summary`` compatibility; unused.
-      max_buffer_bytes: bound on event bytes waiting to be written (default
-        16 MiB). When full, the caller waits; nothing is dropped.
+      max_buffer_bytes: bound on the bytes of events logged but not yet
+        written (default 16 MiB): queued events plus the batch being written.
+        An op whose event takes the total above it waits, with that event
+        already queued, until the writer thread has made room; so the total
+        exceeds the bound by at most one event per thread waiting. Nothing
+        is dropped. Images, audio and large histograms, encoded by the
+        writer thread, count with an estimate of their size.
       on_error: what a failed background write does: ``"raise"`` (default) raises
         :class:`~summarylib.errors.WriteFailedError` from the next call, flush
         or close; ``"warn"`` issues a ``RuntimeWarning`` and keeps going.

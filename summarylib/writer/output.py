@@ -3,6 +3,9 @@
 An output receives whole blocks of TFRecords and must keep them whole: a
 ``write`` that fails may leave nothing of that block behind (``FileOutput``
 truncates back), so a reader never sees a torn record in the middle of a file.
+If even that cut fails, ``FileOutput`` appends nothing more: every later
+``write``, ``flush`` and ``close`` retries the cut and raises
+:class:`~summarylib.errors.WriteFailedError` while it keeps failing.
 
 * :class:`FileOutput` appends to a local event file through a raw file
   descriptor: no user-space buffer, so a crash of the process loses nothing
@@ -14,10 +17,10 @@ truncates back), so a reader never sees a torn record in the middle of a file.
 from __future__ import annotations
 
 import abc
-import contextlib
 import errno
 import os
 
+from summarylib.errors import WriteFailedError
 from summarylib.writer.naming import event_file_name
 
 __all__ = ["FileOutput", "MemoryOutput", "Output", "open_event_file"]
@@ -46,9 +49,15 @@ class Output(abc.ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources. Called once; no calls follow."""
 
-    def discard(self) -> None:
-        """Drop the output without flushing anything (used in a forked child)."""
-        self.close()
+    def discard(self) -> None:  # noqa: B027 - optional hook
+        """Let go of the parent's output in a forked child. The default does nothing.
+
+        It runs inside ``os.fork()``, in a child where only the forking thread
+        exists: a lock that the writer thread (or any other) held at that
+        moment stays locked forever, so calling ``close()`` here could hang
+        the child. Override it only with code that takes no lock and writes
+        nothing (the parent still owns the data), e.g. closing a descriptor.
+        """
 
 
 class FileOutput(Output):
@@ -60,8 +69,12 @@ class FileOutput(Output):
         self._fd = fd
         self._size = 0  # bytes known to be on file: always a record boundary
         self._dir_synced = False
+        # Why bytes of a failed write past _size could not be cut off. While
+        # set, nothing is appended: records after a torn one are unreadable.
+        self._torn: OSError | None = None
 
     def write(self, data: bytes) -> None:
+        self._check_whole()
         view = memoryview(data)
         written = 0
         try:
@@ -79,8 +92,32 @@ class FileOutput(Output):
     def _truncate_to_last_good(self) -> None:
         # A partial block would leave a torn record that stops every reader,
         # so cut the file back to the end of the last whole block.
-        with contextlib.suppress(OSError):
+        try:
             os.ftruncate(self._fd, self._size)
+        except OSError as e:
+            self._torn = e
+
+    def _check_whole(self) -> None:
+        # Raise while the file ends in bytes that could not be cut off; try
+        # the cut again first, since the storage may have recovered.
+        if self._torn is None:
+            return
+        try:
+            os.ftruncate(self._fd, self._size)
+        except OSError as e:
+            self._torn = e
+            cause = OSError(
+                e.errno,
+                f"a partly written block at offset {self._size} could not be cut off "
+                f"({e.strerror}); nothing is appended after it",
+            )
+            cause.__cause__ = e
+            raise WriteFailedError(self.path, cause) from cause
+        self._torn = None
+
+    def flush(self) -> None:
+        """Nothing is buffered; raises while the file ends in a torn block."""
+        self._check_whole()
 
     def sync(self) -> None:
         """``fsync`` the file; the first time also its directory (the new name)."""
@@ -90,12 +127,23 @@ class FileOutput(Output):
             self._dir_synced = True
 
     def close(self) -> None:
+        """Close the descriptor; raises if the file still ends in a torn block."""
+        try:
+            if self._fd >= 0:
+                self._check_whole()
+        finally:
+            self._close_fd()
+
+    def discard(self) -> None:
+        # Only the child's copy of the descriptor is closed: that takes no
+        # lock and, with no user-space buffer, writes nothing of the parent's
+        # (nor cuts its file: a torn tail there is the parent's to handle).
+        self._close_fd()
+
+    def _close_fd(self) -> None:
         fd, self._fd = self._fd, -1
         if fd >= 0:
             os.close(fd)
-
-    def discard(self) -> None:
-        self.close()
 
 
 class MemoryOutput(Output):

@@ -8,13 +8,23 @@ summarylib writer (bounded by a timeout), then do what the signal did before:
 * a previous Python handler is called (``signal.default_int_handler`` for
   SIGINT raises ``KeyboardInterrupt`` as usual; a framework's handler runs);
 * ``SIG_IGN`` keeps ignoring the signal (the process goes on);
-* ``SIG_DFL`` (or a handler installed outside Python) is restored and the
-  signal re-raised, so the process ends exactly as it would have, exit status
-  included.
+* ``SIG_DFL`` is restored and the signal re-raised, so the process ends
+  exactly as it would have, exit status included;
+* a handler installed outside Python (``signal.getsignal`` returns None:
+  Python can neither call nor reinstall it) is not run: the default action
+  happens instead, as for ``SIG_DFL``.
 
 Handlers run on the main thread between bytecodes, possibly while that
-thread is inside a writer call; the writer's lock is re-entrant for this
-reason, so the flush never deadlocks against its own thread.
+thread is inside a writer call, holding that writer's lock. Flushing there
+would mean waiting for the writer thread, which needs the lock: the wait
+would release it under the interrupted call, and the writer thread would
+change the pending events while that call is halfway through them. So when
+the handler finds a writer lock held by its own thread it returns at once,
+and a helper thread flushes every writer (waiting for the call to release
+the lock, within the timeout), then sends the signal to the main thread
+again; that second delivery does what the signal did before. The previous
+handler or default action then runs a moment later, after the interrupted
+call has returned.
 """
 
 from __future__ import annotations
@@ -49,12 +59,15 @@ def flush_all(timeout: float = DEFAULT_TIMEOUT_SECS, *, sync: bool = False) -> l
     """
     deadline = time.monotonic() + timeout
     problems = []
-    for writer in live_writers():
-        remaining = deadline - time.monotonic()
+    writers = live_writers()
+    # Every writer thread starts writing at once, so one writer that uses up
+    # the time (storage that hangs) does not leave the others unwritten.
+    for writer in writers:
+        writer.start_flush(sync=sync)
+    for writer in writers:
         try:
-            if remaining <= 0:
-                raise TimeoutError("no time left")
-            writer.flush_quietly(remaining, sync=sync)
+            # With no time left this still succeeds for a writer that is done.
+            writer.flush_quietly(max(0.0, deadline - time.monotonic()), sync=sync)
         except Exception as e:
             problems.append(f"summarylib: could not flush {writer.name}: {e}")
     return problems
@@ -118,13 +131,49 @@ def flush_on_signals(
 def _make_handler(
     previous: _Handler, timeout: float, sync: bool
 ) -> Callable[[int, FrameType | None], None]:
+    # Set by the helper thread: the next delivery was sent by it, after it
+    # flushed, and only has to do what the signal did before.
+    flushed = threading.Event()
+
     def handler(signum: int, frame: FrameType | None) -> None:
+        if flushed.is_set():
+            flushed.clear()
+        elif any(w.held_by_this_thread() for w in live_writers()):
+            # Interrupted inside a writer call (see the module docstring).
+            threading.Thread(
+                target=flush_then_redeliver,
+                args=(signum,),
+                name="summarylib-signal-flush",
+                daemon=True,
+            ).start()
+            return
+        else:
+            for problem in flush_all(timeout, sync=sync):
+                _report(problem)
+        _chain(previous, handler, signum, frame)
+
+    def flush_then_redeliver(signum: int) -> None:
         for problem in flush_all(timeout, sync=sync):
             _report(problem)
-        _chain(previous, handler, signum, frame)
+        flushed.set()
+        _redeliver(signum)
 
     handler._summarylib_flush = True  # type: ignore[attr-defined]
     return handler
+
+
+def _redeliver(signum: int) -> None:
+    # From a helper thread: Python runs the handler on the main thread, at
+    # its next bytecode (a blocking call there is interrupted, as for any
+    # signal). Nothing to do if the main thread is gone: the process is ending.
+    main = threading.main_thread()
+    try:
+        if hasattr(signal, "pthread_kill") and main.ident is not None:
+            signal.pthread_kill(main.ident, signum)
+        else:  # pragma: no cover - Windows: Python handles it on the main thread
+            signal.raise_signal(signum)
+    except (OSError, ValueError):
+        pass
 
 
 def _chain(
