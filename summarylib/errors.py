@@ -57,8 +57,14 @@ class WriteFailedError(SummaryError, OSError):
     """
 
     def __init__(self, path: str, cause: BaseException) -> None:
-        errno = getattr(cause, "errno", None)
         super().__init__(f"summarylib could not write to {path}: {cause}")
-        self.errno = errno
+        # The usual OSError attributes, so `except OSError as e: e.errno` works.
+        self.errno = getattr(cause, "errno", None)
+        self.strerror = getattr(cause, "strerror", None) or str(cause)
         self.path = path
         self.filename = path
+
+    def __str__(self) -> str:
+        # OSError.__str__ would render "[Errno 28] <strerror>: '<path>'" from the
+        # attributes; our message already names the file and the whole cause.
+        return str(self.args[0])

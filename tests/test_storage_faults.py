@@ -116,6 +116,7 @@ def test_fault_surfaces_on_flush_and_earlier_data_stays(
     e = info.value
     assert e.errno == code
     assert e.path == str(path) and str(path) in str(e)
+    assert os.strerror(code) in str(e) and e.strerror == os.strerror(code)  # says why
     assert isinstance(e, OSError) and isinstance(e.__cause__, OSError)
     assert _readable(path) == [("ok", i) for i in range(50)]
     w.close()  # the failure was reported: closing is clean
