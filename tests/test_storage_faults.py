@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 import summarylib as sl
-from summarylib.reader import RecordReader, iter_events
+from summarylib.reader import RecordReader, iter_events, read_scalars
 from summarylib.writer import output as output_module
 from tests.helpers import only_file, tb_events, wait_until
 
@@ -497,3 +497,36 @@ def test_real_file_size_limit(tmp_path: Path) -> None:
     # shutil.copy ran under the same limit: the copy is at most 50,000 bytes,
     # and so is the original.
     _check_real_fault(got, copy, errno.EFBIG)
+
+
+def test_tags_whose_first_event_was_lost_get_their_metadata_again(
+    logdir: Path, faults: Faults
+) -> None:
+    # TensorBoard lists a tag from the metadata on its first value in a file.
+    # When a failed write loses that value, the tag's next value written must
+    # carry the metadata again, or the tag stays invisible for the whole file.
+    from tensorboard.backend.event_processing import plugin_event_accumulator
+
+    w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9, on_error="warn")
+    path = only_file(logdir)
+    w.set_as_default()
+    faults.write_error = errno.EIO
+    assert sl.scalar("loss", 1.0, step=0)
+    assert sl.scalars({"acc": 0.5, "lr": 0.1}, step=0)
+    assert sl.histogram("w", [1.0, 2.0], step=0)
+    with pytest.warns(RuntimeWarning, match=str(path)):
+        w.flush()
+    faults.write_error = None
+    for step in (1, 2):
+        assert sl.scalar("loss", 1.0 / step, step=step)
+        assert sl.scalars({"acc": 0.5, "lr": 0.1}, step=step)
+        assert sl.histogram("w", [1.0, 2.0], step=step)
+    w.close()
+    written = [(v.tag, e.step) for e in tb_events(path) for v in e.summary.value]
+    assert written == [(tag, step) for step in (1, 2) for tag in ("loss", "acc", "lr", "w")]
+    acc = plugin_event_accumulator.EventAccumulator(str(logdir))
+    acc.Reload()
+    assert sorted(acc.PluginTagToContent("scalars")) == ["acc", "loss", "lr"]
+    assert list(acc.PluginTagToContent("histograms")) == ["w"]
+    assert [e.step for e in acc.Tensors("loss")] == [1, 2]
+    assert read_scalars(logdir)["."]["acc"][0][0] == 1

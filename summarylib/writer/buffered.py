@@ -634,6 +634,19 @@ class BufferedEventWriter:
                 name = e.filename  # type: ignore[attr-defined]  # the file we could not open
             with self._lock:
                 self._park(_write_failed(name, e), first + done, first + len(batch))
+                if done < len(batch):
+                    self._forget_metadata()
+
+    def _forget_metadata(self) -> None:
+        # Lock held. Lost events may have carried the metadata of their tags,
+        # and TensorBoard lists a tag from its first value in the file: every
+        # tag's next event carries metadata again (readers ignore repeats).
+        # New objects, not clear(): ops hold no lock while they read these,
+        # and scalars() memos which dict it has checked by identity. An op
+        # that read the old prefix just before this still writes its event
+        # without metadata; that only matters if it races the failure.
+        self.scalar_prefixes = {}
+        self.tags_with_metadata = set()
 
     def _materialize(self, item: Deferred, index: int) -> bytes | None:
         try:
@@ -667,8 +680,7 @@ class BufferedEventWriter:
         if out is not None:
             with contextlib.suppress(Exception):  # the parent's file is not ours to fix
                 out.discard()
-        self.scalar_prefixes = {}
-        self.tags_with_metadata = set()
+        self._forget_metadata()  # the child's file starts without any
         self._init_state()
         if closing:
             # The parent's close() had begun (it timed out, or runs on another
