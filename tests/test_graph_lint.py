@@ -222,6 +222,35 @@ def test_names_devices_dtypes_and_size() -> None:
     assert str(issues[0]).startswith("error: /lead: ")
 
 
+def test_names_tensorflow_rejects() -> None:
+    # Graphs from other sources (GraphDefs, other writers) can hold such names.
+    g = Graph(
+        [
+            node("a"),
+            node("a:1"),
+            node("use", inputs=["a:1"]),
+            node("conv[0]/w"),
+            node("_lead"),
+            node("s/_ok"),
+            node("ok.v>2-x"),
+        ]
+    )
+    issues = check(g)
+    assert [(i.code, i.node) for i in issues] == [
+        ("bad-name", "a:1"),
+        ("bad-name", "conv[0]/w"),
+        ("bad-name", "_lead"),
+        # The edge meant for node 'a:1' reads as output 1 of 'a'.
+        ("bad-output-slot", "use"),
+    ]
+    assert "the dashboard reads 'a:1' as output '1' of 'a'" in issues[0].message
+    assert "holds '[', ']'" in issues[1].message
+    assert "starts with '_'" in issues[2].message
+    assert [(i.code, i.node) for i in check(g.to_graph_def())] == [
+        (i.code, i.node) for i in issues
+    ]
+
+
 def test_structure_colour_cutoff() -> None:
     nodes = [node("n0")] + [node(f"g{i // 100}/n{i}", inputs=["n0"]) for i in range(1, 10_002)]
     assert ("structure-colour", "<root>") in codes(Graph(nodes))

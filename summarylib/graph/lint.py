@@ -8,7 +8,9 @@ code                   severity  meaning
 =====================  ========  ==========================================================
 ``duplicate-name``     error     two nodes share a name: the dashboard keeps only one
 ``dangling-input``     error     an input names no node: the edge is dropped silently
-``bad-name``           error     empty, leading-``/`` or ``//`` name: empty-named groups
+``bad-name``           error     empty, leading-``/`` or ``//`` name (empty-named groups),
+                                 a ``:`` (read as an output slot) or another character
+                                 TensorFlow's rule ``[A-Za-z0-9.][A-Za-z0-9_./>-]*`` forbids
 ``control-before-data`` error    a ``^control`` input precedes a data input (TF rejects it)
 ``name-is-scope``      warning   ``A`` is a node and ``A/...`` a scope: shown as ``A/(A)``
 ``missing-shapes``     warning   no ``_output_shapes`` on a non-``Const`` node: no edge labels
@@ -32,6 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from summarylib.graph.builder import _FORBIDDEN, NAME_RULE
 from summarylib.graph.ir import DType, Graph, Node, TensorSpec, dtype_enum, split_input
 
 __all__ = ["ATTR_LIMIT", "MAX_CHILDREN", "Issue", "attr_size", "check"]
@@ -410,15 +413,21 @@ def check(
 
 
 def _check_name(v: _View, add: Any) -> None:
-    if not v.name or v.name.startswith("/") or "//" in v.name or v.name.endswith("/"):
-        add(
-            Issue(
-                "bad-name",
-                "error",
-                v.name or "<empty>",
-                "empty, leading '/', trailing '/' or '//' in a name makes an empty-named group",
-            )
-        )
+    name = v.name
+    if not name or name.startswith("/") or "//" in name or name.endswith("/"):
+        why = "empty, leading '/', trailing '/' or '//' in a name makes an empty-named group"
+    elif ":" in name:
+        why = (f"':' in a name: the dashboard reads {name!r} as output "
+               f"{name.rpartition(':')[2]!r} of {name.rpartition(':')[0]!r}, so edges to "
+               "this node break")
+    elif not NAME_RULE.match(name):
+        bad = sorted(set(_FORBIDDEN.findall(name)))
+        what = f"holds {', '.join(repr(c) for c in bad)}" if bad else f"starts with {name[0]!r}"
+        why = (f"the name {what}, which TensorFlow's node-name rule "
+               "[A-Za-z0-9.][A-Za-z0-9_./>-]* forbids; TensorFlow rejects the GraphDef")
+    else:
+        return
+    add(Issue("bad-name", "error", name or "<empty>", why))
 
 
 def errors(issues: Iterable[Issue]) -> list[Issue]:
