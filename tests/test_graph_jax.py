@@ -147,6 +147,19 @@ def test_multi_output_and_kwargs() -> None:
     assert g["output/0"].inputs == ["top_k:1"] and g["output/1"].inputs == ["top_k"]
 
 
+def test_root_names_follow_tensorflows_rule() -> None:
+    # An argument named "_" and a pytree key of punctuation would give root-level names
+    # starting with "_", which TensorFlow's node-name rule (and lint) reject.
+    def f(_: Any, x: Any) -> Any:
+        return x["?"] * _
+
+    g = capture(f, (jnp.ones(3), {"?": jnp.ones(3)}), framework="jax")
+    assert_dashboard_ready(g)
+    assert g["n_"].op == "Placeholder"
+    assert g["x/_"].op == "Placeholder"  # inside a scope a leading "_" is allowed
+    assert g["mul"].inputs == ["x/_", "n_"]
+
+
 def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="'params_argnums' entry 3"):
         capture(mlp, (make_params(), jnp.ones((2, 3))), params_argnums=3)
