@@ -203,6 +203,35 @@ def test_trace_failure_only_warns(monkeypatch: pytest.MonkeyPatch) -> None:
         traced(params, x)
 
 
+def test_public_trace_of_a_plain_function_decides_at_the_first_call() -> None:
+    torch = pytest.importorskip("torch")
+    assert "torch" in __import__("sys").modules and "jax" in __import__("sys").modules
+
+    def step(x: Any) -> Any:  # nothing in its type says torch or jax
+        return (x * 2.0).sum()
+
+    traced = sg.trace(step)  # used to raise TypeError with both frameworks imported
+    assert traced.__wrapped__ is step
+    sg.trace_on()
+    assert float(traced(jnp.ones(3))) == 6.0
+    (jax_graph, _), = trace_mod._records_for_tests()
+    sg.trace_off()
+    assert [n.op for n in Graph.from_graph_def(jax_graph)] == [
+        "Placeholder", "Const", "mul", "reduce_sum", "Identity"]
+    other = sg.trace(step)
+    sg.trace_on()
+    assert float(other(torch.ones(3))) == 6.0
+    (torch_graph, _), = trace_mod._records_for_tests()
+    sg.trace_off()
+    assert [n.op for n in Graph.from_graph_def(torch_graph)] == [
+        "Placeholder", "aten::mul", "aten::sum", "Identity"]
+    # Arguments that tell nothing: the call still returns, with a warning, nothing recorded.
+    sg.trace_on()
+    with pytest.warns(GraphCaptureWarning, match="cannot tell which framework"):
+        assert sg.trace(lambda v: v * 2.0)(1.5) == 3.0
+    assert list(trace_mod._records_for_tests()) == []
+
+
 def test_registered_tracer_and_framework_detection() -> None:
     g = capture(mlp, (make_params(), jnp.ones((2, 3))))  # jitted: detected as jax
     assert g["x"].op == "Placeholder"
