@@ -432,6 +432,25 @@ def test_module_tree_through_tensorboards_converter(resnet: tuple[Any, Any, Grap
         module_tree(lambda x: x)
 
 
+def test_module_tree_keeps_the_residual_from_the_model_input(
+    transformer: tuple[Any, Any, Graph],
+) -> None:
+    # ln2 reads x + attn(ln1(x)): the block's input (a root Placeholder) and attn.
+    model, _, g = transformer
+    tree = module_tree(model, g)
+    inputs = {c.name: c.inputs for c in tree.children}
+    assert inputs == {
+        "ln1": [sg.PARENT_INPUT],
+        "attn": ["ln1"],
+        "ln2": [sg.PARENT_INPUT, "attn"],
+        "mlp": ["ln2"],
+    }
+    gd = keras_util.keras_model_to_graph_def(json.loads(sg.keras_json(tree)))
+    nodes = {n.name: list(n.input) for n in gd.node}
+    assert sorted(nodes["TransformerBlock/ln2"]) == [
+        "TransformerBlock/attn", "TransformerBlock/input"]
+
+
 def test_graph_trace_finds_the_torch_adapter_in_a_fresh_process(logdir: Path) -> None:
     # Nothing imported the adapter yet: summarylib.graph.trace must import it by itself.
     code = (

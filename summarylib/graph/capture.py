@@ -321,13 +321,20 @@ class _Flow:
             if src_node.op == "Const":
                 continue
             child = self._child(path, src)
-            if child is None:
+            if child is None or self._is_input(child, src_node):
                 out.append("<input>")
             elif child == "" or child not in names:
                 out.extend(self._sources(path, src_node, names, seen))  # the parent's own op
             else:
                 out.append(child)
         return out
+
+    @staticmethod
+    def _is_input(child: str | None, node: Any) -> bool:
+        # The model's own inputs are Placeholders at the root scope: for the root module
+        # they are "directly in path" like its own ops, but they are its input, not an op
+        # to look through (else a residual from the block input, x + attn(x), is lost).
+        return child == "" and node.op == "Placeholder"
 
     def inputs(self, path: str, child: str, names: list[str]) -> list[str]:
         from summarylib.graph.conceptual import PARENT_INPUT
@@ -345,7 +352,7 @@ class _Flow:
                 if src_node.op == "Const":
                     continue
                 c = self._child(path, src)
-                if c is None:
+                if c is None or self._is_input(c, src_node):
                     srcs = ["<input>"]
                 elif c == "" or c not in names:
                     srcs = self._sources(path, src_node, names, {src})
