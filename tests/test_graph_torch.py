@@ -34,7 +34,13 @@ from summarylib.graph import Graph, check  # noqa: E402
 from summarylib.graph.adapters import GraphCaptureWarning  # noqa: E402
 from summarylib.graph.capture import capture, module_tree, trace, untrace  # noqa: E402
 from tests.helpers import only_file, tb_events  # noqa: E402
-from tests.torch_models import Branchy, DictModel, ResNet, TransformerBlock  # noqa: E402
+from tests.torch_models import (  # noqa: E402
+    Branchy,
+    BranchyDict,
+    DictModel,
+    ResNet,
+    TransformerBlock,
+)
 
 BOOKKEEPING = {
     "prim::GetAttr",
@@ -233,6 +239,44 @@ def test_data_dependent_model_falls_back_to_jit_with_warnings() -> None:
     assert g["fc/linear"].inputs == ["x", "fc/weight", "fc/bias"]
     branch = g["output"].inputs[0]
     assert g[branch].op in ("aten::mul", "aten::sub")
+
+
+def test_jit_fallback_with_int_argument_and_dict_result_holding_none() -> None:
+    # torch.jit.trace alone fails on both: "Type 'Tuple[Tensor, int]' cannot be traced" and
+    # "only outputs matching dict[...] can be a dictionary output". The adapter binds the
+    # int, flattens the result to its tensors and names the outputs from the dict keys.
+    torch.manual_seed(0)
+    model = BranchyDict()
+    x = torch.ones(2, 4)
+    expected = model(x, 3)
+    traced = trace(model)
+    try:
+        sg.trace_on()
+        with pytest.warns(GraphCaptureWarning) as rec:
+            out = traced(x, 3)
+        (gbytes, _), = trace_mod._records_for_tests()
+    finally:
+        untrace(model)
+        sg.trace_off()
+    assert torch.equal(out["y"], expected["y"]) and out["aux"] is None and out["n"] == 3
+    texts = [str(w.message) for w in rec]
+    assert any("torch.export could not trace BranchyDict" in t for t in texts)
+    assert any("capture(torch.jit)" in t and "torch_models.py" in t for t in texts)
+    assert not any("not recorded" in t for t in texts)
+    g = Graph.from_graph_def(gbytes)
+    assert_dashboard_ready(g, model)  # lint clean, no dangling input, shapes, params
+    with pytest.warns(GraphCaptureWarning, match="capture\\(torch.jit\\)"):
+        assert g == capture(model, (x, 3), method="jit")
+    names = [n.name for n in g]
+    assert g["x"].op == "Placeholder" and g["x"].outputs[0].shape == (2, 4)
+    assert g["n"].op == "Const" and g["n"].attrs["value"] == 3  # the bound argument
+    branch = g[g["output/y"].inputs[0]]
+    assert branch.op in ("aten::mul", "aten::sub") and branch.attrs["other"] == 3
+    assert branch.inputs == ["fc/linear"]
+    assert g["output/pair/0"].inputs == ["relu"] and g["output/pair/1"].inputs == ["sum"]
+    assert g["output/pair/1"].outputs[0].shape == ()
+    assert g["output/n"].op == "Const" and g["output/n"].attrs["value"] == 3
+    assert not any(name.startswith("output/aux") for name in names)  # None is left out
 
 
 def test_jit_method_on_cnn_matches_export_structure(resnet: tuple[Any, Any, Graph]) -> None:
