@@ -160,6 +160,46 @@ def test_root_names_follow_tensorflows_rule() -> None:
     assert g["mul"].inputs == ["x/_", "n_"]
 
 
+def _spec_bytes(node: Any) -> int:
+    return sum(int(np.prod(s.shape)) * np.dtype(s.dtype).itemsize for s in node.outputs)
+
+
+def test_trace_with_profiler_times_every_equation_node() -> None:
+    from summarylib.proto import step_stats_pb2
+
+    def f(x: Any, n: Any) -> Any:
+        y = jax.lax.cond(x.sum() > 0, lambda v: v * 2.0, lambda v: v - 1.0, x)
+        w = jax.lax.while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, s[1] * 1.5), (0, y))
+        return mlp(make_params(), w[1][:2])
+
+    traced = trace(f)
+    sg.trace_on(profiler=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "profile is empty" warning any more
+        out = traced(jnp.ones((4, 3)), 5)
+        (gbytes, sbytes), = trace_mod._records_for_tests()
+    assert out["probs"].shape == (2, 4)
+    g = Graph.from_graph_def(gbytes)
+    stats = step_stats_pb2.StepStats.FromString(sbytes)
+    (dev,) = stats.dev_stats
+    assert dev.device == "/device:CPU:0"
+    by_name = {ns.node_name: ns for ns in dev.node_stats}
+    assert len(by_name) == len(dev.node_stats)  # one entry per node
+    # Every equation node is timed, inlined jit/custom_jvp bodies op by op; the bodies of
+    # cond/while are timed as their node.
+    bodies = ("cond/branch_", "while/cond/", "while/body/")
+    timed = {n.name for n in g if n.op not in ("Const", "Placeholder", "Identity")
+             and not n.name.startswith(bodies)}
+    assert set(by_name) == timed
+    assert {"cond/cond", "while/while", "mlp/encoder/relu/max", "mlp/head/dot_general"} <= timed
+    for name, ns in by_name.items():
+        assert ns.memory[0].total_bytes == _spec_bytes(g[name]), name
+        assert ns.all_start_micros > 1_600_000_000_000_000
+    assert by_name["while/while"].memory[0].total_bytes == 4 + 4 * 3 * 4  # (int32, f32[4,3])
+    starts = [ns.all_start_micros for ns in dev.node_stats]
+    assert starts == sorted(starts)
+
+
 def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="'params_argnums' entry 3"):
         capture(mlp, (make_params(), jnp.ones((2, 3))), params_argnums=3)

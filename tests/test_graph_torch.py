@@ -404,6 +404,66 @@ def test_trace_with_profiler_times_every_op() -> None:
     assert mlp.memory[0].total_bytes == 2 * 5 * 64 * 4
 
 
+def _profiled(model: Any, *args: Any, **options: Any) -> tuple[Graph, Any]:
+    """Graph and StepStats recorded by trace(model, **options) under trace_on(profiler=True)."""
+    from summarylib.proto import step_stats_pb2
+
+    traced = trace(model, **options)
+    try:
+        sg.trace_on(profiler=True)
+        with torch.no_grad():
+            traced(*args)
+        (gbytes, sbytes), = trace_mod._records_for_tests()
+    finally:
+        untrace(model)
+        sg.trace_off()
+    return Graph.from_graph_def(gbytes), step_stats_pb2.StepStats.FromString(sbytes or b"")
+
+
+def test_fx_profile_times_every_module_function_and_method_node() -> None:
+    import numpy as np
+
+    torch.manual_seed(0)
+    model = TransformerBlock().eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "profile is empty" warning any more
+        g, stats = _profiled(model, torch.randn(2, 5, 16), method="fx")
+    assert g["mlp/0/Linear"].op == "Linear"  # the module-level graph
+    (dev,) = stats.dev_stats
+    by_name = {ns.node_name: ns for ns in dev.node_stats}
+    assert len(by_name) == len(dev.node_stats)  # one entry per node
+    timed = {n.name for n in g if n.op not in ("Const", "Placeholder", "Identity")}
+    assert set(by_name) == timed
+    assert {"ln1/LayerNorm", "attn/MultiheadAttention", "add", "mlp/1/GELU"} <= timed
+    for name, ns in by_name.items():
+        expected = sum(int(np.prod(s.shape)) * np.dtype(s.dtype).itemsize
+                       for s in g[name].outputs if s.shape is not None and s.dtype)
+        assert ns.memory[0].total_bytes == expected, name
+    assert by_name["mlp/0/Linear"].memory[0].total_bytes == 2 * 5 * 64 * 4
+    starts = [ns.all_start_micros for ns in dev.node_stats]
+    assert starts == sorted(starts) and starts[0] > 1_600_000_000_000_000
+
+
+def test_jit_fallback_profile_is_empty_with_one_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    import summarylib.graph.adapters.torch_fx as torch_fx
+
+    monkeypatch.setattr(torch_fx, "_warned_jit_profile", False)
+    torch.manual_seed(0)
+    model, x = Branchy(), torch.ones(2, 4)
+    with pytest.warns(GraphCaptureWarning) as rec:
+        g, stats = _profiled(model, x)
+    texts = [str(w.message) for w in rec]
+    assert [t for t in texts if "profile" in t] == [
+        "capture: no per-node profile for graphs from the torch.jit fallback (models "
+        "torch.export cannot trace): the jit graph cannot be run node by node, so its "
+        "profile is empty; method='fx' gives a module-level graph with a profile "
+        "(warned once per process)"]
+    assert g["fc/linear"].op == "aten::linear" and list(stats.dev_stats) == []
+    with pytest.warns(GraphCaptureWarning) as rec:  # the fallback's own warnings only
+        _profiled(model, x)
+    assert not [w for w in rec if "profile" in str(w.message)]
+
+
 def test_trace_failure_warns_and_returns_the_real_result(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -54,6 +54,7 @@ from summarylib.graph.adapters import (
     PendingGraph,
     PendingNode,
     const_attrs,
+    gc_paused,
     plain_attr,
     sanitize,
     warn_capture,
@@ -84,12 +85,22 @@ def _mod(name: str) -> Any:
 # --- torch values -> IR ----------------------------------------------------------------
 
 
+_DTYPE_STRINGS: dict[Any, str | None] = {}
+
+
 def dtype_string(dtype: Any) -> str | None:
     """``torch.float32`` -> ``"float32"``; None for anything that is not a torch dtype."""
     if dtype is None:
         return None
+    try:
+        return _DTYPE_STRINGS[dtype]  # called for every tensor of the graph: cache
+    except (KeyError, TypeError):
+        pass
     text = str(dtype)
-    return text[6:] if text.startswith("torch.") else None
+    name = text[6:] if text.startswith("torch.") else None
+    if name is not None:
+        _DTYPE_STRINGS[dtype] = name
+    return name
 
 
 def device_string(device: Any) -> str:
@@ -329,15 +340,22 @@ class _Walker:
         return inputs, attrs
 
     def const_placeholder(self, key: Hashable, target: str, kind: str, val: Any,
-                          value: Any = None) -> None:
+                          value: Any = None, *, scope: str | None = None,
+                          device: str | None = None) -> None:
+        """A parameter, buffer or constant as a ``Const`` named by its qualified name.
+
+        ``scope`` (the scope of ``target``'s parent) and ``device`` skip recomputing what
+        the caller already knows (thousands of parameters on large models).
+        """
         parent, _, leaf = target.rpartition(".")
         spec = spec_of(val) or TensorSpec(None)
         stored = None
         if value is not None and kind == "constant":
             stored = _small_numpy(value)
         attrs = const_attrs(spec, stored, {"target": target, "kind": kind})
-        self.add(PendingNode(key, _scope(parent), leaf or target, "Const", attrs=attrs,
-                             outputs=[spec], device=_device_of(val, self.device)))
+        self.add(PendingNode(key, _scope(parent) if scope is None else scope, leaf or target,
+                             "Const", attrs=attrs, outputs=[spec],
+                             device=device or _device_of(val, self.device)))
 
     def outputs(self, leaves: Sequence[Any], paths: Sequence[str]) -> None:
         """Identity nodes for user outputs (Const for non-tensor outputs; None skipped)."""
@@ -538,11 +556,12 @@ def _from_ep(ep: Any, device: str | None, forward: Any) -> tuple[Graph, dict[Has
     return graph, w.pending.names
 
 
-def _call_function(w: _Walker, node: Any, dev: str) -> None:
+def _call_function(w: _Walker, node: Any, dev: str,
+                   outputs: list[TensorSpec] | None = None) -> None:
+    """An op node (``outputs``: its specs if known, else from the node's metadata)."""
     torch = _mod("torch")
 
     target = node.target
-    val = node.meta.get("val")
     if target is operator.getitem and isinstance(node.args[0], torch.fx.Node) \
             and isinstance(node.args[1], int):
         src = w.ref(node.args[0])
@@ -552,7 +571,9 @@ def _call_function(w: _Walker, node: Any, dev: str) -> None:
     op, base, extra = _op_name(target)
     inputs, attrs = w.split_args(target, node.args, node.kwargs, node)
     attrs.update(extra)
-    outputs = _specs(val) if val is not None else _specs(node.meta.get("tensor_meta"))
+    if outputs is None:
+        val = node.meta.get("val")
+        outputs = _specs(val) if val is not None else _specs(node.meta.get("tensor_meta"))
     scope = _scope_of_node(node)
     w.add(PendingNode(node.name, scope, base, op, inputs=inputs, attrs=attrs,
                       outputs=outputs, device=dev))
@@ -605,79 +626,128 @@ def from_fx(gm: Any, example_inputs: Sequence[Any] = (), *, device: str | None =
             root: Any = None) -> Graph:
     """The module-level graph of a ``torch.fx.GraphModule`` (see the module docstring).
 
-    Shapes come from running ``ShapeProp`` on fake copies of ``example_inputs`` (skipped,
-    with a warning, when it fails or no inputs are given: the graph then has unknown
-    shapes). ``root`` is the original module (for class names and parameters).
+    Shapes come from running ``gm`` once on ``example_inputs`` (see :func:`_shape_prop`;
+    with no inputs, from ``meta["tensor_meta"]`` if a ``ShapeProp`` ran before, else
+    unknown). ``root`` is the original module (for class names and parameters).
     """
+    return _from_fx(gm, example_inputs, device, root, False)[0]
+
+
+# Node kinds that run code: the ones a profile times.
+_CALLS = ("call_module", "call_function", "call_method")
+
+
+def _from_fx(gm: Any, example_inputs: Sequence[Any], device: str | None, root: Any,
+             timed: bool) -> tuple[Graph, list[Any] | None]:
+    """:func:`from_fx`, plus (when ``timed``) a ``NodeStats`` per timed op of the run that
+    found the shapes (None if that run failed: fake tensors are not timed)."""
     torch = _mod("torch")
 
     where = "capture(torch.fx)"
     root = root if root is not None else gm
     dev = device or (_example_device(example_inputs) if example_inputs else "/device:CPU:0")
-    if example_inputs:
-        _shape_prop(gm, example_inputs)
+    run = _shape_prop(gm, example_inputs, timed) if example_inputs else None
+    found = run.specs if run is not None else None
     w = _Walker(dev, where)
     output_node = None
-    for node in gm.graph.nodes:
-        meta = node.meta.get("tensor_meta")
-        outputs = _specs(meta) if meta is not None else [TensorSpec(None)]
-        if node.op == "placeholder":
-            spec = outputs[0] if outputs else TensorSpec(None)
-            attrs: dict[str, object] = {"shape": TensorSpec(spec.shape)}
-            if spec.dtype:
-                attrs = {"dtype": DType(spec.dtype), "shape": TensorSpec(spec.shape)}
-            w.add(PendingNode(node.name, "", str(node.target), "Placeholder", attrs=attrs,
-                              outputs=[spec], device=dev))
-            w.refs[node] = (node.name, 0)
-        elif node.op == "get_attr":
-            _get_attr(w, node, root, dev)
-        elif node.op == "call_module":
-            _call_module(w, node, root, outputs, dev)
-        elif node.op == "call_method":
-            inputs, attrs = w.split_args(None, node.args, node.kwargs, node)
-            name = str(node.target)
-            w.add(PendingNode(node.name, _scope_of_node(node), name, f"Tensor.{name}",
-                              inputs=inputs, attrs=attrs, outputs=outputs, device=dev))
-            w.refs[node] = (node.name, 0)
-        elif node.op == "call_function":
-            if meta is not None:
-                node.meta.setdefault("val", None)
-            _call_function(w, node, dev)
-            p = w.pending.nodes[-1] if w.pending.nodes else None
-            if p is not None and p.key == node.name:
-                p.outputs = outputs
-                w.specs[p.key] = outputs
-        elif node.op == "output":
-            output_node = node
-    if output_node is not None:
-        pytree = _mod("torch.utils._pytree")
+    unknown = [TensorSpec(None)]
+    modules: dict[str, Any] | None = None  # qualified name -> submodule, built on first use
+    with gc_paused():
+        for node in gm.graph.nodes:
+            if found is not None:
+                outputs = found.get(node.name) or unknown
+            else:
+                meta = node.meta.get("tensor_meta")
+                outputs = _specs(meta) if meta is not None else unknown
+            op = node.op
+            if op == "placeholder":
+                spec = outputs[0] if outputs else TensorSpec(None)
+                attrs: dict[str, object] = {"shape": TensorSpec(spec.shape)}
+                if spec.dtype:
+                    attrs = {"dtype": DType(spec.dtype), "shape": TensorSpec(spec.shape)}
+                w.add(PendingNode(node.name, "", str(node.target), "Placeholder", attrs=attrs,
+                                  outputs=[spec], device=dev))
+                w.refs[node] = (node.name, 0)
+            elif op == "get_attr":
+                _get_attr(w, node, root, dev)
+            elif op == "call_module":
+                if modules is None:
+                    modules = dict(root.named_modules(remove_duplicate=False))
+                _call_module(w, node, root, outputs, dev, modules)
+            elif op == "call_method":
+                inputs, attrs = w.split_args(None, node.args, node.kwargs, node)
+                name = str(node.target)
+                w.add(PendingNode(node.name, _scope_of_node(node), name, f"Tensor.{name}",
+                                  inputs=inputs, attrs=attrs, outputs=outputs, device=dev))
+                w.refs[node] = (node.name, 0)
+            elif op == "call_function":
+                _call_function(w, node, dev, outputs)
+            elif op == "output":
+                output_node = node
+        if output_node is not None:
+            pytree = _mod("torch.utils._pytree")
 
-        flat = pytree.tree_flatten_with_path(
-            output_node.args[0], is_leaf=lambda x: isinstance(x, torch.fx.Node))[0]
-        leaves = [leaf for _, leaf in flat]
-        paths = ["/".join(_key_segments(p)) for p, _ in flat]
-        w.outputs(leaves, paths)
-    return w.finish()
+            flat = pytree.tree_flatten_with_path(
+                output_node.args[0], is_leaf=lambda x: isinstance(x, torch.fx.Node))[0]
+            leaves = [leaf for _, leaf in flat]
+            paths = ["/".join(_key_segments(p)) for p, _ in flat]
+            w.outputs(leaves, paths)
+        graph = w.finish()
+    if not timed:
+        return graph, None
+    if run is None or run.specs is None:
+        warn_capture("capture(torch.fx): no per-node profile: the model could not be run on "
+                     "the example inputs (shapes came from fake tensors)", 4)
+        return graph, None
+    return graph, _node_stats(run.times, w.pending.names)
+
+
+def _node_stats(times: list[tuple[str, int, int, int]], names: dict[Hashable, str]
+                ) -> list[Any]:
+    """``NodeStats`` for timed fx nodes that are graph nodes (a ``getitem`` that became an
+    output slot is not), with wall-clock start times in microseconds."""
+    import time
+
+    from summarylib.graph.writers import NodeStats
+
+    # perf_counter_ns has the resolution; time_ns the epoch TensorBoard wants.
+    epoch = time.time_ns() - time.perf_counter_ns()
+    stats = []
+    for key, t0, dt, size in times:
+        name = names.get(key)
+        if name is not None:
+            stats.append(NodeStats(name, (epoch + t0) // 1000, dt // 1000, size))
+    return stats
 
 
 def _call_module(w: _Walker, node: Any, root: Any, outputs: list[TensorSpec],
-                 dev: str) -> None:
+                 dev: str, modules: dict[str, Any]) -> None:
     target = str(node.target)
-    try:
-        sub = root.get_submodule(target)
-    except AttributeError:
-        sub = None
+    sub = modules.get(target)
     cls = type(sub).__name__ if sub is not None else "Module"
     scope = _scope(target)
     inputs, attrs = w.split_args(None, node.args, node.kwargs, node)
     if sub is not None:
-        for pname, tensor in list(sub.named_parameters(recurse=True)) + list(
-                sub.named_buffers(recurse=True)):
-            key = ("param", f"{target}.{pname}")
+        if sub._modules:
+            tensors = list(sub.named_parameters(recurse=True))
+            tensors += sub.named_buffers(recurse=True)
+        else:  # a leaf (Linear, Conv2d): its own dicts, without named_*'s module walk
+            tensors = []
+            seen: set[int] = set()  # a tensor under two names counts once, as in named_*
+            for d in (sub._parameters, sub._buffers):
+                for k, v in d.items():
+                    if v is not None and id(v) not in seen:
+                        seen.add(id(v))
+                        tensors.append((k, v))
+        for pname, tensor in tensors:
+            qual = f"{target}.{pname}"
+            key = ("param", qual)
             if key not in w.pending:
                 kind = "parameter" if type(tensor).__name__ == "Parameter" else "buffer"
-                w.const_placeholder(key, f"{target}.{pname}", kind, tensor)
-                w.pending.nodes[-1].device = device_string(tensor.device) or dev
+                parent = qual.rpartition(".")[0]
+                w.const_placeholder(key, qual, kind, tensor,
+                                    scope=scope if parent == target else None,
+                                    device=device_string(tensor.device) or dev)
             inputs.append((key, 0))
         config = sub.extra_repr() if hasattr(sub, "extra_repr") else ""
         if config:
@@ -687,27 +757,88 @@ def _call_module(w: _Walker, node: Any, root: Any, outputs: list[TensorSpec],
     w.refs[node] = (node.name, 0)
 
 
-def _shape_prop(gm: Any, example_inputs: Sequence[Any]) -> None:
-    """Fill ``meta['tensor_meta']`` by running ``gm`` once on the example inputs.
+class _Run:
+    """What one real run of an fx graph found: output specs and, if timed, op times."""
+
+    def __init__(self) -> None:
+        #: node name -> output specs (None: the result held no tensor); None if the real
+        #: run failed and fake tensors filled ``meta["tensor_meta"]`` instead.
+        self.specs: dict[str, list[TensorSpec] | None] | None = {}
+        #: (node name, start perf_counter_ns, duration ns, output bytes) per timed node.
+        self.times: list[tuple[str, int, int, int]] = []
+
+
+def _result_specs(result: Any, tensor: Any) -> list[TensorSpec] | None:
+    """Output specs of a node's real result, as ``ShapeProp``'s ``tensor_meta`` gives them
+    (a tensor, or a tuple/list holding tensors; None for a result without tensors)."""
+    if isinstance(result, tensor):
+        return [spec_of(result) or TensorSpec(None)]
+    if isinstance(result, (tuple, list)) and any(isinstance(v, tensor) for v in _flat(result)):
+        return [spec_of(v) or TensorSpec(None) for v in result]
+    return None
+
+
+def _nbytes(result: Any, tensor: Any) -> int:
+    if isinstance(result, tensor):
+        return int(result.nelement() * result.element_size())
+    if isinstance(result, (tuple, list, dict)):
+        return sum(_nbytes(v, tensor) for v in _flat(result) if isinstance(v, tensor))
+    return 0
+
+
+def _shape_prop(gm: Any, example_inputs: Sequence[Any], timed: bool = False) -> _Run:
+    """Run ``gm`` once on the example inputs for its output shapes (and, if ``timed``,
+    each op's wall time and output bytes).
 
     The run is real (fast: about 10x faster than fake tensors per node) but leaves no
-    trace: ``no_grad``, the RNG state and every buffer are restored afterwards. If it fails
-    (inputs on a meta device, ...) fake tensors are tried; if that fails too, the graph
-    keeps unknown shapes and a warning says so.
+    trace: ``no_grad``, the RNG state and every buffer are restored afterwards. It is a
+    plain ``fx.Interpreter`` that keeps only shapes and dtypes (``ShapeProp`` also
+    computes strides, memory format and quantization metadata per node, which the graph
+    does not use: a third of the run on a 10k-node model). If it fails (inputs on a meta
+    device, ...) ``ShapeProp`` on fake tensors fills ``meta["tensor_meta"]`` (``specs``
+    None); if that fails too, the graph keeps unknown shapes and a warning says so.
     """
+    import time
+
     torch = _mod("torch")
-    ShapeProp = _mod("torch.fx.passes.shape_prop").ShapeProp
+    tensor = torch.Tensor
+    run = _Run()
+    specs: dict[str, list[TensorSpec] | None] = {}
+    times = run.times
+    clock = time.perf_counter_ns
+    cuda = torch.cuda if any(
+        getattr(getattr(v, "device", None), "type", "") == "cuda" for v in example_inputs
+    ) else None
+    interpreter: Any = torch.fx.Interpreter
+
+    class _ShapesAndTimes(interpreter):  # type: ignore[misc]
+        def run_node(self, n: Any) -> Any:
+            if not timed or n.op not in _CALLS:
+                result = super().run_node(n)
+            else:
+                t0 = clock()
+                result = super().run_node(n)
+                if cuda is not None:
+                    cuda.synchronize()  # kernels are asynchronous: time them, not the launch
+                times.append((n.name, t0, clock() - t0, _nbytes(result, tensor)))
+            specs[n.name] = _result_specs(result, tensor)
+            return result
+
     buffers = [(b, b.detach().clone()) for b in gm.buffers()]
     try:
         with torch.no_grad(), torch.random.fork_rng(devices=[]):
-            ShapeProp(gm).propagate(*example_inputs)
-        return
+            _ShapesAndTimes(gm).run(*example_inputs)
+        run.specs = specs
+        return run
     except Exception:
         pass
     finally:
         with torch.no_grad():
             for b, copy in buffers:
                 b.copy_(copy)
+    run.specs = None
+    run.times = []
+    ShapeProp = _mod("torch.fx.passes.shape_prop").ShapeProp
     FakeTensorMode = _mod("torch._subclasses.fake_tensor").FakeTensorMode
     pytree = _mod("torch.utils._pytree")
     try:
@@ -720,7 +851,8 @@ def _shape_prop(gm: Any, example_inputs: Sequence[Any]) -> None:
             ShapeProp(gm, fake_mode=mode).propagate(*fake)
     except Exception as e:  # shapes are optional: the structure is still right
         warn_capture(f"capture(torch.fx): shape propagation failed ({type(e).__name__}: "
-                     f"{str(e)[:200]}); shapes are unknown", 5)
+                     f"{str(e)[:200]}); shapes are unknown", 6)
+    return run
 
 
 # --- entry point -----------------------------------------------------------------------
@@ -781,9 +913,11 @@ def profile_torch(
     The exported program runs once on the example inputs (``no_grad``; buffers are
     restored afterwards) under an ``fx.Interpreter`` that times every op and sums the bytes
     of its outputs, giving one :class:`~summarylib.graph.writers.NodeStats` per op node
-    with wall-clock start times. Times include Python overhead per node and no fusion: they
-    rank ops, they are not kernel times. ``node_stats`` is None when the graph did not come
-    from ``torch.export`` (fx/jit), with a warning.
+    with wall-clock start times. With ``method="fx"`` the run that finds the shapes is
+    timed the same way, one ``NodeStats`` per module, function and method call. Times
+    include Python overhead per node and no fusion: they rank ops, they are not kernel
+    times. Graphs from the torch.jit fallback get no profile (``node_stats`` is ``[]``;
+    a warning says so, once per process); ``node_stats`` is None when the fx run failed.
     """
     return _capture(model, example_inputs, example_kwargs, method, device, True)
 
@@ -810,7 +944,7 @@ def _capture(model: Any, example_inputs: Any, example_kwargs: dict[str, Any] | N
         if kwargs:
             raise ValueError("capture: method='fx' takes positional example inputs only")
         gm = torch.fx.symbolic_trace(module)
-        return _no_profile(from_fx(gm, args, device=dev, root=module), profile)
+        return _from_fx(gm, args, dev, module, profile)
     if method == "jit":
         from summarylib.graph.adapters.torch_jit import capture_jit
 
@@ -874,10 +1008,27 @@ def _quiet_logs(active: bool) -> Any:
             sys.stderr.write(text)
 
 
+_warned_jit_profile = False
+
+
 def _no_profile(graph: Graph, profile: bool) -> tuple[Graph, list[Any] | None]:
-    if profile:
-        warn_capture("capture: no per-op profile: the graph did not come from torch.export", 4)
-    return graph, None
+    """A torch.jit graph and, when profiling, an empty profile (warned about once).
+
+    The jit graph is what the tracer recorded, inlined and rewritten into IR nodes (values
+    folded into attrs, list constructs dropped): there is no executable per-node form to
+    time node by node and map back, as there is for fx and export graphs.
+    """
+    global _warned_jit_profile
+    if not profile:
+        return graph, None
+    if not _warned_jit_profile:
+        _warned_jit_profile = True
+        warn_capture(
+            "capture: no per-node profile for graphs from the torch.jit fallback (models "
+            "torch.export cannot trace): the jit graph cannot be run node by node, so its "
+            "profile is empty; method='fx' gives a module-level graph with a profile "
+            "(warned once per process)", 4)
+    return graph, []
 
 
 def _profile(ep: Any, module: Any, names: dict[Hashable, str], args: tuple[Any, ...],
