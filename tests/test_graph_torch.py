@@ -10,6 +10,7 @@ trace, returns the real result, and turns every capture failure into a warning.
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -223,6 +224,36 @@ def test_fx_module_level(resnet: tuple[Any, Any, Graph]) -> None:
     assert "kernel_size=(3, 3)" in str(conv.attrs["config"])
     assert g["layer1/0/add"].op == "operator.add"
     assert g["mean"].op == "Tensor.mean"
+
+
+@pytest.mark.parametrize("which", ["resnet", "transformer", "defaults_and_varargs"])
+def test_fx_shapes_from_our_run_match_shapeprop(
+    which: str, resnet: tuple[Any, Any, Graph], transformer: tuple[Any, Any, Graph]
+) -> None:
+    # from_fx runs the graph itself (not fx.Interpreter + ShapeProp, a third of the time
+    # on a 10k-node model); the graph must be the one ShapeProp's metadata gives.
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    from summarylib.graph.adapters.torch_fx import from_fx
+
+    class Defaults(nn.Module):
+        def forward(self, x: Any, scale: float = 2.0, *rest: Any) -> Any:
+            y = x.view(2, -1) * scale
+            return torch.max(y, dim=1), rest, y.size(0)
+
+    if which == "defaults_and_varargs":
+        model: Any = Defaults()
+        args: tuple[Any, ...] = (torch.ones(2, 3),)
+    else:
+        model, x, _ = resnet if which == "resnet" else transformer
+        # A copy: ShapeProp updates BatchNorm statistics of the shared fixture's model.
+        model, args = copy.deepcopy(model), (x,)
+    ours = from_fx(torch.fx.symbolic_trace(model), args, root=model)
+    gm = torch.fx.symbolic_trace(model)
+    with torch.no_grad():
+        ShapeProp(gm).propagate(*args)
+    assert ours == from_fx(gm, (), root=model)
+    assert all(n.outputs for n in ours if n.op != "Const")
 
 
 def test_data_dependent_model_falls_back_to_jit_with_warnings() -> None:

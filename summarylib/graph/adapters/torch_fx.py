@@ -79,7 +79,8 @@ _METHODS = ("auto", "export", "fx", "jit")
 def _mod(name: str) -> Any:
     """Import a torch module as ``Any``: torch's own annotations change between versions and
     this adapter only passes its objects through."""
-    return importlib.import_module(name)
+    mod = sys.modules.get(name)  # called per node: skip importlib when already imported
+    return mod if mod is not None else importlib.import_module(name)
 
 
 # --- torch values -> IR ----------------------------------------------------------------
@@ -110,11 +111,19 @@ def device_string(device: Any) -> str:
     """
     if device is None:
         return ""
+    try:
+        return _DEVICE_STRINGS[device]  # called for every parameter: cache
+    except (KeyError, TypeError):
+        pass
     kind = getattr(device, "type", None) or str(device).split(":")[0]
-    if kind == "meta":
-        return ""
     index = getattr(device, "index", None)
-    return f"/device:{kind.upper()}:{0 if index is None else index}"
+    text = "" if kind == "meta" else f"/device:{kind.upper()}:{0 if index is None else index}"
+    with contextlib.suppress(TypeError):
+        _DEVICE_STRINGS[device] = text
+    return text
+
+
+_DEVICE_STRINGS: dict[Any, str] = {}
 
 
 def spec_of(value: Any) -> TensorSpec | None:
@@ -125,10 +134,10 @@ def spec_of(value: Any) -> TensorSpec | None:
     shape = getattr(value, "shape", None)
     dtype = getattr(value, "dtype", None)
     if shape is not None and dtype is not None:
-        dims: list[int | None] = []
-        for d in shape:
-            dims.append(d if type(d) is int else _maybe_int(d))
-        return TensorSpec(tuple(dims), dtype_string(dtype))
+        dims = tuple(shape)
+        if not all(type(d) is int for d in dims):  # symbolic sizes
+            dims = tuple(d if type(d) is int else _maybe_int(d) for d in dims)
+        return TensorSpec(dims, dtype_string(dtype))
     kind = type(value).__name__
     if isinstance(value, bool) or kind == "SymBool":
         return TensorSpec((), "bool")
@@ -465,6 +474,11 @@ def from_exported_program(ep: Any, *, device: str | None = None,
 
 
 def _from_ep(ep: Any, device: str | None, forward: Any) -> tuple[Graph, dict[Hashable, str]]:
+    with gc_paused():  # see gc_paused: thousands of nodes, a large heap
+        return _walk_ep(ep, device, forward)
+
+
+def _walk_ep(ep: Any, device: str | None, forward: Any) -> tuple[Graph, dict[Hashable, str]]:
     torch = _mod("torch")
     gs = _mod("torch.export.graph_signature")
     InputKind, OutputKind = gs.InputKind, gs.OutputKind
@@ -672,7 +686,7 @@ def _from_fx(gm: Any, example_inputs: Sequence[Any], device: str | None, root: A
                 _get_attr(w, node, root, dev)
             elif op == "call_module":
                 if modules is None:
-                    modules = dict(root.named_modules(remove_duplicate=False))
+                    modules = _modules_by_name(root)
                 _call_module(w, node, root, outputs, dev, modules)
             elif op == "call_method":
                 inputs, attrs = w.split_args(None, node.args, node.kwargs, node)
@@ -718,6 +732,24 @@ def _node_stats(times: list[tuple[str, int, int, int]], names: dict[Hashable, st
         if name is not None:
             stats.append(NodeStats(name, (epoch + t0) // 1000, dt // 1000, size))
     return stats
+
+
+def _modules_by_name(root: Any) -> dict[str, Any]:
+    """Qualified name -> submodule, every name of a shared module included (what
+    ``get_submodule`` finds), walking ``_modules`` directly: ``named_modules`` is a
+    recursive generator, several times slower on models with thousands of modules."""
+    out: dict[str, Any] = {"": root}
+    stack = [("", root)]
+    while stack:
+        prefix, mod = stack.pop()
+        for name, child in mod._modules.items():
+            if child is None:
+                continue
+            qual = f"{prefix}.{name}" if prefix else name
+            if qual not in out:
+                out[qual] = child
+                stack.append((qual, child))
+    return out
 
 
 def _call_module(w: _Walker, node: Any, root: Any, outputs: list[TensorSpec],
@@ -786,48 +818,102 @@ def _nbytes(result: Any, tensor: Any) -> int:
     return 0
 
 
+_NO_ARG = object()
+
+
+def _run_nodes(gm: Any, args: Sequence[Any], specs: dict[str, list[TensorSpec] | None],
+               times: list[tuple[str, int, int, int]] | None, cuda: Any) -> None:
+    """Run ``gm``'s graph node by node, as ``torch.fx.Interpreter.run`` does, keeping each
+    node's output specs in ``specs`` and, if ``times`` is a list, appending
+    ``(node name, start perf_counter_ns, duration ns, output bytes)`` per call node.
+
+    The Interpreter's own per-node work (a progress bar, a context manager, argument
+    fetching through several methods) cost as much as the model itself on a 10k-node
+    graph; what it does is kept: placeholders (``*args``, defaults), ``get_attr``, the
+    three kinds of call, and each value freed after its last use.
+    """
+    import time
+
+    torch = _mod("torch")
+    map_arg = torch.fx.node.map_arg
+    tensor = torch.Tensor
+    graph = gm.graph
+    nodes = list(graph.nodes)
+    last_user: dict[Any, Any] = {}
+    for n in reversed(nodes):
+        for i in n.all_input_nodes:
+            last_user.setdefault(i, n)
+    frees: dict[Any, list[Any]] = {}
+    for i, n in last_user.items():
+        frees.setdefault(n, []).append(i)
+    env: dict[Any, Any] = {}
+    get = env.__getitem__
+    args_iter = iter(graph.process_inputs(*args))
+    modules: dict[str, Any] | None = None
+    clock = time.perf_counter_ns
+    value: Any
+    for n in nodes:
+        op = n.op
+        if op == "placeholder":
+            target = str(n.target)
+            if target.startswith("*"):
+                value = list(args_iter)
+            else:
+                value = next(args_iter, _NO_ARG)
+                if value is _NO_ARG:
+                    if not n.args:
+                        raise RuntimeError(f"no example input for placeholder {target!r}")
+                    value = n.args[0]  # the parameter's default
+        elif op == "get_attr":
+            value = gm
+            for part in str(n.target).split("."):
+                value = getattr(value, part)
+        elif op == "output":
+            break
+        else:
+            a = map_arg(n.args, get)
+            k = map_arg(n.kwargs, get)
+            t0 = clock()
+            if op == "call_function":
+                value = n.target(*a, **k)
+            elif op == "call_method":
+                value = getattr(a[0], n.target)(*a[1:], **k)
+            else:
+                if modules is None:
+                    modules = _modules_by_name(gm)
+                value = modules[n.target](*a, **k)
+            if times is not None:
+                if cuda is not None:
+                    cuda.synchronize()  # kernels are asynchronous: time them, not the launch
+                times.append((n.name, t0, clock() - t0, _nbytes(value, tensor)))
+        env[n] = value
+        specs[n.name] = _result_specs(value, tensor)
+        for dead in frees.get(n, ()):
+            del env[dead]
+
+
 def _shape_prop(gm: Any, example_inputs: Sequence[Any], timed: bool = False) -> _Run:
     """Run ``gm`` once on the example inputs for its output shapes (and, if ``timed``,
     each op's wall time and output bytes).
 
     The run is real (fast: about 10x faster than fake tensors per node) but leaves no
-    trace: ``no_grad``, the RNG state and every buffer are restored afterwards. It is a
-    plain ``fx.Interpreter`` that keeps only shapes and dtypes (``ShapeProp`` also
-    computes strides, memory format and quantization metadata per node, which the graph
-    does not use: a third of the run on a 10k-node model). If it fails (inputs on a meta
-    device, ...) ``ShapeProp`` on fake tensors fills ``meta["tensor_meta"]`` (``specs``
-    None); if that fails too, the graph keeps unknown shapes and a warning says so.
+    trace: ``no_grad``, the RNG state and every buffer are restored afterwards. It keeps
+    only shapes and dtypes (``ShapeProp`` also computes strides, memory format and
+    quantization metadata per node, which the graph does not use) and runs the nodes
+    itself (see :func:`_run_nodes`). If it fails (inputs on a meta device, ...)
+    ``ShapeProp`` on fake tensors fills ``meta["tensor_meta"]`` (``specs`` None); if that
+    fails too, the graph keeps unknown shapes and a warning says so.
     """
-    import time
-
     torch = _mod("torch")
-    tensor = torch.Tensor
     run = _Run()
     specs: dict[str, list[TensorSpec] | None] = {}
-    times = run.times
-    clock = time.perf_counter_ns
     cuda = torch.cuda if any(
         getattr(getattr(v, "device", None), "type", "") == "cuda" for v in example_inputs
     ) else None
-    interpreter: Any = torch.fx.Interpreter
-
-    class _ShapesAndTimes(interpreter):  # type: ignore[misc]
-        def run_node(self, n: Any) -> Any:
-            if not timed or n.op not in _CALLS:
-                result = super().run_node(n)
-            else:
-                t0 = clock()
-                result = super().run_node(n)
-                if cuda is not None:
-                    cuda.synchronize()  # kernels are asynchronous: time them, not the launch
-                times.append((n.name, t0, clock() - t0, _nbytes(result, tensor)))
-            specs[n.name] = _result_specs(result, tensor)
-            return result
-
     buffers = [(b, b.detach().clone()) for b in gm.buffers()]
     try:
         with torch.no_grad(), torch.random.fork_rng(devices=[]):
-            _ShapesAndTimes(gm).run(*example_inputs)
+            _run_nodes(gm, example_inputs, specs, run.times if timed else None, cuda)
         run.specs = specs
         return run
     except Exception:
