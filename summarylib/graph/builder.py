@@ -55,6 +55,9 @@ __all__ = ["NAME_RULE", "UNIQUE_NAMES", "GraphBuilder", "Input"]
 #: applied to full scoped names.
 NAME_RULE = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_./>-]*\Z")
 _FORBIDDEN = re.compile(r"[^A-Za-z0-9_./>-]")
+# NAME_RULE without empty segments ('//', a trailing '/'): the one check a valid name
+# needs (the builder names every node; errors are diagnosed separately).
+_GOOD_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.>-]*(?:/[A-Za-z0-9_.>-]+)*\Z")
 #: The ``unique_names`` modes of :class:`GraphBuilder`.
 UNIQUE_NAMES = ("tf", "series", "error")
 
@@ -337,6 +340,8 @@ class GraphBuilder:
 
 def _check_name(full: str, where: str, arg: str, given: str | None = None) -> None:
     """ValueError naming ``arg`` unless ``full`` (the scoped name) follows TF's rule."""
+    if _GOOD_NAME.match(full):
+        return
     given = full if given is None else given
     if given.startswith("/") or "//" in full or full.endswith("/"):
         raise ValueError(f"{where}: {arg!r} must not start with '/' or hold '//', got {given!r}")
@@ -356,9 +361,19 @@ def _check_name(full: str, where: str, arg: str, given: str | None = None) -> No
     )
 
 
+_DEFAULT_NAMES: dict[str, str] = {}
+
+
 def _default_name(op_type: str) -> str:
     """An op's default name: its type, after the last ``::`` (``aten::linear`` -> ``linear``),
     with characters TensorFlow's node-name rule forbids replaced by ``_``."""
+    name = _DEFAULT_NAMES.get(op_type)
+    if name is None:
+        name = _DEFAULT_NAMES[op_type] = _make_default_name(op_type)
+    return name
+
+
+def _make_default_name(op_type: str) -> str:
     base = op_type.rpartition("::")[2] or op_type
     base = _FORBIDDEN.sub("_", base)
     return base if NAME_RULE.match(base) else f"op{base}"

@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from summarylib.graph.builder import _FORBIDDEN, NAME_RULE
+from summarylib.graph.builder import _FORBIDDEN, _GOOD_NAME, NAME_RULE
 from summarylib.graph.ir import DType, Graph, Node, TensorSpec, dtype_enum, split_input
 
 __all__ = ["ATTR_LIMIT", "MAX_CHILDREN", "Issue", "attr_size", "check"]
@@ -414,6 +414,8 @@ def check(
 
 def _check_name(v: _View, add: Any) -> None:
     name = v.name
+    if _GOOD_NAME.match(name):  # the common case, in one regex match
+        return
     if not name or name.startswith("/") or "//" in name or name.endswith("/"):
         why = "empty, leading '/', trailing '/' or '//' in a name makes an empty-named group"
     elif ":" in name:
