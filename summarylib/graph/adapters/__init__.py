@@ -24,15 +24,13 @@ functions. :class:`PendingGraph` is the two-pass naming both adapters share.
 
 from __future__ import annotations
 
-import gc
 import re
-import threading
 import warnings
-from collections.abc import Hashable, Iterator
-from contextlib import contextmanager
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from summarylib.graph._gc import gc_paused
 from summarylib.graph.ir import DType, Graph, Node, TensorSpec
 
 __all__ = [
@@ -53,37 +51,6 @@ VALUE_LIMIT = 1024
 _STR_LIMIT = 256
 
 _BAD_CHARS = re.compile(r"[^A-Za-z0-9_.\-]+")
-
-
-_gc_lock = threading.Lock()
-_gc_pauses = 0  # nested or concurrent gc_paused() blocks
-_gc_resume = False  # whether the last block to end turns the collector back on
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a graph is built or converted.
-
-    Building a graph of 10k nodes allocates a few hundred thousand containers (pending
-    nodes, attr dicts, input lists), which keeps triggering collections, and each older-
-    generation collection walks every object alive, the model's included: measured, 0.37 s
-    of the 1.0 s the fx path took on a 10k-node model. Nothing built here becomes cyclic
-    garbage that must go at once; the collector runs again when the block ends. Nested and
-    concurrent blocks are counted, and a collector that was already off stays off.
-    """
-    global _gc_pauses, _gc_resume
-    with _gc_lock:
-        if _gc_pauses == 0:
-            _gc_resume = gc.isenabled()
-            gc.disable()
-        _gc_pauses += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_pauses -= 1
-            if _gc_pauses == 0 and _gc_resume:
-                gc.enable()
 
 
 class GraphCaptureWarning(UserWarning):
