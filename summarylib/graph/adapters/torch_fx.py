@@ -29,9 +29,12 @@ Data contract of :func:`capture_torch` (graph-pipeline.md §3.3, §5.3):
   ``Assign`` nodes (drawn as reference edges).
 * ``getitem`` on a multi-output op becomes the output slot ``op:k``; non-tensor op
   arguments become attrs named after the op schema's arguments (``stride``, ``padding``).
-* Shapes and dtypes come from ``meta["val"]`` (export) or a fake-tensor ``ShapeProp``
-  (fx); symbolic sizes are unknown dims (-1). The device is the one the tensors live on
-  (``/device:CPU:0``, ``/device:CUDA:0``), or ``device=`` when given.
+* Shapes and dtypes come from ``meta["val"]`` (export) or one real run of the fx graph on
+  the example inputs (fx; a fake-tensor ``ShapeProp`` if that run fails); symbolic sizes
+  are unknown dims (-1). The device is the one the tensors live on (``/device:CPU:0``,
+  ``/device:CUDA:0``), or ``device=`` when given.
+* :func:`profile_torch` also times the graph's nodes (export and fx; not the jit
+  fallback, see there).
 """
 
 from __future__ import annotations
