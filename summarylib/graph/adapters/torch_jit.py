@@ -211,8 +211,8 @@ class _Flat:
                 super().__init__()
                 # Share the model's parameters, buffers and submodules (not the model
                 # itself as a child): the tracer then names them as for the model alone
-                # (fc.weight and scope fc, not inner.fc.weight), and the hooks the model
-                # has run once, from module(...) below.
+                # (fc.weight and scope fc, not inner.fc.weight), and the model's own
+                # hooks run once, from module(...) below.
                 self.__dict__["_parameters"] = module._parameters
                 self.__dict__["_buffers"] = module._buffers
                 self.__dict__["_modules"] = module._modules
@@ -294,13 +294,14 @@ def capture_jit(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | Non
         attrs: dict[str, object] = {"shape": TensorSpec(spec.shape)}
         if spec.dtype:
             attrs["dtype"] = DType(spec.dtype)
-        walker.add(PendingNode(key, _scope(scope.replace("/", ".")), base, "Placeholder",
+        walker.add(PendingNode(key, scope, base, "Placeholder",
                                attrs=dict(sorted(attrs.items())), outputs=[spec],
                                device=_type_device(value.type()) or device))
         walker.vals[value.unique()] = ("ref", key, 0)
     # Non-tensor arguments were bound as constants: shown as Consts holding the value.
+    tensor_pos = set(flat.tensor_pos)
     for i, leaf in enumerate(flat.in_leaves):
-        if i not in flat.tensor_pos and leaf is not None:
+        if i not in tensor_pos and leaf is not None:
             _literal_node(walker, ("input", flat.in_paths[i]), flat.in_paths[i], leaf, device)
     for node in graph.nodes():
         _walk_node(walker, node)
@@ -332,7 +333,8 @@ def capture_jit(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | Non
 
 
 def _literal_node(w: _JitWalker, key: Hashable, path: str, value: Any, device: str) -> None:
-    """A non-tensor argument or result as a ``Const`` named by its path, holding its value."""
+    """A non-tensor argument or result as a ``Const`` named by its path (sanitized segments
+    joined by ``/``), holding its value."""
     from summarylib.graph.adapters.torch_fx import _attr, spec_of
 
     scope, _, base = path.rpartition("/")
@@ -341,8 +343,7 @@ def _literal_node(w: _JitWalker, key: Hashable, path: str, value: Any, device: s
     ok, attr = _attr(value)
     if ok:
         attrs["value"] = attr
-    w.add(PendingNode(key, _scope(scope.replace("/", ".")), base, "Const", attrs=attrs,
-                      outputs=[spec], device=device))
+    w.add(PendingNode(key, scope, base, "Const", attrs=attrs, outputs=[spec], device=device))
 
 
 def _flatten_out(v: Any, path: str, out: list[tuple[str, Any]]) -> None:
