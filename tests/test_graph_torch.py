@@ -310,6 +310,23 @@ def test_jit_fallback_with_int_argument_and_dict_result_holding_none() -> None:
     assert not any(name.startswith("output/aux") for name in names)  # None is left out
 
 
+def test_jit_fallback_names_inputs_and_outputs_by_key_path() -> None:
+    def f(batch: dict[str, Any], cfg: dict[str, Any]) -> Any:
+        return {"out.v": {"y": batch["a.b"]["x"] * cfg["n"]}, "tag": cfg["tag"]}
+
+    g = capture(f, ({"a.b": {"x": torch.ones(2)}}, {"n": 3, "tag": "x"}), method="jit",
+                framework="torch")
+    assert [(n.name, n.op) for n in g] == [
+        ("batch/a.b/x", "Placeholder"),  # a key with a '.' stays one segment
+        ("cfg/n", "Const"),
+        ("cfg/tag", "Const"),
+        ("mul", "aten::mul"),
+        ("output/out.v/y", "Identity"),
+        ("output/tag", "Const"),
+    ]
+    assert g["cfg/tag"].attrs["value"] == "x" and check(g) == []
+
+
 def test_jit_method_on_cnn_matches_export_structure(resnet: tuple[Any, Any, Graph]) -> None:
     model, x, g_export = resnet
     with warnings.catch_warnings():
