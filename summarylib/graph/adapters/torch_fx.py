@@ -667,15 +667,15 @@ def _from_fx(gm: Any, example_inputs: Sequence[Any], device: str | None, root: A
     found = run.specs if run is not None else None
     w = _Walker(dev, where)
     output_node = None
-    unknown = [TensorSpec(None)]
     modules: dict[str, Any] | None = None  # qualified name -> submodule, built on first use
     with gc_paused():
         for node in gm.graph.nodes:
+            # A list per node: Node.outputs are the graph's own, callers may edit them.
             if found is not None:
-                outputs = found.get(node.name) or unknown
+                outputs = found.get(node.name) or [TensorSpec(None)]
             else:
                 meta = node.meta.get("tensor_meta")
-                outputs = _specs(meta) if meta is not None else unknown
+                outputs = _specs(meta) if meta is not None else [TensorSpec(None)]
             op = node.op
             if op == "placeholder":
                 spec = outputs[0] if outputs else TensorSpec(None)
