@@ -270,6 +270,13 @@ def _from_jaxpr(closed: Any, input_names: Sequence[str], output_names: Sequence[
                 ) -> tuple[Graph, list[Any], dict[Hashable, str]]:
     """:func:`from_jaxpr`, plus the evaluation plan of the top-level jaxpr and the node
     name of every walker key (for profiles)."""
+    with gc_paused():  # see gc_paused: thousands of nodes
+        return _walk(closed, input_names, output_names, const_inputs, device)
+
+
+def _walk(closed: Any, input_names: Sequence[str], output_names: Sequence[str],
+          const_inputs: Sequence[bool], device: str
+          ) -> tuple[Graph, list[Any], dict[Hashable, str]]:
     jaxpr = getattr(closed, "jaxpr", closed)
     w = _JaxprWalker(device)
     plan: list[Any] = []
@@ -289,8 +296,7 @@ def _from_jaxpr(closed: Any, input_names: Sequence[str], output_names: Sequence[
             op = "Placeholder"
         in_refs.append(w.add(PendingNode(("in", i), scope, base or f"input_{i}", op,
                                          attrs=attrs, outputs=[spec], device=device)))
-    with gc_paused():
-        outs = w.jaxpr(closed, in_refs, "", plan=plan)
+    outs = w.jaxpr(closed, in_refs, "", plan=plan)
     single = len(outs) == 1
     for i, r in enumerate(outs):
         path = output_names[i] if i < len(output_names) else str(i)
@@ -301,9 +307,8 @@ def _from_jaxpr(closed: Any, input_names: Sequence[str], output_names: Sequence[
                           outputs=specs[r[1]: r[1] + 1], device=device))
     if w.unknown:
         warn_capture(f"capture(jax): unbound variables drawn as unknown constants: "
-                     f"{', '.join(sorted(w.unknown)[:5])}", 4)
-    with gc_paused():
-        graph = w.pending.finish("capture(jax)")
+                     f"{', '.join(sorted(w.unknown)[:5])}", 5)
+    graph = w.pending.finish("capture(jax)")
     return graph, plan, w.pending.names
 
 
