@@ -22,13 +22,14 @@ def gc_paused() -> Iterator[None]:
     nodes, attr dicts, input lists), which keeps triggering collections, and a full
     collection walks every object alive, the model's included: measured, one full
     collection took 0.21-0.27 s of CPU during the fx conversion of a 10k-node torch
-    model; with the pause none runs there or in the write after it. Nothing built here
-    is cyclic garbage that must go at once. It does not make the graph's objects free to
-    keep: when the rest of the heap is small (the JAX MLP of bench/graph_compare.py) the
-    next full collection comes in the write instead. Only our own conversion is paused,
-    never the framework's tracing (torch.export makes cyclic garbage for seconds). The
-    collector runs again when the block ends; nested and concurrent blocks are counted,
-    and a collector that was already off stays off.
+    model; with the pause none runs there or in the write after it (nor on the JAX MLP
+    of bench/graph_compare.py, as long as one block covers the whole build: with a gap,
+    the deferred full collection ran in the write instead). Nothing built here is cyclic
+    garbage that must go at once; a graph the caller keeps is still walked by later
+    collections. Only our own conversion is paused, never the framework's tracing
+    (torch.export makes cyclic garbage for seconds). The collector runs again when the
+    block ends; nested and concurrent blocks are counted, and a collector that was
+    already off stays off.
     """
     global _gc_pauses, _gc_resume
     with _gc_lock:
