@@ -110,6 +110,57 @@ def test_generated_names_are_unique_and_never_a_scope(calls: list[tuple[str, str
     assert not [i for i in check(b.graph) if i.severity != "info"]
 
 
+def test_names_tensorflow_accepts() -> None:
+    b = GraphBuilder()
+    ok = ["a", "0a", ".a", "a.b-c>d/e_f", "A9"]
+    assert [b.op("X", name=n).name for n in ok] == ok
+    with b.name_scope("s"):
+        # Only the first character of the full name is restricted: a scoped '_x' is fine.
+        assert b.op("X", name="_x").name == "s/_x"
+    # A default name comes from the op type, without what the rule forbids.
+    assert b.op("aten::linear").name == "linear"
+    assert b.op("my op").name == "my_op"
+    assert b.op("_Recv").name == "op_Recv"
+    assert not [i for i in check(b.graph) if i.code == "bad-name"]
+
+
+def test_unique_names_series_and_error() -> None:
+    series = GraphBuilder(unique_names="series")
+    for _ in range(6):
+        series.op("Add")
+    series.op("Add", name="conv2")
+    series.op("Add", name="conv2")  # after a trailing digit the underscore stays
+    with series.name_scope("block"):
+        pass
+    with series.name_scope("block") as s:
+        assert s == "block1/"
+    assert names(series) == ["Add", "Add1", "Add2", "Add3", "Add4", "Add5", "conv2", "conv2_1"]
+    # TensorBoard's series rule (last segment ^(\D*)(\d+)$, a bare name as index 0): all
+    # six copies share the prefix, so the first one joins the stack too.
+    import re
+
+    prefixes = {
+        (m.group(1) if (m := re.match(r"^(\D*)(\d+)$", n)) else n) for n in names(series)[:6]
+    }
+    assert prefixes == {"Add"}
+
+    strict = GraphBuilder(unique_names="error")
+    strict.op("Add")
+    with pytest.raises(ValueError, match=r"the name 'add' is already in use \(unique_names="
+                                         r"'error'; names are compared ignoring case"):
+        strict.op("Relu", name="add")
+    with strict.name_scope("block"):
+        strict.op("Conv")
+    with pytest.raises(ValueError, match="'block' is already in use"):
+        strict.name_scope("block").__enter__()
+    with strict.name_scope("block/"):  # re-entering a scope explicitly is not a duplicate
+        with pytest.raises(ValueError, match="'block/Conv' is already in use"):
+            strict.op("Conv")
+        strict.op("Relu")
+    assert names(strict) == ["Add", "block/Conv", "block/Relu"]
+    assert GraphBuilder().unique_names == "tf"
+
+
 def test_const_small_large_and_spec() -> None:
     b = GraphBuilder(device="/device:CPU:0")
     small = b.const(np.arange(6, dtype=np.float32).reshape(2, 3), name="w")
@@ -191,6 +242,24 @@ def test_devices_and_op_arguments() -> None:
         (lambda b: b.name_scope(3).__enter__(), TypeError, "name_scope: 'name' must be a str"),
         (lambda b: b.device(None).__enter__(), TypeError, "'device' must be a str"),
         (lambda b: b.const(object()), TypeError, "GraphBuilder.const"),
+        # TensorFlow's node-name rule: a ':' would be read as an output slot.
+        (lambda b: b.op("X", name="a:1"), ValueError,
+         r"GraphBuilder.op: 'name' 'a:1' breaks TensorFlow's node-name rule .*holds ':', "
+         r"which the dashboard reads as an output slot"),
+        (lambda b: b.op("X", name="a b"), ValueError, r"'name' 'a b' .*holds ' '"),
+        (lambda b: b.op("X", name="_x"), ValueError, r"'name' '_x' .*starts with '_'"),
+        (lambda b: b.op("X", name="caf\u00e9"), ValueError, "holds '\u00e9'"),
+        (lambda b: b.op("X", name="s:0/"), ValueError, r"'name' 's:0' .*holds ':'"),
+        (lambda b: b.const(1, name="c:0"), ValueError, r"GraphBuilder.const: 'name' 'c:0'"),
+        (lambda b: b.placeholder(None, name="p(0)"), ValueError,
+         r"GraphBuilder.placeholder: 'name' 'p\(0\)' .*holds '\(', '\)'"),
+        (lambda b: b.no_op(name="n:1"), ValueError, r"GraphBuilder.no_op: 'name' 'n:1'"),
+        (lambda b: b.name_scope("blk:1").__enter__(), ValueError,
+         r"GraphBuilder.name_scope: 'name' 'blk:1' .*holds ':'"),
+        (lambda b: b.name_scope("a:b/").__enter__(), ValueError,
+         r"GraphBuilder.name_scope: 'name' 'a:b' .*holds ':'"),
+        (lambda b: GraphBuilder(unique_names="numbered"), ValueError,
+         r"'unique_names' must be one of \('tf', 'series', 'error'\)"),
     ],
 )
 def test_bad_input_raises_and_adds_nothing(

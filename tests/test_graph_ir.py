@@ -130,6 +130,47 @@ def test_graphdef_round_trip_is_stable(g: Graph) -> None:
     assert Graph.from_graph_def(gd).to_graph_def() == gd
 
 
+@settings(max_examples=150)
+@given(graphs())
+def test_to_bytes_is_the_to_graph_def_message(g: Graph) -> None:
+    # to_bytes() encodes without building messages; it must parse to the same GraphDef.
+    assert tb_graph_pb2.GraphDef.FromString(g.to_bytes()) == tb_graph_pb2.GraphDef.FromString(
+        g.to_graph_def().SerializeToString()
+    )
+
+
+def test_to_bytes_edge_cases() -> None:
+    f32 = TensorSpec((2,), "float32")
+    nodes = [
+        # Keys to_graph_def merges with the computed ones (protobuf's own merge is kept).
+        Node("own_shapes", "X", attrs={"_output_shapes": [TensorSpec((9,))]}, outputs=[f32]),
+        Node("own_types", "X", attrs={"_output_types": [DType("int8")]}, outputs=[f32]),
+        # Cached pieces must not mix values that compare equal: -0.0/0.0, 1/True/1.0.
+        Node("neg_zero", "X", attrs={"a": -0.0, "b": 0.0, "l": [-0.0], "m": [0.0]}),
+        Node("one", "X", attrs={"i": 1, "b": True, "f": 1.0, "li": [1], "lb": [True]}),
+        Node("declared", "X", attrs={"T": DType("float32")}, outputs=[f32]),
+        Node("declared_other", "X", attrs={"dtype": DType("int32")}, outputs=[f32]),
+        Node("non_dtype_declared", "X", attrs={"T": "float32"}, outputs=[f32]),
+        Node("", "", inputs=[""], attrs={"": ""}, device=""),
+        Node("\u00e9", "caf\u00e9", inputs=["x:1"], control_inputs=["\u00e8"],
+             device="/device:CPU:0"),
+        Node("arrays", "X", attrs={"t": np.arange(3, dtype=np.int16), "np": np.float32(2.5),
+                                   "ls": [np.arange(2)]}),
+    ]
+    g = Graph(nodes)
+    parsed = tb_graph_pb2.GraphDef.FromString(g.to_bytes())
+    assert parsed == tb_graph_pb2.GraphDef.FromString(g.to_graph_def().SerializeToString())
+    neg = parsed.node[2].attr
+    assert str(neg["a"].f) == "-0.0" and str(neg["b"].f) == "0.0"
+    assert str(neg["l"].list.f[0]) == "-0.0" and str(neg["m"].list.f[0]) == "0.0"
+    one = parsed.node[3].attr
+    assert one["i"].WhichOneof("value") == "i" and one["b"].WhichOneof("value") == "b"
+    assert one["f"].WhichOneof("value") == "f"
+    assert list(one["li"].list.i) == [1] and list(one["lb"].list.b) == [True]
+    with pytest.raises(TypeError, match="node 'n': attr 'a': unsupported attr value type"):
+        Graph([Node("n", "Op", attrs={"a": object()})]).to_bytes()
+
+
 def test_output_dtypes_travel_as_T_or_output_types() -> None:
     f32 = TensorSpec((2,), "float32")
     g = Graph(

@@ -147,6 +147,59 @@ def test_multi_output_and_kwargs() -> None:
     assert g["output/0"].inputs == ["top_k:1"] and g["output/1"].inputs == ["top_k"]
 
 
+def test_root_names_follow_tensorflows_rule() -> None:
+    # An argument named "_" and a pytree key of punctuation would give root-level names
+    # starting with "_", which TensorFlow's node-name rule (and lint) reject.
+    def f(_: Any, x: Any) -> Any:
+        return x["?"] * _
+
+    g = capture(f, (jnp.ones(3), {"?": jnp.ones(3)}), framework="jax")
+    assert_dashboard_ready(g)
+    assert g["n_"].op == "Placeholder"
+    assert g["x/_"].op == "Placeholder"  # inside a scope a leading "_" is allowed
+    assert g["mul"].inputs == ["x/_", "n_"]
+
+
+def _spec_bytes(node: Any) -> int:
+    return sum(int(np.prod(s.shape)) * np.dtype(s.dtype).itemsize for s in node.outputs)
+
+
+def test_trace_with_profiler_times_every_equation_node() -> None:
+    from summarylib.proto import step_stats_pb2
+
+    def f(x: Any, n: Any) -> Any:
+        y = jax.lax.cond(x.sum() > 0, lambda v: v * 2.0, lambda v: v - 1.0, x)
+        w = jax.lax.while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, s[1] * 1.5), (0, y))
+        return mlp(make_params(), w[1][:2])
+
+    traced = trace(f)
+    sg.trace_on(profiler=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "profile is empty" warning any more
+        out = traced(jnp.ones((4, 3)), 5)
+        (gbytes, sbytes), = trace_mod._records_for_tests()
+    assert out["probs"].shape == (2, 4)
+    g = Graph.from_graph_def(gbytes)
+    stats = step_stats_pb2.StepStats.FromString(sbytes)
+    (dev,) = stats.dev_stats
+    assert dev.device == "/device:CPU:0"
+    by_name = {ns.node_name: ns for ns in dev.node_stats}
+    assert len(by_name) == len(dev.node_stats)  # one entry per node
+    # Every equation node is timed, inlined jit/custom_jvp bodies op by op; the bodies of
+    # cond/while are timed as their node.
+    bodies = ("cond/branch_", "while/cond/", "while/body/")
+    timed = {n.name for n in g if n.op not in ("Const", "Placeholder", "Identity")
+             and not n.name.startswith(bodies)}
+    assert set(by_name) == timed
+    assert {"cond/cond", "while/while", "mlp/encoder/relu/max", "mlp/head/dot_general"} <= timed
+    for name, ns in by_name.items():
+        assert ns.memory[0].total_bytes == _spec_bytes(g[name]), name
+        assert ns.all_start_micros > 1_600_000_000_000_000
+    assert by_name["while/while"].memory[0].total_bytes == 4 + 4 * 3 * 4  # (int32, f32[4,3])
+    starts = [ns.all_start_micros for ns in dev.node_stats]
+    assert starts == sorted(starts)
+
+
 def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="'params_argnums' entry 3"):
         capture(mlp, (make_params(), jnp.ones((2, 3))), params_argnums=3)
@@ -188,6 +241,35 @@ def test_trace_failure_only_warns(monkeypatch: pytest.MonkeyPatch) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         traced(params, x)
+
+
+def test_public_trace_of_a_plain_function_decides_at_the_first_call() -> None:
+    torch = pytest.importorskip("torch")
+    assert "torch" in __import__("sys").modules and "jax" in __import__("sys").modules
+
+    def step(x: Any) -> Any:  # nothing in its type says torch or jax
+        return (x * 2.0).sum()
+
+    traced = sg.trace(step)  # used to raise TypeError with both frameworks imported
+    assert traced.__wrapped__ is step
+    sg.trace_on()
+    assert float(traced(jnp.ones(3))) == 6.0
+    (jax_graph, _), = trace_mod._records_for_tests()
+    sg.trace_off()
+    assert [n.op for n in Graph.from_graph_def(jax_graph)] == [
+        "Placeholder", "Const", "mul", "reduce_sum", "Identity"]
+    other = sg.trace(step)
+    sg.trace_on()
+    assert float(other(torch.ones(3))) == 6.0
+    (torch_graph, _), = trace_mod._records_for_tests()
+    sg.trace_off()
+    assert [n.op for n in Graph.from_graph_def(torch_graph)] == [
+        "Placeholder", "aten::mul", "aten::sum", "Identity"]
+    # Arguments that tell nothing: the call still returns, with a warning, nothing recorded.
+    sg.trace_on()
+    with pytest.warns(GraphCaptureWarning, match="cannot tell which framework"):
+        assert sg.trace(lambda v: v * 2.0)(1.5) == 3.0
+    assert list(trace_mod._records_for_tests()) == []
 
 
 def test_registered_tracer_and_framework_detection() -> None:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from tensorboard.compat.proto import graph_pb2 as tb_graph_pb2
 
-from summarylib.graph import Graph, GraphBuilder, Issue, Node, TensorSpec, check
+from summarylib.graph import DType, Graph, GraphBuilder, Issue, Node, TensorSpec, check
 from summarylib.graph.lint import errors
 
 S = [TensorSpec((2,), "float32")]
@@ -104,6 +104,83 @@ def test_large_attrs() -> None:
     assert codes(gd) == [("large-attr", "text"), ("large-attr", "array"), ("large-attr", "list")]
 
 
+# Values whose serialized AttrValue is just over 1 KB: each was missed on the IR (the old
+# estimate counted characters, not UTF-8 bytes, and left out tags, lengths and headers)
+# while the same graph's GraphDef was flagged.
+OVER_LIMIT = {
+    "non_ascii_str": "\u00e9" * 600,  # 1203 bytes
+    "f32_array": np.zeros(255, np.float32),  # 1035 bytes
+    "object_str_array": np.array(["\u00e9" * 100] * 5, dtype=object),
+    "shape_399_dims": TensorSpec(tuple(range(1, 400))),
+    "non_ascii_str_list": ["\u00e9\u00e8" * 50] * 6,
+}
+
+SIZE_CASES = {
+    **OVER_LIMIT,
+    "empty_str": "",
+    "ascii_str": "x" * 127,
+    "bytes": b"\xff" * 200,
+    "zero": 0,
+    "int": 300,
+    "negative": -1,
+    "int64_max": 2**63 - 1,
+    "float": 1.5,
+    "false": False,
+    "dtype": DType("float32"),
+    "unknown_dtype": DType("float128"),
+    "scalar_shape": TensorSpec(()),
+    "unknown_rank": TensorSpec(None),
+    "shape_unknown_and_zero_dims": TensorSpec((None, 0, 3, 1 << 40)),
+    "empty_list": [],
+    "int_list": [0, 1, -5, 2**40],
+    "mixed_number_list": [1, 2.5],
+    "bool_list": [True, False, True],
+    "dtype_list": [DType("int64"), DType("bfloat16")],
+    "shape_list": [TensorSpec((2, None)), TensorSpec(None), TensorSpec(())],
+    "tensor_list": [np.ones(3, np.int64), np.array(["a", "\u00e9"])],
+    "numpy_scalars": [np.float32(1.0), np.float64(2.0)],
+    "numpy_int": np.int64(-7),
+    "numpy_bool": np.bool_(True),
+    "bytes_array": np.array([b"ab", b"c"]),
+    "unicode_array": np.array([["\u00e9", "x"], ["yz", ""]]),
+    "zero_dim_array": np.array(3.0),
+    "empty_array": np.zeros((0, 4), np.float32),
+    "bool_array": np.ones((2, 3), bool),
+    "complex_array": np.ones(2, np.complex128),
+}
+
+
+@pytest.mark.parametrize("key", sorted(SIZE_CASES))
+def test_attr_size_is_the_serialized_size(key: str) -> None:
+    from summarylib.graph.ir import _attr_to_proto
+    from summarylib.graph.lint import attr_size
+    from summarylib.proto import attr_value_pb2
+
+    value = SIZE_CASES[key]
+    av = attr_value_pb2.AttrValue()
+    _attr_to_proto(value, av)
+    assert attr_size(value) == av.ByteSize()
+
+
+@pytest.mark.parametrize("key", sorted(OVER_LIMIT))
+def test_large_attrs_flagged_on_the_ir_like_on_the_graphdef(key: str) -> None:
+    g = Graph([node("n", attrs={"a": OVER_LIMIT[key]})])
+    size = g.to_graph_def().node[0].attr["a"].ByteSize()
+    assert 1024 < size < 2000  # near the limit, where an estimate decides
+    assert codes(g.to_graph_def()) == [("large-attr", "n")]
+    assert codes(g) == [("large-attr", "n")]
+    (issue,) = check(g)
+    assert f"is {size} bytes" in issue.message
+    assert codes(g, attr_limit=size) == []  # the limit is exclusive, as TensorBoard's
+
+
+def test_attr_size_of_values_the_conversion_rejects_is_zero() -> None:
+    from summarylib.graph.lint import attr_size
+
+    for bad in (object(), [1, "a"], 2**64, [2**64], "\ud800", np.array([1, "a"], dtype=object)):
+        assert attr_size(bad) == 0
+
+
 def test_wide_groups() -> None:
     g = Graph([node(f"flat/op{i}") for i in range(301)] + [node("flat/sub/x")])
     issues = check(g)
@@ -143,6 +220,35 @@ def test_names_devices_dtypes_and_size() -> None:
     ]
     assert "2 node(s) have no device" in issues[-1].message
     assert str(issues[0]).startswith("error: /lead: ")
+
+
+def test_names_tensorflow_rejects() -> None:
+    # Graphs from other sources (GraphDefs, other writers) can hold such names.
+    g = Graph(
+        [
+            node("a"),
+            node("a:1"),
+            node("use", inputs=["a:1"]),
+            node("conv[0]/w"),
+            node("_lead"),
+            node("s/_ok"),
+            node("ok.v>2-x"),
+        ]
+    )
+    issues = check(g)
+    assert [(i.code, i.node) for i in issues] == [
+        ("bad-name", "a:1"),
+        ("bad-name", "conv[0]/w"),
+        ("bad-name", "_lead"),
+        # The edge meant for node 'a:1' reads as output 1 of 'a'.
+        ("bad-output-slot", "use"),
+    ]
+    assert "the dashboard reads 'a:1' as output '1' of 'a'" in issues[0].message
+    assert "holds '[', ']'" in issues[1].message
+    assert "starts with '_'" in issues[2].message
+    assert [(i.code, i.node) for i in check(g.to_graph_def())] == [
+        (i.code, i.node) for i in issues
+    ]
 
 
 def test_structure_colour_cutoff() -> None:

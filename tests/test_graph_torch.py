@@ -10,6 +10,7 @@ trace, returns the real result, and turns every capture failure into a warning.
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -34,7 +35,13 @@ from summarylib.graph import Graph, check  # noqa: E402
 from summarylib.graph.adapters import GraphCaptureWarning  # noqa: E402
 from summarylib.graph.capture import capture, module_tree, trace, untrace  # noqa: E402
 from tests.helpers import only_file, tb_events  # noqa: E402
-from tests.torch_models import Branchy, DictModel, ResNet, TransformerBlock  # noqa: E402
+from tests.torch_models import (  # noqa: E402
+    Branchy,
+    BranchyDict,
+    DictModel,
+    ResNet,
+    TransformerBlock,
+)
 
 BOOKKEEPING = {
     "prim::GetAttr",
@@ -219,6 +226,36 @@ def test_fx_module_level(resnet: tuple[Any, Any, Graph]) -> None:
     assert g["mean"].op == "Tensor.mean"
 
 
+@pytest.mark.parametrize("which", ["resnet", "transformer", "defaults_and_varargs"])
+def test_fx_shapes_from_our_run_match_shapeprop(
+    which: str, resnet: tuple[Any, Any, Graph], transformer: tuple[Any, Any, Graph]
+) -> None:
+    # from_fx runs the graph itself (not fx.Interpreter + ShapeProp, a third of the time
+    # on a 10k-node model); the graph must be the one ShapeProp's metadata gives.
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    from summarylib.graph.adapters.torch_fx import from_fx
+
+    class Defaults(nn.Module):
+        def forward(self, x: Any, scale: float = 2.0, *rest: Any) -> Any:
+            y = x.view(2, -1) * scale
+            return torch.max(y, dim=1), rest, y.size(0)
+
+    if which == "defaults_and_varargs":
+        model: Any = Defaults()
+        args: tuple[Any, ...] = (torch.ones(2, 3),)
+    else:
+        model, x, _ = resnet if which == "resnet" else transformer
+        # A copy: ShapeProp updates BatchNorm statistics of the shared fixture's model.
+        model, args = copy.deepcopy(model), (x,)
+    ours = from_fx(torch.fx.symbolic_trace(model), args, root=model)
+    gm = torch.fx.symbolic_trace(model)
+    with torch.no_grad():
+        ShapeProp(gm).propagate(*args)
+    assert ours == from_fx(gm, (), root=model)
+    assert all(n.outputs for n in ours if n.op != "Const")
+
+
 def test_data_dependent_model_falls_back_to_jit_with_warnings() -> None:
     torch.manual_seed(0)
     model = Branchy()
@@ -233,6 +270,61 @@ def test_data_dependent_model_falls_back_to_jit_with_warnings() -> None:
     assert g["fc/linear"].inputs == ["x", "fc/weight", "fc/bias"]
     branch = g["output"].inputs[0]
     assert g[branch].op in ("aten::mul", "aten::sub")
+
+
+def test_jit_fallback_with_int_argument_and_dict_result_holding_none() -> None:
+    # torch.jit.trace alone fails on both: "Type 'Tuple[Tensor, int]' cannot be traced" and
+    # "only outputs matching dict[...] can be a dictionary output". The adapter binds the
+    # int, flattens the result to its tensors and names the outputs from the dict keys.
+    torch.manual_seed(0)
+    model = BranchyDict()
+    x = torch.ones(2, 4)
+    expected = model(x, 3)
+    traced = trace(model)
+    try:
+        sg.trace_on()
+        with pytest.warns(GraphCaptureWarning) as rec:
+            out = traced(x, 3)
+        (gbytes, _), = trace_mod._records_for_tests()
+    finally:
+        untrace(model)
+        sg.trace_off()
+    assert torch.equal(out["y"], expected["y"]) and out["aux"] is None and out["n"] == 3
+    texts = [str(w.message) for w in rec]
+    assert any("torch.export could not trace BranchyDict" in t for t in texts)
+    assert any("capture(torch.jit)" in t and "torch_models.py" in t for t in texts)
+    assert not any("not recorded" in t for t in texts)
+    g = Graph.from_graph_def(gbytes)
+    assert_dashboard_ready(g, model)  # lint clean, no dangling input, shapes, params
+    with pytest.warns(GraphCaptureWarning, match="capture\\(torch.jit\\)"):
+        assert g == capture(model, (x, 3), method="jit")
+    names = [n.name for n in g]
+    assert g["x"].op == "Placeholder" and g["x"].outputs[0].shape == (2, 4)
+    assert g["n"].op == "Const" and g["n"].attrs["value"] == 3  # the bound argument
+    branch = g[g["output/y"].inputs[0]]
+    assert branch.op in ("aten::mul", "aten::sub") and branch.attrs["other"] == 3
+    assert branch.inputs == ["fc/linear"]
+    assert g["output/pair/0"].inputs == ["relu"] and g["output/pair/1"].inputs == ["sum"]
+    assert g["output/pair/1"].outputs[0].shape == ()
+    assert g["output/n"].op == "Const" and g["output/n"].attrs["value"] == 3
+    assert not any(name.startswith("output/aux") for name in names)  # None is left out
+
+
+def test_jit_fallback_names_inputs_and_outputs_by_key_path() -> None:
+    def f(batch: dict[str, Any], cfg: dict[str, Any]) -> Any:
+        return {"out.v": {"y": batch["a.b"]["x"] * cfg["n"]}, "tag": cfg["tag"]}
+
+    g = capture(f, ({"a.b": {"x": torch.ones(2)}}, {"n": 3, "tag": "x"}), method="jit",
+                framework="torch")
+    assert [(n.name, n.op) for n in g] == [
+        ("batch/a.b/x", "Placeholder"),  # a key with a '.' stays one segment
+        ("cfg/n", "Const"),
+        ("cfg/tag", "Const"),
+        ("mul", "aten::mul"),
+        ("output/out.v/y", "Identity"),
+        ("output/tag", "Const"),
+    ]
+    assert g["cfg/tag"].attrs["value"] == "x" and check(g) == []
 
 
 def test_jit_method_on_cnn_matches_export_structure(resnet: tuple[Any, Any, Graph]) -> None:
@@ -360,6 +452,66 @@ def test_trace_with_profiler_times_every_op() -> None:
     assert mlp.memory[0].total_bytes == 2 * 5 * 64 * 4
 
 
+def _profiled(model: Any, *args: Any, **options: Any) -> tuple[Graph, Any]:
+    """Graph and StepStats recorded by trace(model, **options) under trace_on(profiler=True)."""
+    from summarylib.proto import step_stats_pb2
+
+    traced = trace(model, **options)
+    try:
+        sg.trace_on(profiler=True)
+        with torch.no_grad():
+            traced(*args)
+        (gbytes, sbytes), = trace_mod._records_for_tests()
+    finally:
+        untrace(model)
+        sg.trace_off()
+    return Graph.from_graph_def(gbytes), step_stats_pb2.StepStats.FromString(sbytes or b"")
+
+
+def test_fx_profile_times_every_module_function_and_method_node() -> None:
+    import numpy as np
+
+    torch.manual_seed(0)
+    model = TransformerBlock().eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "profile is empty" warning any more
+        g, stats = _profiled(model, torch.randn(2, 5, 16), method="fx")
+    assert g["mlp/0/Linear"].op == "Linear"  # the module-level graph
+    (dev,) = stats.dev_stats
+    by_name = {ns.node_name: ns for ns in dev.node_stats}
+    assert len(by_name) == len(dev.node_stats)  # one entry per node
+    timed = {n.name for n in g if n.op not in ("Const", "Placeholder", "Identity")}
+    assert set(by_name) == timed
+    assert {"ln1/LayerNorm", "attn/MultiheadAttention", "add", "mlp/1/GELU"} <= timed
+    for name, ns in by_name.items():
+        expected = sum(int(np.prod(s.shape)) * np.dtype(s.dtype).itemsize
+                       for s in g[name].outputs if s.shape is not None and s.dtype)
+        assert ns.memory[0].total_bytes == expected, name
+    assert by_name["mlp/0/Linear"].memory[0].total_bytes == 2 * 5 * 64 * 4
+    starts = [ns.all_start_micros for ns in dev.node_stats]
+    assert starts == sorted(starts) and starts[0] > 1_600_000_000_000_000
+
+
+def test_jit_fallback_profile_is_empty_with_one_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    import summarylib.graph.adapters.torch_fx as torch_fx
+
+    monkeypatch.setattr(torch_fx, "_warned_jit_profile", False)
+    torch.manual_seed(0)
+    model, x = Branchy(), torch.ones(2, 4)
+    with pytest.warns(GraphCaptureWarning) as rec:
+        g, stats = _profiled(model, x)
+    texts = [str(w.message) for w in rec]
+    assert [t for t in texts if "profile" in t] == [
+        "capture: no per-node profile for graphs from the torch.jit fallback (models "
+        "torch.export cannot trace): the jit graph cannot be run node by node, so its "
+        "profile is empty; method='fx' gives a module-level graph with a profile "
+        "(warned once per process)"]
+    assert g["fc/linear"].op == "aten::linear" and list(stats.dev_stats) == []
+    with pytest.warns(GraphCaptureWarning) as rec:  # the fallback's own warnings only
+        _profiled(model, x)
+    assert not [w for w in rec if "profile" in str(w.message)]
+
+
 def test_trace_failure_warns_and_returns_the_real_result(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -430,6 +582,25 @@ def test_module_tree_through_tensorboards_converter(resnet: tuple[Any, Any, Grap
     assert all(c.inputs is None for c in plain.children)
     with pytest.raises(TypeError, match=r"must be a torch\.nn\.Module"):
         module_tree(lambda x: x)
+
+
+def test_module_tree_keeps_the_residual_from_the_model_input(
+    transformer: tuple[Any, Any, Graph],
+) -> None:
+    # ln2 reads x + attn(ln1(x)): the block's input (a root Placeholder) and attn.
+    model, _, g = transformer
+    tree = module_tree(model, g)
+    inputs = {c.name: c.inputs for c in tree.children}
+    assert inputs == {
+        "ln1": [sg.PARENT_INPUT],
+        "attn": ["ln1"],
+        "ln2": [sg.PARENT_INPUT, "attn"],
+        "mlp": ["ln2"],
+    }
+    gd = keras_util.keras_model_to_graph_def(json.loads(sg.keras_json(tree)))
+    nodes = {n.name: list(n.input) for n in gd.node}
+    assert sorted(nodes["TransformerBlock/ln2"]) == [
+        "TransformerBlock/attn", "TransformerBlock/input"]
 
 
 def test_graph_trace_finds_the_torch_adapter_in_a_fresh_process(logdir: Path) -> None:

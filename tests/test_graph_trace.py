@@ -500,3 +500,27 @@ def test_no_warnings_on_the_quiet_path(logdir: Path) -> None:
             sg.trace_on()
             sg.record_graph(small_graph())
             sg.trace_export("quiet")
+
+
+def test_gc_paused_restores_the_collector_and_nests() -> None:
+    import gc
+
+    from summarylib.graph._gc import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the outer block is still on
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), gc_paused():
+        raise RuntimeError("conversion failed")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # was off before: stays off
+    finally:
+        gc.enable()

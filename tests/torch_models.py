@@ -2,7 +2,9 @@
 
 Each is a shape the graph dashboard must handle: nested residual blocks with a downsample
 branch, a transformer block (multi-head attention), a dict-in/dict-out model with non-tensor
-arguments, and data-dependent control flow. Importing this module imports torch.
+arguments, and data-dependent control flow (also with an int argument and a dict result
+holding None and an int, which torch.jit.trace cannot take as they are). Importing this
+module imports torch.
 """
 
 from __future__ import annotations
@@ -98,3 +100,17 @@ class Branchy(nn.Module):
         if y.sum() > 0:
             return y * 2
         return y - 1
+
+
+class BranchyDict(nn.Module):
+    """Data-dependent control flow (no torch.export), an int argument and a dict result
+    with a None and an int: torch.jit.trace accepts neither as they are."""
+
+    def __init__(self, features: int = 4) -> None:
+        super().__init__()
+        self.fc = nn.Linear(features, features)
+
+    def forward(self, x: Any, n: int) -> Any:
+        y = self.fc(x)
+        y = y * n if y.sum() > 0 else y - n
+        return {"y": y, "aux": None, "n": n, "pair": (torch.relu(y), y.sum())}

@@ -1,6 +1,24 @@
 """Build a :class:`~summarylib.graph.ir.Graph` by hand, with TensorFlow's naming rules.
 
-Naming follows TF1 ``tf.Graph`` exactly, so hand-made graphs look like TensorFlow's:
+Names must follow TensorFlow's node-name rule, ``[A-Za-z0-9.][A-Za-z0-9_./>-]*`` for the
+full scoped name: a ``:`` would be read by the dashboard as an output slot (``a:1`` is
+output 1 of ``a``), so a name or scope breaking the rule raises ValueError naming the
+argument. An op's default name is its op type with the forbidden characters replaced
+(``aten::linear`` -> ``linear``: the part after the last ``::``).
+
+``unique_names`` chooses what happens to a name already in use:
+
+* ``"tf"`` (default): TF1 ``tf.Graph`` parity, so hand-made graphs look like TensorFlow's
+  (the rules below);
+* ``"series"``: the same, but suffixes without the underscore (``add``, ``add1``,
+  ``add2``; ``_1`` after a name ending in a digit). TensorBoard stacks five or more
+  siblings ``name<k>`` into one series node, and reads an unsuffixed ``add`` as ``add0``,
+  so with this mode the first copy joins the stack (``add[0-5]``); with TF naming it stays
+  outside (``add`` next to ``add_[1-5]``);
+* ``"error"``: no renaming: a name (or scope) already in use raises ValueError. Re-enter a
+  scope with a trailing ``/`` (``name_scope("block/")``).
+
+With ``"tf"``:
 
 * An op gets ``name`` (default: its op type) under the current scope, made unique by
   appending ``_1``, ``_2``, ... (``foo``, ``foo_1``, ``foo_2``). Uniqueness is
@@ -19,18 +37,29 @@ Naming follows TF1 ``tf.Graph`` exactly, so hand-made graphs look like TensorFlo
 
 TensorBoard's series grouping (``add_1 … add_5`` drawn as one stack) needs five or more
 siblings with numeric suffixes; with TF naming the unsuffixed first copy is left out of
-the stack, exactly as it is for TensorFlow graphs.
+the stack, exactly as it is for TensorFlow graphs (``unique_names="series"`` includes it).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from summarylib.graph.ir import DType, Graph, Node, TensorSpec
 
-__all__ = ["GraphBuilder", "Input"]
+__all__ = ["NAME_RULE", "UNIQUE_NAMES", "GraphBuilder", "Input"]
+
+#: TensorFlow's node-name rule (tensorflow/python/framework/ops.py, node_def_util.cc),
+#: applied to full scoped names.
+NAME_RULE = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_./>-]*\Z")
+_FORBIDDEN = re.compile(r"[^A-Za-z0-9_./>-]")
+# NAME_RULE without empty segments ('//', a trailing '/'): the one check a valid name
+# needs (the builder names every node; errors are diagnosed separately).
+_GOOD_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.>-]*(?:/[A-Za-z0-9_.>-]+)*\Z")
+#: The ``unique_names`` modes of :class:`GraphBuilder`.
+UNIQUE_NAMES = ("tf", "series", "error")
 
 #: What ``op`` accepts as an input: a node (output 0) or an input string (``"n"``, ``"n:k"``).
 Input = Node | str
@@ -53,7 +82,15 @@ class GraphBuilder:
         g = b.graph   # nodes x, dense/kernel, dense/MatMul
     """
 
-    def __init__(self, graph: Graph | None = None, *, device: str = "") -> None:
+    def __init__(
+        self, graph: Graph | None = None, *, device: str = "", unique_names: str = "tf"
+    ) -> None:
+        if unique_names not in UNIQUE_NAMES:
+            raise ValueError(
+                f"GraphBuilder: 'unique_names' must be one of {UNIQUE_NAMES}, "
+                f"got {unique_names!r}"
+            )
+        self.unique_names = unique_names
         self.graph = graph if graph is not None else Graph()
         self._names_in_use: dict[str, int] = {}
         for node in self.graph:
@@ -73,22 +110,34 @@ class GraphBuilder:
             self._names_in_use.setdefault(key, 1)
 
     def unique_name(self, name: str, mark_as_used: bool = True) -> str:
-        """``name`` under the current scope, made unique with ``_1``, ``_2``... (TF rules)."""
+        """``name`` under the current scope, made unique with ``_1``, ``_2``... (TF rules).
+
+        With ``unique_names="series"`` the suffixes are ``1``, ``2``...; with ``"error"`` a
+        name in use raises ValueError.
+        """
         if self._scope:
             name = self._scope + name
         key = name.lower()
         used = self._names_in_use
         i = used.get(key, 0)
+        if i > 0 and self.unique_names == "error":
+            raise ValueError(
+                f"GraphBuilder: the name {name!r} is already in use (unique_names='error'; "
+                "names are compared ignoring case, as TensorFlow does)"
+            )
+        # "series": add, add1, add2 (TensorBoard's series pattern); after a trailing digit
+        # the underscore stays, or conv2's copies would read as conv21, conv22.
+        sep = "" if self.unique_names == "series" and not name[-1:].isdigit() else "_"
         if mark_as_used:
             used[key] = i + 1
         if i > 0:
             base = key
             while key in used:
-                key = f"{base}_{i}"
+                key = f"{base}{sep}{i}"
                 i += 1
             if mark_as_used:
                 used[key] = 1
-            name = f"{name}_{i - 1}"
+            name = f"{name}{sep}{i - 1}"
         return name
 
     @property
@@ -107,10 +156,11 @@ class GraphBuilder:
         if not name:
             new = ""
         elif name.endswith("/"):
+            _check_name(name[:-1], "GraphBuilder.name_scope", "name")
             new = name
             self._mark_used(name[:-1])
         else:
-            _check_segment(name, "GraphBuilder.name_scope")
+            _check_name(self._scope + name, "GraphBuilder.name_scope", "name", name)
             new = self.unique_name(name) + "/"
         self._scope = new
         try:
@@ -169,9 +219,24 @@ class GraphBuilder:
         ``outputs`` is one :class:`TensorSpec` per output slot (a single spec means one
         output). ``name`` defaults to ``op_type`` and is scoped and uniquified; a name
         ending in ``/`` is used as the full name, unchanged. Use ``node.output(k)`` to feed
-        output ``k`` to another op.
+        output ``k`` to another op. A name breaking TensorFlow's node-name rule (see the
+        module docstring) raises ValueError.
         """
-        where = "GraphBuilder.op"
+        return self._make(
+            "GraphBuilder.op", op_type, inputs, name, attrs, outputs, control_inputs, device
+        )
+
+    def _make(
+        self,
+        where: str,
+        op_type: str,
+        inputs: Sequence[Input] | Input = (),
+        name: str | None = None,
+        attrs: dict[str, object] | None = None,
+        outputs: Sequence[TensorSpec] | TensorSpec | None = None,
+        control_inputs: Sequence[Input] = (),
+        device: str | None = None,
+    ) -> Node:
         if not isinstance(op_type, str) or not op_type:
             raise TypeError(f"{where}: 'op_type' must be a non-empty str, got {op_type!r}")
         if isinstance(inputs, (str, Node)):
@@ -194,7 +259,7 @@ class GraphBuilder:
                         f"{where}: 'outputs' must hold TensorSpec, got {type(s).__name__}"
                     )
         node = Node(
-            name=self._full_name(name if name is not None else op_type, where),
+            name=self._full_name(name if name is not None else _default_name(op_type), where),
             op=op_type,
             inputs=data,
             control_inputs=control,
@@ -209,11 +274,12 @@ class GraphBuilder:
             raise TypeError(f"{where}: 'name' must be a non-empty str, got {name!r}")
         if name.endswith("/"):
             full = name[:-1]
+            _check_name(full, where, "name")
             if full in self.graph:
                 raise ValueError(f"{where}: a node named {full!r} already exists")
             self._mark_used(full)
             return full
-        _check_segment(name, where)
+        _check_name(self._scope + name, where, "name", name)
         return self.unique_name(name)
 
     def const(
@@ -248,7 +314,7 @@ class GraphBuilder:
             node_attrs["dtype"] = DType(spec.dtype)
         if attrs:
             node_attrs.update(attrs)
-        return self.op("Const", (), name=name, attrs=node_attrs, outputs=[spec], device=device)
+        return self._make(where, "Const", (), name, node_attrs, [spec], (), device)
 
     def placeholder(
         self,
@@ -263,16 +329,54 @@ class GraphBuilder:
         attrs: dict[str, object] = {"shape": TensorSpec(spec.shape)}
         if dtype is not None:
             attrs = {"dtype": DType(dtype), "shape": TensorSpec(spec.shape)}
-        return self.op("Placeholder", (), name=name, attrs=attrs, outputs=[spec], device=device)
+        return self._make(
+            "GraphBuilder.placeholder", "Placeholder", (), name, attrs, [spec], (), device
+        )
 
     def no_op(self, name: str = "NoOp", control_inputs: Sequence[Input] = ()) -> Node:
         """Add a ``NoOp`` (TensorBoard moves these to the side panel), e.g. a group of deps."""
-        return self.op("NoOp", (), name=name, control_inputs=control_inputs)
+        return self._make("GraphBuilder.no_op", "NoOp", (), name, None, None, control_inputs)
 
 
-def _check_segment(name: str, where: str) -> None:
-    if name.startswith("/") or "//" in name:
-        raise ValueError(f"{where}: 'name' must not start with '/' or hold '//', got {name!r}")
+def _check_name(full: str, where: str, arg: str, given: str | None = None) -> None:
+    """ValueError naming ``arg`` unless ``full`` (the scoped name) follows TF's rule."""
+    if _GOOD_NAME.match(full):
+        return
+    given = full if given is None else given
+    if given.startswith("/") or "//" in full or full.endswith("/"):
+        raise ValueError(f"{where}: {arg!r} must not start with '/' or hold '//', got {given!r}")
+    if NAME_RULE.match(full):
+        return
+    bad = sorted(set(_FORBIDDEN.findall(full)))
+    if ":" in bad:
+        why = ("it holds ':', which the dashboard reads as an output slot "
+               "('a:1' is output 1 of 'a')")
+    elif bad:
+        why = f"it holds {', '.join(repr(c) for c in bad)}"
+    else:
+        why = f"it starts with {full[0]!r}"
+    raise ValueError(
+        f"{where}: {arg!r} {given!r} breaks TensorFlow's node-name rule "
+        f"[A-Za-z0-9.][A-Za-z0-9_./>-]*: {why}"
+    )
+
+
+_DEFAULT_NAMES: dict[str, str] = {}
+
+
+def _default_name(op_type: str) -> str:
+    """An op's default name: its type, after the last ``::`` (``aten::linear`` -> ``linear``),
+    with characters TensorFlow's node-name rule forbids replaced by ``_``."""
+    name = _DEFAULT_NAMES.get(op_type)
+    if name is None:
+        name = _DEFAULT_NAMES[op_type] = _make_default_name(op_type)
+    return name
+
+
+def _make_default_name(op_type: str) -> str:
+    base = op_type.rpartition("::")[2] or op_type
+    base = _FORBIDDEN.sub("_", base)
+    return base if NAME_RULE.match(base) else f"op{base}"
 
 
 def _input_str(inp: object, where: str) -> str:

@@ -12,10 +12,12 @@
   exactly like its argument (for a plain function the framework may also be told from the
   arguments of its first call) and, on its first call while a trace is on
   (``summarylib.graph.trace_on()``), captures the graph from that call's arguments and
-  hands it to ``record_graph`` (once per trace; with ``trace_on(profiler=True)`` a torch
-  capture also times every op once). A ``torch.nn.Module`` is returned **itself**, with a
-  forward pre-hook (so ``.parameters()``, ``.train()``, ``state_dict`` keep working); a
-  function is wrapped with ``functools.wraps``. Capture problems never reach the training
+  hands it to ``record_graph`` (once per trace; with ``trace_on(profiler=True)`` the
+  capture also times every node once: torch.export and fx graphs, JAX graphs; the
+  torch.jit fallback gets an empty profile, see ``profile_torch``). A
+  ``torch.nn.Module`` is returned **itself**, with a forward pre-hook (so
+  ``.parameters()``, ``.train()``, ``state_dict`` keep working); a function is wrapped
+  with ``functools.wraps``. Capture problems never reach the training
   loop: any failure becomes a :class:`GraphCaptureWarning` naming the model and the error,
   and the real call runs and returns its result as usual. Outside a trace the wrapper
   costs one flag check per call.
@@ -145,6 +147,10 @@ def _record(obj: Any, fw: str | None, args: tuple[Any, ...], kwargs: dict[str, A
             from summarylib.graph.adapters.torch_fx import profile_torch
 
             graph, stats = profile_torch(obj, args, kwargs or None, **options)
+        elif fw == "jax" and _trace_mod.profiler_enabled():
+            from summarylib.graph.adapters.jax import profile_jax
+
+            graph, stats = profile_jax(obj, args, kwargs or None, **options)
         else:
             graph = capture(obj, args, kwargs or None, framework=fw, **options)
         _trace_mod.record_graph(graph, stats)
@@ -321,13 +327,20 @@ class _Flow:
             if src_node.op == "Const":
                 continue
             child = self._child(path, src)
-            if child is None:
+            if child is None or self._is_input(child, src_node):
                 out.append("<input>")
             elif child == "" or child not in names:
                 out.extend(self._sources(path, src_node, names, seen))  # the parent's own op
             else:
                 out.append(child)
         return out
+
+    @staticmethod
+    def _is_input(child: str | None, node: Any) -> bool:
+        # The model's own inputs are Placeholders at the root scope: for the root module
+        # they are "directly in path" like its own ops, but they are its input, not an op
+        # to look through (else a residual from the block input, x + attn(x), is lost).
+        return child == "" and node.op == "Placeholder"
 
     def inputs(self, path: str, child: str, names: list[str]) -> list[str]:
         from summarylib.graph.conceptual import PARENT_INPUT
@@ -345,7 +358,7 @@ class _Flow:
                 if src_node.op == "Const":
                     continue
                 c = self._child(path, src)
-                if c is None:
+                if c is None or self._is_input(c, src_node):
                     srcs = ["<input>"]
                 elif c == "" or c not in names:
                     srcs = self._sources(path, src_node, names, {src})

@@ -257,8 +257,9 @@ class Graph:
         return gd
 
     def to_bytes(self) -> bytes:
-        """The serialized ``GraphDef``."""
-        return self.to_graph_def().SerializeToString()
+        """The serialized ``GraphDef``: the message :meth:`to_graph_def` builds, encoded
+        without building it (see :func:`_graph_def_bytes`)."""
+        return _graph_def_bytes(self.nodes)
 
     @classmethod
     def from_graph_def(cls, gd: Any) -> Graph:
@@ -340,18 +341,130 @@ def _node_to_proto(node: Node, nd: Any) -> None:
         except (TypeError, ValueError) as e:
             raise type(e)(f"node {node.name!r}: attr {key!r}: {e}") from None
     if node.outputs:
-        shapes = attr["_output_shapes"].list.shape
-        for spec in node.outputs:
-            _shape_to_proto(spec, shapes.add())
-        dtypes = [spec.dtype for spec in node.outputs]
-        if any(d is not None for d in dtypes):
-            first = dtypes[0]
-            uniform = first is not None and all(d == first for d in dtypes)
-            declared = node.attrs.get("T", node.attrs.get("dtype"))
-            if uniform and declared is None:
-                attr["T"].type = dtype_enum(first)
-            elif not (uniform and isinstance(declared, DType) and declared.name == first):
-                attr["_output_types"].list.type.extend(dtype_enum(d) for d in dtypes)
+        _outputs_to_proto(node.outputs, node.attrs.get("T", node.attrs.get("dtype")), attr)
+
+
+def _outputs_to_proto(outputs: list[TensorSpec], declared: object, attr: Any) -> None:
+    """``_output_shapes`` and the output dtypes (``T`` or ``_output_types``) into ``attr``.
+
+    ``declared`` is the node's own ``T`` (else ``dtype``) attr, or None.
+    """
+    shapes = attr["_output_shapes"].list.shape
+    for spec in outputs:
+        _shape_to_proto(spec, shapes.add())
+    dtypes = [spec.dtype for spec in outputs]
+    if any(d is not None for d in dtypes):
+        first = dtypes[0]
+        uniform = first is not None and all(d == first for d in dtypes)
+        if uniform and declared is None:
+            attr["T"].type = dtype_enum(first)
+        elif not (uniform and isinstance(declared, DType) and declared.name == first):
+            attr["_output_types"].list.type.extend(dtype_enum(d) for d in dtypes)
+
+
+# --- IR -> serialized GraphDef, without messages -----------------------------------------
+# to_bytes() writes every graph the library records or writes. Building a NodeDef message
+# per node and serializing it costs about 10 us per node; most of a node's bytes repeat
+# across nodes (the device, the _output_shapes/T entries of a given output signature, a
+# dtype or small int attr). Here each distinct piece is encoded once per call, with
+# protobuf itself (so the bytes are what protobuf writes), and nodes are concatenated
+# from the pieces; tests/test_graph_ir.py checks that the result parses to exactly the
+# message to_graph_def() builds.
+
+# Attr value types whose AttrValue bytes are cached by (type, value). float is left out:
+# -0.0 == 0.0 would share an entry.
+_CACHED_ATTR_TYPES = (str, bytes, bool, int, DType, TensorSpec)
+
+
+def _graph_def_bytes(nodes: list[Node]) -> bytes:
+    from summarylib.encoding.wire import varint
+    from summarylib.proto import attr_value_pb2, graph_pb2, node_def_pb2
+
+    new_attr = attr_value_pb2.AttrValue
+    cache: dict[Any, bytes] = {}
+
+    def _len_prefixed(tag: bytes, payload: bytes) -> bytes:
+        return tag + varint(len(payload)) + payload
+
+    def attr_bytes(value: object) -> bytes:
+        t = type(value)
+        # The commonest kinds directly (AttrValue: s = 2, i = 3, b = 5, type = 6): unique
+        # strings (parameter targets) would gain nothing from a cache.
+        if t is str:
+            return _len_prefixed(b"\x12", value.encode("utf-8"))  # type: ignore[attr-defined]
+        if t is bool:
+            return b"\x28\x01" if value else b"\x28\x00"
+        if t is int and _INT64_MIN <= value <= _INT64_MAX:  # type: ignore[operator]
+            return b"\x18" + varint(value)  # type: ignore[arg-type]
+        if t is DType:
+            return b"\x30" + varint(dtype_enum(value.name))  # type: ignore[attr-defined]
+        if t in _CACHED_ATTR_TYPES:
+            ckey: Any = (t, value)
+        elif t in (list, tuple) and all(
+            type(v) in _CACHED_ATTR_TYPES for v in value  # type: ignore[attr-defined]
+        ):
+            ckey = ("list", tuple((type(v), v) for v in value))  # type: ignore[attr-defined]
+        else:
+            ckey = None
+        if ckey is not None:
+            b = cache.get(ckey)
+            if b is not None:
+                return b
+        av = new_attr()
+        _attr_to_proto(value, av)
+        b = av.SerializeToString()
+        if ckey is not None:
+            cache[ckey] = b
+        return b
+
+    def outputs_bytes(outputs: list[TensorSpec], declared: object) -> bytes:
+        kind = declared.name if isinstance(declared, DType) else declared is not None
+        okey = ("outputs", tuple(outputs), kind)
+        b = cache.get(okey)
+        if b is None:
+            nd = node_def_pb2.NodeDef()  # holding only these attrs: just their entries
+            _outputs_to_proto(outputs, declared, nd.attr)
+            b = cache[okey] = nd.SerializeToString()
+        return b
+
+    parts: list[bytes] = []
+    for node in nodes:
+        attrs = node.attrs
+        if node.outputs and ("_output_shapes" in attrs or "_output_types" in attrs):
+            # Those keys would be merged with the computed ones: let protobuf do it.
+            nd = node_def_pb2.NodeDef()
+            _node_to_proto(node, nd)
+            parts.append(_len_prefixed(b"\x0a", nd.SerializeToString()))
+            continue
+        # NodeDef: name = 1, op = 2, input = 3, device = 4, attr = 5 (map entries).
+        out = [_len_prefixed(b"\x0a", node.name.encode("utf-8"))] if node.name else []
+        if node.op:
+            out.append(_len_prefixed(b"\x12", node.op.encode("utf-8")))
+        out.extend(_len_prefixed(b"\x1a", i.encode("utf-8")) for i in node.inputs)
+        out.extend(_len_prefixed(b"\x1a", b"^" + c.encode("utf-8"))
+                   for c in node.control_inputs)
+        if node.device:
+            dkey = ("device", node.device)
+            d = cache.get(dkey)
+            if d is None:
+                d = cache[dkey] = _len_prefixed(b"\x22", node.device.encode("utf-8"))
+            out.append(d)
+        for key, value in attrs.items():
+            try:
+                vb = attr_bytes(value)
+            except (TypeError, ValueError) as e:
+                raise type(e)(f"node {node.name!r}: attr {key!r}: {e}") from None
+            # Map entry: key = 1, value = 2.
+            entry = _len_prefixed(b"\x0a", key.encode("utf-8")) + _len_prefixed(b"\x12", vb)
+            out.append(_len_prefixed(b"\x2a", entry))
+        if node.outputs:
+            out.append(outputs_bytes(node.outputs, attrs.get("T", attrs.get("dtype"))))
+        body = b"".join(out)
+        parts.append(b"\x0a" + varint(len(body)) + body)
+    versions = graph_pb2.GraphDef()
+    versions.versions.producer = GRAPH_DEF_PRODUCER
+    parts.append(versions.SerializeToString())  # GraphDef.versions = 4, after the nodes
+    return b"".join(parts)
 
 
 # ``av`` is an AttrValue; typed Any because the stubs type enum fields as DataType, not int.

@@ -8,7 +8,9 @@ code                   severity  meaning
 =====================  ========  ==========================================================
 ``duplicate-name``     error     two nodes share a name: the dashboard keeps only one
 ``dangling-input``     error     an input names no node: the edge is dropped silently
-``bad-name``           error     empty, leading-``/`` or ``//`` name: empty-named groups
+``bad-name``           error     empty, leading-``/`` or ``//`` name (empty-named groups),
+                                 a ``:`` (read as an output slot) or another character
+                                 TensorFlow's rule ``[A-Za-z0-9.][A-Za-z0-9_./>-]*`` forbids
 ``control-before-data`` error    a ``^control`` input precedes a data input (TF rejects it)
 ``name-is-scope``      warning   ``A`` is a node and ``A/...`` a scope: shown as ``A/(A)``
 ``missing-shapes``     warning   no ``_output_shapes`` on a non-``Const`` node: no edge labels
@@ -32,9 +34,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from summarylib.graph.ir import Graph, Node, dtype_enum, split_input
+from summarylib.graph.builder import _FORBIDDEN, _GOOD_NAME, NAME_RULE
+from summarylib.graph.ir import DType, Graph, Node, TensorSpec, dtype_enum, split_input
 
-__all__ = ["ATTR_LIMIT", "MAX_CHILDREN", "Issue", "check"]
+__all__ = ["ATTR_LIMIT", "MAX_CHILDREN", "Issue", "attr_size", "check"]
 
 #: TensorBoard's large-attr limit in bytes (graph.ts); the UI does not filter, so bigger
 #: attrs reach the browser.
@@ -66,12 +69,11 @@ class _View:
     device: str
     n_outputs: int | None  # None: no _output_shapes
     dtypes: list[str | None]
-    attr_sizes: dict[str, int]  # upper estimates for IR attrs, exact for NodeDefs
-    attrs: dict[str, object] | None = None  # IR attrs, for exact sizes when needed
+    attr_sizes: dict[str, int]  # serialized AttrValue sizes
 
 
 def _ir_view(node: Node) -> _View:
-    sizes = {k: _attr_size(v) for k, v in node.attrs.items()}
+    sizes = {k: attr_size(v) for k, v in node.attrs.items()}
     return _View(
         node.name,
         node.op,
@@ -80,34 +82,151 @@ def _ir_view(node: Node) -> _View:
         len(node.outputs) if node.outputs else None,
         [s.dtype for s in node.outputs],
         sizes,
-        node.attrs,
     )
 
 
-def _attr_size(value: object) -> int:
-    # A cheap upper estimate; check() asks protobuf for the exact size only when the
-    # estimate is over the limit.
-    if isinstance(value, (str, bytes, bytearray)):
-        return len(value) + 3
-    if isinstance(value, (bool, int, float)):
-        return 11
-    if hasattr(value, "nbytes"):
-        return int(value.nbytes)
-    if isinstance(value, (list, tuple)):
-        return sum(_attr_size(v) + 1 for v in value)
-    return 16
+# --- exact serialized sizes of IR attrs -------------------------------------------------
+# Computed from the wire format (format.md §8.1) instead of building an AttrValue per attr:
+# lint runs over every attr of graphs with tens of thousands of nodes. Each function
+# mirrors what ir._attr_to_proto / encoding.tensor.array_tensor_bytes write, byte for
+# byte (tests/test_graph_lint.py compares them with AttrValue.ByteSize()).
 
 
-def _exact_size(value: object) -> int:
-    from summarylib.graph.ir import _attr_to_proto
-    from summarylib.proto import attr_value_pb2
+def _vlen(n: int) -> int:
+    """Bytes of ``n`` as a varint (negative int64 values take 10)."""
+    if n < 0:
+        return 10
+    size = 1
+    while n >= 0x80:
+        n >>= 7
+        size += 1
+    return size
 
-    av = attr_value_pb2.AttrValue()
+
+def _field(n: int) -> int:
+    """A length-delimited field of ``n`` payload bytes (every field number here is < 16)."""
+    return 1 + _vlen(n) + n
+
+
+def _shape_payload(dims: Iterable[int | None] | None) -> int:
+    if dims is None:
+        return 2  # unknown_rank = true
+    total = 0
+    for d in dims:
+        d = -1 if d is None else d
+        total += _field(1 + _vlen(d) if d else 0)  # Dim.size 0 is not written
+    return total
+
+
+def _utf8_len(value: object) -> int | None:
+    if isinstance(value, (bytes, bytearray)):
+        return len(value)
+    if isinstance(value, str):
+        try:
+            return len(value.encode("utf-8"))
+        except UnicodeEncodeError:  # a lone surrogate: the conversion reports it
+            return None
+    return None
+
+
+def _tensor_payload(arr: Any) -> int | None:
+    """Size of the TensorProto ``array_tensor_bytes`` writes for ``arr``."""
+    from summarylib.encoding.tensor import _NUMERIC
+
+    shape = _field(_shape_payload(arr.shape))
+    if arr.dtype.kind in "OSU":
+        total = 2 + shape  # dtype = DT_STRING
+        for v in arr.reshape(-1):
+            n = _utf8_len(v)
+            if n is None:
+                return None
+            total += _field(n)
+        return total
+    entry = _NUMERIC.get(arr.dtype.name)
+    if entry is None:
+        return None
+    nbytes = int(arr.size) * arr.dtype.itemsize
+    return 1 + _vlen(entry[0]) + shape + (_field(nbytes) if nbytes else 0)
+
+
+def _list_payload(values: list[Any] | tuple[Any, ...]) -> int | None:
+    from summarylib.graph.ir import _list_kind, _plain
+
+    if not values:
+        return 0
+    items: list[Any] = [_plain(v) for v in values]
     try:
-        _attr_to_proto(value, av)
-    except (TypeError, ValueError):
-        return 0  # reported when the graph is converted, not here
-    return int(av.ByteSize())
+        kinds = {_list_kind(v) for v in items}
+    except TypeError:
+        return None
+    if kinds == {"i", "f"}:
+        kinds = {"f"}
+    if len(kinds) != 1:
+        return None
+    kind = kinds.pop()
+    if kind == "s":
+        total = 0
+        for v in items:
+            n = _utf8_len(v)
+            if n is None:
+                return None
+            total += _field(n)
+        return total
+    if kind == "shape":
+        return sum(_field(_shape_payload(v.shape)) for v in items)
+    if kind == "tensor":
+        total = 0
+        for v in items:
+            t = _tensor_payload(v)
+            if t is None:
+                return None
+            total += _field(t)
+        return total
+    # Packed scalars: one field holding every value.
+    if kind == "f":
+        packed = 4 * len(items)
+    elif kind == "b":
+        packed = len(items)
+    elif kind == "type":
+        packed = sum(_vlen(dtype_enum(v.name)) for v in items)
+    else:  # "i"
+        if any(not -(1 << 63) <= v < (1 << 63) for v in items):
+            return None
+        packed = sum(_vlen(v) for v in items)
+    return _field(packed)
+
+
+def attr_size(value: object) -> int:
+    """The serialized size of ``value`` as an ``AttrValue``, in bytes (exact).
+
+    0 for values the conversion rejects (it raises, naming the node, when the graph is
+    written), so lint does not report them twice.
+    """
+    if isinstance(value, (str, bytes, bytearray)):
+        n = _utf8_len(value)
+        return 0 if n is None else _field(n)
+    if isinstance(value, bool):
+        return 2
+    if isinstance(value, int):
+        return 1 + _vlen(value) if -(1 << 63) <= value < (1 << 63) else 0
+    if isinstance(value, float):
+        return 5
+    if isinstance(value, DType):
+        return 1 + _vlen(dtype_enum(value.name))
+    if isinstance(value, TensorSpec):
+        return _field(_shape_payload(value.shape))
+    if isinstance(value, (list, tuple)):
+        n = _list_payload(value)
+        return 0 if n is None else _field(n)
+    if type(value).__module__ == "numpy":
+        import numpy as np
+
+        if isinstance(value, np.ndarray):
+            t = _tensor_payload(value)
+            return 0 if t is None else _field(t)
+        if isinstance(value, np.generic):
+            return attr_size(value.item())
+    return 0
 
 
 def _proto_view(nd: Any) -> _View:
@@ -227,15 +346,13 @@ def check(
                 )
                 break
         for key, size in v.attr_sizes.items():
-            if size > attr_limit and v.attrs is not None:
-                size = _exact_size(v.attrs[key])
             if size > attr_limit:
                 add(
                     Issue(
                         "large-attr",
                         "warning",
                         v.name,
-                        f"attr {key!r} is about {size} bytes (> {attr_limit}); the dashboard "
+                        f"attr {key!r} is {size} bytes (> {attr_limit}); the dashboard "
                         "sends it to the browser in full",
                     )
                 )
@@ -296,15 +413,23 @@ def check(
 
 
 def _check_name(v: _View, add: Any) -> None:
-    if not v.name or v.name.startswith("/") or "//" in v.name or v.name.endswith("/"):
-        add(
-            Issue(
-                "bad-name",
-                "error",
-                v.name or "<empty>",
-                "empty, leading '/', trailing '/' or '//' in a name makes an empty-named group",
-            )
-        )
+    name = v.name
+    if _GOOD_NAME.match(name):  # the common case, in one regex match
+        return
+    if not name or name.startswith("/") or "//" in name or name.endswith("/"):
+        why = "empty, leading '/', trailing '/' or '//' in a name makes an empty-named group"
+    elif ":" in name:
+        why = (f"':' in a name: the dashboard reads {name!r} as output "
+               f"{name.rpartition(':')[2]!r} of {name.rpartition(':')[0]!r}, so edges to "
+               "this node break")
+    elif not NAME_RULE.match(name):
+        bad = sorted(set(_FORBIDDEN.findall(name)))
+        what = f"holds {', '.join(repr(c) for c in bad)}" if bad else f"starts with {name[0]!r}"
+        why = (f"the name {what}, which TensorFlow's node-name rule "
+               "[A-Za-z0-9.][A-Za-z0-9_./>-]* forbids; TensorFlow rejects the GraphDef")
+    else:
+        return
+    add(Issue("bad-name", "error", name or "<empty>", why))
 
 
 def errors(issues: Iterable[Issue]) -> list[Issue]:

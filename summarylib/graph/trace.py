@@ -274,16 +274,24 @@ def tracer_for(framework: str) -> Tracer:
 def trace(fn_or_module: object, *, framework: str | None = None, **options: Any) -> Any:
     """Wrap a model or function so its graph is recorded on its first call inside a trace.
 
-    The framework is detected from the object's type (``framework=`` overrides it, e.g.
-    ``"jax"`` for a plain Python function when torch is also imported). ``options`` go to
-    the adapter.
+    The framework is detected from the object's type (``framework=`` overrides it). When
+    the type does not tell (a plain Python function while both torch and jax are imported)
+    the decision waits for the first call inside a trace, whose arguments tell (torch
+    tensors or JAX arrays); if they do not either, that call warns instead of recording.
+    ``options`` go to the adapter.
     """
     fw = framework if framework is not None else _framework_of(fn_or_module)
     if fw is None:
-        raise TypeError(
-            f"trace: cannot tell which framework {type(fn_or_module).__name__} belongs to; "
-            "pass framework='torch' or framework='jax'"
-        )
+        if not callable(fn_or_module):
+            raise TypeError(
+                f"trace: cannot tell which framework {type(fn_or_module).__name__} belongs "
+                "to (it is not callable); pass a model or function"
+            )
+        # Deferred: summarylib.graph.capture.trace decides from the first call's arguments
+        # (the same rule capture() uses), so wrapping never fails for a plain function.
+        from summarylib.graph.capture import trace as trace_on_first_call
+
+        return trace_on_first_call(fn_or_module, **options)
     return tracer_for(fw)(fn_or_module, **options)
 
 

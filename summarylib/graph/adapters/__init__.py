@@ -7,7 +7,8 @@ Every adapter produces a :class:`~summarylib.graph.ir.Graph` that follows the sa
   JAX function/name-scope path, the last segment a readable op name (``conv2d``), made
   unique with ``_1``, ``_2``... A name never equals a scope (which TensorBoard would draw
   as ``A/(A)``), and every segment is reduced to ``[A-Za-z0-9_.-]`` (a ``:`` would be read
-  as an output slot);
+  as an output slot), with a first character TensorFlow's node-name rule accepts (a
+  root-level ``_x`` becomes ``n_x``);
 * graph inputs are ``Placeholder``; parameters, buffers, literals and other constants
   are ``Const`` (drawn as icons inside their consumers) with attr ``dtype`` and, when
   small, ``value``;
@@ -29,6 +30,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from summarylib.graph._gc import gc_paused
 from summarylib.graph.ir import DType, Graph, Node, TensorSpec
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "PendingGraph",
     "PendingNode",
     "const_attrs",
+    "gc_paused",
     "plain_attr",
     "sanitize",
     "warn_capture",
@@ -63,6 +66,17 @@ def sanitize(segment: str) -> str:
     """One name segment reduced to ``[A-Za-z0-9_.-]`` (never empty, never starting ``.``)."""
     s = _BAD_CHARS.sub("_", segment).strip("_") or "_"
     return "_" + s if s[0] in ".-" else s
+
+
+def _root_safe(path: str) -> str:
+    """``path`` with a first character TensorFlow's node-name rule accepts.
+
+    The rule (``[A-Za-z0-9.][A-Za-z0-9_./>-]*``) restricts only the first character of a
+    full name; :func:`sanitize` can leave a ``_`` there (an argument named ``_``, a segment
+    that was all punctuation). Such root-level paths get an ``n`` in front (``_`` ->
+    ``n_``); applied to scopes and names alike, so a scope's nodes stay together.
+    """
+    return "n" + path if path[:1] == "_" else path
 
 
 def scope_of(path: str, sep: str = ".") -> str:
@@ -118,6 +132,7 @@ class PendingGraph:
         """
         scopes: set[str] = set()
         for p in self.nodes:
+            p.scope = _root_safe(p.scope)
             s = p.scope
             while s and s not in scopes:
                 scopes.add(s)
@@ -127,7 +142,7 @@ class PendingGraph:
         names: dict[Hashable, str] = {}
         for p in self.nodes:
             base = sanitize(p.base)
-            want = f"{p.scope}/{base}" if p.scope else base
+            want = f"{p.scope}/{base}" if p.scope else _root_safe(base)
             name = want
             if name in taken:
                 i = counters.get(want, 0)

@@ -41,13 +41,14 @@ from summarylib.graph.adapters import (
     PendingGraph,
     PendingNode,
     const_attrs,
+    gc_paused,
     plain_attr,
     sanitize,
     warn_capture,
 )
 from summarylib.graph.ir import DType, Graph, TensorSpec
 
-__all__ = ["capture_jax", "from_jaxpr"]
+__all__ = ["capture_jax", "from_jaxpr", "profile_jax"]
 
 # Call-like primitives drawn inline, inside a scope, instead of as one opaque node.
 _INLINE = {
@@ -158,12 +159,16 @@ class _JaxprWalker:
             return self.literal(None, getattr(v, "aval", None), scope)
         return r
 
-    def jaxpr(self, closed: Any, in_refs: Sequence[_Ref], scope: str, opened: str = ""
-              ) -> list[_Ref]:
+    def jaxpr(self, closed: Any, in_refs: Sequence[_Ref], scope: str, opened: str = "",
+              plan: list[Any] | None = None) -> list[_Ref]:
         """Walk a (closed) jaxpr whose invars are ``in_refs``; returns its outputs' refs.
 
         ``opened`` is the label of the call that opened ``scope`` (a nested call with the
         same label, such as ``jax.nn.relu``'s jit inside its custom_jvp, shares the scope).
+        ``plan`` (when given) gets one entry per equation, in order, saying how a profile
+        evaluates it: ``("node", key)`` (bound as one op, timed as the node ``key``) or
+        ``("inline", sub_jaxpr, sub_plan)`` (its equations evaluated one by one, as they
+        are drawn). Bodies of cond/while/scan have no plan: their node is timed whole.
         """
         jaxpr = getattr(closed, "jaxpr", closed)
         consts = list(getattr(closed, "consts", []) or [])
@@ -174,10 +179,11 @@ class _JaxprWalker:
         for v, r in zip(jaxpr.invars, in_refs, strict=False):
             env[v] = r
         for eqn in jaxpr.eqns:
-            self.eqn(eqn, env, scope, opened)
+            self.eqn(eqn, env, scope, opened, plan)
         return [self.ref(env, v, scope) for v in jaxpr.outvars]
 
-    def eqn(self, eqn: Any, env: dict[Any, _Ref], scope: str, opened: str) -> None:
+    def eqn(self, eqn: Any, env: dict[Any, _Ref], scope: str, opened: str,
+            plan: list[Any] | None = None) -> None:
         name = eqn.primitive.name
         stack = str(getattr(eqn.source_info, "name_stack", "") or "")
         segs = [sanitize(s) for s in stack.split("/") if s]
@@ -193,10 +199,13 @@ class _JaxprWalker:
             if name.startswith("custom_"):
                 label = _func_name(sub, name)
             label = sanitize(str(label or name))
+            sub_plan: list[Any] | None = [] if plan is not None else None
             if segs or label != opened:
-                outs = self.jaxpr(sub, ins, self.unique_scope(escope, label), label)
+                outs = self.jaxpr(sub, ins, self.unique_scope(escope, label), label, sub_plan)
             else:
-                outs = self.jaxpr(sub, ins, escope, opened)
+                outs = self.jaxpr(sub, ins, escope, opened, sub_plan)
+            if plan is not None:
+                plan.append(("inline", sub, sub_plan))
             for v, r in zip(eqn.outvars, outs, strict=False):
                 env[v] = r
             return
@@ -219,6 +228,8 @@ class _JaxprWalker:
         key = self.key()
         self.add(PendingNode(key, group, name, name, inputs=ins + extra, attrs=attrs,
                              outputs=outputs, device=self.device))
+        if plan is not None:
+            plan.append(("node", key))
         for k, v in enumerate(eqn.outvars):
             env[v] = (key, k)
 
@@ -251,8 +262,24 @@ def from_jaxpr(closed: Any, input_names: Sequence[str] = (), output_names: Seque
     defaults ``input_i``/``output_i``); ``const_inputs[i]`` makes invar ``i`` a parameter
     ``Const`` instead of a ``Placeholder``.
     """
+    return _from_jaxpr(closed, input_names, output_names, const_inputs, device)[0]
+
+
+def _from_jaxpr(closed: Any, input_names: Sequence[str], output_names: Sequence[str],
+                const_inputs: Sequence[bool], device: str
+                ) -> tuple[Graph, list[Any], dict[Hashable, str]]:
+    """:func:`from_jaxpr`, plus the evaluation plan of the top-level jaxpr and the node
+    name of every walker key (for profiles)."""
+    with gc_paused():  # see gc_paused: thousands of nodes
+        return _walk(closed, input_names, output_names, const_inputs, device)
+
+
+def _walk(closed: Any, input_names: Sequence[str], output_names: Sequence[str],
+          const_inputs: Sequence[bool], device: str
+          ) -> tuple[Graph, list[Any], dict[Hashable, str]]:
     jaxpr = getattr(closed, "jaxpr", closed)
     w = _JaxprWalker(device)
+    plan: list[Any] = []
     in_refs: list[_Ref] = []
     for i, v in enumerate(jaxpr.invars):
         path = input_names[i] if i < len(input_names) else f"input_{i}"
@@ -269,7 +296,7 @@ def from_jaxpr(closed: Any, input_names: Sequence[str] = (), output_names: Seque
             op = "Placeholder"
         in_refs.append(w.add(PendingNode(("in", i), scope, base or f"input_{i}", op,
                                          attrs=attrs, outputs=[spec], device=device)))
-    outs = w.jaxpr(closed, in_refs, "")
+    outs = w.jaxpr(closed, in_refs, "", plan=plan)
     single = len(outs) == 1
     for i, r in enumerate(outs):
         path = output_names[i] if i < len(output_names) else str(i)
@@ -280,8 +307,9 @@ def from_jaxpr(closed: Any, input_names: Sequence[str] = (), output_names: Seque
                           outputs=specs[r[1]: r[1] + 1], device=device))
     if w.unknown:
         warn_capture(f"capture(jax): unbound variables drawn as unknown constants: "
-                     f"{', '.join(sorted(w.unknown)[:5])}", 3)
-    return w.pending.finish("capture(jax)")
+                     f"{', '.join(sorted(w.unknown)[:5])}", 5)
+    graph = w.pending.finish("capture(jax)")
+    return graph, plan, w.pending.names
 
 
 def _is_array_like(v: Any) -> bool:
@@ -335,6 +363,36 @@ def capture_jax(
     Raises TypeError/ValueError for bad arguments and JAX's own error when ``fn`` cannot
     be traced.
     """
+    return _capture(fn, example_inputs, example_kwargs, params_argnums, device, False)[0]
+
+
+def profile_jax(
+    fn: Any,
+    example_inputs: Any = (),
+    example_kwargs: dict[str, Any] | None = None,
+    *,
+    params_argnums: Sequence[int] | int = (),
+    device: str | None = None,
+) -> tuple[Graph, list[Any]]:
+    """:func:`capture_jax` plus a profile of one evaluation: ``(graph, node_stats)``.
+
+    The jaxpr is evaluated on the example inputs equation by equation, as the graph draws
+    it: each equation drawn as a node is bound on its own (``primitive.bind``), blocked on
+    (``block_until_ready``) and timed, with its outputs' bytes (element count x itemsize);
+    the equations of inlined calls (``jit``, ``custom_jvp``...) are evaluated one by one
+    too, each timed as its own node; ``cond``/``while``/``scan`` are timed as their
+    node, bodies included. The evaluation runs twice, the first untimed: JAX compiles each
+    primitive on its first bind, which would otherwise be most of every time. Times
+    include JAX's per-op dispatch and no fusion: they rank ops, they are not the times of
+    the compiled function.
+    """
+    graph, stats = _capture(fn, example_inputs, example_kwargs, params_argnums, device, True)
+    return graph, stats or []
+
+
+def _capture(fn: Any, example_inputs: Any, example_kwargs: dict[str, Any] | None,
+             params_argnums: Sequence[int] | int, device: str | None, profile: bool
+             ) -> tuple[Graph, list[Any] | None]:
     jax = importlib.import_module("jax")
 
     if not callable(fn):
@@ -379,8 +437,75 @@ def capture_jax(
         in_names.extend(p)
         const_flags.extend([False] * len(p))
     out_names = _paths(out_shape, "")
-    dev = device or _device(jax.tree_util.tree_leaves(dyn_values))
-    return from_jaxpr(closed, in_names, out_names, const_inputs=const_flags, device=dev)
+    leaves = jax.tree_util.tree_leaves(dyn_values)
+    dev = device or _device(leaves)
+    graph, plan, keys = _from_jaxpr(closed, in_names, out_names, const_flags, dev)
+    if not profile:
+        return graph, None
+    return graph, _profile(closed, plan, keys, leaves)
+
+
+def _profile(closed: Any, plan: list[Any], names: dict[Hashable, str], leaves: list[Any]
+             ) -> list[Any]:
+    import time
+
+    from summarylib.graph.writers import NodeStats
+
+    jnp = importlib.import_module("jax.numpy")
+    args = [leaf if hasattr(leaf, "dtype") else jnp.asarray(leaf) for leaf in leaves]
+    _evaluate(closed, plan, args, None)  # compiles every primitive once
+    times: list[tuple[Hashable, int, int, int]] = []
+    _evaluate(closed, plan, args, times)
+    # perf_counter_ns has the resolution; time_ns the epoch TensorBoard wants.
+    epoch = time.time_ns() - time.perf_counter_ns()
+    return [NodeStats(names[key], (epoch + t0) // 1000, dt // 1000, size)
+            for key, t0, dt, size in times if key in names]
+
+
+def _evaluate(closed: Any, plan: list[Any], args: Sequence[Any],
+              times: list[tuple[Hashable, int, int, int]] | None) -> list[Any]:
+    """Evaluate a jaxpr as ``plan`` says (see :meth:`_JaxprWalker.jaxpr`), appending
+    ``(key, start ns, duration ns, output bytes)`` per node when ``times`` is a list."""
+    import contextlib
+    import time
+
+    jax = importlib.import_module("jax")
+    jaxpr = getattr(closed, "jaxpr", closed)
+    env: dict[Any, Any] = {}
+
+    def read(v: Any) -> Any:
+        return v.val if type(v).__name__ == "Literal" else env[v]
+
+    for v, c in zip(jaxpr.constvars, getattr(closed, "consts", []) or [], strict=False):
+        env[v] = c
+    for v, a in zip(jaxpr.invars, args, strict=False):
+        env[v] = a
+    clock = time.perf_counter_ns
+    for eqn, step in zip(jaxpr.eqns, plan, strict=True):
+        invals = [read(v) for v in eqn.invars]
+        if step[0] == "inline":
+            outs = _evaluate(step[1], step[2], invals, times)
+        else:
+            prim = eqn.primitive
+            get_params = getattr(prim, "get_bind_params", None)
+            bound = get_params(eqn.params) if get_params is not None else eqn.params
+            if isinstance(bound, tuple):  # older JAX: (subfuns, params)
+                subfuns, bound = bound
+                invals = [*subfuns, *invals]
+            ctx = getattr(getattr(eqn, "ctx", None), "manager", None)
+            with ctx if ctx is not None else contextlib.nullcontext():
+                t0 = clock()
+                ans = prim.bind(*invals, **bound)
+                jax.block_until_ready(ans)  # dispatch is asynchronous: time the work
+                dt = clock() - t0
+            outs = list(ans) if prim.multiple_results else [ans]
+            if times is not None:
+                size = sum(int(o.size) * o.dtype.itemsize for o in outs
+                           if hasattr(o, "size") and hasattr(o, "dtype"))
+                times.append((step[1], t0, dt, size))
+        for v, o in zip(eqn.outvars, outs, strict=False):
+            env[v] = o
+    return [read(v) for v in jaxpr.outvars]
 
 
 def _arg_names(fn: Any, n: int) -> list[str]:

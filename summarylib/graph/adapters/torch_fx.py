@@ -29,9 +29,12 @@ Data contract of :func:`capture_torch` (graph-pipeline.md §3.3, §5.3):
   ``Assign`` nodes (drawn as reference edges).
 * ``getitem`` on a multi-output op becomes the output slot ``op:k``; non-tensor op
   arguments become attrs named after the op schema's arguments (``stride``, ``padding``).
-* Shapes and dtypes come from ``meta["val"]`` (export) or a fake-tensor ``ShapeProp``
-  (fx); symbolic sizes are unknown dims (-1). The device is the one the tensors live on
-  (``/device:CPU:0``, ``/device:CUDA:0``), or ``device=`` when given.
+* Shapes and dtypes come from ``meta["val"]`` (export) or one real run of the fx graph on
+  the example inputs (fx; a fake-tensor ``ShapeProp`` if that run fails); symbolic sizes
+  are unknown dims (-1). The device is the one the tensors live on (``/device:CPU:0``,
+  ``/device:CUDA:0``), or ``device=`` when given.
+* :func:`profile_torch` also times the graph's nodes (export and fx; not the jit
+  fallback, see there).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from summarylib.graph.adapters import (
     PendingGraph,
     PendingNode,
     const_attrs,
+    gc_paused,
     plain_attr,
     sanitize,
     warn_capture,
@@ -78,18 +82,29 @@ _METHODS = ("auto", "export", "fx", "jit")
 def _mod(name: str) -> Any:
     """Import a torch module as ``Any``: torch's own annotations change between versions and
     this adapter only passes its objects through."""
-    return importlib.import_module(name)
+    mod = sys.modules.get(name)  # called per node: skip importlib when already imported
+    return mod if mod is not None else importlib.import_module(name)
 
 
 # --- torch values -> IR ----------------------------------------------------------------
+
+
+_DTYPE_STRINGS: dict[Any, str | None] = {}
 
 
 def dtype_string(dtype: Any) -> str | None:
     """``torch.float32`` -> ``"float32"``; None for anything that is not a torch dtype."""
     if dtype is None:
         return None
+    try:
+        return _DTYPE_STRINGS[dtype]  # called for every tensor of the graph: cache
+    except (KeyError, TypeError):
+        pass
     text = str(dtype)
-    return text[6:] if text.startswith("torch.") else None
+    name = text[6:] if text.startswith("torch.") else None
+    if name is not None:
+        _DTYPE_STRINGS[dtype] = name
+    return name
 
 
 def device_string(device: Any) -> str:
@@ -99,11 +114,19 @@ def device_string(device: Any) -> str:
     """
     if device is None:
         return ""
+    try:
+        return _DEVICE_STRINGS[device]  # called for every parameter: cache
+    except (KeyError, TypeError):
+        pass
     kind = getattr(device, "type", None) or str(device).split(":")[0]
-    if kind == "meta":
-        return ""
     index = getattr(device, "index", None)
-    return f"/device:{kind.upper()}:{0 if index is None else index}"
+    text = "" if kind == "meta" else f"/device:{kind.upper()}:{0 if index is None else index}"
+    with contextlib.suppress(TypeError):
+        _DEVICE_STRINGS[device] = text
+    return text
+
+
+_DEVICE_STRINGS: dict[Any, str] = {}
 
 
 def spec_of(value: Any) -> TensorSpec | None:
@@ -114,10 +137,10 @@ def spec_of(value: Any) -> TensorSpec | None:
     shape = getattr(value, "shape", None)
     dtype = getattr(value, "dtype", None)
     if shape is not None and dtype is not None:
-        dims: list[int | None] = []
-        for d in shape:
-            dims.append(d if type(d) is int else _maybe_int(d))
-        return TensorSpec(tuple(dims), dtype_string(dtype))
+        dims = tuple(shape)
+        if not all(type(d) is int for d in dims):  # symbolic sizes
+            dims = tuple(d if type(d) is int else _maybe_int(d) for d in dims)
+        return TensorSpec(dims, dtype_string(dtype))
     kind = type(value).__name__
     if isinstance(value, bool) or kind == "SymBool":
         return TensorSpec((), "bool")
@@ -329,15 +352,22 @@ class _Walker:
         return inputs, attrs
 
     def const_placeholder(self, key: Hashable, target: str, kind: str, val: Any,
-                          value: Any = None) -> None:
+                          value: Any = None, *, scope: str | None = None,
+                          device: str | None = None) -> None:
+        """A parameter, buffer or constant as a ``Const`` named by its qualified name.
+
+        ``scope`` (the scope of ``target``'s parent) and ``device`` skip recomputing what
+        the caller already knows (thousands of parameters on large models).
+        """
         parent, _, leaf = target.rpartition(".")
         spec = spec_of(val) or TensorSpec(None)
         stored = None
         if value is not None and kind == "constant":
             stored = _small_numpy(value)
         attrs = const_attrs(spec, stored, {"target": target, "kind": kind})
-        self.add(PendingNode(key, _scope(parent), leaf or target, "Const", attrs=attrs,
-                             outputs=[spec], device=_device_of(val, self.device)))
+        self.add(PendingNode(key, _scope(parent) if scope is None else scope, leaf or target,
+                             "Const", attrs=attrs, outputs=[spec],
+                             device=device or _device_of(val, self.device)))
 
     def outputs(self, leaves: Sequence[Any], paths: Sequence[str]) -> None:
         """Identity nodes for user outputs (Const for non-tensor outputs; None skipped)."""
@@ -447,6 +477,11 @@ def from_exported_program(ep: Any, *, device: str | None = None,
 
 
 def _from_ep(ep: Any, device: str | None, forward: Any) -> tuple[Graph, dict[Hashable, str]]:
+    with gc_paused():  # see gc_paused: thousands of nodes, a large heap
+        return _walk_ep(ep, device, forward)
+
+
+def _walk_ep(ep: Any, device: str | None, forward: Any) -> tuple[Graph, dict[Hashable, str]]:
     torch = _mod("torch")
     gs = _mod("torch.export.graph_signature")
     InputKind, OutputKind = gs.InputKind, gs.OutputKind
@@ -538,11 +573,12 @@ def _from_ep(ep: Any, device: str | None, forward: Any) -> tuple[Graph, dict[Has
     return graph, w.pending.names
 
 
-def _call_function(w: _Walker, node: Any, dev: str) -> None:
+def _call_function(w: _Walker, node: Any, dev: str,
+                   outputs: list[TensorSpec] | None = None) -> None:
+    """An op node (``outputs``: its specs if known, else from the node's metadata)."""
     torch = _mod("torch")
 
     target = node.target
-    val = node.meta.get("val")
     if target is operator.getitem and isinstance(node.args[0], torch.fx.Node) \
             and isinstance(node.args[1], int):
         src = w.ref(node.args[0])
@@ -552,7 +588,9 @@ def _call_function(w: _Walker, node: Any, dev: str) -> None:
     op, base, extra = _op_name(target)
     inputs, attrs = w.split_args(target, node.args, node.kwargs, node)
     attrs.update(extra)
-    outputs = _specs(val) if val is not None else _specs(node.meta.get("tensor_meta"))
+    if outputs is None:
+        val = node.meta.get("val")
+        outputs = _specs(val) if val is not None else _specs(node.meta.get("tensor_meta"))
     scope = _scope_of_node(node)
     w.add(PendingNode(node.name, scope, base, op, inputs=inputs, attrs=attrs,
                       outputs=outputs, device=dev))
@@ -605,79 +643,146 @@ def from_fx(gm: Any, example_inputs: Sequence[Any] = (), *, device: str | None =
             root: Any = None) -> Graph:
     """The module-level graph of a ``torch.fx.GraphModule`` (see the module docstring).
 
-    Shapes come from running ``ShapeProp`` on fake copies of ``example_inputs`` (skipped,
-    with a warning, when it fails or no inputs are given: the graph then has unknown
-    shapes). ``root`` is the original module (for class names and parameters).
+    Shapes come from running ``gm`` once on ``example_inputs`` (see :func:`_shape_prop`;
+    with no inputs, from ``meta["tensor_meta"]`` if a ``ShapeProp`` ran before, else
+    unknown). ``root`` is the original module (for class names and parameters).
     """
+    return _from_fx(gm, example_inputs, device, root, False)[0]
+
+
+# Node kinds that run code: the ones a profile times.
+_CALLS = ("call_module", "call_function", "call_method")
+
+
+def _from_fx(gm: Any, example_inputs: Sequence[Any], device: str | None, root: Any,
+             timed: bool) -> tuple[Graph, list[Any] | None]:
+    """:func:`from_fx`, plus (when ``timed``) a ``NodeStats`` per timed op of the run that
+    found the shapes (None if that run failed: fake tensors are not timed)."""
     torch = _mod("torch")
 
     where = "capture(torch.fx)"
     root = root if root is not None else gm
     dev = device or (_example_device(example_inputs) if example_inputs else "/device:CPU:0")
-    if example_inputs:
-        _shape_prop(gm, example_inputs)
+    run = _shape_prop(gm, example_inputs, timed) if example_inputs else None
+    found = run.specs if run is not None else None
     w = _Walker(dev, where)
     output_node = None
-    for node in gm.graph.nodes:
-        meta = node.meta.get("tensor_meta")
-        outputs = _specs(meta) if meta is not None else [TensorSpec(None)]
-        if node.op == "placeholder":
-            spec = outputs[0] if outputs else TensorSpec(None)
-            attrs: dict[str, object] = {"shape": TensorSpec(spec.shape)}
-            if spec.dtype:
-                attrs = {"dtype": DType(spec.dtype), "shape": TensorSpec(spec.shape)}
-            w.add(PendingNode(node.name, "", str(node.target), "Placeholder", attrs=attrs,
-                              outputs=[spec], device=dev))
-            w.refs[node] = (node.name, 0)
-        elif node.op == "get_attr":
-            _get_attr(w, node, root, dev)
-        elif node.op == "call_module":
-            _call_module(w, node, root, outputs, dev)
-        elif node.op == "call_method":
-            inputs, attrs = w.split_args(None, node.args, node.kwargs, node)
-            name = str(node.target)
-            w.add(PendingNode(node.name, _scope_of_node(node), name, f"Tensor.{name}",
-                              inputs=inputs, attrs=attrs, outputs=outputs, device=dev))
-            w.refs[node] = (node.name, 0)
-        elif node.op == "call_function":
-            if meta is not None:
-                node.meta.setdefault("val", None)
-            _call_function(w, node, dev)
-            p = w.pending.nodes[-1] if w.pending.nodes else None
-            if p is not None and p.key == node.name:
-                p.outputs = outputs
-                w.specs[p.key] = outputs
-        elif node.op == "output":
-            output_node = node
-    if output_node is not None:
-        pytree = _mod("torch.utils._pytree")
+    modules: dict[str, Any] | None = None  # qualified name -> submodule, built on first use
+    with gc_paused():
+        for node in gm.graph.nodes:
+            # A list per node: Node.outputs are the graph's own, callers may edit them.
+            if found is not None:
+                outputs = found.get(node.name) or [TensorSpec(None)]
+            else:
+                meta = node.meta.get("tensor_meta")
+                outputs = _specs(meta) if meta is not None else [TensorSpec(None)]
+            op = node.op
+            if op == "placeholder":
+                spec = outputs[0] if outputs else TensorSpec(None)
+                attrs: dict[str, object] = {"shape": TensorSpec(spec.shape)}
+                if spec.dtype:
+                    attrs = {"dtype": DType(spec.dtype), "shape": TensorSpec(spec.shape)}
+                w.add(PendingNode(node.name, "", str(node.target), "Placeholder", attrs=attrs,
+                                  outputs=[spec], device=dev))
+                w.refs[node] = (node.name, 0)
+            elif op == "get_attr":
+                _get_attr(w, node, root, dev)
+            elif op == "call_module":
+                if modules is None:
+                    modules = _modules_by_name(root)
+                _call_module(w, node, root, outputs, dev, modules)
+            elif op == "call_method":
+                inputs, attrs = w.split_args(None, node.args, node.kwargs, node)
+                name = str(node.target)
+                w.add(PendingNode(node.name, _scope_of_node(node), name, f"Tensor.{name}",
+                                  inputs=inputs, attrs=attrs, outputs=outputs, device=dev))
+                w.refs[node] = (node.name, 0)
+            elif op == "call_function":
+                _call_function(w, node, dev, outputs)
+            elif op == "output":
+                output_node = node
+        if output_node is not None:
+            pytree = _mod("torch.utils._pytree")
 
-        flat = pytree.tree_flatten_with_path(
-            output_node.args[0], is_leaf=lambda x: isinstance(x, torch.fx.Node))[0]
-        leaves = [leaf for _, leaf in flat]
-        paths = ["/".join(_key_segments(p)) for p, _ in flat]
-        w.outputs(leaves, paths)
-    return w.finish()
+            flat = pytree.tree_flatten_with_path(
+                output_node.args[0], is_leaf=lambda x: isinstance(x, torch.fx.Node))[0]
+            leaves = [leaf for _, leaf in flat]
+            paths = ["/".join(_key_segments(p)) for p, _ in flat]
+            w.outputs(leaves, paths)
+        graph = w.finish()
+    if not timed:
+        return graph, None
+    if run is None or run.specs is None:
+        warn_capture("capture(torch.fx): no per-node profile: the model could not be run on "
+                     "the example inputs (shapes came from fake tensors)", 4)
+        return graph, None
+    return graph, _node_stats(run.times, w.pending.names)
+
+
+def _node_stats(times: list[tuple[str, int, int, int]], names: dict[Hashable, str]
+                ) -> list[Any]:
+    """``NodeStats`` for timed fx nodes that are graph nodes (a ``getitem`` that became an
+    output slot is not), with wall-clock start times in microseconds."""
+    import time
+
+    from summarylib.graph.writers import NodeStats
+
+    # perf_counter_ns has the resolution; time_ns the epoch TensorBoard wants.
+    epoch = time.time_ns() - time.perf_counter_ns()
+    stats = []
+    for key, t0, dt, size in times:
+        name = names.get(key)
+        if name is not None:
+            stats.append(NodeStats(name, (epoch + t0) // 1000, dt // 1000, size))
+    return stats
+
+
+def _modules_by_name(root: Any) -> dict[str, Any]:
+    """Qualified name -> submodule, every name of a shared module included (what
+    ``get_submodule`` finds), walking ``_modules`` directly: ``named_modules`` is a
+    recursive generator, several times slower on models with thousands of modules."""
+    out: dict[str, Any] = {"": root}
+    stack = [("", root)]
+    while stack:
+        prefix, mod = stack.pop()
+        for name, child in mod._modules.items():
+            if child is None:
+                continue
+            qual = f"{prefix}.{name}" if prefix else name
+            if qual not in out:
+                out[qual] = child
+                stack.append((qual, child))
+    return out
 
 
 def _call_module(w: _Walker, node: Any, root: Any, outputs: list[TensorSpec],
-                 dev: str) -> None:
+                 dev: str, modules: dict[str, Any]) -> None:
     target = str(node.target)
-    try:
-        sub = root.get_submodule(target)
-    except AttributeError:
-        sub = None
+    sub = modules.get(target)
     cls = type(sub).__name__ if sub is not None else "Module"
     scope = _scope(target)
     inputs, attrs = w.split_args(None, node.args, node.kwargs, node)
     if sub is not None:
-        for pname, tensor in list(sub.named_parameters(recurse=True)) + list(
-                sub.named_buffers(recurse=True)):
-            key = ("param", f"{target}.{pname}")
+        if sub._modules:
+            tensors = list(sub.named_parameters(recurse=True))
+            tensors += sub.named_buffers(recurse=True)
+        else:  # a leaf (Linear, Conv2d): its own dicts, without named_*'s module walk
+            tensors = []
+            seen: set[int] = set()  # a tensor under two names counts once, as in named_*
+            for d in (sub._parameters, sub._buffers):
+                for k, v in d.items():
+                    if v is not None and id(v) not in seen:
+                        seen.add(id(v))
+                        tensors.append((k, v))
+        for pname, tensor in tensors:
+            qual = f"{target}.{pname}"
+            key = ("param", qual)
             if key not in w.pending:
                 kind = "parameter" if type(tensor).__name__ == "Parameter" else "buffer"
-                w.const_placeholder(key, f"{target}.{pname}", kind, tensor)
-                w.pending.nodes[-1].device = device_string(tensor.device) or dev
+                parent = qual.rpartition(".")[0]
+                w.const_placeholder(key, qual, kind, tensor,
+                                    scope=scope if parent == target else None,
+                                    device=device_string(tensor.device) or dev)
             inputs.append((key, 0))
         config = sub.extra_repr() if hasattr(sub, "extra_repr") else ""
         if config:
@@ -687,27 +792,142 @@ def _call_module(w: _Walker, node: Any, root: Any, outputs: list[TensorSpec],
     w.refs[node] = (node.name, 0)
 
 
-def _shape_prop(gm: Any, example_inputs: Sequence[Any]) -> None:
-    """Fill ``meta['tensor_meta']`` by running ``gm`` once on the example inputs.
+class _Run:
+    """What one real run of an fx graph found: output specs and, if timed, op times."""
+
+    def __init__(self) -> None:
+        #: node name -> output specs (None: the result held no tensor); None if the real
+        #: run failed and fake tensors filled ``meta["tensor_meta"]`` instead.
+        self.specs: dict[str, list[TensorSpec] | None] | None = {}
+        #: (node name, start perf_counter_ns, duration ns, output bytes) per timed node.
+        self.times: list[tuple[str, int, int, int]] = []
+
+
+def _result_specs(result: Any, tensor: Any) -> list[TensorSpec] | None:
+    """Output specs of a node's real result, as ``ShapeProp``'s ``tensor_meta`` gives them
+    (a tensor, or a tuple/list holding tensors; None for a result without tensors)."""
+    if isinstance(result, tensor):
+        return [spec_of(result) or TensorSpec(None)]
+    if isinstance(result, (tuple, list)) and any(isinstance(v, tensor) for v in _flat(result)):
+        return [spec_of(v) or TensorSpec(None) for v in result]
+    return None
+
+
+def _nbytes(result: Any, tensor: Any) -> int:
+    if isinstance(result, tensor):
+        return int(result.nelement() * result.element_size())
+    if isinstance(result, (tuple, list, dict)):
+        return sum(_nbytes(v, tensor) for v in _flat(result) if isinstance(v, tensor))
+    return 0
+
+
+_NO_ARG = object()
+
+
+def _run_nodes(gm: Any, args: Sequence[Any], specs: dict[str, list[TensorSpec] | None],
+               times: list[tuple[str, int, int, int]] | None, cuda: Any) -> None:
+    """Run ``gm``'s graph node by node, as ``torch.fx.Interpreter.run`` does, keeping each
+    node's output specs in ``specs`` and, if ``times`` is a list, appending
+    ``(node name, start perf_counter_ns, duration ns, output bytes)`` per call node.
+
+    The Interpreter's own per-node work (a progress bar, a context manager, argument
+    fetching through several methods) cost as much as the model itself on a 10k-node
+    graph; what it does is kept: placeholders (``*args``, defaults), ``get_attr``, the
+    three kinds of call, and each value freed after its last use.
+    """
+    import time
+
+    torch = _mod("torch")
+    map_arg = torch.fx.node.map_arg
+    tensor = torch.Tensor
+    graph = gm.graph
+    nodes = list(graph.nodes)
+    last_user: dict[Any, Any] = {}
+    for n in reversed(nodes):
+        for i in n.all_input_nodes:
+            last_user.setdefault(i, n)
+    frees: dict[Any, list[Any]] = {}
+    for i, n in last_user.items():
+        frees.setdefault(n, []).append(i)
+    env: dict[Any, Any] = {}
+    get = env.__getitem__
+    args_iter = iter(graph.process_inputs(*args))
+    modules: dict[str, Any] | None = None
+    clock = time.perf_counter_ns
+    value: Any
+    for n in nodes:
+        op = n.op
+        if op == "placeholder":
+            target = str(n.target)
+            if target.startswith("*"):
+                value = list(args_iter)
+            else:
+                value = next(args_iter, _NO_ARG)
+                if value is _NO_ARG:
+                    if not n.args:
+                        raise RuntimeError(f"no example input for placeholder {target!r}")
+                    value = n.args[0]  # the parameter's default
+        elif op == "get_attr":
+            value = gm
+            for part in str(n.target).split("."):
+                value = getattr(value, part)
+        elif op == "output":
+            break
+        else:
+            a = map_arg(n.args, get)
+            k = map_arg(n.kwargs, get)
+            t0 = clock()
+            if op == "call_function":
+                value = n.target(*a, **k)
+            elif op == "call_method":
+                value = getattr(a[0], n.target)(*a[1:], **k)
+            else:
+                if modules is None:
+                    modules = _modules_by_name(gm)
+                value = modules[n.target](*a, **k)
+            if times is not None:
+                if cuda is not None:
+                    cuda.synchronize()  # kernels are asynchronous: time them, not the launch
+                times.append((n.name, t0, clock() - t0, _nbytes(value, tensor)))
+        env[n] = value
+        specs[n.name] = _result_specs(value, tensor)
+        for dead in frees.get(n, ()):
+            del env[dead]
+
+
+def _shape_prop(gm: Any, example_inputs: Sequence[Any], timed: bool = False) -> _Run:
+    """Run ``gm`` once on the example inputs for its output shapes (and, if ``timed``,
+    each op's wall time and output bytes).
 
     The run is real (fast: about 10x faster than fake tensors per node) but leaves no
-    trace: ``no_grad``, the RNG state and every buffer are restored afterwards. If it fails
-    (inputs on a meta device, ...) fake tensors are tried; if that fails too, the graph
-    keeps unknown shapes and a warning says so.
+    trace: ``no_grad``, the RNG state and every buffer are restored afterwards. It keeps
+    only shapes and dtypes (``ShapeProp`` also computes strides, memory format and
+    quantization metadata per node, which the graph does not use) and runs the nodes
+    itself (see :func:`_run_nodes`). If it fails (inputs on a meta device, ...)
+    ``ShapeProp`` on fake tensors fills ``meta["tensor_meta"]`` (``specs`` None); if that
+    fails too, the graph keeps unknown shapes and a warning says so.
     """
     torch = _mod("torch")
-    ShapeProp = _mod("torch.fx.passes.shape_prop").ShapeProp
+    run = _Run()
+    specs: dict[str, list[TensorSpec] | None] = {}
+    cuda = torch.cuda if any(
+        getattr(getattr(v, "device", None), "type", "") == "cuda" for v in example_inputs
+    ) else None
     buffers = [(b, b.detach().clone()) for b in gm.buffers()]
     try:
         with torch.no_grad(), torch.random.fork_rng(devices=[]):
-            ShapeProp(gm).propagate(*example_inputs)
-        return
+            _run_nodes(gm, example_inputs, specs, run.times if timed else None, cuda)
+        run.specs = specs
+        return run
     except Exception:
         pass
     finally:
         with torch.no_grad():
             for b, copy in buffers:
                 b.copy_(copy)
+    run.specs = None
+    run.times = []
+    ShapeProp = _mod("torch.fx.passes.shape_prop").ShapeProp
     FakeTensorMode = _mod("torch._subclasses.fake_tensor").FakeTensorMode
     pytree = _mod("torch.utils._pytree")
     try:
@@ -720,7 +940,8 @@ def _shape_prop(gm: Any, example_inputs: Sequence[Any]) -> None:
             ShapeProp(gm, fake_mode=mode).propagate(*fake)
     except Exception as e:  # shapes are optional: the structure is still right
         warn_capture(f"capture(torch.fx): shape propagation failed ({type(e).__name__}: "
-                     f"{str(e)[:200]}); shapes are unknown", 5)
+                     f"{str(e)[:200]}); shapes are unknown", 6)
+    return run
 
 
 # --- entry point -----------------------------------------------------------------------
@@ -781,9 +1002,11 @@ def profile_torch(
     The exported program runs once on the example inputs (``no_grad``; buffers are
     restored afterwards) under an ``fx.Interpreter`` that times every op and sums the bytes
     of its outputs, giving one :class:`~summarylib.graph.writers.NodeStats` per op node
-    with wall-clock start times. Times include Python overhead per node and no fusion: they
-    rank ops, they are not kernel times. ``node_stats`` is None when the graph did not come
-    from ``torch.export`` (fx/jit), with a warning.
+    with wall-clock start times. With ``method="fx"`` the run that finds the shapes is
+    timed the same way, one ``NodeStats`` per module, function and method call. Times
+    include Python overhead per node and no fusion: they rank ops, they are not kernel
+    times. Graphs from the torch.jit fallback get no profile (``node_stats`` is ``[]``;
+    a warning says so, once per process); ``node_stats`` is None when the fx run failed.
     """
     return _capture(model, example_inputs, example_kwargs, method, device, True)
 
@@ -810,7 +1033,7 @@ def _capture(model: Any, example_inputs: Any, example_kwargs: dict[str, Any] | N
         if kwargs:
             raise ValueError("capture: method='fx' takes positional example inputs only")
         gm = torch.fx.symbolic_trace(module)
-        return _no_profile(from_fx(gm, args, device=dev, root=module), profile)
+        return _from_fx(gm, args, dev, module, profile)
     if method == "jit":
         from summarylib.graph.adapters.torch_jit import capture_jit
 
@@ -874,10 +1097,27 @@ def _quiet_logs(active: bool) -> Any:
             sys.stderr.write(text)
 
 
+_warned_jit_profile = False
+
+
 def _no_profile(graph: Graph, profile: bool) -> tuple[Graph, list[Any] | None]:
-    if profile:
-        warn_capture("capture: no per-op profile: the graph did not come from torch.export", 4)
-    return graph, None
+    """A torch.jit graph and, when profiling, an empty profile (warned about once).
+
+    The jit graph is what the tracer recorded, inlined and rewritten into IR nodes (values
+    folded into attrs, list constructs dropped): there is no executable per-node form to
+    time node by node and map back, as there is for fx and export graphs.
+    """
+    global _warned_jit_profile
+    if not profile:
+        return graph, None
+    if not _warned_jit_profile:
+        _warned_jit_profile = True
+        warn_capture(
+            "capture: no per-node profile for graphs from the torch.jit fallback (models "
+            "torch.export cannot trace): the jit graph cannot be run node by node, so its "
+            "profile is empty; method='fx' gives a module-level graph with a profile "
+            "(warned once per process)", 4)
+    return graph, []
 
 
 def _profile(ep: Any, module: Any, names: dict[Hashable, str], args: tuple[Any, ...],

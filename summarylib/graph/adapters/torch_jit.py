@@ -16,6 +16,15 @@ Unlike ``torch.utils.tensorboard.add_graph`` (same tracer, graph-pipeline.md §3
   directly; ``ListUnpack``/``TupleUnpack``/``TupleIndex`` become output slots ``op:k``;
 * one node per op (not per output value), named ``<module path>/<op>`` from the tracer's
   scope, with ``_output_shapes`` and the device from the traced tensor types.
+
+``torch.jit.trace`` itself accepts only tensors (and lists, tuples and dicts of one value
+type) as inputs and outputs, so the model is traced through a wrapper: tensor leaves of the
+arguments are the traced inputs (``Placeholder`` nodes named by argument and key path,
+``batch/a``), the other leaves are bound as constants (``Const`` nodes holding the value,
+None left out, as on the export path), and the result is flattened (``torch.utils._pytree``)
+to a tuple of its tensors. The output nodes get their names back from that structure
+(``output/logits`` for a dict key, ``output/aux/0`` in a tuple); non-tensor outputs are
+``Const`` nodes, None outputs are left out.
 """
 
 from __future__ import annotations
@@ -31,9 +40,11 @@ from summarylib.graph.adapters import (
     PendingNode,
     const_attrs,
     plain_attr,
+    sanitize,
     warn_capture,
 )
 from summarylib.graph.adapters.torch_fx import (
+    _key_segments,
     _mod,
     _scope,
     _small_numpy,
@@ -170,19 +181,88 @@ def _scope_name(node: Any) -> str:
     return _scope(module_path(last))
 
 
+class _Flat:
+    """What the wrapper traced: its tensor inputs and the structure of the model's result."""
+
+    def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any], forward: Any) -> None:
+        torch = _mod("torch")
+        pytree = _mod("torch.utils._pytree")
+
+        flat, self.in_spec = pytree.tree_flatten_with_path((args, kwargs))
+        self.in_leaves = [leaf for _, leaf in flat]
+        self.in_paths = _arg_paths([path for path, _ in flat], forward, len(args))
+        self.tensor_pos = [
+            i for i, leaf in enumerate(self.in_leaves) if isinstance(leaf, torch.Tensor)
+        ]
+        # Filled by the traced call: (output path, leaf) for every leaf of the result.
+        self.out: list[tuple[str, Any]] = []
+
+    def wrap(self, module: Any) -> Any:
+        """A module that calls ``module`` with the non-tensor leaves bound and returns the
+        result's tensors as a flat tuple (all ``torch.jit.trace`` accepts)."""
+        torch = _mod("torch")
+        pytree = _mod("torch.utils._pytree")
+        flat = self
+
+        base: Any = torch.nn.Module
+
+        class _FlatModule(base):  # type: ignore[misc]
+            def __init__(self) -> None:
+                super().__init__()
+                # Share the model's parameters, buffers and submodules (not the model
+                # itself as a child): the tracer then names them as for the model alone
+                # (fc.weight and scope fc, not inner.fc.weight), and the model's own
+                # hooks run once, from module(...) below.
+                self.__dict__["_parameters"] = module._parameters
+                self.__dict__["_buffers"] = module._buffers
+                self.__dict__["_modules"] = module._modules
+                self.__dict__["_non_persistent_buffers_set"] = (
+                    module._non_persistent_buffers_set
+                )
+
+            def forward(self, *tensors: Any) -> Any:
+                values = list(flat.in_leaves)
+                for i, t in zip(flat.tensor_pos, tensors, strict=True):
+                    values[i] = t
+                args, kwargs = pytree.tree_unflatten(values, flat.in_spec)
+                result = module(*args, **kwargs)
+                leaves = pytree.tree_flatten_with_path(result)[0]
+                flat.out = [("/".join(_key_segments(path)), leaf) for path, leaf in leaves]
+                return tuple(leaf for _, leaf in leaves if isinstance(leaf, torch.Tensor))
+
+        return _FlatModule()
+
+
+def _arg_paths(keypaths: list[Any], forward: Any, n_args: int) -> list[str]:
+    """``(args, kwargs)`` key paths as names: ``x``, ``batch/a`` (args by parameter name),
+    ``mask`` (kwargs)."""
+    names = arg_names(forward, n_args)
+    out = []
+    for path in keypaths:
+        segs = _key_segments(path)
+        if len(segs) >= 2 and segs[0] == "0":
+            segs = [sanitize(names[int(segs[1])]), *segs[2:]]
+        else:
+            segs = segs[1:]
+        out.append("/".join(segs) or "input")
+    return out
+
+
 def capture_jit(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None,
                 *, device: str = "/device:CPU:0") -> Graph:
     """The graph of ``module(*args, **kwargs)`` traced by ``torch.jit.trace``."""
     torch = _mod("torch")
 
+    forward = getattr(module, "forward", module)
+    fn = getattr(module, "fn", None)  # torch_fx._as_module's wrapper of a plain function
+    flat = _Flat(args, dict(kwargs or {}), fn if callable(fn) else forward)
     buffers = {name: b.detach().clone() for name, b in module.named_buffers()}
     with warnings.catch_warnings(record=True) as caught, torch.random.fork_rng(devices=[]):
         warnings.simplefilter("always")
         try:
             traced = torch.jit.trace(
-                module,
-                example_inputs=args if args else None,
-                example_kwarg_inputs=kwargs or None,
+                flat.wrap(module),
+                example_inputs=tuple(flat.in_leaves[i] for i in flat.tensor_pos),
                 strict=False,
                 check_trace=False,
             )
@@ -203,43 +283,67 @@ def capture_jit(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | Non
     torch._C._jit_pass_inline(graph)
     walker = _JitWalker(module, device)
     inputs = list(graph.inputs())
-    forward = getattr(module, "forward", module)
-    n_user = len(inputs) - 1
-    names = arg_names(forward, len(args)) + list((kwargs or {}).keys())
-    if len(names) < n_user:
-        names += [f"input_{i}" for i in range(len(names), n_user)]
+    if inputs and inputs[0].type().kind() == "ClassType":
+        walker.vals[inputs[0].unique()] = ("module", "")
+        inputs = inputs[1:]
+    paths = [flat.in_paths[i] for i in flat.tensor_pos]
     for i, value in enumerate(inputs):
-        if i == 0 and value.type().kind() == "ClassType":
-            walker.vals[value.unique()] = ("module", "")
-            continue
-        name = names[i - 1] if i - 1 < len(names) else value.debugName()
+        scope, _, base = (paths[i] if i < len(paths) else value.debugName()).rpartition("/")
         spec = _type_spec(value.type())
         key = ("input", i)
         attrs: dict[str, object] = {"shape": TensorSpec(spec.shape)}
         if spec.dtype:
             attrs["dtype"] = DType(spec.dtype)
-        walker.add(PendingNode(key, "", name, "Placeholder", attrs=dict(sorted(attrs.items())),
-                               outputs=[spec], device=_type_device(value.type()) or device))
+        walker.add(PendingNode(key, scope, base, "Placeholder",
+                               attrs=dict(sorted(attrs.items())), outputs=[spec],
+                               device=_type_device(value.type()) or device))
         walker.vals[value.unique()] = ("ref", key, 0)
+    # Non-tensor arguments were bound as constants: shown as Consts holding the value.
+    tensor_pos = set(flat.tensor_pos)
+    for i, leaf in enumerate(flat.in_leaves):
+        if i not in tensor_pos and leaf is not None:
+            _literal_node(walker, ("input", flat.in_paths[i]), flat.in_paths[i], leaf, device)
     for node in graph.nodes():
         _walk_node(walker, node)
-    outs = list(graph.outputs())
-    flat: list[tuple[str, Any]] = []
-    for o in outs:
-        _flatten_out(walker.vals.get(o.unique()), "", flat)
-    single = len(flat) == 1
-    for i, (path, v) in enumerate(flat):
+    traced_outs: list[Any] = []
+    for o in graph.outputs():
+        _flatten_out(walker.vals.get(o.unique()), "", traced_outs)
+    shown = [(p, leaf) for p, leaf in flat.out if leaf is not None]  # None: left out
+    n_tensors = sum(isinstance(leaf, torch.Tensor) for _, leaf in shown)
+    if n_tensors != len(traced_outs):  # not expected; keep the outputs, lose the names
+        warn_capture(f"capture(torch.jit): {len(traced_outs)} traced outputs for "
+                     f"{n_tensors} tensors in the result; outputs named by position", 3)
+        shown = [(str(i), None) for i in range(len(traced_outs))]  # None: a traced output
+    single = len(shown) == 1
+    traced_iter = iter(traced_outs)
+    for i, (path, leaf) in enumerate(shown):
+        full = "output" if single or not path else f"output/{path}"
+        scope, _, base = full.rpartition("/")
+        if leaf is not None and not isinstance(leaf, torch.Tensor):
+            _literal_node(walker, ("output", i), full, leaf, device)
+            continue
+        _, v = next(traced_iter)
         ref = v if isinstance(v, tuple) and v and v[0] == "ref" else None
-        scope, base = ("", "output") if single else ("output", path or str(i))
-        if "/" in base:
-            extra, _, base = base.rpartition("/")
-            scope = f"{scope}/{extra}"
-        if ref is None:
+        if ref is None:  # an output the tracer folded into a constant: nothing to point at
             continue
         specs = walker.specs.get(ref[1], [])
         walker.add(PendingNode(("output", i), scope, base, "Identity", inputs=[(ref[1], ref[2])],
                                outputs=specs[ref[2]: ref[2] + 1], device=device))
     return walker.pending.finish("capture(torch.jit)")
+
+
+def _literal_node(w: _JitWalker, key: Hashable, path: str, value: Any, device: str) -> None:
+    """A non-tensor argument or result as a ``Const`` named by its path (sanitized segments
+    joined by ``/``), holding its value."""
+    from summarylib.graph.adapters.torch_fx import _attr, spec_of
+
+    scope, _, base = path.rpartition("/")
+    spec = TensorSpec((), "string") if isinstance(value, str) else spec_of(value) or TensorSpec(())
+    attrs: dict[str, object] = {"dtype": DType(spec.dtype)} if spec.dtype else {}
+    ok, attr = _attr(value)
+    if ok:
+        attrs["value"] = attr
+    w.add(PendingNode(key, scope, base, "Const", attrs=attrs, outputs=[spec], device=device))
 
 
 def _flatten_out(v: Any, path: str, out: list[tuple[str, Any]]) -> None:
