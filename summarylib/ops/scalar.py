@@ -170,7 +170,7 @@ def _remember(res: BufferedEventWriter, tag: str, tag_field: bytes) -> None:
 def scalars(
     values: Mapping[str, Any],
     step: Step | None = None,
-    description: Mapping[str, str] | None = None,
+    description: Mapping[str, str | None] | None = None,
 ) -> bool:
     """Write several scalars at one step as a single event.
 
@@ -181,13 +181,18 @@ def scalars(
     Args:
       values: tag name -> rank-0 real number (or a callable returning one).
       step: the step of every value; defaults to the thread's default step.
-      description: optional tag name -> description.
+      description: optional mapping of name (a key of ``values``) -> Markdown
+        str, or None. As for :func:`scalar`, it is stored with the first
+        value of a tag in each file and ignored after that; names that are
+        not in ``values`` are ignored.
 
     Returns:
-      True if written, False if nothing is recording.
+      True if written; False if nothing is recording or ``values`` is empty
+      (then nothing is written).
 
     Raises:
-      TypeError, ValueError: a bad key, value or step; nothing is written.
+      TypeError, ValueError: a bad key, value, step or description; nothing
+        is written.
     """
     st = _local.state
     writer = st.writer
@@ -202,6 +207,8 @@ def scalars(
         step = st.step
     if type(step) is not int or step < _INT64_MIN or step > _INT64_MAX:
         step = resolve_step(step, None, "scalars")
+    if description is not None:
+        _check_descriptions(description)
     scope = st.scope
     res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
     if type(values) is dict:
@@ -242,12 +249,32 @@ def scalars(
             v = tag_field + _TENSOR_FIELD + value + field_bytes(9, metadata_bytes(desc))
             append(field_bytes(1, v))
     if not parts:
-        return True
+        return False  # empty mapping: nothing to write
     summary = b"".join(parts)
     res.append(b"\x09" + pack_double(_time()) + step_field(step) + field_bytes(5, summary))
     for tag, tag_field in firsts:
         _remember(res, tag, tag_field)
     return True
+
+
+def _check_descriptions(description: Any) -> None:
+    # Up front, before any fast path: a description is only looked at for a
+    # tag's first value in a file, and a bad one must not pass unnoticed
+    # because its tag happens to be known already.
+    if type(description) is not dict and not isinstance(description, Mapping):
+        raise TypeError(
+            "scalars: 'description' must be a mapping of name -> str, got "
+            f"{type(description).__name__}"
+        )
+    for name, text in description.items():
+        if not isinstance(name, str):
+            raise TypeError(
+                f"scalars: 'description' keys must be str, got {type(name).__name__} {name!r}"
+            )
+        if text is not None and not isinstance(text, str):
+            raise TypeError(
+                f"scalars: 'description'[{name!r}] must be a str, got {type(text).__name__}"
+            )
 
 
 class _Batch:
