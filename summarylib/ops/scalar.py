@@ -39,6 +39,13 @@ __all__ = ["PLUGIN_NAME", "create_summary_metadata", "scalar", "scalar_pb", "sca
 
 PLUGIN_NAME = "scalars"
 
+# Value types that ``struct``'s ``f`` converts to float32 exactly as
+# scalar_float() followed by f32_bytes() would (through float(), which is
+# exact for them), raising OverflowError where f32_bytes() gives ±inf or
+# scalar_float() raises. numpy's are added once numpy is loaded. Used by the
+# fast paths of scalar() and scalars().
+_fast_types: frozenset[type] = frozenset((float, int, bool))
+_numpy_types_missing = True
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 # Summary.Value.tensor (field 8), 10 bytes long: dtype DT_FLOAT, an empty
@@ -120,12 +127,19 @@ def scalar(
         metadata_bytes(description)  # raises TypeError naming the argument
     scope = st.scope
     tag = scope + name if scope else name
-    if type(data) is float:
+    t = type(data)
+    if t is float or t in _fast_types:
+        # struct converts these to float32 exactly as scalar_float() and
+        # f32_bytes() would. It raises for finite values beyond float32
+        # (OverflowError; stored as ±inf) and ints beyond float (struct.error;
+        # scalar_float() raises the usual ValueError).
         try:
             value = pack_float(data)
-        except OverflowError:
-            value = f32_bytes(data)
+        except (OverflowError, struct.error):
+            value = f32_bytes(scalar_float(data, "scalar"))
     else:
+        if _numpy_types_missing:
+            _add_numpy_types()
         value = f32_bytes(scalar_float(data, "scalar"))
     res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
     prefix = res.scalar_prefixes.get(tag)
@@ -311,9 +325,6 @@ class _Batch:
 # ever new key sets only rebuilds entries.
 _batches: dict[tuple[str, tuple[str, ...]], _Batch] = {}
 _MAX_BATCHES = 256
-# Value types that ``struct`` converts to float32 exactly as scalar_float()
-# followed by f32_bytes() would; numpy's are added once numpy is loaded.
-_fast_types: frozenset[type] = frozenset((float, int, bool))
 
 
 def _batch_summary(values: dict[str, Any], scope: str, prefixes: dict[str, bytes]) -> bytes | None:
@@ -349,8 +360,15 @@ def _batch_summary(values: dict[str, Any], scope: str, prefixes: dict[str, bytes
         return None
 
 
+def _add_numpy_types() -> None:
+    global _fast_types, _numpy_types_missing
+    np = sys.modules.get("numpy")
+    if np is not None and np.float32 not in _fast_types:
+        _fast_types = _fast_types | {np.float16, np.float32, np.float64, np.int32, np.int64}
+        _numpy_types_missing = False
+
+
 def _new_batch(key: tuple[str, tuple[str, ...]], prefixes: dict[str, bytes]) -> _Batch | None:
-    global _fast_types
     scope, names = key
     heads = []
     for name in names:
@@ -362,9 +380,7 @@ def _new_batch(key: tuple[str, tuple[str, ...]], prefixes: dict[str, bytes]) -> 
         heads.append(prefix[_summary_header_len(prefix) :])
     if not heads:
         return None
-    np = sys.modules.get("numpy")
-    if np is not None and np.float32 not in _fast_types:
-        _fast_types = _fast_types | {np.float16, np.float32, np.float64, np.int32, np.int64}
+    _add_numpy_types()
     if len(_batches) >= _MAX_BATCHES:
         _batches.clear()
     batch = _batches[key] = _Batch(heads, frozenset(scope + n if scope else n for n in names))
