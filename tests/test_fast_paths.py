@@ -219,11 +219,33 @@ def test_step_field_equals_protobuf(step: int) -> None:
     assert summary_event(WALL_TIME, step, b"") == expected + b"\x2a\x00"
 
 
-@pytest.mark.parametrize("step", [16383, 16384, 16385, 2**21 - 1, 2**21, 2**28, -1])
+# scalar()'s event Struct per step-field length: 0 (step 0), 2, 3, the
+# 3-byte steps given as 3 bytes and 1, then 5 to 10 bytes and 11 (negative).
+@pytest.mark.parametrize(
+    "step",
+    [0, 1, 127, 128, 16383, 16384, 16385, 2**21 - 1, 2**21, 2**28, 2**35, 2**62, -1, -(2**63)],
+)
 def test_step_table_edges(step: int) -> None:
     test_step_field_equals_protobuf.hypothesis.inner_test(step)  # type: ignore[attr-defined]
     got = write(lambda: [sl.scalar("s", 1.0, step=step) for _ in range(2)])
     assert got[1] == reference_event(step, [("s", 1.0)], set())
+
+
+def test_scalar_hot_path_before_the_step_table_is_built() -> None:
+    # The 3-byte step table is built on first use; until then scalar() takes
+    # its fallback (step_field builds it), then the table.
+    from summarylib.encoding import events
+
+    def calls() -> None:
+        sl.scalar("s", 1.0, step=0)  # the first event (step_field would build the table)
+        events._STEP3_LOW.clear()
+        sl.scalar("s", 2.0, step=20_000)  # the fallback, which builds it
+        assert len(events._STEP3_LOW) == 1 << 14
+        sl.scalar("s", 3.0, step=20_001)
+
+    got = write(calls)
+    assert got[1] == reference_event(20_000, [("s", 2.0)], set())
+    assert got[2] == reference_event(20_001, [("s", 3.0)], set())
 
 
 @pytest.mark.parametrize("length", range(96, 136))

@@ -12,9 +12,10 @@ Data contract:
     file only: readers take the first and ignore the rest, and leaving it out
     saves 13 bytes per event.
 
-Hot path: after the first event of a tag, the Event bytes are a cached
-per-tag prefix plus wall time, step and the 4 value bytes. A property test
-proves they equal the protobuf encoding of ``scalar_pb``.
+Hot path: after the first event of a tag, the Event bytes are wall time,
+step, a cached per-tag prefix and the 4 value bytes, made by one
+``Struct.pack`` per event. A property test proves they equal the protobuf
+encoding of ``scalar_pb``.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from __future__ import annotations
 import struct
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import f32_bytes, scalar_float
-from summarylib.encoding.events import _STEP3_HIGH, _STEP3_LOW, _STEP_FIELDS, step_field
+from summarylib.encoding.events import _STEP3_LOW, _STEP_FIELDS, step_field
 from summarylib.encoding.wire import field_bytes, pack_double, pack_float, varint
 from summarylib.ops._resolve import check_tag, resolve_step
 from summarylib.writer.context import Step, _local, condition_holds
@@ -128,40 +129,70 @@ def scalar(
     scope = st.scope
     tag = scope + name if scope else name
     t = type(data)
-    if t is float or t in _fast_types:
-        # struct converts these to float32 exactly as scalar_float() and
-        # f32_bytes() would. It raises for finite values beyond float32
-        # (OverflowError; stored as ±inf) and ints beyond float (struct.error;
-        # scalar_float() raises the usual ValueError).
-        try:
-            value = pack_float(data)
-        except (OverflowError, struct.error):
-            value = f32_bytes(scalar_float(data, "scalar"))
-    else:
+    if t is not float and t not in _fast_types:
+        # Checked and converted here; the types in the set go to struct's
+        # "f" as they are (see _fast_types).
         if _numpy_types_missing:
             _add_numpy_types()
-        value = f32_bytes(scalar_float(data, "scalar"))
+        data = scalar_float(data, "scalar")
     res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
     prefix = res.scalar_prefixes.get(tag)
     if prefix is None:
-        _write_first(res, tag, value, step, description)
+        _write_first(res, tag, data, step, description)
         return True
-    # step_field(), inlined for the common steps (below about two million).
-    if 0 <= step < 16384:
-        sf = _STEP_FIELDS[step]
-    elif 16384 <= step < 2097152 and _STEP3_LOW:
-        sf = _STEP3_LOW[step & 0x3FFF] + _STEP3_HIGH[step >> 14]
-    else:
-        sf = step_field(step)
-    res.append(b"\x09" + pack_double(_time()) + sf + prefix + value)
+    # The whole Event in one Struct.pack: the wall-time key (9) and time, the
+    # step field, the cached prefix, the value as float32 (see _event_packs).
+    packs = _EVENT_PACKS.get(len(prefix)) or _event_packs(len(prefix))
+    try:
+        if 0 <= step < 16384:
+            sf = _STEP_FIELDS[step]
+            event = packs[len(sf)](9, _time(), sf, prefix, data)
+        elif 16384 <= step < 2097152:
+            # A 3-byte step: key and low 14 bits from the table, then the
+            # high 7 bits as a byte. IndexError while the table is unbuilt.
+            event = packs[-1](9, _time(), _STEP3_LOW[step & 0x3FFF], step >> 14, prefix, data)
+        else:
+            sf = step_field(step)
+            event = packs[len(sf)](9, _time(), sf, prefix, data)
+    except (OverflowError, struct.error, IndexError):
+        # Finite beyond float32 (stored as ±inf), an int beyond float
+        # (scalar_float raises the usual ValueError), or the 3-byte step
+        # table not built yet (step_field builds it).
+        event = (
+            b"\x09"
+            + pack_double(_time())
+            + step_field(step)
+            + prefix
+            + f32_bytes(scalar_float(data, "scalar"))
+        )
+    res.append(event)
     return True
 
 
+# len(prefix) -> the Struct packers of scalar()'s events with that prefix
+# length: [k] for a step field of k bytes (0 to 11), [-1] for a 3-byte step
+# given as its first 3 bytes and its last byte. Fields: the wall-time key,
+# the time (d), the step field, the prefix, the value (f). Bounded: prefix
+# lengths are few, and past the bound entries are only rebuilt.
+_EVENT_PACKS: dict[int, list[Callable[..., bytes]]] = {}
+_MAX_EVENT_PACKS = 256
+
+
+def _event_packs(prefix_len: int) -> list[Callable[..., bytes]]:
+    packs = [struct.Struct(f"<Bd{k}s{prefix_len}sf").pack for k in range(12)]
+    packs.append(struct.Struct(f"<Bd3sB{prefix_len}sf").pack)
+    if len(_EVENT_PACKS) >= _MAX_EVENT_PACKS:
+        _EVENT_PACKS.clear()
+    _EVENT_PACKS[prefix_len] = packs
+    return packs
+
+
 def _write_first(
-    res: BufferedEventWriter, tag: str, value: bytes, step: int, description: str | None
+    res: BufferedEventWriter, tag: str, data: Any, step: int, description: str | None
 ) -> None:
     # First value of `tag` in this file: with metadata. Also caches the
     # prefix that every later event of the tag shares.
+    value = f32_bytes(scalar_float(data, "scalar"))
     tag_field = field_bytes(1, _encode_tag(tag, "scalar"))
     v = tag_field + _TENSOR_FIELD + value + field_bytes(9, metadata_bytes(description))
     summary = field_bytes(1, v)
