@@ -265,3 +265,64 @@ def test_per_metric_path_around_the_two_byte_value_length(length: int) -> None:
     assert got[1] == reference_event(0, [(tag, 0.25)], set())
     assert got[4] == reference_event(2, items, set())
     assert got[5] == reference_event(2, [(tag, 0.25)], set())
+
+
+# The encoders every op's events go through (wire.py, events.py), against the
+# protobuf classes, with payload lengths around the one-, two- and
+# three-byte varint boundaries (127/128, 16383/16384).
+PAYLOADS = st.binary(max_size=300) | st.sampled_from(
+    [127, 128, 129, 16383, 16384, 16385, 20000]
+).map(lambda n: bytes(range(256)) * (n // 256) + b"\x07" * (n % 256))
+
+
+@given(value=INT64)
+def test_varint_equals_protobuf(value: int) -> None:
+    from summarylib.encoding.wire import varint
+    from summarylib.proto import event_pb2
+
+    expected = event_pb2.Event(step=value).SerializeToString()
+    assert b"\x10" + varint(value) == (expected or b"\x10\x00")
+
+
+@pytest.mark.parametrize("value", [0, 1, 127, 128, 129, 255, 256, 16383, 16384, 2**21 - 1, 2**21])
+def test_varint_boundaries(value: int) -> None:
+    test_varint_equals_protobuf.hypothesis.inner_test(value)  # type: ignore[attr-defined]
+
+
+@given(payload=PAYLOADS)
+def test_field_bytes_equals_protobuf(payload: bytes) -> None:
+    from summarylib.encoding.wire import field_bytes
+    from summarylib.proto import tensor_pb2
+
+    expected = tensor_pb2.TensorProto(tensor_content=payload).SerializeToString()
+    assert field_bytes(4, payload) == (expected or b"\x22\x00")
+
+
+@given(
+    tag=st.text(min_size=1, max_size=200),
+    content=PAYLOADS,
+    metadata=st.none() | st.binary(max_size=200),
+    wall_time=st.floats(min_value=1.0, max_value=2e10),  # never 0 (proto3 would skip it)
+    step=INT64,
+)
+def test_value_bytes_and_summary_event_equal_protobuf(
+    tag: str, content: bytes, metadata: bytes | None, wall_time: float, step: int
+) -> None:
+    from summarylib.encoding.events import value_bytes
+    from summarylib.proto import event_pb2, summary_pb2, tensor_pb2
+
+    tensor = tensor_pb2.TensorProto(dtype=1, tensor_content=content)
+    md = None
+    if metadata is not None:  # a SummaryMetadata with plugin content of that length
+        md = summary_pb2.SummaryMetadata()
+        md.plugin_data.plugin_name = "p"
+        md.plugin_data.content = metadata
+    value = summary_pb2.Summary.Value(tag=tag, tensor=tensor, metadata=md)
+    md_bytes = None if md is None else md.SerializeToString()
+    got = value_bytes(tag, tensor.SerializeToString(), md_bytes)
+    assert got == value.SerializeToString()
+    summary = summary_pb2.Summary(value=[value, value])
+    expected = event_pb2.Event(wall_time=wall_time, step=step, summary=summary)
+    assert summary_event(wall_time, step, summary.SerializeToString()) == (
+        expected.SerializeToString()
+    )
