@@ -146,10 +146,18 @@ def test_scalar_hot_path_equals_protobuf(
             for v in values:
                 sl.scalar(tag, v, step=step)
 
+    from summarylib.proto import event_pb2
+
     got = write(calls)
     for i, (payload, v) in enumerate(zip(got, values, strict=True)):
         meta = {scope + tag} if i == 0 else set()
         assert payload == reference_event(step, [(scope + tag, v)], meta)
+        # ... which is also scalar_pb's Summary in an Event (metadata on the first).
+        pb = sl.scalar_pb(scope + tag, v)
+        if i:
+            pb.value[0].ClearField("metadata")
+        event = event_pb2.Event(wall_time=WALL_TIME, step=step, summary=pb)
+        assert payload == event.SerializeToString()
 
 
 def test_every_fast_type_is_generated() -> None:
