@@ -42,9 +42,11 @@ PLUGIN_NAME = "scalars"
 
 # Value types that ``struct``'s ``f`` converts to float32 exactly as
 # scalar_float() followed by f32_bytes() would (through float(), which is
-# exact for them), raising OverflowError where f32_bytes() gives ±inf or
-# scalar_float() raises. numpy's are added once numpy is loaded. Used by the
-# fast paths of scalar() and scalars().
+# exact for them). Where those would not give 4 bytes unchanged, struct
+# raises instead: OverflowError for finite values beyond float32 (stored as
+# ±inf), struct.error for ints beyond float (scalar_float() raises). numpy's
+# are added once numpy is loaded. Used by the fast paths of scalar() and
+# scalars().
 _fast_types: frozenset[type] = frozenset((float, int, bool))
 _numpy_types_missing = True
 _INT64_MIN = -(1 << 63)
