@@ -1,7 +1,7 @@
 """summarylib side by side with tensorboardX, torch.utils.tensorboard and a hand-encoded floor.
 
     python bench/run.py                 # everything, 5 repetitions (~5-10 min on 2 cores)
-    python bench/run.py --quick         # fewer calls per repetition, same reps
+    python bench/run.py --quick         # fewer calls per repetition, same reps; no target verdicts
     python bench/run.py --cases scalar scalars20 --reps 7 --json /tmp/b.json
 
 All systems run in this one process, alternating within every repetition
@@ -297,7 +297,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--quick", action="store_true", help="fewer calls per repetition")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer calls per repetition (about 5x); targets are shown but not evaluated",
+    )
     ap.add_argument("--reps", type=int, default=5, help="repetitions per case (default 5)")
     ap.add_argument(
         "--cases",

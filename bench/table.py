@@ -133,9 +133,18 @@ def latency_text(result: dict[str, Any]) -> str:
     )
 
 
+QUICK = "not evaluated (quick run)"
+
+
 def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each target of issue 5 with the measured value and whether it is met."""
+    """Each target of issue 5 with the measured value and whether it is met.
+
+    A ``--quick`` run evaluates none of them (``met`` is None): its loops are
+    5x shorter, so ``close()`` weighs 5x more per call, and the other cases
+    are shortened too. The measured values are still shown.
+    """
     out: list[dict[str, Any]] = []
+    quick = bool(result.get("quick"))
 
     def add(what: str, value: float | None, limit: float, fmt: str) -> None:
         out.append(
@@ -144,7 +153,7 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
                 "limit": limit,
                 "value": value,
                 "shown": "n/a" if value is None else fmt.format(value),
-                "met": None if value is None else value <= limit,
+                "met": None if value is None or quick else value <= limit,
             }
         )
 
@@ -201,11 +210,13 @@ def render(result: dict[str, Any]) -> str:
         parts.append("### latency with a stalled output\n")
         parts.append(latency_text(result) + "\n")
     if result.get("targets"):
-        parts.append("### targets (issue 5)\n")
+        # A quick run judges nothing, also in JSON saved before that was so.
+        quick = bool(result.get("quick"))
+        parts.append("### targets (issue 5)" + (f" — {QUICK}" if quick else "") + "\n")
         lines = ["| target | measured | met |", "|---|---:|---|"]
         for t in result["targets"]:
             met = "n/a" if t["met"] is None else ("yes" if t["met"] else "**no**")
-            lines.append(f"| {t['target']} | {t['shown']} | {met} |")
+            lines.append(f"| {t['target']} | {t['shown']} | {QUICK if quick else met} |")
         parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)
 

@@ -33,17 +33,32 @@ SMALL_STEPS = st.integers(min_value=0, max_value=20_000) | st.integers(
 # Short tags, and tags long enough that a Value's length takes two bytes.
 TAGS = st.one_of(st.text(min_size=1, max_size=12), st.text(min_size=60, max_size=90))
 SCOPES = st.sampled_from(["", "train/", "a/very/" * 12])
-# Every value type the layout path accepts, plus ones it must hand on
-# (out of float32 range, huge ints): their bytes must not change either.
-VALUES = st.one_of(
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.floats(width=32),
-    st.integers(min_value=-(2**64), max_value=2**64),
-    st.booleans(),
-    st.floats(width=32).map(np.float32),
-    st.floats().map(np.float64),
-    st.integers(min_value=-(2**40), max_value=2**40).map(np.int64),
+# A strategy for every value type the fast paths pack directly (scalar()'s
+# and the scalars() layout's type set: test_every_fast_type_is_generated),
+# including values they must hand on to the checked path: finite beyond
+# float32 (stored as ±inf) and ints beyond float (a ValueError, tested
+# separately, so generated ints stay below 2**1000).
+FAST_TYPE_VALUES: dict[type, st.SearchStrategy[Any]] = {
+    float: st.floats(allow_nan=True, allow_infinity=True) | st.floats(width=32),
+    int: st.integers(min_value=-(2**64), max_value=2**64)
+    | st.integers(min_value=2**127, max_value=2**1000).map(lambda i: i * (-1) ** (i & 1)),
+    bool: st.booleans(),
+    np.float16: st.floats(width=16).map(np.float16),
+    np.float32: st.floats(width=32).map(np.float32),
+    np.float64: st.floats().map(np.float64),
+    np.int32: st.integers(min_value=-(2**31), max_value=2**31 - 1).map(np.int32),
+    np.int64: st.integers(min_value=-(2**63), max_value=2**63 - 1).map(np.int64),
+}
+# Values of other types take the checked path (scalar_float); in a call
+# mixed with fast ones their bytes must not change either.
+OTHER_VALUES = st.one_of(
+    st.booleans().map(np.bool_),
+    st.integers(min_value=0, max_value=255).map(np.uint8),
+    st.integers(min_value=-(2**15), max_value=2**15 - 1).map(np.int16),
+    st.integers(min_value=0, max_value=2**64 - 1).map(np.uint64),
+    st.floats(width=32).map(lambda x: np.array(x, dtype=np.float32)),  # 0-d array
 )
+VALUES = st.one_of(*FAST_TYPE_VALUES.values(), OTHER_VALUES)
 
 
 def expected_f32(value: Any) -> bytes:
@@ -100,16 +115,11 @@ def write(calls: Any) -> list[bytes]:
 def test_scalars_every_path_equals_protobuf(
     scope: str, values: dict[str, Any], steps: list[int]
 ) -> None:
-    # Huge Python ints are a ValueError in every path; covered below.
-    values = {k: v for k, v in values.items() if not isinstance(v, int) or abs(v) < 2**100}
-
     def calls() -> None:
         with sl.name_scope(scope.rstrip("/")) if scope else contextlib.nullcontext():
             for step in steps:
                 sl.scalars(values, step=step)
 
-    if not values:
-        return
     scalar_mod._batches.clear()
     got = write(calls)
     items = [(scope + k, v) for k, v in values.items()]
@@ -131,17 +141,29 @@ def test_scalars_every_path_equals_protobuf(
 def test_scalar_hot_path_equals_protobuf(
     scope: str, tag: str, values: list[Any], step: int
 ) -> None:
-    values = [v for v in values if not isinstance(v, int) or abs(v) < 2**100]
-
     def calls() -> None:
         with sl.name_scope(scope.rstrip("/")) if scope else contextlib.nullcontext():
             for v in values:
                 sl.scalar(tag, v, step=step)
 
+    from summarylib.proto import event_pb2
+
     got = write(calls)
     for i, (payload, v) in enumerate(zip(got, values, strict=True)):
         meta = {scope + tag} if i == 0 else set()
         assert payload == reference_event(step, [(scope + tag, v)], meta)
+        # ... which is also scalar_pb's Summary in an Event (metadata on the first).
+        pb = sl.scalar_pb(scope + tag, v)
+        if i:
+            pb.value[0].ClearField("metadata")
+        event = event_pb2.Event(wall_time=WALL_TIME, step=step, summary=pb)
+        assert payload == event.SerializeToString()
+
+
+def test_every_fast_type_is_generated() -> None:
+    # numpy's types join the set once numpy is loaded (it is, here).
+    scalar_mod._add_numpy_types()
+    assert scalar_mod._fast_types <= FAST_TYPE_VALUES.keys()
 
 
 def test_layout_is_per_file_new_writer_writes_metadata_again() -> None:
@@ -205,11 +227,33 @@ def test_step_field_equals_protobuf(step: int) -> None:
     assert summary_event(WALL_TIME, step, b"") == expected + b"\x2a\x00"
 
 
-@pytest.mark.parametrize("step", [16383, 16384, 16385, 2**21 - 1, 2**21, 2**28, -1])
+# scalar()'s event Struct per step-field length: 0 (step 0), 2, 3, the
+# 3-byte steps given as 3 bytes and 1, then 5 to 10 bytes and 11 (negative).
+@pytest.mark.parametrize(
+    "step",
+    [0, 1, 127, 128, 16383, 16384, 16385, 2**21 - 1, 2**21, 2**28, 2**35, 2**62, -1, -(2**63)],
+)
 def test_step_table_edges(step: int) -> None:
     test_step_field_equals_protobuf.hypothesis.inner_test(step)  # type: ignore[attr-defined]
     got = write(lambda: [sl.scalar("s", 1.0, step=step) for _ in range(2)])
     assert got[1] == reference_event(step, [("s", 1.0)], set())
+
+
+def test_scalar_hot_path_before_the_step_table_is_built() -> None:
+    # The 3-byte step table is built on first use; until then scalar() takes
+    # its fallback (step_field builds it), then the table.
+    from summarylib.encoding import events
+
+    def calls() -> None:
+        sl.scalar("s", 1.0, step=0)  # the first event (step_field would build the table)
+        events._STEP3_LOW.clear()
+        sl.scalar("s", 2.0, step=20_000)  # the fallback, which builds it
+        assert len(events._STEP3_LOW) == 1 << 14
+        sl.scalar("s", 3.0, step=20_001)
+
+    got = write(calls)
+    assert got[1] == reference_event(20_000, [("s", 2.0)], set())
+    assert got[2] == reference_event(20_001, [("s", 3.0)], set())
 
 
 @pytest.mark.parametrize("length", range(96, 136))
@@ -229,3 +273,64 @@ def test_per_metric_path_around_the_two_byte_value_length(length: int) -> None:
     assert got[1] == reference_event(0, [(tag, 0.25)], set())
     assert got[4] == reference_event(2, items, set())
     assert got[5] == reference_event(2, [(tag, 0.25)], set())
+
+
+# The encoders every op's events go through (wire.py, events.py), against the
+# protobuf classes, with payload lengths around the one-, two- and
+# three-byte varint boundaries (127/128, 16383/16384).
+PAYLOADS = st.binary(max_size=300) | st.sampled_from(
+    [127, 128, 129, 16383, 16384, 16385, 20000]
+).map(lambda n: bytes(range(256)) * (n // 256) + b"\x07" * (n % 256))
+
+
+@given(value=INT64)
+def test_varint_equals_protobuf(value: int) -> None:
+    from summarylib.encoding.wire import varint
+    from summarylib.proto import event_pb2
+
+    expected = event_pb2.Event(step=value).SerializeToString()
+    assert b"\x10" + varint(value) == (expected or b"\x10\x00")
+
+
+@pytest.mark.parametrize("value", [0, 1, 127, 128, 129, 255, 256, 16383, 16384, 2**21 - 1, 2**21])
+def test_varint_boundaries(value: int) -> None:
+    test_varint_equals_protobuf.hypothesis.inner_test(value)  # type: ignore[attr-defined]
+
+
+@given(payload=PAYLOADS)
+def test_field_bytes_equals_protobuf(payload: bytes) -> None:
+    from summarylib.encoding.wire import field_bytes
+    from summarylib.proto import tensor_pb2
+
+    expected = tensor_pb2.TensorProto(tensor_content=payload).SerializeToString()
+    assert field_bytes(4, payload) == (expected or b"\x22\x00")
+
+
+@given(
+    tag=st.text(min_size=1, max_size=200),
+    content=PAYLOADS,
+    metadata=st.none() | st.binary(max_size=200),
+    wall_time=st.floats(min_value=1.0, max_value=2e10),  # never 0 (proto3 would skip it)
+    step=INT64,
+)
+def test_value_bytes_and_summary_event_equal_protobuf(
+    tag: str, content: bytes, metadata: bytes | None, wall_time: float, step: int
+) -> None:
+    from summarylib.encoding.events import value_bytes
+    from summarylib.proto import event_pb2, summary_pb2, tensor_pb2
+
+    tensor = tensor_pb2.TensorProto(dtype=1, tensor_content=content)
+    md = None
+    if metadata is not None:  # a SummaryMetadata with plugin content of that length
+        md = summary_pb2.SummaryMetadata()
+        md.plugin_data.plugin_name = "p"
+        md.plugin_data.content = metadata
+    value = summary_pb2.Summary.Value(tag=tag, tensor=tensor, metadata=md)
+    md_bytes = None if md is None else md.SerializeToString()
+    got = value_bytes(tag, tensor.SerializeToString(), md_bytes)
+    assert got == value.SerializeToString()
+    summary = summary_pb2.Summary(value=[value, value])
+    expected = event_pb2.Event(wall_time=wall_time, step=step, summary=summary)
+    assert summary_event(wall_time, step, summary.SerializeToString()) == (
+        expected.SerializeToString()
+    )

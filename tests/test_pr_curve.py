@@ -214,6 +214,68 @@ def test_many_weighted_points_sum_in_numpy_histograms_blocks() -> None:
         np.testing.assert_array_equal(ours(labels, predictions, t), theirs(labels, predictions, t))
 
 
+@st.composite
+def unclipped_curves(draw: st.DrawFn) -> dict[str, Any]:
+    """Predictions of any value (NaN, ±inf, outside [0, 1], -0.0) mixed with ones inside."""
+    t = draw(st.integers(2, 260))
+    n = draw(st.integers(0, 40))
+    dtype = draw(st.sampled_from(["float16", "float32", "float64"]))
+    width = {"float16": 16, "float32": 32, "float64": 64}[dtype]
+    inside = st.one_of(st.floats(0, 1, width=width), st.sampled_from([0.0, -0.0, 1.0]))
+    predictions = draw(hnp.arrays(np.dtype(dtype), (n,), elements=inside))  # type: ignore[arg-type]
+    # A few values replaced by ones just outside [0, 1], far outside, NaN, ±inf.
+    outside = st.one_of(
+        st.floats(1, 2, exclude_min=True, width=width),
+        st.floats(-1, 0, exclude_max=True, width=width),
+        st.floats(width=width),
+        st.sampled_from([float("nan"), float("inf"), float("-inf")]),
+    )
+    for _ in range(draw(st.integers(0, 3)) if n else 0):
+        predictions[draw(st.integers(0, n - 1))] = draw(outside)
+    labels = draw(hnp.arrays(np.bool_, (n,)))
+    weights = None
+    if draw(st.booleans()):
+        weights = draw(hnp.arrays(np.float64, (n,), elements=st.floats(-2, 10)))
+    return {"labels": labels, "predictions": predictions, "num_thresholds": t, "weights": weights}
+
+
+@settings(max_examples=150)
+@given(curve=unclipped_curves())
+def test_unclipped_predictions_equal_tensorboards_pb_of_the_clipped_ones(
+    curve: dict[str, Any],
+) -> None:
+    # pr_curve clips to [0, 1] (TensorBoard's op does; its pb does not) and
+    # leaves NaN out (as its pb does): TensorBoard's pb of the clipped input.
+    # Inputs all inside [0, 1] take pr_data's shortcut past the clip; the
+    # others (and empty ones) the clip, so both are compared here.
+    p = curve["predictions"]
+    clipped = np.clip(p, 0, 1)
+    assert clipped.dtype == p.dtype
+    t, w = curve["num_thresholds"], curve["weights"]
+    np.testing.assert_array_equal(
+        ours(curve["labels"], p, t, w), theirs(curve["labels"], clipped, t, w)
+    )
+
+
+@settings(max_examples=40)
+@given(
+    t=st.integers(2040, 4200) | st.sampled_from([2049, 2050, 2051, 4097, 4099]),
+    dtype=st.sampled_from(["float16", "float32"]),
+    data=st.data(),
+)
+def test_many_thresholds_where_t_minus_1_is_inexact_in_float16(
+    t: int, dtype: str, data: st.DataObject
+) -> None:
+    # Above 2048, T - 1 may round in float16 (up: indices >= T are dropped,
+    # as numpy.histogram's range does in TensorBoard's pb).
+    width = 16 if dtype == "float16" else 32
+    on_threshold = st.integers(0, t - 1).map(lambda i: i / (t - 1))
+    elements = st.one_of(st.floats(0, 1, width=width), on_threshold)
+    p = data.draw(hnp.arrays(np.dtype(dtype), (50,), elements=elements))  # type: ignore[arg-type]
+    labels = data.draw(hnp.arrays(np.bool_, (50,)))
+    np.testing.assert_array_equal(ours(labels, p, t), theirs(labels, p, t))
+
+
 @settings(max_examples=60)
 @given(
     t=st.integers(2, 200),

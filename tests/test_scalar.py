@@ -348,3 +348,67 @@ def torch_warns_always() -> Iterator[None]:
         yield
     finally:
         torch.set_warn_always(before)
+
+
+BAD_DESCRIPTIONS = [
+    ({"a": 5}, r"scalars: 'description'\['a'\] must be a str, got int"),
+    ({"other": b"x"}, r"scalars: 'description'\['other'\] must be a str, got bytes"),
+    ({3: "x"}, r"scalars: 'description' keys must be str, got int"),
+    ("the a", r"scalars: 'description' must be a mapping .* got str"),
+    (5, r"scalars: 'description' must be a mapping .* got int"),
+    ([("a", "x")], r"scalars: 'description' must be a mapping .* got list"),
+]
+
+
+@pytest.mark.parametrize(("description", "fragment"), BAD_DESCRIPTIONS)
+@pytest.mark.parametrize("tags_known", [False, True])
+def test_scalars_bad_description_raises_on_every_path(
+    logdir: Path, description: object, fragment: str, tags_known: bool
+) -> None:
+    # Known tags take the cached-layout fast path, which never reads the
+    # description: it must still be checked, before anything is written.
+    values = {"a": 1.0, "b": 2.0}
+    with sl.create_file_writer(logdir).as_default() as w:
+        if tags_known:
+            for step in range(2):  # the second call builds the layout
+                sl.scalars(values, step=step)
+        with pytest.raises(TypeError, match=fragment):
+            sl.scalars(values, step=5, description=description)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=fragment):  # the per-metric path too
+            sl.scalars({"a": lambda: 1.0}, step=5, description=description)  # type: ignore[arg-type]
+    w.close()
+    got = read_scalars(logdir).get(".", {})
+    assert all(step != 5 for points in got.values() for step, _, _ in points)
+    assert len(got.get("a", [])) == (2 if tags_known else 0)
+
+
+def test_scalars_description_on_first_value_only(logdir: Path) -> None:
+    with sl.create_file_writer(logdir).as_default() as w:
+        desc = {"a": "the a", "b": None, "unused": "not a key of values"}
+        assert sl.scalars({"a": 1.0, "b": 2.0}, step=0, description=desc)
+        assert sl.scalars({"a": 1.0, "b": 2.0}, step=1, description={"a": "later"})
+        assert sl.scalars({"a": 1.0, "b": 2.0}, step=2, description={"a": "later"})
+    w.close()
+    values = [v for e in tb_events(only_file(logdir)) if e.HasField("summary")
+              for v in e.summary.value]
+    assert [(v.tag, v.HasField("metadata")) for v in values] == [
+        ("a", True), ("b", True), ("a", False), ("b", False), ("a", False), ("b", False)
+    ]
+    assert values[0].metadata.summary_description == "the a"
+    assert values[1].metadata.summary_description == ""
+
+
+def test_scalars_empty_mapping_writes_nothing_and_returns_false(logdir: Path) -> None:
+    with sl.create_file_writer(logdir).as_default(step=0) as w:
+        assert sl.scalars({}) is False
+        assert sl.scalars({}, step=3, description={"a": "x"}) is False
+        sl.scalars({"a": 1.0}, step=1)
+        sl.scalars({"a": 1.0}, step=2)  # tags known: an empty call still writes nothing
+        assert sl.scalars({}) is False
+        with pytest.raises(TypeError, match="'step'"):
+            sl.scalars({}, step="1")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="'description'"):
+            sl.scalars({}, description="x")  # type: ignore[arg-type]
+    w.close()
+    events = [e for e in tb_events(only_file(logdir)) if e.HasField("summary")]
+    assert [e.step for e in events] == [1, 2]

@@ -15,12 +15,17 @@ _ONE_BYTE = [bytes((i,)) for i in range(128)]
 
 pack_double = struct.Struct("<d").pack
 pack_float = struct.Struct("<f").pack
+_pack_u16 = struct.Struct("<H").pack
 
 
 def varint(value: int) -> bytes:
     """Encode an int64/uint64 as a protobuf varint (negatives take 10 bytes)."""
     if 0 <= value < 0x80:
         return _ONE_BYTE[value]
+    if 0 <= value < 0x4000:
+        # Two bytes (lengths of most encoded tensors): low 7 bits with the
+        # continuation bit, then the high 7 bits; no loop.
+        return _pack_u16((value & 0x7F) | 0x80 | (value >> 7) << 8)
     if value < 0:
         value &= 0xFFFFFFFFFFFFFFFF
     out = bytearray()

@@ -161,9 +161,10 @@ def _real_array(data: Any, where: str, arg: str) -> np.ndarray:
 def prepare(
     labels: Any, predictions: Any, weights: Any, where: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Validate; return flat bool labels, clipped predictions and float weights.
+    """Validate; return flat bool labels, float predictions and weights (or None).
 
-    Predictions that are NaN are dropped here, with their labels and weights.
+    The predictions are not clipped or rid of NaN yet: :func:`pr_data` does
+    that, and only when some are outside [0, 1].
     """
     import numpy as np
 
@@ -196,17 +197,7 @@ def prepare(
             ) from None
     if pred.dtype.kind != "f":
         pred = pred.astype(np.float64)
-    # Clip to [0, 1] keeping the dtype (the bounds are weak Python ints) and
-    # NaN; two ufuncs cost less than np.clip's Python wrapper.
-    pred = np.maximum(pred.reshape(-1), 0)
-    np.minimum(pred, 1, out=pred)
-    lab = lab.reshape(-1)
-    nan = np.isnan(pred)
-    if nan.any():  # left out, as numpy.histogram does inside TensorBoard's pb
-        keep = ~nan
-        pred, lab = pred[keep], lab[keep]
-        w = None if w is None else w[keep]
-    return lab, pred, w
+    return lab.reshape(-1), pred.reshape(-1), w
 
 
 # ---------------------------------------------------------------------------
@@ -219,32 +210,66 @@ def pr_data(
     import numpy as np
 
     t = num_thresholds
-    if predictions.dtype == np.float16 and t - 1 > 65504:
+    k = t - 1
+    if k > 65504 and predictions.dtype == np.float16:
         predictions = predictions.astype(np.float32)  # T - 1 would be inf in float16
-    # p >= 0 after clipping, so the float -> int cast (truncation) is the floor.
-    index = (predictions * (t - 1)).astype(np.intp)
-    # buckets[0] holds the negatives' weight per bucket, buckets[1] the positives'.
-    if weights is None and float(predictions.dtype.type(t - 1)) == t - 1:
-        # Every index is <= T - 1, so one bincount over index + T * label
+    # Clip to [0, 1] and leave NaN out, unless every prediction is in [0, 1]
+    # already (two reductions, which NaN fails, cost less than the clip and
+    # the NaN test).
+    if not (
+        predictions.size
+        and np.minimum.reduce(predictions) >= 0
+        and np.maximum.reduce(predictions) <= 1
+    ):
+        predictions, labels, weights = _clip(predictions, labels, weights)
+    # p >= 0, so the float -> int cast (truncation) is the floor. k is a weak
+    # Python int: the product is in p's dtype, as in TensorBoard's pb.
+    index = (predictions * k).astype(np.intp)
+    # buckets[i] = [negatives' weight, positives' weight] in bucket i.
+    # k <= 2048 is exact in every float dtype (float16 has 11 significant bits).
+    if weights is None and (k <= 2048 or float(predictions.dtype.type(k)) == k):
+        # Every index is <= T - 1, so one bincount over 2 * index + label
         # counts both classes; sums of ones are exact in any order.
-        index += labels * t
-        buckets = np.bincount(index, minlength=2 * t).reshape(2, t)
+        index += index
+        index += labels
+        buckets = np.bincount(index, minlength=2 * t).reshape(t, 2)
     else:
         # Indices >= T (T - 1 rounded up in float32/16) are dropped, as
         # numpy.histogram's range does in TensorBoard's pb.
         f_labels = labels.astype(np.float64)
         w = 1.0 if weights is None else weights
-        buckets = np.empty((2, t), dtype=np.float64)
-        buckets[0] = _weighted_counts(index, (1.0 - f_labels) * w, t)
-        buckets[1] = _weighted_counts(index, f_labels * w, t)
-    cum = np.cumsum(buckets[:, ::-1], axis=1)[:, ::-1]  # [FP, TP]
+        by_class = np.empty((2, t), dtype=np.float64)
+        by_class[0] = _weighted_counts(index, (1.0 - f_labels) * w, t)
+        by_class[1] = _weighted_counts(index, f_labels * w, t)
+        buckets = by_class.T
     out = np.empty((6, t), dtype=np.float64)
-    out[0:2] = cum[::-1]
-    np.subtract(cum[:, :1], cum, out=out[2:4])  # TN = FP[0] - FP, FN = TP[0] - TP
+    # Rows 0 and 1, TP and FP: the positives' and the negatives' buckets
+    # summed from the last threshold down (column j of the transposed sums is
+    # [FP, TP] at threshold T - 1 - j). Integer counts become float64 on
+    # assignment, exactly; weighted ones are float64 already.
+    out[1::-1, ::-1] = np.add.accumulate(buckets[::-1], axis=0).T
+    np.subtract(out[1::-1, :1], out[1::-1], out=out[2:4])  # TN = FP[0] - FP, FN = TP[0] - TP
     den = out[1:4:2] + out[0]  # [TP + FP, TP + FN]
     np.maximum(den, _MINIMUM_COUNT, out=den)
     np.divide(out[0], den, out=out[4:6])  # precision, recall
     return out.astype(np.float32)
+
+
+def _clip(
+    predictions: np.ndarray, labels: np.ndarray, weights: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    # Clip to [0, 1] keeping the dtype (the bounds are weak Python ints) and
+    # NaN; two ufuncs cost less than np.clip's Python wrapper.
+    import numpy as np
+
+    pred = np.maximum(predictions, 0)
+    np.minimum(pred, 1, out=pred)
+    nan = np.isnan(pred)
+    if nan.any():  # left out, as numpy.histogram does inside TensorBoard's pb
+        keep = ~nan
+        pred, labels = pred[keep], labels[keep]
+        weights = None if weights is None else weights[keep]
+    return pred, labels, weights
 
 
 def _weighted_counts(index: np.ndarray, weights: np.ndarray, t: int) -> np.ndarray:
@@ -336,7 +361,8 @@ def pr_curve(
     if resolved is None:
         return False
     writer, tag, step_ = resolved
-    name = check_tag(name, "pr_curve")
+    if type(name) is not str:  # resolve() checked it; a str subclass becomes a str
+        name = check_tag(name, "pr_curve")
     t = check_num_thresholds(num_thresholds, "pr_curve")
     md = _metadata(name, t, description, "pr_curve")
     lab, pred, w = prepare(labels, predictions, weights, "pr_curve")

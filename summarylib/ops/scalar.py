@@ -12,9 +12,10 @@ Data contract:
     file only: readers take the first and ignore the rest, and leaving it out
     saves 13 bytes per event.
 
-Hot path: after the first event of a tag, the Event bytes are a cached
-per-tag prefix plus wall time, step and the 4 value bytes. A property test
-proves they equal the protobuf encoding of ``scalar_pb``.
+Hot path: after the first event of a tag, the Event bytes are wall time,
+step, a cached per-tag prefix and the 4 value bytes, made by one
+``Struct.pack`` per event. A property test proves they equal the protobuf
+encoding of ``scalar_pb``.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from __future__ import annotations
 import struct
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import f32_bytes, scalar_float
-from summarylib.encoding.events import _STEP3_HIGH, _STEP3_LOW, _STEP_FIELDS, step_field
+from summarylib.encoding.events import _STEP3_LOW, _STEP_FIELDS, step_field
 from summarylib.encoding.wire import field_bytes, pack_double, pack_float, varint
 from summarylib.ops._resolve import check_tag, resolve_step
 from summarylib.writer.context import Step, _local, condition_holds
@@ -39,6 +40,15 @@ __all__ = ["PLUGIN_NAME", "create_summary_metadata", "scalar", "scalar_pb", "sca
 
 PLUGIN_NAME = "scalars"
 
+# Value types that ``struct``'s ``f`` converts to float32 exactly as
+# scalar_float() followed by f32_bytes() would (through float(), which is
+# exact for them). Where those would not give 4 bytes unchanged, struct
+# raises instead: OverflowError for finite values beyond float32 (stored as
+# ±inf), struct.error for ints beyond float (scalar_float() raises). numpy's
+# are added once numpy is loaded. Used by the fast paths of scalar() and
+# scalars().
+_fast_types: frozenset[type] = frozenset((float, int, bool))
+_numpy_types_missing = True
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 # Summary.Value.tensor (field 8), 10 bytes long: dtype DT_FLOAT, an empty
@@ -120,34 +130,71 @@ def scalar(
         metadata_bytes(description)  # raises TypeError naming the argument
     scope = st.scope
     tag = scope + name if scope else name
-    if type(data) is float:
-        try:
-            value = pack_float(data)
-        except OverflowError:
-            value = f32_bytes(data)
-    else:
-        value = f32_bytes(scalar_float(data, "scalar"))
+    t = type(data)
+    if t is not float and t not in _fast_types:
+        # Checked and converted here; the types in the set go to struct's
+        # "f" as they are (see _fast_types).
+        if _numpy_types_missing:
+            _add_numpy_types()
+        data = scalar_float(data, "scalar")
     res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
     prefix = res.scalar_prefixes.get(tag)
     if prefix is None:
-        _write_first(res, tag, value, step, description)
+        _write_first(res, tag, data, step, description)
         return True
-    # step_field(), inlined for the common steps (below about two million).
-    if 0 <= step < 16384:
-        sf = _STEP_FIELDS[step]
-    elif 16384 <= step < 2097152 and _STEP3_LOW:
-        sf = _STEP3_LOW[step & 0x3FFF] + _STEP3_HIGH[step >> 14]
-    else:
-        sf = step_field(step)
-    res.append(b"\x09" + pack_double(_time()) + sf + prefix + value)
+    # The whole Event in one Struct.pack: the wall-time key (9) and time, the
+    # step field, the cached prefix, the value as float32 (see _event_packs).
+    packs = _EVENT_PACKS.get(len(prefix)) or _event_packs(len(prefix))
+    try:
+        if 0 <= step < 16384:
+            sf = _STEP_FIELDS[step]
+            event = packs[len(sf)](9, _time(), sf, prefix, data)
+        elif 16384 <= step < 2097152:
+            # A 3-byte step: key and low 14 bits from the table, then the
+            # high 7 bits as a byte. IndexError while the table is unbuilt.
+            event = packs[-1](9, _time(), _STEP3_LOW[step & 0x3FFF], step >> 14, prefix, data)
+        else:
+            sf = step_field(step)
+            event = packs[len(sf)](9, _time(), sf, prefix, data)
+    except (OverflowError, struct.error, IndexError):
+        # Finite beyond float32 (stored as ±inf), an int beyond float
+        # (scalar_float raises the usual ValueError), or the 3-byte step
+        # table not built yet (step_field builds it).
+        event = (
+            b"\x09"
+            + pack_double(_time())
+            + step_field(step)
+            + prefix
+            + f32_bytes(scalar_float(data, "scalar"))
+        )
+    res.append(event)
     return True
 
 
+# len(prefix) -> the Struct packers of scalar()'s events with that prefix
+# length: [k] for a step field of k bytes (0 to 11), [-1] for a 3-byte step
+# given as its first 3 bytes and its last byte. Fields: the wall-time key,
+# the time (d), the step field, the prefix, the value (f). Bounded: prefix
+# lengths are few, and past the bound entries are only rebuilt.
+_EVENT_PACKS: dict[int, list[Callable[..., bytes]]] = {}
+_MAX_EVENT_PACKS = 256
+
+
+def _event_packs(prefix_len: int) -> list[Callable[..., bytes]]:
+    packs = [struct.Struct(f"<Bd{k}s{prefix_len}sf").pack for k in range(12)]
+    packs.append(struct.Struct(f"<Bd3sB{prefix_len}sf").pack)
+    if len(_EVENT_PACKS) >= _MAX_EVENT_PACKS:
+        _EVENT_PACKS.clear()
+    _EVENT_PACKS[prefix_len] = packs
+    return packs
+
+
 def _write_first(
-    res: BufferedEventWriter, tag: str, value: bytes, step: int, description: str | None
+    res: BufferedEventWriter, tag: str, data: Any, step: int, description: str | None
 ) -> None:
     # First value of `tag` in this file: with metadata. Also caches the
     # prefix that every later event of the tag shares.
+    value = f32_bytes(scalar_float(data, "scalar"))
     tag_field = field_bytes(1, _encode_tag(tag, "scalar"))
     v = tag_field + _TENSOR_FIELD + value + field_bytes(9, metadata_bytes(description))
     summary = field_bytes(1, v)
@@ -170,7 +217,7 @@ def _remember(res: BufferedEventWriter, tag: str, tag_field: bytes) -> None:
 def scalars(
     values: Mapping[str, Any],
     step: Step | None = None,
-    description: Mapping[str, str] | None = None,
+    description: Mapping[str, str | None] | None = None,
 ) -> bool:
     """Write several scalars at one step as a single event.
 
@@ -181,13 +228,18 @@ def scalars(
     Args:
       values: tag name -> rank-0 real number (or a callable returning one).
       step: the step of every value; defaults to the thread's default step.
-      description: optional tag name -> description.
+      description: optional mapping of name (a key of ``values``) -> Markdown
+        str, or None. As for :func:`scalar`, it is stored with the first
+        value of a tag in each file and ignored after that; names that are
+        not in ``values`` are ignored.
 
     Returns:
-      True if written, False if nothing is recording.
+      True if written; False if nothing is recording or ``values`` is empty
+      (then nothing is written).
 
     Raises:
-      TypeError, ValueError: a bad key, value or step; nothing is written.
+      TypeError, ValueError: a bad key, value, step or description; nothing
+        is written.
     """
     st = _local.state
     writer = st.writer
@@ -202,6 +254,8 @@ def scalars(
         step = st.step
     if type(step) is not int or step < _INT64_MIN or step > _INT64_MAX:
         step = resolve_step(step, None, "scalars")
+    if description is not None:
+        _check_descriptions(description)
     scope = st.scope
     res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
     if type(values) is dict:
@@ -242,12 +296,32 @@ def scalars(
             v = tag_field + _TENSOR_FIELD + value + field_bytes(9, metadata_bytes(desc))
             append(field_bytes(1, v))
     if not parts:
-        return True
+        return False  # empty mapping: nothing to write
     summary = b"".join(parts)
     res.append(b"\x09" + pack_double(_time()) + step_field(step) + field_bytes(5, summary))
     for tag, tag_field in firsts:
         _remember(res, tag, tag_field)
     return True
+
+
+def _check_descriptions(description: Any) -> None:
+    # Up front, before any fast path: a description is only looked at for a
+    # tag's first value in a file, and a bad one must not pass unnoticed
+    # because its tag happens to be known already.
+    if type(description) is not dict and not isinstance(description, Mapping):
+        raise TypeError(
+            "scalars: 'description' must be a mapping of name -> str, got "
+            f"{type(description).__name__}"
+        )
+    for name, text in description.items():
+        if not isinstance(name, str):
+            raise TypeError(
+                f"scalars: 'description' keys must be str, got {type(name).__name__} {name!r}"
+            )
+        if text is not None and not isinstance(text, str):
+            raise TypeError(
+                f"scalars: 'description'[{name!r}] must be a str, got {type(text).__name__}"
+            )
 
 
 class _Batch:
@@ -284,9 +358,6 @@ class _Batch:
 # ever new key sets only rebuilds entries.
 _batches: dict[tuple[str, tuple[str, ...]], _Batch] = {}
 _MAX_BATCHES = 256
-# Value types that ``struct`` converts to float32 exactly as scalar_float()
-# followed by f32_bytes() would; numpy's are added once numpy is loaded.
-_fast_types: frozenset[type] = frozenset((float, int, bool))
 
 
 def _batch_summary(values: dict[str, Any], scope: str, prefixes: dict[str, bytes]) -> bytes | None:
@@ -322,8 +393,15 @@ def _batch_summary(values: dict[str, Any], scope: str, prefixes: dict[str, bytes
         return None
 
 
+def _add_numpy_types() -> None:
+    global _fast_types, _numpy_types_missing
+    np = sys.modules.get("numpy")
+    if np is not None and np.float32 not in _fast_types:
+        _fast_types = _fast_types | {np.float16, np.float32, np.float64, np.int32, np.int64}
+        _numpy_types_missing = False
+
+
 def _new_batch(key: tuple[str, tuple[str, ...]], prefixes: dict[str, bytes]) -> _Batch | None:
-    global _fast_types
     scope, names = key
     heads = []
     for name in names:
@@ -335,9 +413,7 @@ def _new_batch(key: tuple[str, tuple[str, ...]], prefixes: dict[str, bytes]) -> 
         heads.append(prefix[_summary_header_len(prefix) :])
     if not heads:
         return None
-    np = sys.modules.get("numpy")
-    if np is not None and np.float32 not in _fast_types:
-        _fast_types = _fast_types | {np.float16, np.float32, np.float64, np.int32, np.int64}
+    _add_numpy_types()
     if len(_batches) >= _MAX_BATCHES:
         _batches.clear()
     batch = _batches[key] = _Batch(heads, frozenset(scope + n if scope else n for n in names))
