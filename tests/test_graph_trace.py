@@ -7,6 +7,7 @@ TensorBoard's Keras converter.
 from __future__ import annotations
 
 import json
+import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -461,7 +462,8 @@ class FakeModel:
 def test_trace_dispatches_to_registered_adapter(
     logdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(trace_mod, "_tracers", {})
+    # A copy: adapters register once, when first imported (earlier tests may have).
+    monkeypatch.setattr(trace_mod, "_tracers", dict(trace_mod._tracers))
     monkeypatch.setattr(FakeModel, "__module__", "fakefw.nn")
     calls: list[tuple[object, dict[str, Any]]] = []
 
@@ -485,8 +487,16 @@ def test_trace_dispatches_to_registered_adapter(
         sg.trace_export("model")
     assert graph_values(logdir)[0][1] == "model"
     assert trace_mod.trace(lambda: 0, framework="fakefw") is not None
-    with pytest.raises(TypeError, match="cannot tell which framework"):
-        sg.trace(object())
+    # Whichever frameworks are imported: an object of no framework's type that is not
+    # callable cannot be traced.
+    for loaded in ({}, {"torch": object()}, {"torch": object(), "jax": object()}):
+        with monkeypatch.context() as m:
+            for name in ("torch", "jax"):
+                m.delitem(sys.modules, name, raising=False)
+            for name, module in loaded.items():
+                m.setitem(sys.modules, name, module)
+            with pytest.raises(TypeError, match="cannot tell which framework"):
+                sg.trace(object())
     with pytest.raises(ValueError, match="no capture adapter for framework 'nope'"):
         sg.trace(model, framework="nope")
     with pytest.raises(TypeError, match="'tracer' must be callable"):

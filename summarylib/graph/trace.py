@@ -253,6 +253,8 @@ def _framework_of(obj: object) -> str | None:
             return root
         if root in ("jaxlib", "flax", "equinox", "haiku"):
             return "jax"
+    if not callable(obj):
+        return None  # not a framework's type, and not a function: nothing to trace
     loaded = [f for f in _ADAPTER_MODULES if f in sys.modules]
     return loaded[0] if len(loaded) == 1 else None
 
