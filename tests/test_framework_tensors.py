@@ -175,6 +175,19 @@ def test_each_op_gives_the_bytes_of_the_equivalent_numpy_input(
     assert got == pb_bytes(op, ref)
 
 
+@pytest.mark.parametrize("framework", list(FRAMEWORKS))
+@pytest.mark.parametrize("dtype", LOW_FLOATS)
+def test_low_float_zero_one_labels_count_as_bool(framework: str, dtype: str) -> None:
+    # Labels often come out of a model in its own dtype: 0.0/1.0 in bfloat16 or float8.
+    predictions = np.linspace(0, 1, LABELS.size, dtype=np.float32)
+    labels = FRAMEWORKS[framework](LABELS.astype(np.float32), dtype)
+    with torch_warns_always() if framework.startswith("torch") else nullcontext():
+        got = sl.pr_curve_pb("x", labels, predictions, num_thresholds=33)
+    assert got.SerializeToString() == sl.pr_curve_pb(
+        "x", LABELS, predictions, num_thresholds=33
+    ).SerializeToString()
+
+
 def test_float16_is_computed_in_float16_for_image_and_pr_curve() -> None:
     # Why image and pr_curve compare with numpy float16 above: TensorFlow computes
     # x * 255.5 and p * (T - 1) in the input's float type, and so do we.

@@ -168,7 +168,7 @@ def prepare(
     """
     import numpy as np
 
-    lab = as_array(labels, where, "labels")
+    lab = widen_extended_float(as_array(labels, where, "labels"))  # JAX bfloat16 0/1 too
     if lab.dtype.kind != "b":
         if lab.dtype.kind not in "iuf":
             raise TypeError(
