@@ -1,4 +1,4 @@
-"""summarylib side by side with tensorboardX, torch.utils.tensorboard and a hand-encoded floor.
+"""summarylib beside tensorboardX, torch.utils.tensorboard, tf.summary and a hand-encoded floor.
 
     python bench/run.py                 # everything, 5 repetitions (~5-10 min on 2 cores)
     python bench/run.py --quick         # fewer calls per repetition, same reps; no target verdicts
@@ -51,6 +51,8 @@ DEFAULT_SYSTEMS = [
     "floor-tensor",
     "tensorboardX",
     "torch.utils.tensorboard",
+    "tf.summary",
+    "tf.function",
 ]
 WARMUP_CALLS = 20
 
@@ -78,8 +80,11 @@ def first_record_bytes(d: str) -> int:
 def run_once(sut: systems.System, case: str, n: int, inputs: Any, base: str) -> dict[str, Any]:
     d = tempfile.mkdtemp(prefix=f"{case}-", dir=base)
     loop = systems.loop_for(sut, case)
+    prepare = systems.prepare_for(sut, case)
     t0 = time.perf_counter()
     sut.open(d)
+    if prepare is not None:
+        prepare(n, inputs)  # e.g. tracing a tf.function: not part of the calls
     t1 = time.perf_counter()
     c1 = time.process_time()  # CPU of every thread of this process
     try:
@@ -162,6 +167,9 @@ def memory_big_histogram(suts: list[systems.System], base: str) -> dict[str, Any
     out: dict[str, Any] = {}
     for sut in suts:
         if systems.loop_for(sut, "hist_big") is None:
+            continue
+        if not getattr(sut, "tracemalloc_sees_memory", True):
+            out[sut.name] = {"na": "n/a (allocates outside Python's tracemalloc)"}
             continue
         d = tempfile.mkdtemp(prefix="mem-", dir=base)
         gc.collect()

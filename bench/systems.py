@@ -311,9 +311,121 @@ class Torch(Tbx):
         return SummaryWriter(log_dir=logdir)
 
 
+class TfEager(System):
+    """``tf.summary`` in eager mode, the writer entered once (the anchors' ``tf2``).
+
+    PR curves as TensorFlow users write them: TensorBoard's ``pr_curve.summary.pb``
+    passed to ``write_raw_pb`` (there is no ``tf.summary.pr_curve``).
+    """
+
+    name = "tf.summary"
+    requires = ("tensorflow",)
+    cases = frozenset({"scalar", "hist", "hist_big", "image", "pr"})
+    #: TensorFlow allocates in C++, where tracemalloc cannot see: no memory row.
+    tracemalloc_sees_memory = False
+
+    def open(self, logdir: str) -> None:
+        import tensorflow as tf  # type: ignore[import-untyped]
+
+        self.tf = tf
+        self.w = tf.summary.create_file_writer(logdir)
+        self._ctx = self.w.as_default()
+        self._ctx.__enter__()
+
+    def close(self) -> None:
+        self._ctx.__exit__(None, None, None)
+        self.w.close()
+
+    def loop_scalar(self, n: int, values: list[float]) -> None:
+        f = self.tf.summary.scalar
+        for i in range(n):
+            f("loss", values[i], step=i)
+
+    def loop_hist(self, n: int, arr: Any) -> None:
+        f = self.tf.summary.histogram
+        for i in range(n):
+            f("hist", arr, step=i)
+
+    loop_hist_big = loop_hist
+
+    def loop_image(self, n: int, img: Any) -> None:
+        f = self.tf.summary.image
+        batch = img[None]
+        for i in range(n):
+            f("img", batch, step=i)
+
+    def loop_pr(self, n: int, inputs: tuple[Any, Any]) -> None:
+        from tensorboard.plugins.pr_curve import summary as pr_summary
+
+        write = self.tf.summary.experimental.write_raw_pb
+        pb = pr_summary.pb
+        labels, preds = inputs
+        for i in range(n):
+            write(pb("pr", labels, preds, num_thresholds=NUM_THRESHOLDS).SerializeToString(), i)
+
+
+class TfFunction(TfEager):
+    """The same ops inside one ``tf.function`` loop (the anchors' ``tf2fn``).
+
+    ``prepare_<case>`` traces the function after ``open`` and before the clock
+    starts, as the anchors leave tracing out of µs/call.
+    """
+
+    name = "tf.function"
+    cases = frozenset({"scalar", "hist", "hist_big", "image"})
+
+    def prepare_scalar(self, n: int, values: list[float]) -> None:
+        tf = self.tf
+        self._x = tf.constant(values[:n], tf.float32)
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def loop(v: Any) -> None:
+            for i in tf.range(tf.shape(v)[0]):
+                tf.summary.scalar("loss", v[i], step=tf.cast(i, tf.int64))
+
+        self._fn = loop.get_concrete_function()
+
+    def loop_scalar(self, n: int, values: list[float]) -> None:
+        self._fn(self._x)
+
+    def _prepare_repeat(self, summary: Any, x: Any, dtype: Any, n: int) -> None:
+        tf = self.tf
+        self._x = tf.constant(x, dtype)
+        self._n = tf.constant(n, tf.int64)
+
+        @tf.function(
+            input_signature=[tf.TensorSpec(x.shape, dtype), tf.TensorSpec([], tf.int64)]
+        )
+        def loop(v: Any, count: Any) -> None:
+            for i in tf.range(count):
+                summary(v, i)
+
+        self._fn = loop.get_concrete_function()
+
+    def prepare_hist(self, n: int, arr: Any) -> None:
+        hist = self.tf.summary.histogram
+        self._prepare_repeat(lambda v, i: hist("hist", v, step=i), arr, self.tf.float32, n)
+
+    prepare_hist_big = prepare_hist
+
+    def prepare_image(self, n: int, img: Any) -> None:
+        image = self.tf.summary.image
+        self._prepare_repeat(lambda v, i: image("img", v, step=i), img[None], self.tf.uint8, n)
+
+    def _loop_repeat(self, n: int, _inputs: Any) -> None:
+        self._fn(self._x, self._n)
+
+    loop_hist = loop_hist_big = loop_image = _loop_repeat
+
+
 SYSTEMS: dict[str, type[System]] = {
-    s.name: s for s in (Ours, OursPerMetric, Floor, FloorTensor, Tbx, Torch)
+    s.name: s for s in (Ours, OursPerMetric, Floor, FloorTensor, Tbx, Torch, TfEager, TfFunction)
 }
+
+
+def prepare_for(system: System, case: str) -> Any:
+    """The untimed ``prepare_<case>(n, inputs)`` of ``system``, or None."""
+    return getattr(system, "prepare_" + case, None)
 
 
 def loop_for(system: System, case: str) -> Any:
