@@ -264,6 +264,8 @@ def machine() -> dict[str, Any]:
         "summarylib",
         "tensorboardX",
         "torch",
+        "tensorflow",
+        "tensorflow-cpu",
         "tensorboard",
         "numpy",
         "protobuf",
