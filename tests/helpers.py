@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 
 def tb_events(path: str | os.PathLike[str]) -> list:
@@ -59,3 +62,15 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.01)
     return predicate()
+
+
+@contextmanager
+def torch_warns_always() -> Iterator[None]:
+    """torch warns once per process for some warnings; make every call warn."""
+    torch = pytest.importorskip("torch")
+    before = torch.is_warn_always_enabled()
+    torch.set_warn_always(True)
+    try:
+        yield
+    finally:
+        torch.set_warn_always(before)

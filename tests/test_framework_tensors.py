@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import io
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from PIL import Image
 
 import summarylib as sl
 from summarylib.encoding.arrays import as_array, is_extended_float, scalar_float
-from tests.helpers import only_file, tb_events
+from tests.helpers import only_file, tb_events, torch_warns_always
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
@@ -117,16 +117,6 @@ def summaries(logdir: Path) -> list[bytes]:
     return [e.summary.SerializeToString() for e in tb_events(only_file(logdir))[1:]]
 
 
-@contextmanager
-def torch_warns_always() -> Iterator[None]:
-    """torch warns once per process for some warnings; make every call warn."""
-    torch = pytest.importorskip("torch")
-    before = torch.is_warn_always_enabled()
-    torch.set_warn_always(True)
-    try:
-        yield
-    finally:
-        torch.set_warn_always(before)
 
 
 # ---------------------------------------------------------------------------

@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 import struct
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +17,7 @@ from summarylib.encoding.arrays import scalar_float
 from summarylib.encoding.events import summary_event
 from summarylib.ops import scalar as scalar_mod
 from summarylib.reader import iter_records, read_scalars
-from tests.helpers import only_file, tb_events, tb_scalar_points
+from tests.helpers import only_file, tb_events, tb_scalar_points, torch_warns_always
 
 INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 TAGS = st.text(min_size=1, max_size=40)
@@ -338,16 +336,6 @@ def test_scalar_of_a_tensor_that_requires_grad_does_not_warn(dtype: str, logdir:
     values = [v for e in tb_events(only_file(logdir)) for v in e.summary.value]
     assert [np.frombuffer(v.tensor.tensor_content, "<f4")[0] for v in values] == [1.5, 0.75]
 
-@contextmanager
-def torch_warns_always() -> Iterator[None]:
-    """torch warns once per process for some warnings; make every call warn."""
-    torch = pytest.importorskip("torch")
-    before = torch.is_warn_always_enabled()
-    torch.set_warn_always(True)
-    try:
-        yield
-    finally:
-        torch.set_warn_always(before)
 
 
 BAD_DESCRIPTIONS = [
