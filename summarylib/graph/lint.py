@@ -118,6 +118,16 @@ def _shape_payload(dims: Iterable[int | None] | None) -> int:
     return total
 
 
+def _fields(payloads: Iterable[int | None]) -> int | None:
+    """Size of one length-delimited field per payload size; None if any size is unknown."""
+    total = 0
+    for n in payloads:
+        if n is None:
+            return None
+        total += _field(n)
+    return total
+
+
 def _utf8_len(value: object) -> int | None:
     if isinstance(value, (bytes, bytearray)):
         return len(value)
@@ -135,13 +145,8 @@ def _tensor_payload(arr: Any) -> int | None:
 
     shape = _field(_shape_payload(arr.shape))
     if arr.dtype.kind in "OSU":
-        total = 2 + shape  # dtype = DT_STRING
-        for v in arr.reshape(-1):
-            n = _utf8_len(v)
-            if n is None:
-                return None
-            total += _field(n)
-        return total
+        strings = _fields(_utf8_len(v) for v in arr.reshape(-1))
+        return None if strings is None else 2 + shape + strings  # dtype = DT_STRING
     entry = _NUMERIC.get(arr.dtype.name)
     if entry is None:
         return None
@@ -165,23 +170,11 @@ def _list_payload(values: list[Any] | tuple[Any, ...]) -> int | None:
         return None
     kind = kinds.pop()
     if kind == "s":
-        total = 0
-        for v in items:
-            n = _utf8_len(v)
-            if n is None:
-                return None
-            total += _field(n)
-        return total
+        return _fields(_utf8_len(v) for v in items)
     if kind == "shape":
-        return sum(_field(_shape_payload(v.shape)) for v in items)
+        return _fields(_shape_payload(v.shape) for v in items)
     if kind == "tensor":
-        total = 0
-        for v in items:
-            t = _tensor_payload(v)
-            if t is None:
-                return None
-            total += _field(t)
-        return total
+        return _fields(_tensor_payload(v) for v in items)
     # Packed scalars: one field holding every value.
     if kind == "f":
         packed = 4 * len(items)
