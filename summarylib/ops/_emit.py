@@ -21,21 +21,21 @@ from summarylib.writer.buffered import Deferred
 
 if TYPE_CHECKING:
     from summarylib.writer.buffered import BufferedEventWriter
-    from summarylib.writer.file_writer import SummaryWriter
+    from summarylib.writer.context import DefaultWriter
 
 __all__ = ["emit_event_field", "emit_summary", "emit_value", "emit_value_deferred"]
 
 _time = time.time  # patched by tests that compare bytes
 
 
-def _resource(writer: SummaryWriter) -> BufferedEventWriter:
+def _resource(writer: DefaultWriter) -> BufferedEventWriter:
     res = writer._resource
     assert res is not None, "ops never see the no-op writer"
     return res
 
 
 def emit_value(
-    writer: SummaryWriter, tag: str, step: int, tensor: bytes, metadata: bytes | None
+    writer: DefaultWriter, tag: str, step: int, tensor: bytes, metadata: bytes | None
 ) -> None:
     """Write one ``Summary.Value`` (serialized ``tensor`` and ``metadata``) as an Event."""
     res = _resource(writer)
@@ -47,7 +47,7 @@ def emit_value(
 
 
 def emit_value_deferred(
-    writer: SummaryWriter,
+    writer: DefaultWriter,
     tag: str,
     step: int,
     make_tensor: Callable[[], bytes],
@@ -91,11 +91,11 @@ def emit_value_deferred(
         raise
 
 
-def emit_summary(writer: SummaryWriter, step: int, summary: bytes) -> None:
+def emit_summary(writer: DefaultWriter, step: int, summary: bytes) -> None:
     """Write a serialized ``Summary`` verbatim as one Event."""
     _resource(writer).append(summary_event(_time(), step, summary))
 
 
-def emit_event_field(writer: SummaryWriter, step: int, field: bytes) -> None:
+def emit_event_field(writer: DefaultWriter, step: int, field: bytes) -> None:
     """Write an Event whose ``what`` is the already encoded ``field`` (e.g. graph_def)."""
     _resource(writer).append(event_bytes(_time(), step, field))

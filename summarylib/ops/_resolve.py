@@ -7,12 +7,7 @@ any other work, so expensive encoding never runs for nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from summarylib.writer.context import Step, _local, check_step, condition_holds
-
-if TYPE_CHECKING:
-    from summarylib.writer.file_writer import SummaryWriter
+from summarylib.writer.context import DefaultWriter, Step, _local, check_step, condition_holds
 
 __all__ = ["check_tag", "resolve", "resolve_step"]
 
@@ -42,7 +37,7 @@ def resolve_step(step: Step | None, default: Step | None, where: str) -> int:
 
 def resolve(
     name: object, step: Step | None, where: str, *, scoped: bool = True, untagged: bool = False
-) -> tuple[SummaryWriter, str, int] | None:
+) -> tuple[DefaultWriter, str, int] | None:
     """Return ``(writer, tag, step)`` if the op should record now, else None.
 
     The tag is ``name`` prefixed with the current name scope (unless

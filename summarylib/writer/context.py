@@ -13,13 +13,14 @@ import operator
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, SupportsIndex
+from typing import TYPE_CHECKING, Any, Protocol, SupportsIndex
 
 if TYPE_CHECKING:
-    from summarylib.writer.file_writer import SummaryWriter
+    from summarylib.writer.buffered import BufferedEventWriter
 
 __all__ = [
     "Condition",
+    "DefaultWriter",
     "State",
     "Step",
     "check_step",
@@ -42,13 +43,25 @@ _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 
 
+class DefaultWriter(Protocol):
+    """What the context and the ops need of a default writer.
+
+    The context holds writers through this protocol rather than the writer class, so the
+    dependency runs one way: the writer module imports the context, never the reverse.
+    ``_resource`` is the writer's buffered resource, or None for a no-op writer.
+    """
+
+    @property
+    def _resource(self) -> BufferedEventWriter | None: ...
+
+
 class State:
     """One thread's summary context. Ops read it on every call."""
 
     __slots__ = ("condition", "scope", "step", "writer")
 
     def __init__(self) -> None:
-        self.writer: SummaryWriter | None = None
+        self.writer: DefaultWriter | None = None
         self.step: Step | None = None
         self.condition: Condition = True
         self.scope = ""  # "" or a prefix ending in "/"

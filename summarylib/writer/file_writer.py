@@ -428,12 +428,11 @@ def create_noop_writer() -> SummaryWriter:
 
 def flush(writer: SummaryWriter | None = None) -> None:
     """Flush ``writer``, or the calling thread's default writer if None."""
-    if writer is None:
-        writer = _local.state.writer
-        if writer is None:
-            return
-    elif not isinstance(writer, SummaryWriter):
+    target = _local.state.writer if writer is None else writer
+    if target is None:
+        return
+    if not isinstance(target, SummaryWriter):
         raise TypeError(
-            f"flush: 'writer' must be a SummaryWriter or None, got {type(writer).__name__}"
+            f"flush: 'writer' must be a SummaryWriter or None, got {type(target).__name__}"
         )
-    writer.flush()
+    target.flush()
