@@ -371,8 +371,13 @@ def test_os_exit_keeps_what_flush_acknowledged(tmp_path: Path) -> None:
 
 # -- opt-in flush on SIGTERM / SIGINT ------------------------------------------------------
 
+# Each child sets the dispositions the tests rely on: a shell that starts pytest in the
+# background (`cmd &`, nohup) hands its children SIGINT ignored, Python keeps an inherited
+# ignored SIGINT ignored, and flush_on_signals() rightly leaves an ignored signal ignored.
 _LOG_300 = """
 import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
 import summarylib as sl
 from summarylib.writer.signals import flush_on_signals
 a = sl.create_file_writer(sys.argv[1] + "/a", max_queue=10**6, flush_millis=10**9)
@@ -769,3 +774,30 @@ def test_fsync_true_syncs_background_flushes_too(tmp_path: Path, fsyncs: list[st
         sl.scalar("x", float(i), step=i)
     assert wait_until(lambda: fsyncs.count(str(w.path)) >= 1)
     w.close()
+
+
+def test_signal_tests_pass_when_pytest_runs_in_the_background() -> None:
+    # A shell's background job (`cmd &`, nohup) starts with SIGINT and SIGQUIT ignored, and
+    # the ignored disposition survives exec into every child. The signal tests must set the
+    # dispositions they rely on instead of inheriting them from whoever started pytest.
+    tests = [
+        f"{__file__}::test_sigint_flushes_then_raises_keyboard_interrupt",
+        f"{__file__}::test_sigterm_flushes_every_writer_then_dies_as_before",
+        f"{__file__}::test_sigterm_chains_to_the_previous_python_handler",
+    ]
+    launcher = (
+        "import os, signal, sys\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "signal.signal(signal.SIGQUIT, signal.SIG_IGN)\n"
+        "os.execv(sys.executable, [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider',"
+        " *sys.argv[1:]])\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", launcher, *tests],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "3 passed" in proc.stdout
