@@ -285,6 +285,53 @@ def test_normal_interpreter_exit_flushes_every_writer(
     assert _steps(tmp_path / "b") == {"acc": list(range(300))}
 
 
+def test_a_thread_still_logging_at_exit_gets_false_quietly(tmp_path: Path) -> None:
+    # A daemon thread logs every kind in a loop while the main thread ends the script: the
+    # exit hook closes the writer under it. Its ops then return False (one warning), never
+    # WriterClosedError into a thread that cannot handle it; what came before is in the file.
+    proc = _run_python(
+        f"""
+        import threading, warnings
+        import numpy as np
+        import summarylib as sl
+        w = sl.create_file_writer({str(tmp_path)!r})
+        results = []
+        started = threading.Event()
+        def log():
+            with w.as_default():
+                step = 0
+                while True:
+                    ok = sl.scalar("loss", 1.0, step=step)
+                    ok = sl.scalars({{"a": 1.0, "b": 2.0}}, step=step) and ok
+                    ok = sl.histogram("h", np.arange(10.0), step=step) and ok
+                    ok = sl.text("t", "x", step=step) and ok
+                    ok = sl.image("i", np.zeros((1, 2, 2, 3)), step=step) and ok
+                    results.append(ok)
+                    step += 1
+                    if step == 50:
+                        started.set()
+        threading.Thread(target=log, daemon=True).start()
+        started.wait()
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception in thread" not in proc.stderr, proc.stderr
+    assert proc.stderr.count("closed at interpreter exit") <= 1, proc.stderr
+    steps = _steps(tmp_path)
+    n = len(steps["loss"])
+    assert n >= 50
+    assert steps["loss"] == list(range(n))  # every event before the close, in order
+
+
+def test_explicit_close_still_raises_for_late_ops(tmp_path: Path) -> None:
+    w = sl.create_file_writer(str(tmp_path))
+    with w.as_default():
+        sl.scalar("loss", 1.0, step=0)
+        w.close()
+        with pytest.raises(sl.WriterClosedError):
+            sl.scalar("loss", 1.0, step=1)
+
+
 def test_a_close_that_timed_out_is_finished_at_exit(tmp_path: Path) -> None:
     # close(timeout) gave up (the output was stuck); the program then ends.
     # The exit hook still closes the writer once the output recovers.

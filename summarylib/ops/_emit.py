@@ -36,14 +36,16 @@ def _resource(writer: DefaultWriter) -> BufferedEventWriter:
 
 def emit_value(
     writer: DefaultWriter, tag: str, step: int, tensor: bytes, metadata: bytes | None
-) -> None:
+) -> bool:
     """Write one ``Summary.Value`` (serialized ``tensor`` and ``metadata``) as an Event."""
     res = _resource(writer)
     first = metadata is not None and tag not in res.tags_with_metadata
     value = value_bytes(tag, tensor, metadata if first else None)
-    res.append(summary_event(_time(), step, field_bytes(1, value)))
+    if not res.append(summary_event(_time(), step, field_bytes(1, value))):
+        return False  # dropped: the writer was closed at exit
     if first:
         res.tags_with_metadata.add(tag)
+    return True
 
 
 def emit_value_deferred(
@@ -53,7 +55,7 @@ def emit_value_deferred(
     make_tensor: Callable[[], bytes],
     metadata: bytes | None,
     size_hint: int,
-) -> None:
+) -> bool:
     """Like :func:`emit_value`, but ``make_tensor`` runs on the writer thread.
 
     Use it for expensive, infallible encoding (PNG, WAV, bucketing) of input
@@ -84,18 +86,21 @@ def emit_value_deferred(
         # and unmark) the event before this thread runs another line.
         res.tags_with_metadata.add(tag)
     try:
-        res.append(Deferred(make, size, f"the value of {tag!r} at step {step}"))
+        accepted = res.append(Deferred(make, size, f"the value of {tag!r} at step {step}"))
     except BaseException:
-        if first:
-            res.tags_with_metadata.discard(tag)  # not accepted
+        accepted = False
         raise
+    finally:
+        if first and not accepted:
+            res.tags_with_metadata.discard(tag)  # not accepted
+    return accepted
 
 
-def emit_summary(writer: DefaultWriter, step: int, summary: bytes) -> None:
-    """Write a serialized ``Summary`` verbatim as one Event."""
-    _resource(writer).append(summary_event(_time(), step, summary))
+def emit_summary(writer: DefaultWriter, step: int, summary: bytes) -> bool:
+    """Write a serialized ``Summary`` verbatim as one Event (False: dropped at exit)."""
+    return _resource(writer).append(summary_event(_time(), step, summary))
 
 
-def emit_event_field(writer: DefaultWriter, step: int, field: bytes) -> None:
-    """Write an Event whose ``what`` is the already encoded ``field`` (e.g. graph_def)."""
-    _resource(writer).append(event_bytes(_time(), step, field))
+def emit_event_field(writer: DefaultWriter, step: int, field: bytes) -> bool:
+    """Write an Event whose ``what`` is the already encoded field (False: dropped at exit)."""
+    return _resource(writer).append(event_bytes(_time(), step, field))

@@ -222,8 +222,7 @@ def audio(
     def make_tensor() -> bytes:
         return string_tensor_bytes((n, 2), _tensor_values(pcm, rate))
 
-    emit_value_deferred(writer, tag, step_, make_tensor, md, pcm.nbytes + 48 * n + 32)
-    return True
+    return emit_value_deferred(writer, tag, step_, make_tensor, md, pcm.nbytes + 48 * n + 32)
 
 
 def audio_pb(

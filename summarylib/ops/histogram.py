@@ -182,16 +182,14 @@ def histogram(
     k = check_buckets(buckets, "histogram")
     values, private = prepare(data, "histogram")
     if values.nbytes > _DEFER_MAX_BYTES:
-        emit_value(writer, tag, step_, _tensor(values, k), md)
-        return True
+        return emit_value(writer, tag, step_, _tensor(values, k), md)
     if not private:
         values = values.copy()
 
     def make_tensor() -> bytes:
         return _tensor(values, k)
 
-    emit_value_deferred(writer, tag, step_, make_tensor, md, values.nbytes + 24 * k + 16)
-    return True
+    return emit_value_deferred(writer, tag, step_, make_tensor, md, values.nbytes + 24 * k + 16)
 
 
 def histogram_pb(

@@ -159,8 +159,7 @@ def image(
         return string_tensor_bytes((2 + n,), _tensor_values(pixels, w, h))
 
     # Noise-like images barely compress: the raw size bounds the PNG size.
-    emit_value_deferred(writer, tag, step_, make_tensor, md, pixels.nbytes + 64 * n + 32)
-    return True
+    return emit_value_deferred(writer, tag, step_, make_tensor, md, pixels.nbytes + 64 * n + 32)
 
 
 def image_pb(

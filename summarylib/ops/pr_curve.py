@@ -366,8 +366,7 @@ def pr_curve(
     t = check_num_thresholds(num_thresholds, "pr_curve")
     md = _metadata(name, t, description, "pr_curve")
     lab, pred, w = prepare(labels, predictions, weights, "pr_curve")
-    emit_value(writer, tag + "/pr_curves", step_, _tensor(pr_data(lab, pred, w, t)), md)
-    return True
+    return emit_value(writer, tag + "/pr_curves", step_, _tensor(pr_data(lab, pred, w, t)), md)
 
 
 def pr_curve_raw(
@@ -410,8 +409,7 @@ def pr_curve_raw(
     )
     data = _raw_data(values, num_thresholds, "pr_curve_raw")
     md = _metadata(name, data.shape[1], description, "pr_curve_raw")
-    emit_value(writer, tag + "/pr_curves", step_, _tensor(data), md)
-    return True
+    return emit_value(writer, tag + "/pr_curves", step_, _tensor(data), md)
 
 
 def _summary(

@@ -140,8 +140,7 @@ def scalar(
     res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
     prefix = res.scalar_prefixes.get(tag)
     if prefix is None:
-        _write_first(res, tag, data, step, description)
-        return True
+        return _write_first(res, tag, data, step, description)
     # The whole Event in one Struct.pack: the wall-time key (9) and time, the
     # step field, the cached prefix, the value as float32 (see _event_packs).
     packs = _EVENT_PACKS.get(len(prefix)) or _event_packs(len(prefix))
@@ -167,8 +166,7 @@ def scalar(
             + prefix
             + f32_bytes(scalar_float(data, "scalar"))
         )
-    res.append(event)
-    return True
+    return res.append(event)  # False only after an exit hook closed the writer
 
 
 # len(prefix) -> the Struct packers of scalar()'s events with that prefix
@@ -191,15 +189,17 @@ def _event_packs(prefix_len: int) -> list[Callable[..., bytes]]:
 
 def _write_first(
     res: BufferedEventWriter, tag: str, data: Any, step: int, description: str | None
-) -> None:
+) -> bool:
     # First value of `tag` in this file: with metadata. Also caches the
     # prefix that every later event of the tag shares.
     value = f32_bytes(scalar_float(data, "scalar"))
     tag_field = field_bytes(1, _encode_tag(tag, "scalar"))
     v = tag_field + _TENSOR_FIELD + value + field_bytes(9, metadata_bytes(description))
     summary = field_bytes(1, v)
-    res.append(b"\x09" + pack_double(_time()) + step_field(step) + field_bytes(5, summary))
+    if not res.append(b"\x09" + pack_double(_time()) + step_field(step) + field_bytes(5, summary)):
+        return False
     _remember(res, tag, tag_field)
+    return True
 
 
 def _remember(res: BufferedEventWriter, tag: str, tag_field: bytes) -> None:
@@ -261,8 +261,7 @@ def scalars(
     if type(values) is dict:
         summary_field = _batch_summary(values, scope, res.scalar_prefixes)
         if summary_field is not None:
-            res.append(b"\x09" + pack_double(_time()) + step_field(step) + summary_field)
-            return True
+            return res.append(b"\x09" + pack_double(_time()) + step_field(step) + summary_field)
     get = res.scalar_prefixes.get
     parts: list[bytes] = []
     append = parts.append
@@ -298,7 +297,8 @@ def scalars(
     if not parts:
         return False  # empty mapping: nothing to write
     summary = b"".join(parts)
-    res.append(b"\x09" + pack_double(_time()) + step_field(step) + field_bytes(5, summary))
+    if not res.append(b"\x09" + pack_double(_time()) + step_field(step) + field_bytes(5, summary)):
+        return False
     for tag, tag_field in firsts:
         _remember(res, tag, tag_field)
     return True

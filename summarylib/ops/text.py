@@ -124,8 +124,7 @@ def text(
     writer, tag, step_ = resolved
     md = metadata_bytes(_PLUGIN_DATA, description, "text")
     shape, values = strings(data, "text")
-    emit_value(writer, tag, step_, string_tensor_bytes(shape, values), md)
-    return True
+    return emit_value(writer, tag, step_, string_tensor_bytes(shape, values), md)
 
 
 def text_pb(tag: str, data: Any, description: str | None = None) -> summary_pb2.Summary:

@@ -63,8 +63,7 @@ def write(
             # make the whole event unparsable for every reader.
             _check_parses(md, "SummaryMetadata", "write", "metadata")
     arr = to_numeric_or_string_array(evaluate(tensor), "write", "tensor")
-    emit_value(writer, tag, step_, array_tensor_bytes(arr, "write", "tensor"), md)
-    return True
+    return emit_value(writer, tag, step_, array_tensor_bytes(arr, "write", "tensor"), md)
 
 
 def write_raw_pb(
@@ -93,8 +92,7 @@ def write_raw_pb(
     items: Iterable[Any] = value if isinstance(value, (list, tuple)) else (value,)
     summary = b"".join(_serialized(item, "write_raw_pb", "tensor") for item in items)
     _check_summary(summary)
-    emit_summary(writer, step_, summary)
-    return True
+    return emit_summary(writer, step_, summary)
 
 
 def _check_summary(data: bytes) -> None:

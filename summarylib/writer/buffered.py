@@ -186,6 +186,10 @@ class BufferedEventWriter:
         self._wake_requested = False
         self._sync_requested = False
         self._closing = False
+        # Closed by an exit hook (interpreter exit, garbage collection), not by the user: a
+        # thread still logging then gets False from its ops instead of an exception.
+        self._closed_by_exit = False
+        self._dropped_warned = False
         self._error: BaseException | None = None
         # (first, end, error) of every event range lost since, by index as
         # counted by _taken; _loss_count counts ranges ever recorded.
@@ -202,36 +206,55 @@ class BufferedEventWriter:
     # ------------------------------------------------------------------
     # Caller side
     # ------------------------------------------------------------------
-    def append(self, payload: bytes | Deferred) -> None:
+    def append(self, payload: bytes | Deferred) -> bool:
         """Queue one serialized Event (or a :class:`Deferred` one). Thread-safe.
 
+        Returns True, or False (and drops ``payload``) once an exit hook has closed the
+        writer: see :meth:`close_at_exit`.
+
         Raises:
-          WriterClosedError: the writer is closed.
+          WriterClosedError: the writer is closed (by ``close()``).
           WriteFailedError: an earlier background write failed (once per failure).
         """
         lock = self._lock
         lock.acquire()
         try:
-            if self._trigger < 0:
-                self._before_append()
+            if self._trigger < 0 and not self._before_append():
+                return False
             pending = self._pending
             pending.append(payload)
             if len(pending) > self._trigger or len(payload) > self._large:
                 self._after_append()
         finally:
             lock.release()
+        return True
 
-    def _before_append(self) -> None:
-        # Slow path, lock held: closed, or an error is parked.
+    def _before_append(self) -> bool:
+        # Slow path, lock held: closed, or an error is parked. False: drop the event.
         if self._orphaned:
             raise WriterClosedError(
                 f"the summary writer for {self.name} writes to a custom Output of the "
                 "parent process; it cannot write after fork(): create a writer in the child"
             )
         if self._closed or self._closing:
+            if self._closed_by_exit:
+                self._warn_dropped()
+                return False
             raise WriterClosedError(f"summary writer for {self.name} is closed")
         self._surface_error()
         self._trigger = 0
+        return True
+
+    def _warn_dropped(self) -> None:
+        # Once per writer: a daemon thread that logs in a loop must not flood stderr.
+        if not self._dropped_warned:
+            self._dropped_warned = True
+            warnings.warn(
+                f"summarylib: the writer for {self.name} was closed at interpreter exit; "
+                "events logged after that are dropped",
+                RuntimeWarning,
+                stacklevel=4,
+            )
 
     def _after_append(self) -> None:
         # Slow path, lock held: account bytes, start or wake the thread, bound.
@@ -486,6 +509,20 @@ class BufferedEventWriter:
             err = _again(close_error)
         if err is not None:
             self._raise_or_warn(err)
+
+    def close_at_exit(self, timeout: float) -> None:
+        """``close(timeout)`` for exit hooks (interpreter exit, garbage collection).
+
+        Ops called after it (a daemon thread still logging while the interpreter exits)
+        return False with one warning instead of raising :class:`WriterClosedError` into a
+        thread that cannot handle it. Everything appended before it is written as by
+        ``close()``; a user's ``close()`` keeps raising for later events.
+        """
+        # Unlocked: an exit hook must not wait for a lock a stuck thread holds (close() has
+        # its own deadline), and a racing user close() only makes late ops quiet.
+        if not (self._closed or self._closing):
+            self._closed_by_exit = True
+        self.close(timeout)
 
     @property
     def closed(self) -> bool:
@@ -743,7 +780,7 @@ def _close_at_exit(ref: Callable[[], BufferedEventWriter | None]) -> None:
     if writer is None:
         return
     try:
-        writer.close(EXIT_TIMEOUT_SECS)
+        writer.close_at_exit(EXIT_TIMEOUT_SECS)
     except Exception as e:
         message = f"summarylib: closing {writer.name} failed: {e}"
         warnings.warn(message, RuntimeWarning, stacklevel=1)

@@ -193,9 +193,9 @@ class SummaryWriter:
             raise WriterClosedError(f"{where}: the summary writer for {self.path} is closed")
 
     # -- what ops use ------------------------------------------------------
-    def _append(self, payload: bytes) -> None:
-        """Queue one serialized Event (ops call this)."""
-        self._resource.append(payload)  # type: ignore[union-attr]
+    def _append(self, payload: bytes) -> bool:
+        """Queue one serialized Event (ops call this); False if an exit hook closed the writer."""
+        return self._resource.append(payload)  # type: ignore[union-attr]
 
     # -- pickling ------------------------------------------------------------
     def __reduce__(self) -> tuple[Any, ...]:
@@ -408,7 +408,7 @@ def _check_int(where: str, name: str, value: object, default: int, *, minimum: i
 def _close_quietly(resource: BufferedEventWriter) -> None:
     # Runs at garbage collection or interpreter exit: never raise, never hang.
     try:
-        resource.close(EXIT_TIMEOUT_SECS)
+        resource.close_at_exit(EXIT_TIMEOUT_SECS)
     except Exception as e:
         warnings.warn(
             f"summarylib: closing {resource.name} failed: {e}", RuntimeWarning, stacklevel=1
