@@ -69,11 +69,11 @@ def scan_chunk(buf: bytes, path: str, base: int, *, check_crc: bool = True) -> S
         sizes: list[int] = []
         o = off
         while len(sizes) < _WALK and o + 12 <= n:
-            (length,) = _unpack_q(buf, o)
-            if o + 16 + length > n:
-                break
             if masked_crc32c(buf[o : o + 8]) != _unpack_i(buf, o + 8)[0]:
                 raise DataLossError(path, base + o, "corrupted record (bad length checksum)")
+            (length,) = _unpack_q(buf, o)
+            if o + 16 + length > n:
+                break  # cut by the chunk's end (or a torn last record at the file's)
             sizes.append(length)
             o += 16 + length
         if not sizes:

@@ -101,8 +101,8 @@ def read_columns(
       purge: ``"eventaccumulator"`` (default) drops what TensorBoard's ``EventAccumulator``
         drops: in files with a file version of 2 or more, a ``SessionLog.START`` at step ``s``
         drops every earlier point of the run with step >= ``s``; in files without one, a
-        summary event whose step is below the previous event's drops the earlier points of
-        its own tags with step >= its step. ``"preempt"`` does what TensorBoard's data server
+        summary event whose step is below the previous summary event's drops the earlier
+        points of its own tags with step >= its step. ``"preempt"`` does what TensorBoard's data server
         does: a point drops every earlier point of its tag with a step >= its own (a repeated
         step keeps the last value). ``"none"`` keeps every point in file order.
       check_crc: check both checksums of every record (the default).
@@ -163,11 +163,13 @@ class _RunBuilder:
         from summarylib.reader.records import _open_regular
 
         with _open_regular(file) as f:
+            size = os.fstat(f.fileno()).st_size
             self._peek_version(f.peek(_CHUNK)[:_CHUNK])
             carry = b""
             base = 0
+            want = _CHUNK
             while True:
-                data = f.read(_CHUNK)
+                data = f.read(want)
                 buf = carry + data if carry else data
                 if not buf:
                     break
@@ -178,6 +180,12 @@ class _RunBuilder:
                 base += chunk.end
                 if not data:
                     break  # EOF: what is left is a torn last record (ignored, as TensorBoard)
+                # A record longer than a chunk is read whole at once (not grown chunk by
+                # chunk), but never past the file's size, whatever its length claims.
+                want = _CHUNK
+                if len(carry) >= 8:
+                    need = 16 + int.from_bytes(carry[:8], "little") - len(carry)
+                    want = max(_CHUNK, min(need, size - base - len(carry)))
 
     def _peek_version(self, head: bytes) -> None:
         # The file version decides how this file's events purge (EventAccumulator's rule);
@@ -219,7 +227,7 @@ class _RunBuilder:
                 matched, step, wall, values = decode_rows(rows, template)
                 self._add_bulk(template, order[matched], step, wall, values, scalars_wanted)
                 if matched.all():
-                    starts = starts[:0]
+                    starts, order = starts[:0], order[:0]
                     break
                 starts, order = starts[~matched], order[~matched]
             lengths = [phase.length] * len(starts)
@@ -366,9 +374,9 @@ class _RunBuilder:
         return None if keep.all() else keep
 
     def _out_of_order_purges(self, tag: str) -> list[tuple[int, int]]:
-        # EventAccumulator without a file version: a summary event whose step is below the
-        # most recent step purges, for its own tags, the earlier points with step >= its step;
-        # any other event becomes the most recent. Sequential, but only events of files
+        # EventAccumulator (as TensorBoard's server runs it) without a file version: a summary
+        # event whose step is below the previous summary event's purges, for its own tags,
+        # the earlier points with step >= its step. Sequential, but only events of files
         # without a version are noted, and runs whose steps never go back skip the walk.
         cache = getattr(self, "_purges", None)
         if cache is None:
@@ -394,11 +402,12 @@ class _RunBuilder:
             order[sort].tolist(), step[sort].tolist(), tags_of[sort].tolist(), strict=True
         )
         for o, s, t in ordered:
-            if t is not None and s < recent:
+            if t is None:
+                continue  # only summary events purge, and only they set the recent step
+            if s < recent:
                 for tag in t:
                     purges.setdefault(tag, []).append((o, s))
-            else:
-                recent = s
+            recent = s
         return purges
 
 
