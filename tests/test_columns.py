@@ -95,7 +95,7 @@ def _assert_value(kind: str, mine: Any, arr: np.ndarray, tag: str) -> None:
         assert mine == [bytes(b) for b in clips], tag
     elif kind == "text":
         expected = np.vectorize(lambda b: b.decode("utf-8", "replace"), otypes=[object])(arr)
-        assert mine == (expected.item() if expected.ndim == 0 else expected.tolist()), tag
+        assert mine == (expected.item() if expected.size == 1 else expected.tolist()), tag
     else:
         np.testing.assert_array_equal(mine, arr, err_msg=tag)
 

@@ -8,6 +8,7 @@ TensorBoard (see :func:`read_columns`).
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any, Literal
@@ -50,8 +51,9 @@ class Columns(Mapping[str, Any]):
     ``value`` depends on the kind: float32 ``[n]`` for scalars; float64 ``[n, k, 3]``
     (left edge, right edge, count) for histograms whose events all have ``k`` buckets, else a
     list of ``[k_i, 3]`` arrays; for images and audio a list (one entry per event) of lists of
-    encoded PNG/WAV bytes; for text a list of ``str`` (or nested lists for text tensors of
-    rank > 0); for other tensors a list of arrays.
+    encoded PNG/WAV bytes; for text a list of ``str`` (a text tensor of one element, whatever
+    its rank, is its string; larger ones are nested lists of ``str`` in their shape); for
+    other tensors a list of arrays.
     """
 
     __slots__ = ("step", "value", "wall_time")
@@ -102,9 +104,9 @@ def read_columns(
         drops: in files with a file version of 2 or more, a ``SessionLog.START`` at step ``s``
         drops every earlier point of the run with step >= ``s``; in files without one, a
         summary event whose step is below the previous summary event's drops the earlier
-        points of its own tags with step >= its step. ``"preempt"`` does what TensorBoard's data server
-        does: a point drops every earlier point of its tag with a step >= its own (a repeated
-        step keeps the last value). ``"none"`` keeps every point in file order.
+        points of its own tags with step >= its step. ``"preempt"`` does what TensorBoard's
+        data server does: a point drops every earlier point of its tag with a step >= its own
+        (a repeated step keeps the last value). ``"none"`` keeps every point in file order.
       check_crc: check both checksums of every record (the default).
 
     Points are in file order within a run (files in name order).
@@ -248,11 +250,14 @@ class _RunBuilder:
         self._note_steps(order, step, tuple(t for t, _, _ in template.values))
         if not scalars_wanted:
             return
+        # Record numbers only order the parts; int32 holds them in all but enormous runs,
+        # and halves what they cost while the run is read.
+        compact = order.astype(np.int32) if len(order) and order[-1] < 2**31 else order
         for j, (tag, _, is_tensor) in enumerate(template.values):
             if self.tags is not None and tag not in self.tags:
                 continue
             target = self.bulk_tensor if is_tensor else self.bulk_simple
-            target.setdefault(tag, []).append((order, step, wall, values[:, j]))
+            target.setdefault(tag, []).append((compact, step, wall, values[:, j]))
 
     def _note_steps(
         self, order: np.ndarray, step: np.ndarray, tags: tuple[str, ...] | None
@@ -299,10 +304,13 @@ class _RunBuilder:
         for tag in sorted(tags):
             plugin = self.plugin_of.get(tag)
             kind_of_tag = _PLUGIN_KIND.get(plugin or "", "tensors" if plugin else None)
-            parts: list[tuple[np.ndarray, ...]] = list(self.bulk_simple.get(tag, ()))
+            # Popped, so each tag's parts are freed once its columns are built.
+            parts = self.bulk_simple.pop(tag, [])
+            tensor_parts = self.bulk_tensor.pop(tag, [])
             if kind_of_tag == "scalars":
-                parts += self.bulk_tensor.get(tag, ())
-            singles = [s for s in self.single.get(tag, ()) if _single_kind(s, kind_of_tag)]
+                parts += tensor_parts
+            del tensor_parts
+            singles = [s for s in self.single.pop(tag, ()) if _single_kind(s, kind_of_tag)]
             if not parts and not singles:
                 continue
             kind = "scalars" if parts else singles[0][4]
@@ -318,28 +326,53 @@ class _RunBuilder:
         self, tag: str, parts: list[tuple[np.ndarray, ...]], singles: list[tuple[Any, ...]]
     ) -> Columns:
         if singles:
-            parts = [
-                *parts,
+            parts.append(
                 (
                     np.array([s[0] for s in singles], dtype=np.int64),
                     np.array([s[1] for s in singles], dtype=np.int64),
                     np.array([s[2] for s in singles], dtype=np.float64),
                     np.array([s[3] for s in singles], dtype=np.float32),
-                ),
-            ]
-        order = np.concatenate([p[0] for p in parts])
-        sort = np.argsort(order, kind="stable") if len(parts) > 1 else None
+                )
+            )
+        # Each part is in file order already; parts usually follow each other too (chunks
+        # are read in order), and then no sort and no order column is needed.
+        in_order = all(a[0][-1] < b[0][0] for a, b in itertools.pairwise(parts))
+        order = None
+        if not in_order or self._may_purge(tag):
+            order = np.concatenate([p[0] for p in parts])
+        sort = None if order is None or in_order else np.argsort(order, kind="stable")
         columns = []
-        for i in range(4):
-            col = np.concatenate([p[i] for p in parts]) if len(parts) > 1 else parts[0][i]
+        for i in (1, 2, 3):
+            # One column at a time, each part's piece released once copied: the peak stays
+            # near the size of the result.
+            pieces = [p[i] for p in parts]
+            for k, p in enumerate(parts):
+                parts[k] = (*p[:i], None, *p[i + 1 :])  # type: ignore[arg-type]
+            col = np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
+            del pieces
             columns.append(col[sort] if sort is not None else col)
-        order, step, wall, value = columns
-        keep = self._survivors(tag, order, step)
-        if keep is not None:
-            step, wall, value = step[keep], wall[keep], value[keep]
+        step, wall, value = columns
+        if order is not None:
+            if sort is not None:
+                order = order[sort]
+            keep = self._survivors(tag, order, step)
+            if keep is not None:
+                step, wall, value = step[keep], wall[keep], value[keep]
+        elif self.purge == "preempt":
+            keep = _preempted(step)
+            if keep is not None:
+                step, wall, value = step[keep], wall[keep], value[keep]
         return Columns(
             step.astype(np.int64, copy=False), wall.astype(np.float64, copy=False), value
         )
+
+    def _may_purge(self, tag: str) -> bool:
+        # Whether the eventaccumulator rules can drop a point of `tag` (needs record order).
+        if self.purge != "eventaccumulator":
+            return False
+        if any(v is not None and v >= 2 for _, _, v in self.starts):
+            return True
+        return bool(self._out_of_order_purges(tag))
 
     def _other_columns(self, tag: str, kind: str, singles: list[tuple[Any, ...]]) -> Columns:
         order = np.array([s[0] for s in singles], dtype=np.int64)
@@ -360,11 +393,7 @@ class _RunBuilder:
         if self.purge == "none" or not len(step):
             return None
         if self.purge == "preempt":
-            # A point survives when every later point of the tag has a greater step.
-            later_min = np.minimum.accumulate(step[::-1])[::-1]
-            keep = np.ones(len(step), dtype=bool)
-            keep[:-1] = step[:-1] < later_min[1:]
-            return None if keep.all() else keep
+            return _preempted(step)
         keep = np.ones(len(step), dtype=bool)
         for start_order, start_step, version in self.starts:
             if version is not None and version >= 2:
@@ -409,6 +438,16 @@ class _RunBuilder:
                     purges.setdefault(tag, []).append((o, s))
             recent = s
         return purges
+
+
+def _preempted(step: np.ndarray) -> np.ndarray | None:
+    """The data server's rule: a point survives when every later point has a greater step."""
+    if len(step) < 2:
+        return None
+    later_min = np.minimum.accumulate(step[::-1])[::-1]
+    keep = np.ones(len(step), dtype=bool)
+    keep[:-1] = step[:-1] < later_min[1:]
+    return None if keep.all() else keep
 
 
 def _single_kind(single: tuple[Any, ...], kind_of_tag: str | None) -> bool:
@@ -467,8 +506,16 @@ def _decode_value(value: Any, plugin: str | None) -> tuple[str, Any] | None:
 
 
 def _text(strings: Any) -> Any:
+    # A text tensor of one element (torch writes shape [1]) is its string, as tbparse reads
+    # it; larger ones keep their shape as nested lists.
+    while isinstance(strings, list) and len(strings) == 1:
+        strings = strings[0]
+    return _decoded(strings)
+
+
+def _decoded(strings: Any) -> Any:
     if isinstance(strings, list):
-        return [_text(s) for s in strings]
+        return [_decoded(s) for s in strings]
     return strings.decode("utf-8", "replace")
 
 

@@ -185,7 +185,9 @@ def _axes(draw: ImageDraw.ImageDraw, chart: Chart, font: Any) -> None:
         draw.text((4, y - 6), f"{value:.4g}", fill=_AXIS, font=font)
         x = chart.left + fy * (chart.right - chart.left)
         step = chart.x_range[0] + fy * (chart.x_range[1] - chart.x_range[0])
-        draw.text((x - 10, chart.bottom + 8), f"{step:.6g}", fill=_AXIS, font=font)
+        span = chart.x_range[1] - chart.x_range[0]
+        label = f"{round(step)}" if span >= 8 else f"{step:.3g}"  # steps are integers
+        draw.text((x - 10, chart.bottom + 8), label, fill=_AXIS, font=font)
     draw.line(
         [(chart.left, chart.top), (chart.left, chart.bottom), (chart.right, chart.bottom)],
         fill=_AXIS,
