@@ -1,5 +1,6 @@
 """``python -m summarylib`` / ``summarylib``: inspect and verify logdirs.
 
+``export``, ``plot`` and ``tail`` read scalars (see :mod:`summarylib.cli_reading`).
 ``inspect LOGDIR`` lists runs, their tags (with plugin, number of values,
 step range and first/last wall time) and other events; ``verify LOGDIR``
 checks every record of every event file and exits non-zero on corruption,
@@ -17,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TextIO
 
+from summarylib.cli_reading import COMMANDS as READING_COMMANDS
+from summarylib.cli_reading import add_reading_parsers, run_reading_command
 from summarylib.errors import DataLossError
 
 __all__ = ["main"]
@@ -62,12 +65,16 @@ def inspect_logdir(logdir: str) -> dict[str, RunStats]:
     """Summarize every run of ``logdir``. Corrupt files are noted, not raised."""
     from google.protobuf.message import DecodeError
 
+    from summarylib.progress import Progress
     from summarylib.proto import event_pb2
     from summarylib.reader.records import RecordReader
     from summarylib.reader.runs import list_runs
 
     out: dict[str, RunStats] = {}
-    for run, files in list_runs(logdir).items():
+    bar = Progress("inspect")
+    all_runs = list_runs(logdir)
+    for done, (run, files) in enumerate(all_runs.items()):
+        bar.update(done, len(all_runs))
         stats = out[run] = RunStats(files=len(files))
         for path in files:
             reader = RecordReader(path)
@@ -102,6 +109,7 @@ def inspect_logdir(logdir: str) -> dict[str, RunStats]:
                     f"{path}: truncated last record at offset {reader.truncated_at} "
                     "(still being written?)"
                 )
+    bar.close()
     return out
 
 
@@ -155,9 +163,13 @@ def verify(paths: Sequence[str], out: TextIO) -> int:
         else:
             print(f"error: no such file or directory: {p}", file=out)
             return 2
+    from summarylib.progress import Progress
+
     bad = 0
     records = 0
-    for path in files:
+    bar = Progress("verify")
+    for done, path in enumerate(files):
+        bar.update(done, len(files))
         reader = RecordReader(path)
         try:
             for offset, payload in reader:
@@ -180,6 +192,7 @@ def verify(paths: Sequence[str], out: TextIO) -> int:
                 "(a file still being written looks like this)",
                 file=out,
             )
+    bar.close()
     status = "FAILED" if bad else "OK"
     print(f"{status}: {len(files)} file(s), {records} valid record(s), {bad} corrupt file(s)",
           file=out)
@@ -188,7 +201,8 @@ def verify(paths: Sequence[str], out: TextIO) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="summarylib", description="Inspect and verify TensorBoard event files."
+        prog="summarylib",
+        description="Inspect, verify, export, plot and follow TensorBoard event files.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     p_inspect = sub.add_parser("inspect", help="list runs, tags, counts, steps and times")
@@ -196,7 +210,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_inspect.add_argument("--json", action="store_true", help="print JSON instead of text")
     p_verify = sub.add_parser("verify", help="check every record; exit 1 on corruption")
     p_verify.add_argument("paths", nargs="+", metavar="LOGDIR_OR_FILE")
+    add_reading_parsers(sub)
     args = parser.parse_args(argv)
+    if args.command in READING_COMMANDS:
+        return run_reading_command(args)
     if args.command == "inspect":
         if not os.path.isdir(args.logdir):
             print(f"error: not a directory: {args.logdir}", file=sys.stderr)

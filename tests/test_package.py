@@ -133,7 +133,7 @@ def test_ci_has_every_optional_tool() -> None:
     import importlib.util
 
     missing = [
-        m for m in ("torch", "jax", "grpc_tools", "tbparse", "pytest_timeout")
+        m for m in ("torch", "jax", "grpc_tools", "tbparse", "pytest_timeout", "pandas", "pyarrow")
         if importlib.util.find_spec(m) is None
     ]
     assert not missing, f"CI environment lacks {missing}"

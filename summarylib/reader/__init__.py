@@ -1,4 +1,4 @@
-"""Read event files back: records, events, runs and scalars.
+"""Read event files back: records, events, runs, scalars, numpy columns and DataFrames.
 
 Files are treated as untrusted input: both CRCs of every record are checked, a
 length is never trusted beyond what the file holds, a torn last record (a file
@@ -10,12 +10,15 @@ raises :class:`~summarylib.errors.DataLossError` naming the file and offset.
     {'.': {'loss': [(0, 1700000000.1, 0.9), (1, 1700000000.2, 0.7)]}}
 """
 
+from summarylib.reader.columns import KINDS, Columns, read_columns
 from summarylib.reader.events import iter_events, iter_run_events, iter_summary_values
 from summarylib.reader.records import Record, RecordReader, iter_records
 from summarylib.reader.runs import event_files, list_runs
 from summarylib.reader.scalars import read_scalars
 
 __all__ = [
+    "KINDS",
+    "Columns",
     "Record",
     "RecordReader",
     "event_files",
@@ -24,5 +27,17 @@ __all__ = [
     "iter_run_events",
     "iter_summary_values",
     "list_runs",
+    "read_columns",
+    "read_dataframe",
+    "read_hparams",
     "read_scalars",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # pandas views load on first use: the reader itself never needs pandas.
+    if name in ("read_dataframe", "read_hparams"):
+        from summarylib.reader import frames
+
+        return getattr(frames, name)
+    raise AttributeError(f"module 'summarylib.reader' has no attribute {name!r}")

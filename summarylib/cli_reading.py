@@ -1,0 +1,113 @@
+"""The reading commands of the CLI: ``export``, ``plot`` and ``tail``."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+
+__all__ = ["add_reading_parsers", "run_reading_command"]
+
+COMMANDS = ("export", "plot", "tail")
+
+
+def add_reading_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``export``, ``plot`` and ``tail`` subcommands to ``sub``."""
+    p = sub.add_parser("export", help="write every scalar as CSV, JSON Lines or Parquet")
+    p.add_argument("logdir")
+    p.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv")
+    p.add_argument("-o", "--output", help="output file (default: scalars.<format>)")
+    p.add_argument("--tag", action="append", dest="tags", help="only this tag (repeatable)")
+    p.add_argument("--run", action="append", dest="runs", help="only this run (repeatable)")
+    p = sub.add_parser("plot", help="draw a tag's curves of one or more runs to a PNG")
+    p.add_argument("logdir")
+    p.add_argument("--tag", required=True)
+    p.add_argument("--run", action="append", dest="runs", help="only this run (repeatable)")
+    p.add_argument("-o", "--output", default=None, help="PNG file (default: <tag>.png)")
+    p.add_argument("--smoothing", type=float, default=0.6, help="TensorBoard's smoothing, [0, 1)")
+    p.add_argument("--log-y", action="store_true", help="logarithmic y axis")
+    p.add_argument("--size", default="800x450", help="WIDTHxHEIGHT in pixels")
+    p = sub.add_parser("tail", help="print new scalars as they are written, with sparklines")
+    p.add_argument("logdir")
+    p.add_argument("--interval", type=float, default=1.0, help="seconds between polls")
+    p.add_argument("--from-start", action="store_true", help="print what is there first")
+    p.add_argument("--width", type=int, default=20, help="sparkline length")
+
+
+def run_reading_command(args: argparse.Namespace) -> int:
+    """Run a subcommand added by :func:`add_reading_parsers`; return the exit status."""
+    if not os.path.isdir(args.logdir):
+        print(f"error: not a directory: {args.logdir}", file=sys.stderr)
+        return 2
+    if args.command == "export":
+        return _export(args)
+    if args.command == "plot":
+        return _plot(args)
+    return _tail(args)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from summarylib.progress import Progress
+    from summarylib.reader.export import export_scalars
+
+    out = args.output or f"scalars.{args.format}"
+    bar = Progress("export")
+    try:
+        rows = export_scalars(
+            args.logdir, out, args.format, tags=args.tags, runs=args.runs, progress=bar.update
+        )
+    except ImportError as e:
+        print(f"error: {args.format} needs pyarrow ({e})", file=sys.stderr)
+        return 2
+    finally:
+        bar.close()
+    print(f"wrote {rows} rows to {out}")
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from summarylib.reader.columns import read_columns
+    from summarylib.reader.plotting import draw_chart
+
+    try:
+        width, height = (int(v) for v in args.size.lower().split("x"))
+    except ValueError:
+        print(f"error: --size must be WIDTHxHEIGHT, got {args.size!r}", file=sys.stderr)
+        return 2
+    data = read_columns(args.logdir, ("scalars",), [args.tag], args.runs)
+    series = {
+        run: (tags[args.tag].step, tags[args.tag].value) for run, tags in sorted(data.items())
+    }
+    if not series:
+        print(f"error: no run has a scalar tag {args.tag!r}", file=sys.stderr)
+        return 1
+    out = args.output or args.tag.replace("/", "_") + ".png"
+    try:
+        draw_chart(
+            series,
+            out,
+            title=args.tag,
+            smoothing=args.smoothing,
+            log_y=args.log_y,
+            size=(width, height),
+        )
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {out} ({len(series)} run(s))")
+    return 0
+
+
+def _tail(args: argparse.Namespace) -> int:
+    from summarylib.reader.tailing import tail
+
+    with contextlib.suppress(KeyboardInterrupt):
+        tail(
+            args.logdir,
+            sys.stdout,
+            interval=args.interval,
+            width=args.width,
+            from_start=args.from_start,
+        )
+    return 0
