@@ -37,7 +37,7 @@ from torch import nn
 
 import summarylib as sl
 from summarylib.graph import check
-from summarylib.graph.capture import capture
+from summarylib.graph.capturing import capture
 from tests.torch_models import Branchy, ResNet, TransformerBlock
 
 # --- models -----------------------------------------------------------------------------

@@ -28,9 +28,9 @@ from tensorboard.plugins.graph import keras_util  # noqa: E402
 
 import summarylib as sl  # noqa: E402
 import summarylib.graph as sg  # noqa: E402
-import summarylib.graph.trace as trace_mod  # noqa: E402
+import summarylib.graph.tracing as trace_mod  # noqa: E402
 from summarylib.graph import GraphBuilder  # noqa: E402
-from summarylib.graph.capture import capture, module_tree, trace, untrace  # noqa: E402
+from summarylib.graph.capturing import capture, module_tree, trace, untrace  # noqa: E402
 from summarylib.proto import step_stats_pb2  # noqa: E402
 from tests import test_graph_jax as jax_models  # noqa: E402
 from tests import torch_models  # noqa: E402

@@ -30,10 +30,10 @@ from tensorboard.util import tensor_util  # noqa: E402
 
 import summarylib as sl  # noqa: E402
 import summarylib.graph as sg  # noqa: E402
-import summarylib.graph.trace as trace_mod  # noqa: E402
+import summarylib.graph.tracing as trace_mod  # noqa: E402
 from summarylib.graph import Graph, check  # noqa: E402
 from summarylib.graph.adapters import GraphCaptureWarning  # noqa: E402
-from summarylib.graph.capture import capture, module_tree, trace, untrace  # noqa: E402
+from summarylib.graph.capturing import capture, module_tree, trace, untrace  # noqa: E402
 from tests.helpers import only_file, tb_events  # noqa: E402
 from tests.torch_models import (  # noqa: E402
     Branchy,

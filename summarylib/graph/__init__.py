@@ -7,8 +7,10 @@
   :func:`trace_off` — tagged graphs captured in between (with an optional profile);
   :func:`write_run_metadata` — a profile of the run-level graph;
   :func:`write_conceptual_graph` — the "Conceptual graph" of a :class:`Module` tree.
-* ``trace(fn_or_module)`` — wrap a model so a capture adapter records its graph inside a
-  trace; adapters call :func:`record_graph`.
+* :func:`capture` — a model's graph now (torch.export/fx/jit, JAX);
+  :func:`trace` — wrap a model so its graph is recorded on its first call inside a trace;
+  :func:`module_tree` — a torch model's conceptual graph. Adapters call
+  :func:`record_graph`; :func:`register_tracer` adds one for another framework.
 * :func:`check` — lint: what the dashboard will do with a graph.
 
 Importing this package loads neither numpy nor protobuf; conversion and writing load them
@@ -17,13 +19,12 @@ on first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from summarylib.graph.builder import GraphBuilder
+from summarylib.graph.capturing import GraphCaptureWarning, capture, module_tree, trace, untrace
 from summarylib.graph.conceptual import PARENT_INPUT, Module, keras_json, write_conceptual_graph
 from summarylib.graph.ir import DType, Graph, Node, TensorSpec
 from summarylib.graph.lint import Issue, check
-from summarylib.graph.trace import (
+from summarylib.graph.tracing import (
     is_tracing,
     profiler_enabled,
     record_graph,
@@ -34,27 +35,22 @@ from summarylib.graph.trace import (
 )
 from summarylib.graph.writers import NodeStats, write_graph, write_run_metadata
 
-if TYPE_CHECKING:
-    # Type checkers see the function; at run time ``trace`` is the module
-    # summarylib.graph.trace, made callable, so both ``trace(model)`` and
-    # ``from summarylib.graph.trace import record_graph`` work.
-    from summarylib.graph.trace import trace as trace
-else:
-    from summarylib.graph import trace
-
 __all__ = [
     "PARENT_INPUT",
     "DType",
     "Graph",
     "GraphBuilder",
+    "GraphCaptureWarning",
     "Issue",
     "Module",
     "Node",
     "NodeStats",
     "TensorSpec",
+    "capture",
     "check",
     "is_tracing",
     "keras_json",
+    "module_tree",
     "profiler_enabled",
     "record_graph",
     "register_tracer",
@@ -62,6 +58,7 @@ __all__ = [
     "trace_export",
     "trace_off",
     "trace_on",
+    "untrace",
     "write_conceptual_graph",
     "write_graph",
     "write_run_metadata",

@@ -522,17 +522,3 @@ def _arg_names(fn: Any, n: int) -> list[str]:
     while len(names) < n:
         names.append(f"input_{len(names)}")
     return names[:n]
-
-
-def _register() -> None:
-    from summarylib.graph.trace import register_tracer
-
-    def tracer(obj: Any, **options: Any) -> Any:
-        from summarylib.graph.capture import trace
-
-        return trace(obj, framework="jax", **options)
-
-    register_tracer("jax", tracer)
-
-
-_register()

@@ -41,12 +41,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
-import inspect
 import io
 import logging
 import operator
-import re
 import sys
 import warnings
 from collections.abc import Hashable, Sequence
@@ -58,9 +55,20 @@ from summarylib.graph.adapters import (
     PendingNode,
     const_attrs,
     gc_paused,
-    plain_attr,
     sanitize,
     warn_capture,
+)
+from summarylib.graph.adapters.torch_common import (
+    arg_names,
+    device_string,
+    dtype_string,
+    key_segments,
+    module_path,
+    op_attr,
+    scope_path,
+    small_numpy,
+    spec_of,
+    torch_module,
 )
 from summarylib.graph.ir import DType, Graph, TensorSpec
 
@@ -79,139 +87,12 @@ __all__ = [
 _METHODS = ("auto", "export", "fx", "jit")
 
 
-def _mod(name: str) -> Any:
-    """Import a torch module as ``Any``: torch's own annotations change between versions and
-    this adapter only passes its objects through."""
-    mod = sys.modules.get(name)  # called per node: skip importlib when already imported
-    return mod if mod is not None else importlib.import_module(name)
-
-
 # --- torch values -> IR ----------------------------------------------------------------
-
-
-_DTYPE_STRINGS: dict[Any, str | None] = {}
-
-
-def dtype_string(dtype: Any) -> str | None:
-    """``torch.float32`` -> ``"float32"``; None for anything that is not a torch dtype."""
-    if dtype is None:
-        return None
-    try:
-        return _DTYPE_STRINGS[dtype]  # called for every tensor of the graph: cache
-    except (KeyError, TypeError):
-        pass
-    text = str(dtype)
-    name = text[6:] if text.startswith("torch.") else None
-    if name is not None:
-        _DTYPE_STRINGS[dtype] = name
-    return name
-
-
-def device_string(device: Any) -> str:
-    """``torch.device("cuda", 1)`` -> ``"/device:CUDA:1"``; ``cpu`` -> ``"/device:CPU:0"``.
-
-    ``meta`` devices (fake tensors that know no real device) give ``""``.
-    """
-    if device is None:
-        return ""
-    try:
-        return _DEVICE_STRINGS[device]  # called for every parameter: cache
-    except (KeyError, TypeError):
-        pass
-    kind = getattr(device, "type", None) or str(device).split(":")[0]
-    index = getattr(device, "index", None)
-    text = "" if kind == "meta" else f"/device:{kind.upper()}:{0 if index is None else index}"
-    with contextlib.suppress(TypeError):
-        _DEVICE_STRINGS[device] = text
-    return text
-
-
-_DEVICE_STRINGS: dict[Any, str] = {}
-
-
-def spec_of(value: Any) -> TensorSpec | None:
-    """A tensor-like (real, fake, ``TensorMetadata``) or a Python/symbolic scalar as a spec.
-
-    Symbolic sizes become unknown dims (None). Returns None for other objects.
-    """
-    shape = getattr(value, "shape", None)
-    dtype = getattr(value, "dtype", None)
-    if shape is not None and dtype is not None:
-        dims = tuple(shape)
-        if not all(type(d) is int for d in dims):  # symbolic sizes
-            dims = tuple(d if type(d) is int else _maybe_int(d) for d in dims)
-        return TensorSpec(dims, dtype_string(dtype))
-    kind = type(value).__name__
-    if isinstance(value, bool) or kind == "SymBool":
-        return TensorSpec((), "bool")
-    if isinstance(value, int) or kind == "SymInt":
-        return TensorSpec((), "int64")
-    if isinstance(value, float) or kind == "SymFloat":
-        return TensorSpec((), "float32")
-    return None
-
-
-def _maybe_int(d: Any) -> int | None:
-    # A SymInt with a concrete hint would be specialised; an unbacked one is unknown.
-    node = getattr(d, "node", None)
-    if node is not None and hasattr(node, "maybe_as_int"):
-        v = node.maybe_as_int()
-        return v if isinstance(v, int) else None
-    try:
-        return int(d)
-    except Exception:
-        return None
-
-
-def module_path(path: str) -> str:
-    """A module path as written by any tracer, in plain dotted form (``layer1.0.conv1``).
-
-    Non-strict export writes ``layer1.0.conv1``; dynamo-based export
-    ``L['self'].layer1[0].conv1``; jit ``__module.layer1.0``.
-    """
-    path = path.strip()
-    for prefix in (r"L\['self'\]", "L__self__", "__module", "self"):
-        path = re.sub(rf"^{prefix}(\.|$)", "", path)
-    path = re.sub(r"\[['\"]?([^\]'\"]+)['\"]?\]", r".\1", path)
-    return path.strip(".")
-
-
-def _scope(dotted: str) -> str:
-    return "/".join(sanitize(p) for p in dotted.split(".") if p)
-
-
-def arg_names(fn: Any, n: int) -> list[str]:
-    """Names of the first ``n`` positional parameters of ``fn`` (``input_i`` if unknown)."""
-    names: list[str] = []
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        params = []
-    for p in params:
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            names.append(p.name)
-        elif p.kind == p.VAR_POSITIONAL:
-            break
-    while len(names) < n:
-        names.append(f"input_{len(names)}")
-    return names[:n]
-
-
-def _key_segments(keys: Sequence[Any]) -> list[str]:
-    out = []
-    for k in keys:
-        for attr in ("key", "idx", "name"):
-            if hasattr(k, attr):
-                out.append(sanitize(str(getattr(k, attr))))
-                break
-        else:
-            out.append(sanitize(str(k)))
-    return out
 
 
 def _input_paths(in_spec: Any, forward: Any) -> list[str]:
     """Names of the flattened user inputs: ``x``, ``batch/image``, ``mask`` (kwargs)."""
-    pytree = _mod("torch.utils._pytree")
+    pytree = torch_module("torch.utils._pytree")
 
     tree = pytree.tree_unflatten(list(range(in_spec.num_leaves)), in_spec)
     leaves = pytree.tree_flatten_with_path(tree)[0]
@@ -219,7 +100,7 @@ def _input_paths(in_spec: Any, forward: Any) -> list[str]:
     names = arg_names(forward, n_args)
     out = []
     for path, _ in leaves:
-        segs = _key_segments(path)
+        segs = key_segments(path)
         if len(segs) >= 2 and segs[0] == "0":  # (args, kwargs) -> args[i]
             segs = [sanitize(names[int(segs[1])]), *segs[2:]]
         elif len(segs) >= 2 and segs[0] == "1":
@@ -229,10 +110,10 @@ def _input_paths(in_spec: Any, forward: Any) -> list[str]:
 
 
 def _output_paths(out_spec: Any) -> list[str]:
-    pytree = _mod("torch.utils._pytree")
+    pytree = torch_module("torch.utils._pytree")
 
     tree = pytree.tree_unflatten(list(range(out_spec.num_leaves)), out_spec)
-    return ["/".join(_key_segments(p)) for p, _ in pytree.tree_flatten_with_path(tree)[0]]
+    return ["/".join(key_segments(p)) for p, _ in pytree.tree_flatten_with_path(tree)[0]]
 
 
 def _specs(val: Any) -> list[TensorSpec]:
@@ -252,7 +133,7 @@ def _device_of(val: Any, default: str) -> str:
 
 def _example_device(values: Any) -> str:
     """The device of the first tensor among the example inputs (CPU if there is none)."""
-    pytree = _mod("torch.utils._pytree")
+    pytree = torch_module("torch.utils._pytree")
 
     for leaf in pytree.tree_leaves(values):
         dev = getattr(leaf, "device", None)
@@ -322,7 +203,7 @@ class _Walker:
     def split_args(self, target: Any, args: Sequence[Any], kwargs: dict[str, Any], node: Any
                    ) -> tuple[list[tuple[Hashable, int]], dict[str, object]]:
         """Tensor arguments become inputs; the others attrs named by the op schema."""
-        torch = _mod("torch")
+        torch = torch_module("torch")
 
         names = _schema_names(target)
         inputs: list[tuple[Hashable, int]] = []
@@ -346,7 +227,7 @@ class _Walker:
                     if any(not isinstance(v, _Marker) for v in _flat(shown)):
                         attrs[name] = str(shown)[:256]
                 continue
-            ok, attr = _attr(value)
+            ok, attr = op_attr(value)
             if ok:
                 attrs[name] = attr
         return inputs, attrs
@@ -363,15 +244,15 @@ class _Walker:
         spec = spec_of(val) or TensorSpec(None)
         stored = None
         if value is not None and kind == "constant":
-            stored = _small_numpy(value)
+            stored = small_numpy(value)
         attrs = const_attrs(spec, stored, {"target": target, "kind": kind})
-        self.add(PendingNode(key, _scope(parent) if scope is None else scope, leaf or target,
+        self.add(PendingNode(key, scope_path(parent) if scope is None else scope, leaf or target,
                              "Const", attrs=attrs, outputs=[spec],
                              device=device or _device_of(val, self.device)))
 
     def outputs(self, leaves: Sequence[Any], paths: Sequence[str]) -> None:
         """Identity nodes for user outputs (Const for non-tensor outputs; None skipped)."""
-        torch = _mod("torch")
+        torch = torch_module("torch")
 
         single = len(leaves) == 1
         for i, (leaf, path) in enumerate(zip(leaves, paths, strict=True)):
@@ -394,7 +275,7 @@ class _Walker:
         if isinstance(value, str):
             spec = TensorSpec((), "string")
         attrs: dict[str, object] = {"dtype": DType(spec.dtype)} if spec.dtype else {}
-        ok, attr = _attr(value)
+        ok, attr = op_attr(value)
         if ok:
             attrs["value"] = attr
         self.add(PendingNode(key, scope, base, "Const", attrs=attrs, outputs=[spec],
@@ -428,28 +309,6 @@ def _split_path(path: str) -> tuple[str, str]:
     return scope, base
 
 
-def _attr(value: Any) -> tuple[bool, object]:
-    """A torch op argument as an attr (dtypes as ``DType``, devices/layouts as text)."""
-    t = type(value)
-    if t.__module__ == "torch" and t.__name__ == "dtype":
-        name = dtype_string(value)
-        return (True, DType(name)) if name else (True, str(value))
-    if hasattr(value, "shape") and hasattr(value, "dtype"):  # a tensor argument
-        small = _small_numpy(value)
-        return (True, small) if small is not None else (True, f"tensor{list(value.shape)}")
-    return plain_attr(value)
-
-
-def _small_numpy(value: Any) -> Any:
-    """A real tensor as a numpy array if it is at most 1 KB (else None)."""
-    try:
-        if value.numel() * value.element_size() > 1024 or type(value).__name__ != "Tensor":
-            return None
-        return value.detach().cpu().numpy()
-    except Exception:  # fake, meta, bfloat16 (no numpy dtype), ...
-        return None
-
-
 def _scope_of_node(node: Any) -> str:
     stack = node.meta.get("nn_module_stack")
     if not stack:
@@ -460,7 +319,7 @@ def _scope_of_node(node: Any) -> str:
 @functools.lru_cache(maxsize=4096)
 def _scope_of_path(path: str) -> str:
     # Many nodes share a module path: convert each once.
-    return _scope(module_path(path))
+    return scope_path(module_path(path))
 
 
 # --- torch.export ----------------------------------------------------------------------
@@ -482,8 +341,8 @@ def _from_ep(ep: Any, device: str | None, forward: Any) -> tuple[Graph, dict[Has
 
 
 def _walk_ep(ep: Any, device: str | None, forward: Any) -> tuple[Graph, dict[Hashable, str]]:
-    torch = _mod("torch")
-    gs = _mod("torch.export.graph_signature")
+    torch = torch_module("torch")
+    gs = torch_module("torch.export.graph_signature")
     InputKind, OutputKind = gs.InputKind, gs.OutputKind
 
     where = "capture(torch.export)"
@@ -576,7 +435,7 @@ def _walk_ep(ep: Any, device: str | None, forward: Any) -> tuple[Graph, dict[Has
 def _call_function(w: _Walker, node: Any, dev: str,
                    outputs: list[TensorSpec] | None = None) -> None:
     """An op node (``outputs``: its specs if known, else from the node's metadata)."""
-    torch = _mod("torch")
+    torch = torch_module("torch")
 
     target = node.target
     if target is operator.getitem and isinstance(node.args[0], torch.fx.Node) \
@@ -632,7 +491,7 @@ def _assign(w: _Walker, leaf: Any, ospec: Any, dev: str, sig: Any) -> None:
         return
     parent, _, leafname = target.rpartition(".")
     specs = w.specs.get(r[0], [])
-    w.add(PendingNode(("assign", target), _scope(parent), f"{leafname}_assign", "Assign",
+    w.add(PendingNode(("assign", target), scope_path(parent), f"{leafname}_assign", "Assign",
                       inputs=[(src_key, 0), r], outputs=specs[r[1]: r[1] + 1], device=dev))
 
 
@@ -658,7 +517,7 @@ def _from_fx(gm: Any, example_inputs: Sequence[Any], device: str | None, root: A
              timed: bool) -> tuple[Graph, list[Any] | None]:
     """:func:`from_fx`, plus (when ``timed``) a ``NodeStats`` per timed op of the run that
     found the shapes (None if that run failed: fake tensors are not timed)."""
-    torch = _mod("torch")
+    torch = torch_module("torch")
 
     where = "capture(torch.fx)"
     root = root if root is not None else gm
@@ -702,12 +561,12 @@ def _from_fx(gm: Any, example_inputs: Sequence[Any], device: str | None, root: A
             elif op == "output":
                 output_node = node
         if output_node is not None:
-            pytree = _mod("torch.utils._pytree")
+            pytree = torch_module("torch.utils._pytree")
 
             flat = pytree.tree_flatten_with_path(
                 output_node.args[0], is_leaf=lambda x: isinstance(x, torch.fx.Node))[0]
             leaves = [leaf for _, leaf in flat]
-            paths = ["/".join(_key_segments(p)) for p, _ in flat]
+            paths = ["/".join(key_segments(p)) for p, _ in flat]
             w.outputs(leaves, paths)
         graph = w.finish()
     if not timed:
@@ -760,7 +619,7 @@ def _call_module(w: _Walker, node: Any, root: Any, outputs: list[TensorSpec],
     target = str(node.target)
     sub = modules.get(target)
     cls = type(sub).__name__ if sub is not None else "Module"
-    scope = _scope(target)
+    scope = scope_path(target)
     inputs, attrs = w.split_args(None, node.args, node.kwargs, node)
     if sub is not None:
         if sub._modules:
@@ -837,7 +696,7 @@ def _run_nodes(gm: Any, args: Sequence[Any], specs: dict[str, list[TensorSpec] |
     """
     import time
 
-    torch = _mod("torch")
+    torch = torch_module("torch")
     map_arg = torch.fx.node.map_arg
     tensor = torch.Tensor
     graph = gm.graph
@@ -907,7 +766,7 @@ def _shape_prop(gm: Any, example_inputs: Sequence[Any], timed: bool = False) -> 
     ``ShapeProp`` on fake tensors fills ``meta["tensor_meta"]`` (``specs`` None); if that
     fails too, the graph keeps unknown shapes and a warning says so.
     """
-    torch = _mod("torch")
+    torch = torch_module("torch")
     run = _Run()
     specs: dict[str, list[TensorSpec] | None] = {}
     cuda = torch.cuda if any(
@@ -927,9 +786,9 @@ def _shape_prop(gm: Any, example_inputs: Sequence[Any], timed: bool = False) -> 
                 b.copy_(copy)
     run.specs = None
     run.times = []
-    ShapeProp = _mod("torch.fx.passes.shape_prop").ShapeProp
-    FakeTensorMode = _mod("torch._subclasses.fake_tensor").FakeTensorMode
-    pytree = _mod("torch.utils._pytree")
+    ShapeProp = torch_module("torch.fx.passes.shape_prop").ShapeProp
+    FakeTensorMode = torch_module("torch._subclasses.fake_tensor").FakeTensorMode
+    pytree = torch_module("torch.utils._pytree")
     try:
         mode = FakeTensorMode(allow_non_fake_inputs=True)
         fake = pytree.tree_map(
@@ -954,7 +813,7 @@ def _as_args(example_inputs: Any) -> tuple[Any, ...]:
 
 
 def _as_module(model: Any) -> Any:
-    torch = _mod("torch")
+    torch = torch_module("torch")
 
     if isinstance(model, torch.nn.Module):
         return model
@@ -1014,7 +873,7 @@ def profile_torch(
 def _capture(model: Any, example_inputs: Any, example_kwargs: dict[str, Any] | None,
              method: str, device: str | None, profile: bool
              ) -> tuple[Graph, list[Any] | None]:
-    torch = _mod("torch")
+    torch = torch_module("torch")
 
     if method not in _METHODS:
         raise ValueError(f"capture: 'method' must be one of {_METHODS}, got {method!r}")
@@ -1126,9 +985,9 @@ def _profile(ep: Any, module: Any, names: dict[Hashable, str], args: tuple[Any, 
 
     from summarylib.graph.writers import NodeStats
 
-    torch = _mod("torch")
-    InputKind = _mod("torch.export.graph_signature").InputKind
-    pytree = _mod("torch.utils._pytree")
+    torch = torch_module("torch")
+    InputKind = torch_module("torch.export.graph_signature").InputKind
+    pytree = torch_module("torch.utils._pytree")
 
     state = ep.state_dict
     consts = dict(getattr(ep, "constants", {}) or {})
@@ -1173,17 +1032,4 @@ def _profile(ep: Any, module: Any, names: dict[Hashable, str], args: tuple[Any, 
     return stats
 
 
-# Make ``summarylib.graph.trace(module)`` find this adapter once it is imported.
-def _register() -> None:
-    from summarylib.graph.trace import register_tracer
-
-    def tracer(obj: Any, **options: Any) -> Any:
-        from summarylib.graph.capture import trace
-
-        return trace(obj, framework="torch", **options)
-
-    register_tracer("torch", tracer)
-
-
-_register()
 _ = GraphCaptureWarning  # re-exported for ``from ...torch_fx import GraphCaptureWarning``

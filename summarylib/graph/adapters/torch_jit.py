@@ -43,14 +43,16 @@ from summarylib.graph.adapters import (
     sanitize,
     warn_capture,
 )
-from summarylib.graph.adapters.torch_fx import (
-    _key_segments,
-    _mod,
-    _scope,
-    _small_numpy,
+from summarylib.graph.adapters.torch_common import (
     arg_names,
     device_string,
+    key_segments,
     module_path,
+    op_attr,
+    scope_path,
+    small_numpy,
+    spec_of,
+    torch_module,
 )
 from summarylib.graph.ir import DType, Graph, TensorSpec
 
@@ -131,12 +133,11 @@ class _JitWalker:
             kind = "parameter" if type(obj).__name__ == "Parameter" else "buffer"
             spec = _type_spec(t)
             if obj is not None and hasattr(obj, "shape"):
-                from summarylib.graph.adapters.torch_fx import spec_of
 
                 spec = spec_of(obj) or spec
             parent, _, leaf = path.rpartition(".")
             dev = device_string(getattr(obj, "device", None)) or self.device
-            self.add(PendingNode(key, _scope(parent), leaf, "Const",
+            self.add(PendingNode(key, scope_path(parent), leaf, "Const",
                                  attrs=const_attrs(spec, None, {"target": path, "kind": kind}),
                                  outputs=[spec], device=dev))
         return ("ref", key, 0)
@@ -144,11 +145,10 @@ class _JitWalker:
     def const_tensor(self, value: Any, scope: str) -> _Ref:
         self.count += 1
         key = ("const", self.count)
-        from summarylib.graph.adapters.torch_fx import spec_of
 
         spec = spec_of(value) or TensorSpec(None)
         self.add(PendingNode(key, scope, "Const", "Const",
-                             attrs=const_attrs(spec, _small_numpy(value)), outputs=[spec],
+                             attrs=const_attrs(spec, small_numpy(value)), outputs=[spec],
                              device=device_string(value.device) or self.device))
         return ("ref", key, 0)
 
@@ -178,15 +178,15 @@ def _plain(v: Any) -> Any:
 def _scope_name(node: Any) -> str:
     name = node.scopeName() or ""
     last = name.split("/")[-1]
-    return _scope(module_path(last))
+    return scope_path(module_path(last))
 
 
 class _Flat:
     """What the wrapper traced: its tensor inputs and the structure of the model's result."""
 
     def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any], forward: Any) -> None:
-        torch = _mod("torch")
-        pytree = _mod("torch.utils._pytree")
+        torch = torch_module("torch")
+        pytree = torch_module("torch.utils._pytree")
 
         flat, self.in_spec = pytree.tree_flatten_with_path((args, kwargs))
         self.in_leaves = [leaf for _, leaf in flat]
@@ -200,8 +200,8 @@ class _Flat:
     def wrap(self, module: Any) -> Any:
         """A module that calls ``module`` with the non-tensor leaves bound and returns the
         result's tensors as a flat tuple (all ``torch.jit.trace`` accepts)."""
-        torch = _mod("torch")
-        pytree = _mod("torch.utils._pytree")
+        torch = torch_module("torch")
+        pytree = torch_module("torch.utils._pytree")
         flat = self
 
         base: Any = torch.nn.Module
@@ -227,7 +227,7 @@ class _Flat:
                 args, kwargs = pytree.tree_unflatten(values, flat.in_spec)
                 result = module(*args, **kwargs)
                 leaves = pytree.tree_flatten_with_path(result)[0]
-                flat.out = [("/".join(_key_segments(path)), leaf) for path, leaf in leaves]
+                flat.out = [("/".join(key_segments(path)), leaf) for path, leaf in leaves]
                 return tuple(leaf for _, leaf in leaves if isinstance(leaf, torch.Tensor))
 
         return _FlatModule()
@@ -239,7 +239,7 @@ def _arg_paths(keypaths: list[Any], forward: Any, n_args: int) -> list[str]:
     names = arg_names(forward, n_args)
     out = []
     for path in keypaths:
-        segs = _key_segments(path)
+        segs = key_segments(path)
         if len(segs) >= 2 and segs[0] == "0":
             segs = [sanitize(names[int(segs[1])]), *segs[2:]]
         else:
@@ -251,7 +251,7 @@ def _arg_paths(keypaths: list[Any], forward: Any, n_args: int) -> list[str]:
 def capture_jit(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None,
                 *, device: str = "/device:CPU:0") -> Graph:
     """The graph of ``module(*args, **kwargs)`` traced by ``torch.jit.trace``."""
-    torch = _mod("torch")
+    torch = torch_module("torch")
 
     forward = getattr(module, "forward", module)
     fn = getattr(module, "fn", None)  # torch_fx._as_module's wrapper of a plain function
@@ -335,12 +335,11 @@ def capture_jit(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | Non
 def _literal_node(w: _JitWalker, key: Hashable, path: str, value: Any, device: str) -> None:
     """A non-tensor argument or result as a ``Const`` named by its path (sanitized segments
     joined by ``/``), holding its value."""
-    from summarylib.graph.adapters.torch_fx import _attr, spec_of
 
     scope, _, base = path.rpartition("/")
     spec = TensorSpec((), "string") if isinstance(value, str) else spec_of(value) or TensorSpec(())
     attrs: dict[str, object] = {"dtype": DType(spec.dtype)} if spec.dtype else {}
-    ok, attr = _attr(value)
+    ok, attr = op_attr(value)
     if ok:
         attrs["value"] = attr
     w.add(PendingNode(key, scope, base, "Const", attrs=attrs, outputs=[spec], device=device))
@@ -421,7 +420,7 @@ def _walk_node(w: _JitWalker, node: Any) -> None:
 
 
 def _op_node(w: _JitWalker, node: Any, kind: str, ins: list[Any], outs: list[Any]) -> None:
-    torch = _mod("torch")
+    torch = torch_module("torch")
 
     names: list[str] = []
     schema_text = node.schema() if kind.startswith("aten::") else "(no schema)"

@@ -1,5 +1,10 @@
 """Capture a model's graph: ``capture`` (explicit) and ``trace`` (inside a trace window).
 
+The functions are ``summarylib.graph.capture`` and ``summarylib.graph.trace``; this module
+holds them (its name differs from theirs, so neither is ever a module). It builds on the
+core in :mod:`summarylib.graph.tracing` and imports an adapter only when a model of its
+framework is captured; adapters never import this module.
+
 * ``capture(model_or_fn, example_inputs=(), example_kwargs=None, *, framework=None,
   **options) -> Graph`` returns the graph at once. The framework comes from the object's
   type and the example inputs (``framework="torch"`` / ``"jax"`` overrides it). Options go
@@ -8,7 +13,9 @@
   (see :mod:`summarylib.graph.adapters.torch_fx` and :mod:`summarylib.graph.adapters.jax`).
   Bad arguments and tracer failures raise here: this is the call to use when you want to
   know.
-* ``trace(fn_or_module, *, framework=None, **options)`` returns something that behaves
+* ``trace(fn_or_module, *, framework=None, **options)`` hands objects of a framework with a
+  registered third-party adapter (``register_tracer``) to it; for torch and JAX it returns
+  something that behaves
   exactly like its argument (for a plain function the framework may also be told from the
   arguments of its first call) and, on its first call while a trace is on
   (``summarylib.graph.trace_on()``), captures the graph from that call's arguments and
@@ -35,7 +42,7 @@ import threading
 import weakref
 from typing import Any, TypeVar
 
-import summarylib.graph.trace as _trace_mod
+from summarylib.graph import tracing
 from summarylib.graph.adapters import GraphCaptureWarning, warn_capture
 from summarylib.graph.ir import Graph
 
@@ -124,13 +131,13 @@ class _Once:
         self._trace: weakref.ReferenceType[Any] | None = None
 
     def due(self) -> bool:
-        cur = getattr(_trace_mod, "_current", None)
+        cur = tracing.current_trace()
         if cur is None or getattr(_local, "busy", False):
             return False
         return self._trace is None or self._trace() is not cur
 
     def done(self) -> None:
-        cur = getattr(_trace_mod, "_current", None)
+        cur = tracing.current_trace()
         self._trace = weakref.ref(cur) if cur is not None else None
 
 
@@ -143,17 +150,17 @@ def _record(obj: Any, fw: str | None, args: tuple[Any, ...], kwargs: dict[str, A
         if fw is None:
             fw = _framework(obj, (args, kwargs), None, "trace")
         stats = None
-        if fw == "torch" and _trace_mod.profiler_enabled():
+        if fw == "torch" and tracing.profiler_enabled():
             from summarylib.graph.adapters.torch_fx import profile_torch
 
             graph, stats = profile_torch(obj, args, kwargs or None, **options)
-        elif fw == "jax" and _trace_mod.profiler_enabled():
+        elif fw == "jax" and tracing.profiler_enabled():
             from summarylib.graph.adapters.jax import profile_jax
 
             graph, stats = profile_jax(obj, args, kwargs or None, **options)
         else:
             graph = capture(obj, args, kwargs or None, framework=fw, **options)
-        _trace_mod.record_graph(graph, stats)
+        tracing.record_graph(graph, stats)
     except Exception as e:  # never into the training loop
         text = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
         warn_capture(
@@ -170,8 +177,19 @@ def trace(fn_or_module: F, *, framework: str | None = None, **options: Any) -> F
     See the module docstring. Raises TypeError only for an object that is not callable or
     whose framework cannot be told (pass ``framework=``).
     """
+    registered = _registered_framework(fn_or_module, framework)
+    if registered is not None:
+        return registered(fn_or_module, **options)  # type: ignore[no-any-return]
+    if framework is not None and framework not in _ADAPTERS:
+        raise ValueError(
+            f"trace: no capture adapter for framework {framework!r} (built in: "
+            f"{', '.join(sorted(_ADAPTERS))}; others: summarylib.graph.register_tracer)"
+        )
     if not callable(fn_or_module):
-        raise TypeError(f"trace: expected a model or function, got {type(fn_or_module).__name__}")
+        raise TypeError(
+            f"trace: expected a model or function, got {type(fn_or_module).__name__}: "
+            "cannot tell which framework it belongs to"
+        )
     try:
         fw: str | None = _framework(fn_or_module, (), framework, "trace")
     except TypeError:
@@ -179,6 +197,18 @@ def trace(fn_or_module: F, *, framework: str | None = None, **options: Any) -> F
     if fw == "torch" and _is_torch_module(fn_or_module):
         return _hook_module(fn_or_module, options)  # type: ignore[no-any-return]
     return _wrap_function(fn_or_module, fw, options)  # type: ignore[no-any-return]
+
+
+def _registered_framework(obj: object, framework: str | None) -> Any:
+    # A third-party adapter (tracing.register_tracer) for the framework named, or for the
+    # first package in the object's class hierarchy that has one.
+    if framework is not None:
+        return tracing.registered_tracer(framework)
+    for cls in type(obj).__mro__:
+        tracer = tracing.registered_tracer(cls.__module__.split(".")[0])
+        if tracer is not None:
+            return tracer
+    return None
 
 
 def _is_torch_module(obj: object) -> bool:

@@ -21,17 +21,15 @@ Semantics follow ``tf.summary`` (format.md §5.9, §6.4):
 * ``trace_off()`` ends the trace and drops what was recorded; it does nothing if no trace
   is on.
 
-This module is also callable: ``summarylib.graph.trace(fn_or_module)`` hands the object to
-the capture adapter registered for its framework (see :func:`register_tracer`), which
-returns a wrapper that records the graph on its first call inside a trace.
+This module is the small core that capture adapters depend on: the trace window,
+:func:`record_graph`, and the registry of third-party capture adapters
+(:func:`register_tracer`). It imports no adapter; ``summarylib.graph.capturing`` (the
+``capture`` and ``trace`` functions) builds on it.
 """
 
 from __future__ import annotations
 
-import importlib
-import sys
 import threading
-import types
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -51,14 +49,15 @@ from summarylib.writer.context import Step
 
 __all__ = [
     "NodeStats",
+    "current_trace",
     "is_tracing",
     "profiler_enabled",
     "record_graph",
     "register_tracer",
+    "registered_tracer",
     "trace_export",
     "trace_off",
     "trace_on",
-    "tracer_for",
 ]
 
 
@@ -216,25 +215,22 @@ def _warn_outdir(where: str) -> None:
     )
 
 
-# --- capture adapters -------------------------------------------------------------------
+# --- capture adapters ---------------------------------------------------------------------
 
 Tracer = Callable[..., Any]
 _tracers: dict[str, Tracer] = {}
-# Adapter modules, imported the first time an object of that framework is traced. Each
-# calls register_tracer(framework, ...) when imported.
-_ADAPTER_MODULES: dict[str, str] = {
-    "torch": "summarylib.graph.adapters.torch_fx",
-    "jax": "summarylib.graph.adapters.jax",
-}
 
 
 def register_tracer(framework: str, tracer: Tracer) -> None:
     """Make ``tracer(obj, **options)`` the capture adapter for ``framework``.
 
-    ``framework`` is a top-level package name (``"torch"``, ``"jax"``). ``tracer`` returns
-    a callable that behaves like ``obj`` and calls :func:`record_graph` with the graph it
-    captures (on its first call while :func:`is_tracing`). It must never raise because a
-    graph could not be captured: it warns, naming what it could not represent.
+    ``framework`` is a top-level package name (``"mxnet"``, ``"tinygrad"``): objects whose
+    type comes from that package are handed to ``tracer`` by ``summarylib.graph.trace``.
+    torch and JAX have built-in adapters; registering one of those names replaces it.
+    ``tracer`` returns a callable that behaves like ``obj`` and calls :func:`record_graph`
+    with the graph it captures (on its first call while :func:`is_tracing`). It must never
+    raise because a graph could not be captured: it warns, naming what it could not
+    represent.
     """
     if not isinstance(framework, str) or not framework:
         raise TypeError("register_tracer: 'framework' must be a non-empty str")
@@ -243,71 +239,17 @@ def register_tracer(framework: str, tracer: Tracer) -> None:
     _tracers[framework] = tracer
 
 
-def _framework_of(obj: object) -> str | None:
-    # The first framework package among the object's class hierarchy (a torch.nn.Module
-    # subclass defined in __main__ still has torch.nn.Module in its MRO) or, for plain and
-    # jit-wrapped functions, the only framework imported so far.
-    for cls in type(obj).__mro__:
-        root = cls.__module__.split(".")[0]
-        if root in _tracers or root in _ADAPTER_MODULES:
-            return root
-        if root in ("jaxlib", "flax", "equinox", "haiku"):
-            return "jax"
-    if not callable(obj):
-        return None  # not a framework's type, and not a function: nothing to trace
-    loaded = [f for f in _ADAPTER_MODULES if f in sys.modules]
-    return loaded[0] if len(loaded) == 1 else None
+def registered_tracer(framework: str) -> Tracer | None:
+    """The adapter :func:`register_tracer` registered for ``framework``, or None."""
+    return _tracers.get(framework)
 
 
-def tracer_for(framework: str) -> Tracer:
-    """The registered adapter for ``framework``, importing its module on first use."""
-    tracer = _tracers.get(framework)
-    if tracer is None and framework in _ADAPTER_MODULES:
-        importlib.import_module(_ADAPTER_MODULES[framework])
-        tracer = _tracers.get(framework)
-    if tracer is None:
-        known = sorted(set(_tracers) | set(_ADAPTER_MODULES))
-        raise ValueError(
-            f"trace: no capture adapter for framework {framework!r} (known: {', '.join(known)})"
-        )
-    return tracer
-
-
-def trace(fn_or_module: object, *, framework: str | None = None, **options: Any) -> Any:
-    """Wrap a model or function so its graph is recorded on its first call inside a trace.
-
-    The framework is detected from the object's type (``framework=`` overrides it). When
-    the type does not tell (a plain Python function while both torch and jax are imported)
-    the decision waits for the first call inside a trace, whose arguments tell (torch
-    tensors or JAX arrays); if they do not either, that call warns instead of recording.
-    ``options`` go to the adapter.
-    """
-    fw = framework if framework is not None else _framework_of(fn_or_module)
-    if fw is None:
-        if not callable(fn_or_module):
-            raise TypeError(
-                f"trace: cannot tell which framework {type(fn_or_module).__name__} belongs "
-                "to (it is not callable); pass a model or function"
-            )
-        # Deferred: summarylib.graph.capture.trace decides from the first call's arguments
-        # (the same rule capture() uses), so wrapping never fails for a plain function.
-        from summarylib.graph.capture import trace as trace_on_first_call
-
-        return trace_on_first_call(fn_or_module, **options)
-    return tracer_for(fw)(fn_or_module, **options)
+def current_trace() -> object | None:
+    """An object that identifies the trace that is on (None when none is): adapters use it
+    to record once per trace."""
+    return _current
 
 
 def _records_for_tests() -> Iterable[tuple[bytes, bytes | None]]:
     cur = _current
     return list(cur.records) if cur is not None else []
-
-
-class _CallableModule(types.ModuleType):
-    """Lets ``summarylib.graph.trace(model)`` work while ``summarylib.graph.trace`` stays
-    this module (so ``from summarylib.graph.trace import record_graph`` works too)."""
-
-    def __call__(self, fn_or_module: object, **kwargs: Any) -> Any:
-        return trace(fn_or_module, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
