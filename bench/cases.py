@@ -1,7 +1,7 @@
 """The timed workloads: inputs, call counts (full and --quick) and what one "call" is.
 
-Inputs are made once per case and shared by every system, as in the anchors
-(../shared/anchors/RESULTS.md, "Cases"), so only the libraries differ.
+Inputs are made once per case and shared by every system, so only the libraries
+differ.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ repetition (medians):
 * floor: the same structure as a ``GraphDef`` built directly with protobuf, the way
   TensorFlow's ``as_graph_def(add_shapes=True)`` writes it (names, inputs, devices, the
   same attrs, ``T``, ``_output_shapes``, and a ``value`` tensor with dtype and shape on
-  each ``Const``), framed by hand and written synchronously (``anchors.RawFile``).
+  each ``Const``), framed by hand and written synchronously (``floor.RecordFile``).
 
 Sizes compare our serialized ``GraphDef`` with that TensorFlow-style one. TensorFlow would
 also store every weight inside its ``Const`` values; the floor leaves them out, so the size
@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
 import shutil
 import statistics
+import struct
 import sys
 import tempfile
 import time
@@ -35,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from systems import load_anchors  # noqa: E402
+from systems import load_floor  # noqa: E402
 from tensorboard.compat.proto import graph_pb2 as tb_graph  # noqa: E402
 from tensorboard.compat.proto import types_pb2 as tb_types  # noqa: E402
 
@@ -153,11 +153,11 @@ def ours(logdir: str, blocks: int) -> tuple[float, float]:
     return t1 - t0, time.perf_counter() - t1
 
 
-def floor(logdir: str, g: Graph, anchors: Any) -> float:
+def floor(logdir: str, g: Graph, floor_mod: Any) -> float:
     t0 = time.perf_counter()
     data = tensorflow_style(g).SerializeToString()
-    out = anchors.RawFile(logdir)
-    out.write(b"\x09" + anchors._pack_d(time.time()) + anchors.ld(b"\x22", data))
+    out = floor_mod.RecordFile(logdir)
+    out.write(b"\x09" + struct.pack("<d", time.time()) + floor_mod.length_delimited(b"\x22", data))
     out.close()
     return time.perf_counter() - t0
 
@@ -166,10 +166,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--blocks", type=int, default=245, help="blocks (~41 nodes each)")
     ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--anchors", default=os.environ.get(
-        "SUMMARYLIB_ANCHORS", str(HERE.parent.parent / "shared" / "anchors")))
     opts = ap.parse_args()
-    anchors = load_anchors(opts.anchors)
+    floor_mod = load_floor()
 
     g = build(opts.blocks)
     edges = sum(len(n.inputs) + len(n.control_inputs) for n in g)
@@ -187,7 +185,7 @@ def main() -> None:
                 builds.append(b)
                 writes.append(w)
             else:
-                floors.append(floor(d, g, anchors))
+                floors.append(floor(d, g, floor_mod))
             shutil.rmtree(d)
     t0 = time.perf_counter()
     issues = [i for i in sg.check(g) if i.severity != "info"]

@@ -1,6 +1,6 @@
 """Run in a fresh interpreter by run.py: import cost and memory of one system.
 
-    python bench/probe.py SYSTEM N ANCHORS_DIR
+    python bench/probe.py SYSTEM N FLOOR_MODULE
 
 Prints one JSON object: the time of the import statement(s) alone, RSS right
 after it, the time from there to a first scalar written and its writer closed,
@@ -57,7 +57,7 @@ def peak_rss_mb() -> float:
 
 
 def main() -> None:
-    system, n, anchors = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    system, n, floor = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     rss0 = rss_mb()
     t0 = time.perf_counter()
     for mod in IMPORTS[system]:
@@ -70,7 +70,7 @@ def main() -> None:
     import systems
 
     if system == "floor":
-        systems.load_anchors(anchors)
+        systems.load_floor(floor)
     sut = systems.SYSTEMS[system]()
     values = [float(i % 1000) * 0.001 for i in range(max(n, 1))]
     with tempfile.TemporaryDirectory(prefix="bench-probe-") as d:

@@ -10,9 +10,9 @@ median over the repetitions. A repetition opens a writer on a fresh directory,
 runs the calls, then closes it; "incl. close" adds close() to the loop time.
 Import cost and peak RSS come from fresh interpreters (bench/probe.py).
 
-The floor is ``anchors.py`` of ../shared/anchors: Event bytes encoded by hand
-and written synchronously (no thread, no checks). Its directory is found at
-``--anchors``, else ``$SUMMARYLIB_ANCHORS``, else ``<repo>/../shared/anchors``.
+The floor is bench/floor.py: Event bytes encoded by hand and written
+synchronously (no thread, no checks). ``--floor-module FILE`` runs another module
+with the same classes in its place, as a cross-check of the floor itself.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ import latency  # noqa: E402
 import systems  # noqa: E402
 import table  # noqa: E402
 
-DEFAULT_ANCHORS = os.path.join(os.path.dirname(REPO), "shared", "anchors")
 #: The floor each case is compared with: same layout as ours where it exists.
 FLOOR_OF = {"scalar": "floor-tensor"}
 DEFAULT_SYSTEMS = [
@@ -198,7 +197,7 @@ def memory_big_histogram(suts: list[systems.System], base: str) -> dict[str, Any
     return out
 
 
-def probes(names: list[str], reps: int, n: int, anchors: str) -> dict[str, Any]:
+def probes(names: list[str], reps: int, n: int, floor: str) -> dict[str, Any]:
     """Import time, RSS after import, first-scalar time and peak RSS, fresh processes."""
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     errors: dict[str, str] = {}
@@ -209,7 +208,7 @@ def probes(names: list[str], reps: int, n: int, anchors: str) -> dict[str, Any]:
             if name in errors:
                 continue
             proc = subprocess.run(
-                [sys.executable, script, name, str(n), anchors],
+                [sys.executable, script, name, str(n), floor],
                 capture_output=True,
                 text=True,
                 timeout=600,
@@ -325,9 +324,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     ap.add_argument("--json", default=os.path.join(HERE, "results.json"), help="JSON output")
     ap.add_argument(
-        "--anchors",
-        default=os.environ.get("SUMMARYLIB_ANCHORS", DEFAULT_ANCHORS),
-        help="directory of anchors.py (default: $SUMMARYLIB_ANCHORS or ../shared/anchors)",
+        "--floor-module",
+        default=os.path.join(HERE, "floor.py"),
+        help="the floor's module (default: bench/floor.py); another file with the same "
+        "classes cross-checks the floor",
     )
     ap.add_argument("--tmp", default=None, help="parent of the temporary log directories")
     return ap.parse_args(argv)
@@ -339,8 +339,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("bench: --reps must be >= 1")
     if args.reps < 5:
         print(f"bench: note: {args.reps} repetitions; the published tables use >= 5")
-    anchors_dir = os.path.abspath(args.anchors)
-    systems.load_anchors(anchors_dir)
+    floor_module = os.path.abspath(args.floor_module)
+    systems.load_floor(floor_module)
     wanted = args.cases or [*casedefs.CASES, *EXTRA_CASES]
     names = args.systems or DEFAULT_SYSTEMS
 
@@ -358,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         "argv": sys.argv[1:],
         "quick": args.quick,
         "reps": args.reps,
-        "anchors": anchors_dir,
+        "floor_module": os.path.relpath(floor_module, REPO),
         "machine": machine(),
         "unavailable": unavailable,
         "floor_of": FLOOR_OF,
@@ -386,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
             ]
             n_probe = casedefs.CASES["scalar"].n_quick if args.quick else casedefs.CASES["scalar"].n
             print(f"import/RSS: fresh interpreters, {n_probe} scalars each ", end="", flush=True)
-            result["import"] = probes(probe_names, args.reps, n_probe, anchors_dir)
+            result["import"] = probes(probe_names, args.reps, n_probe, floor_module)
             print()
         if "latency" in wanted and "summarylib" in names:
             n_lat = 50_000 if args.quick else 200_000

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import io
 import os
 import sys
-import wave
 from typing import Any
 
-#: Thresholds for every PR curve, as in the anchors (tensorboardX caps at 127).
+#: Thresholds for every PR curve (tensorboardX caps at 127).
 NUM_THRESHOLDS = 127
 SAMPLE_RATE = 16_000
 
@@ -141,40 +139,45 @@ class OursPerMetric(Ours):
 
 
 # ---------------------------------------------------------------------------
-# Floors: ../shared/anchors/anchors.py (hand-encoded bytes, synchronous write)
+# Floors: bench/floor.py (hand-encoded bytes, synchronous write), or, as a cross-check,
+# another module with the same classes (``--floor-module``).
 # ---------------------------------------------------------------------------
-_anchors: Any = None
+_floor: Any = None
 
 
-def load_anchors(path: str) -> Any:
-    """Import ``anchors.py`` from ``path`` (a directory); exit clearly if missing."""
-    global _anchors
-    if _anchors is not None:
-        return _anchors
-    file = os.path.join(path, "anchors.py")
+def load_floor(path: str | None = None) -> Any:
+    """The floor module: bench/floor.py, or the ``floor.py``-like module at ``path``.
+
+    ``path`` is a file, or a directory holding ``floor.py`` (exits clearly if missing).
+    """
+    global _floor
+    if _floor is not None and path is None:
+        return _floor
+    file = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor.py")
+    if path is not None:
+        file = path if path.endswith(".py") else os.path.join(path, "floor.py")
     if not os.path.isfile(file):
-        raise SystemExit(
-            f"bench: the hand-encoded floor is missing: no {file}\n"
-            "       pass --anchors DIR or set SUMMARYLIB_ANCHORS=DIR "
-            "(the directory holding anchors.py, normally ../shared/anchors)"
-        )
-    spec = importlib.util.spec_from_file_location("anchors", file)
+        raise SystemExit(f"bench: no floor module at {file}")
+    spec = importlib.util.spec_from_file_location("bench_floor", file)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
-    sys.modules["anchors"] = mod
+    sys.modules["bench_floor"] = mod
     spec.loader.exec_module(mod)
-    _anchors = mod
+    _floor = mod
     return mod
 
 
 class Floor(System):
-    """anchors.py ``Raw``: simple_value scalars; TF2 tensor layout for the rest."""
+    """The floor: simple_value scalars; TensorFlow 2's tensor layout for the rest."""
 
     name = "floor"
-    cls_name = "Raw"
+    cls_name = "Floor"
 
     def open(self, logdir: str) -> None:
-        self.w = getattr(_anchors, self.cls_name)(logdir)
+        floor = load_floor()
+        self.w = getattr(floor, self.cls_name)(
+            logdir, thresholds=NUM_THRESHOLDS, sample_rate=SAMPLE_RATE
+        )
 
     def close(self) -> None:
         self.w.close()
@@ -202,43 +205,23 @@ class Floor(System):
         for i in range(n):
             f(i, labels, preds)
 
-    # Not in the anchors: floors written here with the anchors' own helpers
-    # (hand-encoded tensor, metadata on the first event only, synchronous).
     def loop_audio(self, n: int, clip: Any) -> None:
-        a = _anchors
-        w = self.w
+        f = self.w.audio
         for i in range(n):
-            wav = _wav_bytes(clip)
-            t = a.tensor_proto(a.DT_STRING, (1, 2), string_vals=(wav, b""))
-            w._tensor_event(i, "audio", t, "audio", b"\x10\x0b")
+            f(i, clip)
 
     def loop_text(self, n: int, texts: list[str]) -> None:
-        a = _anchors
-        w = self.w
+        f = self.w.text
         for i in range(n):
-            t = a.tensor_proto(a.DT_STRING, (), string_vals=(texts[i].encode(),))
-            w._tensor_event(i, "text", t, "text")
+            f(i, texts[i])
 
 
 class FloorTensor(Floor):
-    """anchors.py ``RawTensor``: scalars in summarylib's (TF2's) layout. Scalar only."""
+    """The floor with scalars in summarylib's (TensorFlow 2's) layout. Scalar only."""
 
     name = "floor-tensor"
-    cls_name = "RawTensor"
+    cls_name = "FloorTensor"
     cases = frozenset({"scalar"})
-
-
-def _wav_bytes(clip: Any) -> bytes:
-    import numpy as np
-
-    pcm = np.clip(np.rint(clip * 32768.0), -32768, 32767).astype("<i2")
-    buf = io.BytesIO()
-    with wave.open(buf, "wb") as wf:
-        wf.setnchannels(1)
-        wf.setsampwidth(2)
-        wf.setframerate(SAMPLE_RATE)
-        wf.writeframes(pcm.tobytes())
-    return buf.getvalue()
 
 
 # ---------------------------------------------------------------------------
@@ -312,7 +295,7 @@ class Torch(Tbx):
 
 
 class TfEager(System):
-    """``tf.summary`` in eager mode, the writer entered once (the anchors' ``tf2``).
+    """``tf.summary`` in eager mode, the writer entered once (``tf2``).
 
     PR curves as TensorFlow users write them: TensorBoard's ``pr_curve.summary.pb``
     passed to ``write_raw_pb`` (there is no ``tf.summary.pr_curve``).
@@ -365,10 +348,10 @@ class TfEager(System):
 
 
 class TfFunction(TfEager):
-    """The same ops inside one ``tf.function`` loop (the anchors' ``tf2fn``).
+    """The same ops inside one ``tf.function`` loop (``tf2fn``).
 
     ``prepare_<case>`` traces the function after ``open`` and before the clock
-    starts, as the anchors leave tracing out of µs/call.
+    starts: tracing is left out of µs/call.
     """
 
     name = "tf.function"

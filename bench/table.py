@@ -9,7 +9,7 @@ import cases as casedefs
 TIMES = "\u00d7"  # the multiplication sign, for ratios
 OURS = "summarylib"
 FLOORS = ("floor", "floor-tensor")
-#: (case, limit on ours ÷ floor incl. close) from issue 5.
+#: (case, limit on ours ÷ floor incl. close): the project's speed targets.
 RATIO_TARGETS = {"scalar": 1.5, "hist": 1.3, "hist_big": 1.2, "image": 1.1, "pr": 1.5}
 
 
@@ -137,7 +137,7 @@ QUICK = "not evaluated (quick run)"
 
 
 def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each target of issue 5 with the measured value and whether it is met.
+    """Each speed target with the measured value and whether it is met.
 
     A ``--quick`` run evaluates none of them (``met`` is None): its loops are
     5x shorter, so ``close()`` weighs 5x more per call, and the other cases
@@ -212,7 +212,7 @@ def render(result: dict[str, Any]) -> str:
     if result.get("targets"):
         # A quick run judges nothing, also in JSON saved before that was so.
         quick = bool(result.get("quick"))
-        parts.append("### targets (issue 5)" + (f" — {QUICK}" if quick else "") + "\n")
+        parts.append("### targets" + (f" — {QUICK}" if quick else "") + "\n")
         lines = ["| target | measured | met |", "|---|---:|---|"]
         for t in result["targets"]:
             met = "n/a" if t["met"] is None else ("yes" if t["met"] else "**no**")
