@@ -86,10 +86,10 @@ def test_mlp_scopes_params_and_shapes(mlp_graph: Graph) -> None:
     dot = g["mlp/encoder/dot_general"]
     assert dot.inputs == ["x", "params/0/w"]
     assert dot.outputs[0].shape == (2, 8) and dot.outputs[0].dtype == "float32"
-    assert g["mlp/encoder/relu/max"].op == "max"
+    assert g["mlp/encoder/relu"].op == "max"
     assert g["mlp/head/dot_general"].inputs[1] == "params/1/w"
     # The literal 0.0 of relu is an embedded Const holding its value.
-    zero = g[g["mlp/encoder/relu/max"].inputs[1]]
+    zero = g[g["mlp/encoder/relu"].inputs[1]]
     assert zero.op == "Const" and float(zero.attrs["value"]) == 0.0
     # Outputs named by the result's pytree path.
     assert g["output/logits"].op == "Identity"
@@ -191,7 +191,7 @@ def test_trace_with_profiler_times_every_equation_node() -> None:
     timed = {n.name for n in g if n.op not in ("Const", "Placeholder", "Identity")
              and not n.name.startswith(bodies)}
     assert set(by_name) == timed
-    assert {"cond/cond", "while/while", "mlp/encoder/relu/max", "mlp/head/dot_general"} <= timed
+    assert {"cond/cond", "while/while", "mlp/encoder/relu", "mlp/head/dot_general"} <= timed
     for name, ns in by_name.items():
         assert ns.memory[0].total_bytes == _spec_bytes(g[name]), name
         assert ns.all_start_micros > 1_600_000_000_000_000

@@ -133,7 +133,12 @@ def test_ci_has_every_optional_tool() -> None:
     import importlib.util
 
     missing = [
-        m for m in ("torch", "jax", "grpc_tools", "tbparse", "pytest_timeout", "pandas", "pyarrow")
+        m
+        for m in ("torch", "jax", "grpc_tools", "tbparse", "pytest_timeout", "pandas",
+                  "pyarrow", "playwright")
         if importlib.util.find_spec(m) is None
     ]
     assert not missing, f"CI environment lacks {missing}"
+    from tests.browser import missing as browser_missing
+
+    assert browser_missing() is None, browser_missing()

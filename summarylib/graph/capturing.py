@@ -273,7 +273,10 @@ def module_tree(model: Any, graph: Graph | None = None) -> Any:
     if not _is_torch_module(model):
         raise TypeError(f"module_tree: 'model' must be a torch.nn.Module, got "
                         f"{type(model).__name__}")
-    flow = _Flow(graph) if graph is not None else None
+    flow = None
+    if graph is not None:
+        modules = {path.replace(".", "/") for path, _ in model.named_modules() if path}
+        flow = _Flow(_scoped(graph, modules))
 
     def build(mod: Any, name: str, path: str) -> Module:
         children = list(mod.named_children())
@@ -302,6 +305,39 @@ def module_tree(model: Any, graph: Graph | None = None) -> Any:
         return m
 
     return build(model, "", "")
+
+
+def _scoped(graph: Graph, modules: set[str]) -> Graph:
+    """``graph`` with every module's nodes inside its scope again: a single-op module's op
+    node ``a/conv`` becomes ``a/conv/op`` and its parameter ``a/conv.weight`` becomes
+    ``a/conv/weight`` (see ``adapters.leaf_modules``), so data flow is read by scope."""
+    import dataclasses
+
+    renames: dict[str, str] = {}
+    for node in graph:
+        if node.name in modules:
+            renames[node.name] = f"{node.name}/op"
+        else:
+            scope, _, base = node.name.rpartition("/")
+            module, dot, leaf = base.rpartition(".")
+            owner = f"{scope}/{module}" if scope else module
+            if dot and owner in modules:
+                renames[node.name] = f"{owner}/{leaf}"
+    if not renames:
+        return graph
+
+    def rename(text: str) -> str:
+        name, colon, slot = text.partition(":")
+        return renames.get(name, name) + colon + slot
+
+    out = Graph()
+    for node in graph:
+        out.add(dataclasses.replace(
+            node, name=renames.get(node.name, node.name),
+            inputs=[rename(i) for i in node.inputs],
+            control_inputs=[renames.get(c, c) for c in node.control_inputs],
+        ))
+    return out
 
 
 def _join(path: str, name: str) -> str:

@@ -17,6 +17,8 @@ code                   severity  meaning
 ``bad-output-slot``    warning   ``src:k`` with k beyond the outputs ``src`` declares
 ``large-attr``         warning   an attr over 1 KB: sent to the browser in full
 ``wide-group``         warning   a group with hundreds of direct children: slow layout
+``nested-template``    warning   repeated groups that hold groups of their own: the
+                                 dashboard's structure colouring gives each its own colour
 ``unknown-dtype``      warning   an output dtype TensorFlow has no ``DataType`` for
 ``const-lookalike``    info      op contains "Const" but is not ``Const``: drawn as an icon
 ``no-device``          info      empty device: "TPU compatibility" colours it red
@@ -392,6 +394,7 @@ def check(
                     "will be slow, add name scopes",
                 )
             )
+    _check_templates(views, scopes, children, add)
     if len(views) > _COLOUR_CUTOFF and edges > _COLOUR_CUTOFF:
         add(
             Issue(
@@ -403,6 +406,47 @@ def check(
         )
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(issues, key=lambda i: order[i.severity])
+
+
+def _check_templates(
+    views: list[_View], scopes: set[str], children: dict[str, set[str]], add: Any
+) -> None:
+    # TensorBoard gives groups of one structure one colour (its template pass, keyed by
+    # subtree height, direct children and the ops inside), but it checks a group before
+    # the groups inside it have a template, so repeated groups that hold groups never
+    # match (graph-pipeline.md §1.7). Repeated groups of plain ops are fine.
+    ops: dict[str, Counter[str]] = {s: Counter() for s in scopes}
+    for v in views:
+        scope = v.name.rpartition("/")[0]
+        while scope:
+            ops.setdefault(scope, Counter())[v.op] += 1
+            scope = scope.rpartition("/")[0]
+    height: dict[str, int] = {}
+    for scope in sorted(scopes, key=lambda s: -s.count("/")):
+        sub = [height.get(c, 1) for c in children.get(scope, ()) if c in scopes]
+        height[scope] = 1 + max(sub, default=0)
+    buckets: dict[tuple[object, ...], list[str]] = {}
+    for scope in scopes:
+        if height[scope] >= 2:
+            inside = tuple(sorted(ops.get(scope, Counter()).items()))
+            key = (height[scope], len(children.get(scope, ())), inside)
+            buckets.setdefault(key, []).append(scope)
+    for members in buckets.values():
+        if len(members) < 2:
+            continue
+        members.sort()
+        nested = sorted(c for c in children.get(members[0], ()) if c in scopes)
+        shown = ", ".join(members[:4]) + (" ..." if len(members) > 4 else "")
+        add(
+            Issue(
+                "nested-template",
+                "warning",
+                members[0],
+                f"{len(members)} groups have one structure ({shown}) but hold groups of their "
+                f"own ({', '.join(n.rpartition('/')[2] for n in nested[:3])}): the dashboard "
+                "colours each differently; groups of plain ops share one colour",
+            )
+        )
 
 
 def _check_name(v: _View, add: Any) -> None:

@@ -46,6 +46,7 @@ from summarylib.graph.adapters import (
     sanitize,
     warn_capture,
 )
+from summarylib.graph.adapters.leaf_modules import merge_single_op_modules
 from summarylib.graph.ir import DType, Graph, TensorSpec
 
 __all__ = ["capture_jax", "from_jaxpr", "profile_jax"]
@@ -363,7 +364,8 @@ def capture_jax(
     Raises TypeError/ValueError for bad arguments and JAX's own error when ``fn`` cannot
     be traced.
     """
-    return _capture(fn, example_inputs, example_kwargs, params_argnums, device, False)[0]
+    graph = _capture(fn, example_inputs, example_kwargs, params_argnums, device, False)[0]
+    return merge_single_op_modules(graph, keep=_is_body_scope)[0]
 
 
 def profile_jax(
@@ -387,7 +389,14 @@ def profile_jax(
     the compiled function.
     """
     graph, stats = _capture(fn, example_inputs, example_kwargs, params_argnums, device, True)
+    graph, stats = merge_single_op_modules(graph, stats, keep=_is_body_scope)
     return graph, stats or []
+
+
+def _is_body_scope(scope: str) -> bool:
+    # The bodies of cond/while/scan are scopes of the graph, not modules: never merged.
+    leaf = scope.rpartition("/")[2]
+    return leaf in ("cond", "body") or (leaf.startswith("branch_") and leaf[7:].isdigit())
 
 
 def _capture(fn: Any, example_inputs: Any, example_kwargs: dict[str, Any] | None,

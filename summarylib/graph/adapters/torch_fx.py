@@ -58,6 +58,7 @@ from summarylib.graph.adapters import (
     sanitize,
     warn_capture,
 )
+from summarylib.graph.adapters.leaf_modules import merge_single_op_modules
 from summarylib.graph.adapters.torch_common import (
     arg_names,
     device_string,
@@ -845,7 +846,8 @@ def capture_torch(
     chosen ``method`` cannot trace the model (with ``method="auto"`` only when the jit
     fallback fails too).
     """
-    return _capture(model, example_inputs, example_kwargs, method, device, False)[0]
+    graph = _capture(model, example_inputs, example_kwargs, method, device, False)[0]
+    return merge_single_op_modules(graph)[0]
 
 
 def profile_torch(
@@ -867,7 +869,8 @@ def profile_torch(
     times. Graphs from the torch.jit fallback get no profile (``node_stats`` is ``[]``;
     a warning says so, once per process); ``node_stats`` is None when the fx run failed.
     """
-    return _capture(model, example_inputs, example_kwargs, method, device, True)
+    graph, stats = _capture(model, example_inputs, example_kwargs, method, device, True)
+    return merge_single_op_modules(graph, stats)
 
 
 def _capture(model: Any, example_inputs: Any, example_kwargs: dict[str, Any] | None,
