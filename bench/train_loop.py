@@ -2,15 +2,18 @@
 one thread, 10 metrics logged every step, with and without the four parameter histograms
 every 100 steps, beside torch's and tensorboardX's SummaryWriter.
 
-    python bench/train_loop.py                  # 3,000 steps, 5 repetitions, ~2 min
+    python bench/train_loop.py                  # 3,000 logged steps, 5 repetitions, ~3 min
     python bench/train_loop.py --steps 1000 --reps 3
 
 Micro-benchmarks time logging calls back to back, with warm caches and nothing else to do;
 a training loop runs torch ops between the calls (which release the GIL, and evict the
 logging code from the CPU caches), so the writer's thread and its wake-ups compete with
 the loop. Every mode runs in a fresh interpreter, in rotating order, with the same model,
-data and seed; the metric values are computed (``.item()``) in every mode, logging or not,
-so the difference is the logging alone. Overhead per step = (mode - no logging) / steps.
+data and seed; inside it, chunks of 100 steps alternate without and with logging, and the
+overhead is the median of the paired differences (this machine's speed drifts by more than
+the overhead between runs). The metric values are computed (``.item()``) in every step,
+logged or not, so the difference is the logging alone; the writer's close() is spread over
+the logged steps.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import sys
 import tempfile
 
 MODES = {
-    "none": "no logging",
     "summarylib": "summarylib scalars(), 10 metrics",
     "summarylib+hist": "summarylib, + 4 histograms every 100 steps",
     "summarylib-bigqueue": "summarylib, max_queue=100000 (no flush during the loop)",
@@ -40,10 +42,10 @@ import torch
 mode, steps, logdir = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 torch.manual_seed(0)
 torch.set_num_threads(1)
-model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
-x = torch.randn(32, 64)
-y = torch.randint(0, 10, (32,))
+x = torch.randn(16, 32)
+y = torch.randint(0, 10, (16,))
 loss_fn = torch.nn.CrossEntropyLoss()
 names = [f"metric_{i}" for i in range(10)]
 hist = mode.endswith("+hist")
@@ -72,7 +74,8 @@ elif mode.startswith(("torch", "tensorboardX")):
             for name, p in model.named_parameters():
                 add_histogram(name, p.detach(), step)
 
-def train(n, first):
+def train(n, first, logging):
+    t = time.perf_counter()
     for step in range(first, first + n):
         opt.zero_grad()
         out = model(x)
@@ -81,19 +84,31 @@ def train(n, first):
         opt.step()
         l = loss.item()
         values = [l * (i + 1) for i in range(10)]
-        if log is not None:
+        if logging:
             log(step, values)
+    return time.perf_counter() - t
 
-train(200, 0)  # warm-up: first events, metadata, caches
+# Warm-up (first events, metadata, caches), then chunks of 100 steps, alternately without
+# and with logging: the machine's drift hits both alike, and the median of the paired
+# differences is the overhead.
+train(200, 0, log is not None)
+pairs = []
+step = 200
+for _ in range(steps // 100):
+    base = train(100, step, False)
+    step += 100
+    logged = train(100, step, log is not None)
+    step += 100
+    pairs.append((base, logged))
 t0 = time.perf_counter()
-train(steps, 200)
 if log is not None:
     w.close()
-print(json.dumps({"secs": time.perf_counter() - t0}))
+print(json.dumps({"pairs": pairs, "close": time.perf_counter() - t0}))
 '''
 
 
-def run(mode: str, steps: int) -> float:
+def run(mode: str, steps: int) -> tuple[float, float]:
+    """(µs per step without logging, µs of logging per step), medians over chunk pairs."""
     with tempfile.TemporaryDirectory() as d:
         proc = subprocess.run(
             [sys.executable, "-c", _CHILD, mode, str(steps), d],
@@ -101,7 +116,11 @@ def run(mode: str, steps: int) -> float:
         )
     if proc.returncode != 0:
         raise RuntimeError(f"{mode}: {proc.stderr.strip().splitlines()[-1:]}")
-    return float(json.loads(proc.stdout.strip().splitlines()[-1])["secs"])
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    pairs = out["pairs"]
+    base = statistics.median(b for b, _ in pairs) / 100 * 1e6
+    extra = statistics.median(lg - b for b, lg in pairs) / 100 * 1e6
+    return base, extra + out["close"] / (2 * steps) * 1e6
 
 
 def available(mode: str) -> bool:
@@ -121,32 +140,29 @@ def main() -> None:
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
-    modes = [m for m in args.modes if available(m)]
-    if "none" not in modes:
-        modes.insert(0, "none")
-    times: dict[str, list[float]] = {m: [] for m in modes}
+    modes = [m for m in args.modes if available(m) and m != "none"]
+    results: dict[str, list[tuple[float, float]]] = {m: [] for m in modes}
     for r in range(args.reps):
         k = r % len(modes)
         for mode in modes[k:] + modes[:k]:
-            times[mode].append(run(mode, args.steps))
+            results[mode].append(run(mode, args.steps))
             print(".", end="", flush=True)
     print()
-    base = statistics.median(times["none"]) / args.steps * 1e6
-    print(f"{args.steps} SGD steps of a 64-128-10 MLP, batch 32, one thread; "
-          f"median of {args.reps}; a step without logging: {base:.0f} µs\n")
-    print("| mode | µs/step | overhead µs/step | overhead ÷ summarylib |")
-    print("|---|---:|---:|---:|")
-    ours = statistics.median(times.get("summarylib", times["none"])) / args.steps * 1e6 - base
-    rows = {}
+    base = statistics.median(b for m in modes for b, _ in results[m])
+    print(f"{args.steps} logged SGD steps of a 32-64-10 MLP, batch 16, one thread, in chunks "
+          f"of 100 alternating with as many unlogged steps; median of {args.reps} processes; "
+          f"a step without logging: {base:.0f} µs\n")
+    print("| mode | overhead µs/step (incl. close) | overhead ÷ summarylib |")
+    print("|---|---:|---:|")
+    rows = {m: statistics.median(e for _, e in results[m]) for m in modes}
+    ours = rows.get("summarylib")
     for mode in modes:
-        per = statistics.median(times[mode]) / args.steps * 1e6
-        rows[mode] = per - base
-        ratio = f"{(per - base) / ours:.1f}x" if mode != "none" and ours > 0 else ""
-        print(f"| {MODES[mode]} | {per:.1f} | {per - base:.1f} | {ratio} |")
+        ratio = f"{rows[mode] / ours:.1f}x" if ours else ""
+        print(f"| {MODES[mode]} | {rows[mode]:.1f} | {ratio} |")
     print("\ntarget: summarylib's default writer adds <= 5 µs per step for 10 metrics")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"steps": args.steps, "times": times, "overhead_us": rows}, f, indent=1)
+            json.dump({"steps": args.steps, "results": results, "overhead_us": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -377,3 +377,56 @@ def test_flush_timeout() -> None:
     out.gate.set()
     w.close()
     assert len(_events(out.getvalue())) == 2
+
+
+def _records(data: bytes) -> list[bytes]:
+    import struct
+
+    out, off = [], 0
+    while off + 12 <= len(data):
+        (length,) = struct.unpack_from("<Q", data, off)
+        out.append(data[off + 12 : off + 12 + length])
+        off += 16 + length
+    return out
+
+
+class _CountingOutput(sl.MemoryOutput):
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    def write(self, data: bytes) -> None:
+        self.writes += 1
+        super().write(data)
+
+
+def test_a_fast_loop_gets_few_large_writes_not_one_per_max_queue() -> None:
+    # After a write that the queue length called for, the writer thread waits
+    # COALESCE_SECS before the next one: a loop that passes max_queue every few
+    # microseconds wakes it a few times, not once per 10 events (each wake-up costs the
+    # training thread a fight for the GIL).
+    from summarylib.writer.buffered import COALESCE_SECS
+
+    out = _CountingOutput()
+    w = sl.create_writer(out, max_queue=10)
+    t0 = time.monotonic()
+    with w.as_default():
+        for i in range(2000):
+            sl.scalar("loss", float(i), step=i)
+        elapsed = time.monotonic() - t0
+        bound = 2 + int(elapsed / COALESCE_SECS) * 2  # the first write, then one per window
+        assert out.writes <= bound, (out.writes, elapsed)
+    w.close()
+    assert len(list(_records(out.getvalue()))) == 2001  # with the file-version event
+
+
+def test_events_past_max_queue_are_written_without_a_flush() -> None:
+    out = _CountingOutput()
+    w = sl.create_writer(out, max_queue=10, flush_millis=10**9)
+    with w.as_default():
+        for batch in range(3):
+            for i in range(11):
+                sl.scalar("loss", float(i), step=batch * 11 + i)
+            want = 1 + 11 * (batch + 1)
+            assert wait_until(lambda want=want: len(list(_records(out.getvalue()))) == want, 10)
+    w.close()

@@ -80,6 +80,11 @@ _CHECK_EVERY = 256
 _BLOCK_BYTES = 96 * 1024
 # How often waiting callers re-check that the background thread is alive.
 _POLL_SECS = 0.05
+#: After writing a batch that the queue length called for, the writer thread waits this
+#: long before the next such batch: a fast loop then gets a few large writes instead of a
+#: wake-up (and a fight for the GIL) every ``max_queue`` events. flush(), close(), a full
+#: buffer and interpreter exit never wait for it.
+COALESCE_SECS = 0.02
 # Failed batches remembered so that every flush()/close() that covered one
 # reports it, even after another call consumed the parked error.
 _LOSS_HISTORY = 64
@@ -184,6 +189,9 @@ class BufferedEventWriter:
         self._taken = 0  # events handed to the thread, ever
         self._written = 0  # events the thread finished with, ever
         self._wake_requested = False
+        self._urgent = False  # flush(), close() or a full buffer: no cool-down wait
+        self._took_urgent = False
+        self._cooling = False  # the writer thread waits out COALESCE_SECS
         self._sync_requested = False
         self._closing = False
         # Closed by an exit hook (interpreter exit, garbage collection), not by the user: a
@@ -298,7 +306,7 @@ class BufferedEventWriter:
         # entries are counted here too.
         while self._pending_bytes + self._inflight_bytes > self._max_buffer_bytes:
             if self._inflight_bytes == 0:
-                self._wake()  # the thread is idle: let it take what is pending
+                self._wake(urgent=True)  # the thread is idle: let it take what is pending
             self._check_thread()
             if self._error is not None:
                 # A write failed: stop waiting; the next call reports it
@@ -307,10 +315,17 @@ class BufferedEventWriter:
             self._progress.wait(_POLL_SECS)
             self._account()
 
-    def _wake(self) -> None:
+    def _wake(self, urgent: bool = False) -> None:
+        # Lock held. While the writer thread cools down, a queue-length wake only marks
+        # the work (the thread takes it when the cool-down ends); an urgent one ends it.
+        if urgent:
+            self._urgent = True
+            if self._cooling:
+                self._work.notify()
         if not self._wake_requested:
             self._wake_requested = True
-            self._work.notify()
+            if not self._cooling:
+                self._work.notify()
 
     def _start_thread(self) -> None:
         t = threading.Thread(target=self._run, name=f"summarylib-writer:{self.name}", daemon=True)
@@ -354,6 +369,7 @@ class BufferedEventWriter:
                     self._start_thread()
                 self._sync_requested = self._sync_requested or sync
                 self._wake_requested = True
+                self._urgent = True
                 self._work.notify()
                 # Wait for the batch holding `target`; with sync, for one more
                 # round so the fsync happens after it.
@@ -424,7 +440,7 @@ class BufferedEventWriter:
         try:
             if self._thread is not None and not self._closing:
                 self._sync_requested = self._sync_requested or sync
-                self._wake()
+                self._wake(urgent=True)
         finally:
             self._lock.release()
 
@@ -547,6 +563,7 @@ class BufferedEventWriter:
         while True:
             with lock:
                 batch, first, sync, stop = self._next_batch()
+                urgent = self._took_urgent
             if batch:
                 self._write_batch(batch, first)
             sync = sync and not stop  # _finish syncs once, last
@@ -565,9 +582,24 @@ class BufferedEventWriter:
                 if self._error is not None:
                     self._trigger = -1
                 self._progress.notify_all()
+                if batch and not stop and not urgent and self._error is None:
+                    self._cool_down()
             if stop:
                 self._finish()
                 return
+
+    def _cool_down(self) -> None:
+        # Lock held (released while waiting): see COALESCE_SECS.
+        deadline = time.monotonic() + COALESCE_SECS
+        self._cooling = True
+        try:
+            while not (self._urgent or self._closing):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._work.wait(remaining)
+        finally:
+            self._cooling = False
 
     def _start_finisher(self) -> None:
         # Lock held, closing: no writer thread to finish the job (never
@@ -631,6 +663,7 @@ class BufferedEventWriter:
         first = self._taken
         self._taken += len(batch)
         self._wake_requested = False
+        self._took_urgent, self._urgent = self._urgent, False
         self._set_trigger()
         sync = self._sync_requested or (self._fsync and bool(batch))
         return batch, first, sync, self._closing
