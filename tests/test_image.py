@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import math
 import struct
+import zlib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -239,12 +240,49 @@ def pillow_save(image: np.ndarray) -> bytes:
         elements=st.integers(0, 255),
     )
 )
-def test_png_bytes_equal_pillows_own_png_writer(image: np.ndarray) -> None:
+def test_small_pngs_decode_to_their_pixels(image: np.ndarray) -> None:
+    # Small images are filtered by our own code (None/Sub/Up per row): Pillow decodes them
+    # to the same pixels, in the mode TensorBoard gets.
     from summarylib.encoding.png import encode_png
 
     blob = encode_png(image)
+    np.testing.assert_array_equal(decode_png(blob, image.shape[2]), image)
+    raw = zlib.decompress(blob[blob.index(b"IDAT") + 4 :])
+    h, w, c = image.shape
+    filters = raw[:: w * c + 1][:h]
+    assert len(raw) == h * (w * c + 1) and set(filters) <= {0, 1, 2}
+
+
+@settings(max_examples=10)
+@given(
+    hnp.arrays(
+        np.uint8,
+        st.tuples(st.integers(150, 200), st.integers(150, 200), st.integers(3, 4)),
+        elements=st.integers(0, 255),
+    )
+)
+def test_large_png_bytes_equal_pillows_own_png_writer(image: np.ndarray) -> None:
+    from summarylib.encoding.png import SMALL_IMAGE_BYTES, encode_png
+
+    assert image.nbytes > SMALL_IMAGE_BYTES
+    blob = encode_png(image)
     assert blob == pillow_save(image)
     np.testing.assert_array_equal(decode_png(blob, image.shape[2]), image)
+
+
+def test_small_png_filters_are_chosen_per_row() -> None:
+    from summarylib.encoding.png import encode_png
+
+    # Small steps along a row and large ones between rows: Sub wins; the other way: Up.
+    y, x = np.mgrid[0:30, 0:40]
+    across = np.repeat(((37 * y + 5 * x) % 256).astype(np.uint8)[:, :, None], 3, axis=2)
+    down = np.repeat(((5 * y + 37 * x) % 256).astype(np.uint8)[:, :, None], 3, axis=2)
+    for image, best in ((across, 1), (down, 2)):
+        blob = encode_png(image)
+        raw = zlib.decompress(blob[blob.index(b"IDAT") + 4 :])
+        h, w, c = image.shape
+        assert set(raw[:: w * c + 1][1:h]) == {best}
+        np.testing.assert_array_equal(decode_png(blob, 3), image)
 
 
 def test_large_png_decodes_and_fallback_path(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -258,6 +296,7 @@ def test_large_png_decodes_and_fallback_path(monkeypatch: pytest.MonkeyPatch) ->
     # A Pillow whose codec refuses the arguments: Image.save takes over.
     monkeypatch.setattr(png, "_fast", True)
     monkeypatch.setattr(Image.Image, "tobytes", lambda *a, **k: (_ for _ in ()).throw(TypeError))
+    monkeypatch.setattr(png, "SMALL_IMAGE_BYTES", 0)  # every image through Pillow
     small = big[:5, :7, :3].copy()
     assert png.encode_png(small) == pillow_save(small)
     assert png._fast is False

@@ -20,6 +20,13 @@ natural-looking image 7.0 ms and 125 KB against 14 ms and 109 KB; on 512x512
 9 ms and 134 KB against 37 ms and 112 KB. Level 0 would be faster still but
 leaves real images uncompressed (4-6x larger files). Encoding runs on the
 writer's background thread.
+
+Small images (up to ``SMALL_IMAGE_BYTES`` of pixels: thumbnails, MNIST digits, 64x64
+samples) are filtered here with numpy instead: each row gets the PNG filter (None, Sub or
+Up) with the smallest sum of absolute values, libpng's heuristic, and zlib compresses the
+rows. For them Pillow's codec costs most of its time per row and per call: a 64x64 RGB
+image took 609 us there and 202 us here, at the same size (2026-11-24, this project's VM).
+Larger images keep Pillow's codec, whose five filters compress natural images better.
 """
 
 from __future__ import annotations
@@ -32,9 +39,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["COMPRESS_LEVEL", "encode_png"]
+__all__ = ["COMPRESS_LEVEL", "SMALL_IMAGE_BYTES", "encode_png"]
 
 COMPRESS_LEVEL = 1
+#: Images with at most this many bytes of pixels are filtered with numpy (see above).
+SMALL_IMAGE_BYTES = 64 * 1024
 _MODES = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
 _COLOR_TYPES = {"L": 0, "LA": 4, "RGB": 2, "RGBA": 6}
 _SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -55,6 +64,10 @@ def encode_png(image: np.ndarray) -> bytes:
 
     h, w, c = image.shape
     mode = _MODES[c]
+    if h * w * c <= SMALL_IMAGE_BYTES:
+        header = _IHDR.pack(w, h, 8, _COLOR_TYPES[mode], 0, 0, 0)
+        idat = zlib.compress(_filtered_rows(image.reshape(h, w * c), c), COMPRESS_LEVEL)
+        return b"".join((_SIGNATURE, _chunk(b"IHDR", header), _chunk(b"IDAT", idat), _IEND))
     im = Image.frombuffer(mode, (w, h), image, "raw", mode, 0, 1)
     if _fast:
         try:
@@ -68,3 +81,22 @@ def encode_png(image: np.ndarray) -> bytes:
     out = io.BytesIO()
     im.save(out, "PNG", compress_level=COMPRESS_LEVEL)
     return out.getvalue()
+
+
+def _filtered_rows(rows: np.ndarray, bpp: int) -> bytes:
+    """PNG scanlines: each row behind its filter byte, with the filter among None (0), Sub
+    (1) and Up (2) whose output has the smallest sum of absolute values (as signed bytes)."""
+    import numpy as np
+
+    h, n = rows.shape
+    sub = rows.copy()
+    sub[:, bpp:] -= rows[:, :-bpp]  # uint8 arithmetic wraps, as PNG's does
+    up = rows.copy()
+    up[1:] -= rows[:-1]
+    candidates = np.stack((rows, sub, up))
+    scores = np.abs(candidates.view(np.int8).astype(np.int16)).sum(axis=2)
+    choice = scores.argmin(axis=0)
+    out = np.empty((h, n + 1), np.uint8)
+    out[:, 0] = choice
+    out[:, 1:] = candidates[choice, np.arange(h)]
+    return out.tobytes()

@@ -65,13 +65,29 @@ def emit_value_deferred(
     res = _resource(writer)
     first = metadata is not None and tag not in res.tags_with_metadata
     wall_time = _time()
+    # The encoding may run early on another thread (prepare); everything that depends on
+    # file order (which event carries the tag's metadata) runs in make(), in order.
+    done: list[tuple[bool, object]] = []
+
+    def prepare() -> None:
+        try:
+            done.append((True, make_tensor()))
+        except BaseException as e:  # reported by make(), in file order
+            done.append((False, e))
 
     def make() -> bytes:
-        # On the writer thread, in file order. The tag is unmarked here if an
-        # earlier event that carried its metadata failed to encode.
+        # On the writer thread, in file order. The tag is unmarked here if an earlier
+        # event that carried its metadata failed to encode.
         attach = first or (metadata is not None and tag not in res.tags_with_metadata)
         try:
-            value = value_bytes(tag, make_tensor(), metadata if attach else None)
+            if done:
+                ok, result = done[0]
+                if not ok:
+                    raise result  # type: ignore[misc]
+                tensor = result
+            else:
+                tensor = make_tensor()
+            value = value_bytes(tag, tensor, metadata if attach else None)  # type: ignore[arg-type]
         except BaseException:
             if attach:
                 res.tags_with_metadata.discard(tag)  # the next event carries it
@@ -86,7 +102,9 @@ def emit_value_deferred(
         # and unmark) the event before this thread runs another line.
         res.tags_with_metadata.add(tag)
     try:
-        accepted = res.append(Deferred(make, size, f"the value of {tag!r} at step {step}"))
+        accepted = res.append(
+            Deferred(make, size, f"the value of {tag!r} at step {step}", prepare)
+        )
     except BaseException:
         accepted = False
         raise

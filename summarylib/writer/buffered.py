@@ -57,7 +57,7 @@ import warnings
 import weakref
 from collections import deque
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 from summarylib.errors import SummaryError, WriteFailedError, WriterClosedError
 from summarylib.writer.output import Output
@@ -109,12 +109,23 @@ class Deferred:
     so ``make`` is pure computation (PNG/WAV encoding, bucketing).
     """
 
-    __slots__ = ("make", "size", "what")
+    __slots__ = ("make", "prepare", "size", "what")
 
-    def __init__(self, make: Callable[[], bytes], size: int, what: str) -> None:
+    def __init__(
+        self,
+        make: Callable[[], bytes],
+        size: int,
+        what: str,
+        prepare: Callable[[], None] | None = None,
+    ) -> None:
         self.make = make
         self.size = size
         self.what = what
+        #: Optional: the expensive, order-free part of ``make`` (PNG/WAV encoding), which
+        #: must never raise and leaves its result where ``make`` finds it. The writer runs
+        #: the ``prepare`` of several events on a few threads at once (the encoders release
+        #: the GIL); ``make`` still runs in file order.
+        self.prepare = prepare
 
     def __len__(self) -> int:
         return self.size
@@ -680,6 +691,7 @@ class BufferedEventWriter:
                 out = self._reopen()
             block: list[bytes] = []
             size = 0
+            _prepare_in_parallel(batch)
             for i, item in enumerate(batch):
                 if isinstance(item, Deferred):
                     made = self._materialize(item, first + i)
@@ -781,6 +793,46 @@ def _close_at_multiprocessing_exit(writer: BufferedEventWriter) -> None:
     from multiprocessing import util
 
     util.Finalize(writer, _close_at_exit, args=(weakref.ref(writer),), exitpriority=0)
+
+
+# Threads that run Deferred.prepare, shared by every writer of this process (a new pool
+# after fork: the parent's threads do not exist in the child).
+_pool: Any = None
+_pool_pid = 0
+_pool_lock = threading.Lock()
+_PARALLEL_MIN = 2
+
+
+def _encoder_pool() -> Any:
+    global _pool, _pool_pid
+    workers = min(4, os.cpu_count() or 1)
+    if workers < 2:
+        return None
+    with _pool_lock:
+        if _pool is None or _pool_pid != os.getpid():
+            from concurrent.futures import ThreadPoolExecutor
+
+            _pool = ThreadPoolExecutor(workers, thread_name_prefix="summarylib-encode")
+            _pool_pid = os.getpid()
+        return _pool
+
+
+def _prepare_in_parallel(batch: list[bytes | Deferred]) -> None:
+    # Run the prepare step of the batch's deferred events on the pool, and wait for all
+    # of them; make() then runs in file order on the writer thread. With fewer than two,
+    # or no pool (one CPU, interpreter exit), make() does the whole work itself.
+    jobs = [item.prepare for item in batch if isinstance(item, Deferred) and item.prepare]
+    if len(jobs) < _PARALLEL_MIN:
+        return
+    try:
+        pool = _encoder_pool()
+        if pool is None:
+            return
+        futures = [pool.submit(job) for job in jobs]
+    except RuntimeError:  # the interpreter is shutting down: make() encodes inline
+        return
+    for f in futures:
+        f.result()
 
 
 def _remaining(deadline: float | None, default: float | None) -> float | None:
