@@ -24,6 +24,7 @@ functions. :class:`PendingGraph` is the two-pass naming both adapters share.
 
 from __future__ import annotations
 
+import inspect
 import re
 import warnings
 from collections.abc import Hashable
@@ -37,6 +38,7 @@ __all__ = [
     "GraphCaptureWarning",
     "PendingGraph",
     "PendingNode",
+    "arg_names",
     "const_attrs",
     "gc_paused",
     "plain_attr",
@@ -222,3 +224,20 @@ def const_attrs(
     if extra:
         attrs.update(extra)
     return attrs
+
+
+def arg_names(fn: Any, n: int) -> list[str]:
+    """Names of the first ``n`` positional parameters of ``fn`` (``input_i`` if unknown)."""
+    names: list[str] = []
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    for p in params:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        elif p.kind == p.VAR_POSITIONAL:
+            break
+    while len(names) < n:
+        names.append(f"input_{len(names)}")
+    return names[:n]

@@ -33,13 +33,13 @@ Data contract of :func:`capture_jax` (graph-pipeline.md §3.4, §5.3):
 from __future__ import annotations
 
 import importlib
-import inspect
 from collections.abc import Hashable, Sequence
 from typing import Any
 
 from summarylib.graph.adapters import (
     PendingGraph,
     PendingNode,
+    arg_names,
     const_attrs,
     gc_paused,
     plain_attr,
@@ -417,7 +417,7 @@ def _capture(fn: Any, example_inputs: Any, example_kwargs: dict[str, Any] | None
             raise ValueError(f"capture: 'params_argnums' entry {a!r} is not a positional "
                              f"argument index (the function gets {len(args)})")
     argnums = tuple(a % len(args) for a in argnums)
-    names = _arg_names(fn, len(args))
+    names = arg_names(fn, len(args))
     # Arguments with non-array leaves (strings, None, callables) are static.
     dynamic = [i for i, a in enumerate(args)
                if all(_is_array_like(leaf) for leaf in jax.tree_util.tree_leaves(a))]
@@ -515,19 +515,3 @@ def _evaluate(closed: Any, plan: list[Any], args: Sequence[Any],
         for v, o in zip(eqn.outvars, outs, strict=False):
             env[v] = o
     return [read(v) for v in jaxpr.outvars]
-
-
-def _arg_names(fn: Any, n: int) -> list[str]:
-    names: list[str] = []
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        params = []
-    for p in params:
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            names.append(p.name)
-        elif p.kind == p.VAR_POSITIONAL:
-            break
-    while len(names) < n:
-        names.append(f"input_{len(names)}")
-    return names[:n]

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import inspect
 import re
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from summarylib.graph.adapters import plain_attr, sanitize
+from summarylib.graph.adapters import arg_names, plain_attr, sanitize
 from summarylib.graph.ir import DType, TensorSpec
 
 __all__ = [
@@ -128,23 +127,6 @@ def module_path(path: str) -> str:
 def scope_path(dotted: str) -> str:
     """A dotted module path as a graph scope (``layer1.0`` -> ``layer1/0``), sanitized."""
     return "/".join(sanitize(p) for p in dotted.split(".") if p)
-
-
-def arg_names(fn: Any, n: int) -> list[str]:
-    """Names of the first ``n`` positional parameters of ``fn`` (``input_i`` if unknown)."""
-    names: list[str] = []
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        params = []
-    for p in params:
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            names.append(p.name)
-        elif p.kind == p.VAR_POSITIONAL:
-            break
-    while len(names) < n:
-        names.append(f"input_{len(names)}")
-    return names[:n]
 
 
 def key_segments(keys: Sequence[Any]) -> list[str]:
