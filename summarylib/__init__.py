@@ -35,13 +35,9 @@ from summarylib.writer.context import (
     set_step,
     should_record_summaries,
 )
-from summarylib.writer.file_writer import (
-    SummaryWriter,
-    create_file_writer,
-    create_noop_writer,
-    create_writer,
-    flush,
-)
+from summarylib.creation import create_file_writer, create_noop_writer, create_writer
+from summarylib.summary_writer import SummaryWriter
+from summarylib.writer.file_writer import flush
 from summarylib.writer.output import FileOutput, MemoryOutput, Output
 
 if TYPE_CHECKING:

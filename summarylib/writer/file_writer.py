@@ -1,4 +1,10 @@
-"""The public writer: ``create_file_writer``, ``SummaryWriter`` and the no-op writer."""
+"""The writer's core: one buffered event file, its lifecycle and the default-writer context.
+
+:class:`WriterBase` holds what every writer object does (``as_default``, ``flush``,
+``close``, pickling); the public :class:`summarylib.SummaryWriter` adds the ``add_*``
+methods on top of it, and :mod:`summarylib.creation` makes writers. This module knows
+nothing of summary kinds: ops depend on the writer, never the reverse.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from summarylib.encoding.events import file_version_event
 from summarylib.errors import WriteFailedError, WriterClosedError
@@ -24,11 +30,11 @@ __all__ = [
     "DEFAULT_MAX_BUFFER_BYTES",
     "DEFAULT_MAX_QUEUE",
     "SOURCE_WRITER",
-    "SummaryWriter",
-    "create_file_writer",
-    "create_noop_writer",
-    "create_writer",
+    "WriterBase",
+    "check_local_dir",
+    "check_settings",
     "flush",
+    "open_resource",
 ]
 
 DEFAULT_MAX_QUEUE = 10
@@ -37,9 +43,11 @@ DEFAULT_MAX_BUFFER_BYTES = 16 << 20
 #: ``Event.source_metadata.writer`` of the first event of every file.
 SOURCE_WRITER = "summarylib"
 
+W = TypeVar("W", bound="WriterBase")
 
-class SummaryWriter:
-    """Writes summaries to one event file. Create with :func:`create_file_writer`.
+
+class WriterBase:
+    """Writes summaries to one event file: the lifecycle shared by every writer object.
 
     Ops (``scalar``, ``histogram``, ...) write to the *default* writer of the
     calling thread; make a writer the default with :meth:`as_default` (a
@@ -50,7 +58,10 @@ class SummaryWriter:
     a new writer on the same logdir with the same settings (a new file).
     """
 
-    def __init__(
+    _resource: BufferedEventWriter | None
+    _logdir: str | None
+
+    def _setup(
         self,
         resource: BufferedEventWriter | None,
         logdir: str | None,
@@ -63,9 +74,21 @@ class SummaryWriter:
         if resource is not None:
             self._finalizer = weakref.finalize(self, _close_quietly, resource)
 
+    @classmethod
+    def _wrap(
+        cls: type[W],
+        resource: BufferedEventWriter | None,
+        logdir: str | None,
+        settings: dict[str, Any],
+    ) -> W:
+        """A writer object around an open resource (the factories' way in; no ``__init__``)."""
+        obj = cls.__new__(cls)
+        obj._setup(resource, logdir, settings)
+        return obj
+
     # -- the context --------------------------------------------------------
     @contextmanager
-    def as_default(self, step: Step | None = None) -> Iterator[SummaryWriter]:
+    def as_default(self: W, step: Step | None = None) -> Iterator[W]:
         """Make this the calling thread's default writer inside the block.
 
         Args:
@@ -105,10 +128,12 @@ class SummaryWriter:
             _local.state.step = step
         _local.state.writer = self._as_context_writer()
 
-    def _as_context_writer(self) -> SummaryWriter | None:
-        return self
+    def _as_context_writer(self) -> WriterBase | None:
+        # Ops treat "no default writer" as "do nothing"; that is all a writer without a
+        # resource (the no-op writer) has to be.
+        return self if self._resource is not None else None
 
-    def __enter__(self) -> SummaryWriter:
+    def __enter__(self: W) -> W:
         cm = self.as_default()
         cm.__enter__()
         self._context_stack.append(cm)
@@ -200,130 +225,19 @@ class SummaryWriter:
     # -- pickling ------------------------------------------------------------
     def __reduce__(self) -> tuple[Any, ...]:
         if self._resource is None:
-            return (create_noop_writer, ())
+            return (_reopen, (type(self), None, self._settings))
         if self._logdir is None:
             raise TypeError("a writer to a custom Output cannot be pickled")
-        return (_reopen, (self._logdir, self._settings))
+        return (_reopen, (type(self), self._logdir, self._settings))
 
     def __repr__(self) -> str:
+        if self._resource is None:
+            return f"<{type(self).__name__} noop>"
         state = "closed" if self.closed else "open"
-        return f"<SummaryWriter {state} path={self.path!r}>"
+        return f"<{type(self).__name__} {state} path={self.path!r}>"
 
 
-class _NoopWriter(SummaryWriter):
-    """A writer that records nothing: while it is the default, ops return False."""
-
-    def __init__(self) -> None:
-        super().__init__(None, None, {})
-
-    def _as_context_writer(self) -> SummaryWriter | None:
-        # Ops treat "no default writer" as "do nothing"; that is all a no-op
-        # writer has to be.
-        return None
-
-    def __repr__(self) -> str:
-        return "<SummaryWriter noop>"
-
-
-def create_file_writer(
-    logdir: str | os.PathLike[str],
-    max_queue: int | None = None,
-    flush_millis: int | None = None,
-    filename_suffix: str | None = None,
-    name: str | None = None,
-    *,
-    max_buffer_bytes: int | None = None,
-    on_error: OnError = "raise",
-    fsync: bool = False,
-) -> SummaryWriter:
-    """Create a writer of a new event file in ``logdir``.
-
-    The directory is created if missing. The new file,
-    ``events.out.tfevents.<secs>.<host>.<pid>.<n><suffix>``, holds its first
-    event (``file_version="brain.Event:2"``, ``source_metadata.writer =
-    "summarylib"``) on disk when this returns. Every call makes a new file.
-
-    Events are written by a background thread: when more than ``max_queue``
-    are pending, at most ``flush_millis`` after the previous write, and on
-    ``flush()``, exit of ``as_default()``, ``close()``, garbage collection and
-    interpreter exit.
-
-    Args:
-      logdir: a local directory.
-      max_queue: flush when more than this many events are pending (default 10).
-      flush_millis: flush pending events at most this long after the last flush
-        (default 120000).
-      filename_suffix: file name suffix (default ``".v2"``; a "." is prepended
-        if missing).
-      name: accepted for ``tf.summary`` compatibility; unused.
-      max_buffer_bytes: bound on the bytes of events logged but not yet
-        written (default 16 MiB): queued events plus the batch being written.
-        An op whose event takes the total above it waits, with that event
-        already queued, until the writer thread has made room; so the total
-        exceeds the bound by at most one event per thread waiting. Nothing
-        is dropped. Images, audio and large histograms, encoded by the
-        writer thread, count with an estimate of their size.
-      on_error: what a failed background write does: ``"raise"`` (default) raises
-        :class:`~summarylib.errors.WriteFailedError` from the next call, flush
-        or close; ``"warn"`` issues a ``RuntimeWarning`` and keeps going.
-      fsync: ``fsync`` after every background flush, so flushed data survives
-        power loss, not only a crash of the process. ``close()`` always syncs.
-
-    Raises:
-      ValueError, TypeError: a bad argument (named in the message).
-      WriteFailedError: the directory or file cannot be created or written.
-    """
-    del name
-    if logdir is None:
-        raise ValueError("create_file_writer: 'logdir' is required, got None")
-    if not isinstance(logdir, (str, os.PathLike)):
-        raise TypeError(
-            f"create_file_writer: 'logdir' must be a path, got {type(logdir).__name__}"
-        )
-    path = os.fspath(logdir)
-    if not isinstance(path, str) or not path:
-        raise ValueError(f"create_file_writer: 'logdir' must be a non-empty path, got {logdir!r}")
-    if "://" in path:
-        raise ValueError(
-            f"create_file_writer: only local directories are supported, got {path!r}"
-        )
-    settings = _settings(
-        "create_file_writer", max_queue, flush_millis, max_buffer_bytes, on_error, fsync
-    )
-    settings["filename_suffix"] = normalize_suffix(filename_suffix)
-    suffix = settings["filename_suffix"]
-    return _open(lambda: open_event_file(path, suffix), path, settings)
-
-
-def create_writer(
-    output: Output,
-    max_queue: int | None = None,
-    flush_millis: int | None = None,
-    *,
-    max_buffer_bytes: int | None = None,
-    on_error: OnError = "raise",
-    fsync: bool = False,
-) -> SummaryWriter:
-    """Create a writer of event records to any :class:`~summarylib.Output`.
-
-    The same as :func:`create_file_writer` (same policy and arguments) but
-    for an output you provide: a :class:`~summarylib.MemoryOutput` in tests,
-    or your own sink. The first event is written to ``output`` at once. Such
-    a writer cannot be pickled, and it cannot write in a forked child (ops
-    there raise :class:`~summarylib.errors.WriterClosedError`): the child
-    would share the parent's output.
-    """
-    if not isinstance(output, Output):
-        raise TypeError(
-            f"create_writer: 'output' must be a summarylib.Output, got {type(output).__name__}"
-        )
-    settings = _settings(
-        "create_writer", max_queue, flush_millis, max_buffer_bytes, on_error, fsync
-    )
-    return _open(lambda: output, None, settings, reopenable=False)
-
-
-def _settings(
+def check_settings(
     where: str,
     max_queue: int | None,
     flush_millis: int | None,
@@ -331,14 +245,15 @@ def _settings(
     on_error: str,
     fsync: bool,
 ) -> dict[str, Any]:
+    """The checked flush policy of a new writer (None means the default), as a dict."""
     if on_error not in ("raise", "warn"):
         raise ValueError(f"{where}: 'on_error' must be 'raise' or 'warn', got {on_error!r}")
     return {
-        "max_queue": _check_int(where, "max_queue", max_queue, DEFAULT_MAX_QUEUE, minimum=0),
-        "flush_millis": _check_int(
+        "max_queue": check_int(where, "max_queue", max_queue, DEFAULT_MAX_QUEUE, minimum=0),
+        "flush_millis": check_int(
             where, "flush_millis", flush_millis, DEFAULT_FLUSH_MILLIS, minimum=0
         ),
-        "max_buffer_bytes": _check_int(
+        "max_buffer_bytes": check_int(
             where, "max_buffer_bytes", max_buffer_bytes, DEFAULT_MAX_BUFFER_BYTES, minimum=1
         ),
         "on_error": on_error,
@@ -346,13 +261,14 @@ def _settings(
     }
 
 
-def _open(
+def open_resource(
     make_output: Callable[[], Output],
     logdir: str | None,
     settings: dict[str, Any],
     *,
     reopenable: bool = True,
-) -> SummaryWriter:
+) -> BufferedEventWriter:
+    """Open the buffered resource of a writer; the first event is on the output at return."""
     def open_output() -> Output:
         out = make_output()
         try:
@@ -375,12 +291,31 @@ def _open(
         )
     except OSError as e:
         raise WriteFailedError(logdir or "<output>", e) from e
-    return SummaryWriter(resource, logdir, settings)
+    return resource
 
 
-def _reopen(logdir: str, settings: dict[str, Any]) -> SummaryWriter:
+def check_local_dir(where: str, arg: str, logdir: object) -> str:
+    """``logdir`` as a str path to a local directory, or a clear error naming ``arg``."""
+    if logdir is None:
+        raise ValueError(f"{where}: {arg!r} is required, got None")
+    if not isinstance(logdir, (str, os.PathLike)):
+        raise TypeError(f"{where}: {arg!r} must be a path, got {type(logdir).__name__}")
+    path = os.fspath(logdir)
+    if not isinstance(path, str) or not path:
+        raise ValueError(f"{where}: {arg!r} must be a non-empty path, got {logdir!r}")
+    if "\x00" in path:
+        raise ValueError(f"{where}: {arg!r} must not contain NUL, got {path!r}")
+    if "://" in path:
+        raise ValueError(f"{where}: only local directories are supported, got {path!r}")
+    return path
+
+
+def _reopen(cls: type[W], logdir: str | None, settings: dict[str, Any]) -> W:
+    if logdir is None:
+        return cls._wrap(None, None, settings)
     suffix = settings["filename_suffix"]
-    return _open(lambda: open_event_file(logdir, suffix), logdir, settings)
+    resource = open_resource(lambda: open_event_file(logdir, suffix), logdir, settings)
+    return cls._wrap(resource, logdir, settings)
 
 
 def _check_timeout(where: str, timeout: object) -> None:
@@ -395,7 +330,7 @@ def _check_timeout(where: str, timeout: object) -> None:
         raise ValueError(f"{where}: 'timeout' must be >= 0, got {timeout!r}")
 
 
-def _check_int(where: str, name: str, value: object, default: int, *, minimum: int) -> int:
+def check_int(where: str, name: str, value: object, default: int, *, minimum: int) -> int:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
@@ -415,23 +350,12 @@ def _close_quietly(resource: BufferedEventWriter) -> None:
         )
 
 
-def create_noop_writer() -> SummaryWriter:
-    """A writer that records nothing.
-
-    While it is the default writer, ops write nothing and return False (as
-    with no default writer). Useful for processes that must not log, e.g.
-    every rank but 0. Unlike TensorFlow's, ``as_default()`` on it *does*
-    replace an outer default writer, so nothing leaks into that one.
-    """
-    return _NoopWriter()
-
-
-def flush(writer: SummaryWriter | None = None) -> None:
+def flush(writer: WriterBase | None = None) -> None:
     """Flush ``writer``, or the calling thread's default writer if None."""
     target = _local.state.writer if writer is None else writer
     if target is None:
         return
-    if not isinstance(target, SummaryWriter):
+    if not isinstance(target, WriterBase):
         raise TypeError(
             f"flush: 'writer' must be a SummaryWriter or None, got {type(target).__name__}"
         )

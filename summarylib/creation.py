@@ -1,0 +1,118 @@
+"""Making writers: ``create_file_writer``, ``create_writer`` and ``create_noop_writer``.
+
+Each returns a :class:`summarylib.SummaryWriter`, the one writer class (the same class that
+``SummaryWriter(log_dir)`` constructs the way torch does).
+"""
+
+from __future__ import annotations
+
+import os
+
+from summarylib.summary_writer import SummaryWriter
+from summarylib.writer.buffered import OnError
+from summarylib.writer.file_writer import check_local_dir, check_settings, open_resource
+from summarylib.writer.naming import normalize_suffix
+from summarylib.writer.output import Output, open_event_file
+
+__all__ = ["create_file_writer", "create_noop_writer", "create_writer"]
+
+
+def create_file_writer(
+    logdir: str | os.PathLike[str],
+    max_queue: int | None = None,
+    flush_millis: int | None = None,
+    filename_suffix: str | None = None,
+    name: str | None = None,
+    *,
+    max_buffer_bytes: int | None = None,
+    on_error: OnError = "raise",
+    fsync: bool = False,
+) -> SummaryWriter:
+    """Create a writer of a new event file in ``logdir``.
+
+    The directory is created if missing. The new file,
+    ``events.out.tfevents.<secs>.<host>.<pid>.<n><suffix>``, holds its first
+    event (``file_version="brain.Event:2"``, ``source_metadata.writer =
+    "summarylib"``) on disk when this returns. Every call makes a new file.
+
+    Events are written by a background thread: when more than ``max_queue``
+    are pending, at most ``flush_millis`` after the previous write, and on
+    ``flush()``, exit of ``as_default()``, ``close()``, garbage collection and
+    interpreter exit.
+
+    Args:
+      logdir: a local directory.
+      max_queue: flush when more than this many events are pending (default 10).
+      flush_millis: flush pending events at most this long after the last flush
+        (default 120000).
+      filename_suffix: file name suffix (default ``".v2"``; a "." is prepended
+        if missing).
+      name: accepted for ``tf.summary`` compatibility; unused.
+      max_buffer_bytes: bound on the bytes of events logged but not yet
+        written (default 16 MiB): queued events plus the batch being written.
+        An op whose event takes the total above it waits, with that event
+        already queued, until the writer thread has made room; so the total
+        exceeds the bound by at most one event per thread waiting. Nothing
+        is dropped. Images, audio and large histograms, encoded by the
+        writer thread, count with an estimate of their size.
+      on_error: what a failed background write does: ``"raise"`` (default) raises
+        :class:`~summarylib.errors.WriteFailedError` from the next call, flush
+        or close; ``"warn"`` issues a ``RuntimeWarning`` and keeps going.
+      fsync: ``fsync`` after every background flush, so flushed data survives
+        power loss, not only a crash of the process. ``close()`` always syncs.
+
+    Raises:
+      ValueError, TypeError: a bad argument (named in the message).
+      WriteFailedError: the directory or file cannot be created or written.
+    """
+    del name
+    path = check_local_dir("create_file_writer", "logdir", logdir)
+    settings = check_settings(
+        "create_file_writer", max_queue, flush_millis, max_buffer_bytes, on_error, fsync
+    )
+    suffix = settings["filename_suffix"] = normalize_suffix(filename_suffix)
+    resource = open_resource(lambda: open_event_file(path, suffix), path, settings)
+    return SummaryWriter._wrap(resource, path, settings)
+
+
+def create_writer(
+    output: Output,
+    max_queue: int | None = None,
+    flush_millis: int | None = None,
+    *,
+    max_buffer_bytes: int | None = None,
+    on_error: OnError = "raise",
+    fsync: bool = False,
+) -> SummaryWriter:
+    """Create a writer of event records to any :class:`~summarylib.Output`.
+
+    The same as :func:`create_file_writer` (same policy and arguments) but
+    for an output you provide: a :class:`~summarylib.MemoryOutput` in tests,
+    or your own sink. The first event is written to ``output`` at once. Such
+    a writer cannot be pickled, and it cannot write in a forked child (ops
+    there raise :class:`~summarylib.errors.WriterClosedError`): the child
+    would share the parent's output. Methods that write files beside the
+    event file (``add_embedding``, ``add_scalars``' sub-runs) need a
+    directory and raise ``ValueError`` on such a writer.
+    """
+    if not isinstance(output, Output):
+        raise TypeError(
+            f"create_writer: 'output' must be a summarylib.Output, got {type(output).__name__}"
+        )
+    settings = check_settings(
+        "create_writer", max_queue, flush_millis, max_buffer_bytes, on_error, fsync
+    )
+    resource = open_resource(lambda: output, None, settings, reopenable=False)
+    return SummaryWriter._wrap(resource, None, settings)
+
+
+def create_noop_writer() -> SummaryWriter:
+    """A writer that records nothing.
+
+    While it is the default writer, ops write nothing and return False (as
+    with no default writer), and its ``add_*`` methods do nothing. Useful for
+    processes that must not log, e.g. every rank but 0. Unlike TensorFlow's,
+    ``as_default()`` on it *does* replace an outer default writer, so nothing
+    leaks into that one.
+    """
+    return SummaryWriter._wrap(None, None, {})

@@ -1,0 +1,289 @@
+"""Histograms in the legacy ``HistogramProto`` form, bucketed by explicit bin edges.
+
+This is the form ``torch.utils.tensorboard`` and tensorboardX write (``Summary.Value.histo``,
+field 5, no plugin metadata); TensorBoard converts it to its histogram tensor when it loads
+the file, so the Histograms and Distributions dashboards show it as they show the TF2 form
+of :mod:`summarylib.ops.histogram`. Use it where the bucket edges are chosen by the caller:
+torch's default "tensorflow" bins (exponential edges ±1e-12·1.1^k up to 1e20), numpy's bin
+rules (``"auto"``, ``"fd"``, an int, an array of edges), or counts made elsewhere.
+
+Data contract:
+  * :func:`histogram_raw`: ``min``, ``max``, ``num``, ``sum``, ``sum_squares`` are finite
+    real numbers (``num`` >= 0); ``bucket_limits`` and ``bucket_counts`` are 1-D sequences
+    of real numbers of the same length, limits non-decreasing, counts >= 0. Written as
+    given: ``bucket_limits[i]`` is the right edge of bucket ``i``; TensorBoard takes the
+    left edge of bucket 0 from ``min``.
+  * :func:`histogram_bins`: ``values`` is a non-empty array of finite real numbers of any
+    shape; ``bins`` is ``"tensorflow"``, a numpy bin rule (str), an int >= 1 or a 1-D
+    increasing sequence of edges; ``max_bins`` (optional int >= 1) merges neighbouring
+    buckets until at most that many remain. Buckets are made as torch's ``make_histogram``
+    makes them: ``numpy.histogram`` on float64 values, then trimmed to the buckets that
+    hold values plus one empty bucket on the left (TensorBoard shows only right edges).
+  * Values are copied on the caller's thread; the bucketing runs on the writer's thread.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import time
+from typing import TYPE_CHECKING, Any
+
+from summarylib.encoding.arrays import as_array, evaluate
+from summarylib.encoding.events import summary_event
+from summarylib.encoding.wire import field_bytes, pack_double
+from summarylib.ops._resolve import check_tag, resolve
+from summarylib.writer.buffered import Deferred
+from summarylib.writer.context import Step
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from summarylib.proto import summary_pb2
+
+__all__ = [
+    "histogram_bins",
+    "histogram_bins_pb",
+    "histogram_proto_bytes",
+    "histogram_raw",
+    "histogram_raw_pb",
+    "make_histogram",
+    "tensorflow_bins",
+]
+
+_time = time.time
+_tensorflow_bins: np.ndarray | None = None
+
+
+def tensorflow_bins() -> np.ndarray:
+    """TensorFlow 1's default bucket edges, as torch's ``bins="tensorflow"`` builds them."""
+    global _tensorflow_bins
+    if _tensorflow_bins is None:
+        import numpy as np
+
+        v = 1e-12
+        positive = []
+        while v < 1e20:  # the same float products as torch's loop, hence the same edges
+            positive.append(v)
+            v *= 1.1
+        _tensorflow_bins = np.array([-x for x in reversed(positive)] + [0.0] + positive)
+    return _tensorflow_bins
+
+
+def histogram_proto_bytes(
+    vmin: float, vmax: float, num: float, vsum: float, sum_squares: float,
+    limits: np.ndarray, counts: np.ndarray,
+) -> bytes:
+    """A serialized ``HistogramProto`` (all fields doubles, repeated ones packed)."""
+    out = []
+    for number, value in ((1, vmin), (2, vmax), (3, num), (4, vsum), (5, sum_squares)):
+        if value != 0 or math.copysign(1.0, value) < 0:  # proto3 leaves out +0.0 only
+            out.append(bytes((number << 3 | 1,)) + pack_double(value))
+    if len(limits):
+        out.append(field_bytes(6, limits.astype("<f8").tobytes()))
+    if len(counts):
+        out.append(field_bytes(7, counts.astype("<f8").tobytes()))
+    return b"".join(out)
+
+
+def _histo_summary(tag: str, histo: bytes) -> bytes:
+    # Summary { value { tag = 1; histo = 5 } }: no metadata, as torch writes it.
+    return field_bytes(1, field_bytes(1, tag.encode("utf-8")) + field_bytes(5, histo))
+
+
+def _real(value: Any, where: str, arg: str, *, minimum: float | None = None) -> float:
+    value = evaluate(value)
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{where}: {arg!r} must be a real number, got {type(value).__name__}")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{where}: {arg!r} must be a real number, got {type(value).__name__}"
+        ) from None
+    if not math.isfinite(x):
+        raise ValueError(f"{where}: {arg!r} must be finite, got {x}")
+    if minimum is not None and x < minimum:
+        raise ValueError(f"{where}: {arg!r} must be >= {minimum}, got {x}")
+    return x
+
+
+def _raw_parts(
+    where: str, vmin: Any, vmax: Any, num: Any, vsum: Any, sum_squares: Any,
+    bucket_limits: Any, bucket_counts: Any,
+) -> bytes:
+    import numpy as np
+
+    lo = _real(vmin, where, "min")
+    hi = _real(vmax, where, "max")
+    n = _real(num, where, "num", minimum=0)
+    s = _real(vsum, where, "sum")
+    sq = _real(sum_squares, where, "sum_squares", minimum=0)
+    limits = as_array(bucket_limits, where, "bucket_limits")
+    counts = as_array(bucket_counts, where, "bucket_counts")
+    for arr, arg in ((limits, "bucket_limits"), (counts, "bucket_counts")):
+        if arr.ndim != 1:
+            raise ValueError(f"{where}: {arg!r} must be 1-D, got shape {arr.shape}")
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"{where}: {arg!r} must hold real numbers, got dtype {arr.dtype}")
+    if len(limits) != len(counts):
+        raise ValueError(
+            f"{where}: 'bucket_limits' and 'bucket_counts' must have the same length, "
+            f"got {len(limits)} and {len(counts)}"
+        )
+    limits = limits.astype(np.float64)
+    counts = counts.astype(np.float64)
+    if np.isnan(limits).any() or (len(limits) > 1 and (np.diff(limits) < 0).any()):
+        raise ValueError(f"{where}: 'bucket_limits' must be non-decreasing numbers")
+    if not np.isfinite(counts).all() or (counts < 0).any():
+        raise ValueError(f"{where}: 'bucket_counts' must be finite and >= 0")
+    return histogram_proto_bytes(lo, hi, n, s, sq, limits, counts)
+
+
+def histogram_raw(
+    name: str, min: Any, max: Any, num: Any, sum: Any, sum_squares: Any,  # noqa: A002
+    bucket_limits: Any, bucket_counts: Any, step: Step | None = None,
+) -> bool:
+    """Write a histogram given as its statistics and buckets (see the module docstring).
+
+    Returns True if written, False if nothing is recording. Raises TypeError/ValueError
+    naming the bad argument (nothing written).
+    """
+    resolved = resolve(name, step, "histogram_raw")
+    if resolved is None:
+        return False
+    writer, tag, step_ = resolved
+    histo = _raw_parts(
+        "histogram_raw", min, max, num, sum, sum_squares, bucket_limits, bucket_counts
+    )
+    return writer._resource.append(  # type: ignore[union-attr]
+        summary_event(_time(), step_, _histo_summary(tag, histo))
+    )
+
+
+def histogram_raw_pb(
+    tag: str, min: Any, max: Any, num: Any, sum: Any, sum_squares: Any,  # noqa: A002
+    bucket_limits: Any, bucket_counts: Any,
+) -> summary_pb2.Summary:
+    """A ``Summary`` with one legacy histogram value; no writer needed."""
+    from summarylib.proto import summary_pb2
+
+    tag = check_tag(tag, "histogram_raw_pb", "tag")
+    histo = _raw_parts(
+        "histogram_raw_pb", min, max, num, sum, sum_squares, bucket_limits, bucket_counts
+    )
+    return summary_pb2.Summary.FromString(_histo_summary(tag, histo))
+
+
+def _check_bins(bins: Any, max_bins: Any, where: str) -> tuple[Any, int | None]:
+    import numpy as np
+
+    if isinstance(bins, str):
+        if bins == "tensorflow":
+            bins = tensorflow_bins()
+        elif bins not in ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt"):
+            raise ValueError(
+                f"{where}: 'bins' must be 'tensorflow', a numpy bin rule, an int or edges, "
+                f"got {bins!r}"
+            )
+    elif isinstance(bins, bool):
+        raise TypeError(f"{where}: 'bins' must be a str, an int or a sequence, got bool")
+    elif isinstance(bins, int) or hasattr(bins, "__index__"):
+        bins = operator.index(bins)
+        if bins < 1:
+            raise ValueError(f"{where}: 'bins' must be >= 1, got {bins}")
+    else:
+        edges = as_array(bins, where, "bins", dtype=np.float64)
+        if edges.ndim != 1 or len(edges) < 2 or not (np.diff(edges) > 0).all():
+            raise ValueError(f"{where}: 'bins' edges must be a 1-D increasing sequence of >= 2")
+        bins = edges
+    if max_bins is not None:
+        if isinstance(max_bins, bool) or not hasattr(max_bins, "__index__"):
+            raise TypeError(f"{where}: 'max_bins' must be an int or None, got {max_bins!r}")
+        max_bins = operator.index(max_bins)
+        if max_bins < 1:
+            raise ValueError(f"{where}: 'max_bins' must be >= 1, got {max_bins}")
+    return bins, max_bins
+
+
+def _check_values(values: Any, where: str) -> np.ndarray:
+    import numpy as np
+
+    arr = as_array(values, where, "values")
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{where}: 'values' must hold real numbers, got dtype {arr.dtype}")
+    if arr.size == 0:
+        raise ValueError(f"{where}: 'values' is empty")
+    flat = np.array(arr, dtype=np.float64).reshape(-1)  # a private copy
+    if not np.isfinite(flat).all():
+        raise ValueError(f"{where}: 'values' must be finite (NaN or Inf found)")
+    return flat
+
+
+def make_histogram(values: np.ndarray, bins: Any, max_bins: int | None) -> bytes:
+    """Bucket finite float64 ``values`` (1-D, non-empty) as torch does; a HistogramProto."""
+    import numpy as np
+
+    counts, limits = np.histogram(values, bins=bins)
+    if max_bins is not None and len(counts) > max_bins:
+        step = len(counts) // max_bins
+        rem = len(counts) % step
+        if rem:
+            counts = np.pad(counts, (0, step - rem))
+        counts = counts.reshape(-1, step).sum(axis=-1)
+        merged = np.empty(counts.size + 1, limits.dtype)
+        merged[:-1] = limits[:-1:step]
+        merged[-1] = limits[-1]
+        limits = merged
+    # Keep the buckets holding values, plus one on the left: TensorBoard shows right edges
+    # only, so that bucket's right edge is the leftmost limit.
+    cum = np.cumsum(np.greater(counts, 0))
+    start, end = np.searchsorted(cum, [0, cum[-1] - 1], side="right")
+    start, end = int(start), int(end) + 1
+    counts = counts[start - 1 : end] if start > 0 else np.concatenate([[0], counts[:end]])
+    limits = limits[start : end + 1]
+    return histogram_proto_bytes(
+        float(values.min()), float(values.max()), float(len(values)), float(values.sum()),
+        float(values.dot(values)), limits, counts,
+    )
+
+
+def histogram_bins(
+    name: str, values: Any, step: Step | None = None, bins: Any = "tensorflow",
+    max_bins: int | None = None,
+) -> bool:
+    """Write a legacy histogram of ``values`` bucketed by ``bins`` (see the module docstring).
+
+    Returns True if written, False if nothing is recording.
+    """
+    resolved = resolve(name, step, "histogram_bins")
+    if resolved is None:
+        return False
+    writer, tag, step_ = resolved
+    bins, max_bins = _check_bins(bins, max_bins, "histogram_bins")
+    flat = _check_values(values, "histogram_bins")
+    wall_time = _time()
+    encoded_tag = tag.encode("utf-8")
+
+    def make() -> bytes:
+        histo = make_histogram(flat, bins, max_bins)
+        value = field_bytes(1, encoded_tag) + field_bytes(5, histo)
+        return summary_event(wall_time, step_, field_bytes(1, value))
+
+    return writer._resource.append(  # type: ignore[union-attr]
+        Deferred(make, 2048 + len(encoded_tag), f"the histogram {tag!r} at step {step_}")
+    )
+
+
+def histogram_bins_pb(
+    tag: str, values: Any, bins: Any = "tensorflow", max_bins: int | None = None
+) -> summary_pb2.Summary:
+    """A ``Summary`` with one legacy histogram of ``values``; no writer needed."""
+    from summarylib.proto import summary_pb2
+
+    tag = check_tag(tag, "histogram_bins_pb", "tag")
+    bins, max_bins = _check_bins(bins, max_bins, "histogram_bins_pb")
+    flat = _check_values(values, "histogram_bins_pb")
+    return summary_pb2.Summary.FromString(
+        _histo_summary(tag, make_histogram(flat, bins, max_bins))
+    )

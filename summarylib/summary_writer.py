@@ -1,0 +1,663 @@
+"""``SummaryWriter``: the one writer class, for tf.summary-style ops and torch-style ``add_*``.
+
+``SummaryWriter(log_dir)`` takes the constructor of ``torch.utils.tensorboard`` (and
+tensorboardX: ``logdir=``, ``write_to_disk=``); :func:`summarylib.create_file_writer` makes
+the same class. Every ``add_*`` method is thin: it maps torch's arguments (and their input
+conventions, :mod:`summarylib.torch_conventions`) onto the op of its kind, which it runs
+with this writer as the target, whatever the thread's default writer is.
+
+Shared rules of the ``add_*`` methods:
+  * ``global_step=None`` is the thread's default step (``summarylib.set_step``,
+    ``as_default(step=...)``) if one is set, else 0 as in torch.
+  * ``walltime`` (seconds since the epoch) replaces the time of writing when given.
+  * Tags pass through the current :func:`summarylib.name_scope`, and nothing is written
+    while :func:`summarylib.record_if` is false; outside both, tags are torch's.
+  * They return True when written, False when nothing is recording (torch returns None).
+  * Bad input raises ``TypeError``/``ValueError`` naming the method and the argument, and
+    writes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from summarylib.encoding.events import event_bytes
+from summarylib.encoding.wire import field_bytes
+from summarylib.ops.scalar import scalar
+from summarylib.writer.context import Step, _local, condition_holds
+from summarylib.writer.file_writer import WriterBase, check_local_dir, check_settings, open_resource
+from summarylib.writer.output import open_event_file
+from summarylib.writer.path_safety import safe_component
+
+__all__ = ["SummaryWriter"]
+
+
+class SummaryWriter(WriterBase):
+    """Writes summaries to a new event file in a log directory.
+
+    Construct it as torch's ``SummaryWriter`` (``add_*`` methods, ``with SummaryWriter()
+    as w:``), or with :func:`summarylib.create_file_writer` and use it as ``tf.summary``'s
+    default writer (``as_default()``, ``scalar(...)``): one class serves both.
+
+    Args:
+      log_dir: the directory (created if missing). Default
+        ``runs/<Mon DD_HH-MM-SS>_<host><comment>``, as torch. ``logdir`` is tensorboardX's
+        name for it.
+      comment: appended to the default ``log_dir``; ignored when ``log_dir`` is given.
+      purge_step: if given, the file starts with a ``SessionLog.START`` at this step:
+        TensorBoard then drops the events of earlier files of the run at steps >= it (resume
+        after a crash without a zig-zag curve).
+      max_queue: write when more than this many events are pending (default 10).
+      flush_secs: write pending events at most this many seconds after the last write.
+      filename_suffix: appended verbatim to the file name (torch's rule; default "").
+      write_to_disk: False makes a writer that records nothing (tensorboardX).
+      comet_config: accepted for tensorboardX compatibility and ignored.
+
+    Raises:
+      TypeError, ValueError: a bad argument, named in the message.
+      WriteFailedError: the directory or event file cannot be created.
+    """
+
+    def __init__(
+        self,
+        log_dir: str | os.PathLike[str] | None = None,
+        comment: str = "",
+        purge_step: int | None = None,
+        max_queue: int = 10,
+        flush_secs: float = 120,
+        filename_suffix: str = "",
+        *,
+        logdir: str | os.PathLike[str] | None = None,
+        write_to_disk: bool = True,
+        comet_config: Any = None,
+    ) -> None:
+        del comet_config
+        where = "SummaryWriter"
+        if log_dir is not None and logdir is not None:
+            raise TypeError(f"{where}: pass 'log_dir' or 'logdir', not both")
+        chosen = log_dir if log_dir is not None else logdir
+        if not isinstance(comment, str):
+            raise TypeError(f"{where}: 'comment' must be a str, got {type(comment).__name__}")
+        if not chosen:
+            from summarylib.torch_conventions import default_log_dir
+
+            chosen = default_log_dir(comment)
+        path = check_local_dir(where, "log_dir", chosen)
+        if isinstance(flush_secs, bool) or not isinstance(flush_secs, (int, float)):
+            raise TypeError(f"{where}: 'flush_secs' must be a number, got {flush_secs!r}")
+        if not flush_secs >= 0:
+            raise ValueError(f"{where}: 'flush_secs' must be >= 0, got {flush_secs!r}")
+        settings = check_settings(where, max_queue, int(flush_secs * 1000), None, "raise", False)
+        settings["filename_suffix"] = _verbatim_suffix(filename_suffix, where)
+        if purge_step is not None:
+            from summarylib.writer.context import check_step
+
+            purge_step = check_step(purge_step, where)
+        if not write_to_disk:
+            self._setup(None, path, settings)
+            return
+        suffix = settings["filename_suffix"]
+        resource = open_resource(lambda: open_event_file(path, suffix), path, settings)
+        self._setup(resource, path, settings)
+        if purge_step is not None:
+            # SessionLog{status: START} (Event field 6): TensorBoard purges from here.
+            resource.append(event_bytes(time.time(), purge_step, field_bytes(6, b"\x08\x01")))
+
+    def _setup(self, resource: Any, logdir: str | None, settings: dict[str, Any]) -> None:
+        super()._setup(resource, logdir, settings)
+        self._target = self if resource is not None else None
+        self._children: dict[str, SummaryWriter] = {}
+        self._trials: list[SummaryWriter] = []
+
+    # -- plumbing -------------------------------------------------------------
+    def _run(self, where: str, op: Callable[..., bool], *args: Any, **kwargs: Any) -> bool:
+        """Run ``op`` with this writer as the thread's default writer.
+
+        Errors of the op are re-raised naming ``where`` (the method) and torch's argument
+        names instead of the op's.
+        """
+        st = _local.state
+        saved = st.writer
+        st.writer = self._target
+        try:
+            return op(*args, **kwargs)
+        except (TypeError, ValueError) as e:
+            raise _renamed(e, op.__name__, where) from None
+        finally:
+            st.writer = saved
+
+    @staticmethod
+    def _step(global_step: Step | None) -> Step:
+        if global_step is not None:
+            return global_step
+        default = _local.state.step
+        return 0 if default is None else default
+
+    def _write_pb(self, make_summary: Callable[[str], Any], tag: str, step: Step,
+                  walltime: Any, where: str) -> bool:
+        """Write the Summary ``make_summary(scoped_tag)`` with an explicit wall time."""
+        from summarylib.ops._resolve import check_tag, resolve_step
+
+        if isinstance(walltime, bool) or not isinstance(walltime, (int, float)):
+            raise TypeError(f"{where}: 'walltime' must be a number, got {walltime!r}")
+        st = _local.state
+        if self._target is None or (st.condition is not True and not condition_holds(
+            st.condition
+        )):
+            return False
+        tag = check_tag(tag, where, "tag")
+        summary = make_summary(st.scope + tag if st.scope else tag)
+        step_ = resolve_step(step, None, where)
+        payload = summary.SerializeToString()
+        return self._append(event_bytes(float(walltime), step_, field_bytes(5, payload)))
+
+    def _needs_dir(self, where: str) -> str:
+        if self._logdir is None:
+            raise ValueError(f"{where}: this writer has no log directory (a custom Output)")
+        return self._logdir
+
+    # -- torch's methods ------------------------------------------------------
+    def get_logdir(self) -> str | None:
+        """The log directory (torch's name for :attr:`logdir`)."""
+        return self._logdir
+
+    def add_scalar(
+        self, tag: str, scalar_value: Any, global_step: Step | None = None,
+        walltime: float | None = None, new_style: bool = False,
+        double_precision: bool = False,
+    ) -> bool:
+        """A scalar (a number or 0-d tensor) under ``tag``; stored as float32 always.
+
+        ``new_style`` and ``double_precision`` are accepted and ignored: TensorBoard's fast
+        loader reads float32 scalar tensors only, which is what is written.
+        """
+        if global_step is None:
+            default = _local.state.step
+            global_step = 0 if default is None else default
+        if walltime is not None:
+            from summarylib.ops.scalar import scalar_pb
+
+            return self._write_pb(lambda t: scalar_pb(t, scalar_value), tag, global_step,
+                                  walltime, "add_scalar")
+        st = _local.state
+        saved = st.writer
+        st.writer = self._target
+        try:
+            return scalar(tag, scalar_value, global_step)
+        except (TypeError, ValueError) as e:
+            raise _renamed(e, "scalar", "add_scalar") from None
+        finally:
+            st.writer = saved
+
+    def add_scalars(
+        self, main_tag: str, tag_scalar_dict: Mapping[str, Any],
+        global_step: Step | None = None, walltime: float | None = None,
+    ) -> bool:
+        """Several scalars in one chart: ``tag_scalar_dict[k]`` goes to the sub-run
+        ``<log_dir>/<main_tag>_<k>`` (``/`` in ``main_tag`` becomes ``_``) under the tag
+        ``main_tag``, as torch lays it out. Sub-run names are made safe (see
+        :func:`~summarylib.writer.path_safety.safe_component`).
+        """
+        where = "add_scalars"
+        if not isinstance(tag_scalar_dict, Mapping):
+            raise TypeError(
+                f"{where}: 'tag_scalar_dict' must be a dict, got {type(tag_scalar_dict).__name__}"
+            )
+        if not isinstance(main_tag, str) or not main_tag:
+            raise ValueError(f"{where}: 'main_tag' must be a non-empty str, got {main_tag!r}")
+        step = self._step(global_step)
+        if self._target is None:
+            return False
+        logdir = self._needs_dir(where)
+        children = []
+        for key in tag_scalar_dict:
+            if not isinstance(key, str) or not key:
+                raise TypeError(f"{where}: 'tag_scalar_dict' keys must be non-empty str, "
+                                f"got {key!r}")
+            children.append(self._child(logdir, main_tag.replace("/", "_") + "_" + key, where))
+        wrote = False
+        for child, value in zip(children, tag_scalar_dict.values()):
+            wrote = child.add_scalar(main_tag, value, step, walltime) or wrote
+        return wrote
+
+    def _child(self, logdir: str, name: str, where: str) -> SummaryWriter:
+        child = self._children.get(name)
+        if child is None:
+            self._check_open(where)
+            sub = os.path.join(logdir, safe_component(name, where, "tag_scalar_dict"))
+            suffix = self._settings["filename_suffix"]
+            resource = open_resource(lambda: open_event_file(sub, suffix), sub, self._settings)
+            child = self._children[name] = SummaryWriter._wrap(resource, sub, self._settings)
+        return child
+
+    def add_tensor(self, tag: str, tensor: Any, global_step: Step | None = None,
+                   walltime: float | None = None) -> bool:
+        """Any numeric or string array as a tensor value with no plugin (``write``)."""
+        from summarylib.ops.write import write
+
+        if walltime is not None:
+            return self._write_pb(lambda t: _tensor_summary(t, tensor), tag,
+                                  self._step(global_step), walltime, "add_tensor")
+        st = _local.state
+        return self._run("add_tensor", write, st.scope + tag if st.scope and isinstance(tag, str) else tag,
+                         tensor, self._step(global_step))
+
+    def add_histogram(
+        self, tag: str, values: Any, global_step: Step | None = None,
+        bins: Any = "tensorflow", walltime: float | None = None, max_bins: int | None = None,
+    ) -> bool:
+        """A histogram of ``values`` bucketed as torch buckets it.
+
+        ``bins``: ``"tensorflow"`` (TensorFlow 1's exponential edges), a numpy bin rule,
+        an int or an array of edges; ``max_bins`` merges neighbouring buckets. Values must
+        be finite and non-empty (torch's rule).
+        """
+        from summarylib.ops.histogram_proto import histogram_bins, histogram_bins_pb
+
+        if walltime is not None:
+            return self._write_pb(lambda t: histogram_bins_pb(t, values, bins, max_bins), tag,
+                                  self._step(global_step), walltime, "add_histogram")
+        return self._run("add_histogram", histogram_bins, tag, values, self._step(global_step), bins, max_bins)
+
+    def add_histogram_raw(
+        self, tag: str, min: Any, max: Any, num: Any, sum: Any,  # noqa: A002
+        sum_squares: Any, bucket_limits: Any, bucket_counts: Any,
+        global_step: Step | None = None, walltime: float | None = None,
+    ) -> bool:
+        """A histogram given by its statistics and bucket right edges and counts."""
+        from summarylib.ops.histogram_proto import histogram_raw, histogram_raw_pb
+
+        args = (min, max, num, sum, sum_squares, bucket_limits, bucket_counts)
+        if walltime is not None:
+            return self._write_pb(lambda t: histogram_raw_pb(t, *args), tag,
+                                  self._step(global_step), walltime, "add_histogram_raw")
+        return self._run("add_histogram_raw", histogram_raw, tag, *args, self._step(global_step))
+
+    def _image(self, tag: str, hwc: Any, global_step: Step | None, walltime: Any,
+               where: str) -> bool:
+        from summarylib.ops.image import image, image_pb
+
+        batch = hwc[None]
+        if walltime is not None:
+            return self._write_pb(lambda t: image_pb(t, batch, max_outputs=1), tag,
+                                  self._step(global_step), walltime, where)
+        return self._run(where, image, tag, batch, self._step(global_step), 1)
+
+    def add_image(self, tag: str, img_tensor: Any, global_step: Step | None = None,
+                  walltime: float | None = None, dataformats: str = "CHW") -> bool:
+        """One image; ``dataformats`` "CHW" (default), "HWC" or "HW".
+
+        uint8 is taken as 0..255; other dtypes as 0..1, scaled by 255, clipped and
+        truncated, as torch does. One channel is repeated to RGB.
+        """
+        from summarylib.torch_conventions import image_hwc
+
+        hwc = image_hwc(img_tensor, dataformats, "add_image")
+        return self._image(tag, hwc, global_step, walltime, "add_image")
+
+    def add_images(self, tag: str, img_tensor: Any, global_step: Step | None = None,
+                   walltime: float | None = None, dataformats: str = "NCHW") -> bool:
+        """A batch of images tiled into one grid image (8 columns), as torch does."""
+        from summarylib.torch_conventions import image_hwc
+
+        hwc = image_hwc(img_tensor, dataformats, "add_images")
+        return self._image(tag, hwc, global_step, walltime, "add_images")
+
+    def add_image_with_boxes(
+        self, tag: str, img_tensor: Any, box_tensor: Any, global_step: Step | None = None,
+        walltime: float | None = None, rescale: float = 1, dataformats: str = "CHW",
+        labels: Sequence[str] | str | None = None,
+    ) -> bool:
+        """An image with boxes ``[K, 4]`` (xmin, ymin, xmax, ymax in pixels) drawn in red.
+
+        ``labels`` (one per box) are drawn on the boxes; a wrong count is ignored, as torch
+        does. ``rescale`` resizes the result.
+        """
+        from summarylib.encoding.arrays import as_array
+        from summarylib.torch_conventions import boxed_image, image_hwc
+
+        where = "add_image_with_boxes"
+        hwc = image_hwc(img_tensor, dataformats, where)
+        boxes = as_array(box_tensor, where, "box_tensor")
+        names = [labels] if isinstance(labels, str) else labels
+        if names is not None and (boxes.ndim == 0 or len(names) != boxes.shape[0]):
+            names = None  # torch drops labels whose count does not match the boxes
+        boxed = boxed_image(hwc, boxes, None if names is None else [str(n) for n in names],
+                            rescale, where)
+        return self._image(tag, boxed, global_step, walltime, where)
+
+    def add_figure(self, tag: str, figure: Any, global_step: Step | None = None,
+                   close: bool = True, walltime: float | None = None) -> bool:
+        """A matplotlib figure (or a list: one grid image) rendered with Agg."""
+        from summarylib.ops.figure import figure_rgb
+
+        where = "add_figure"
+        rgb = figure_rgb(figure, close, where)  # [k, h, w, 3] uint8
+        if rgb.shape[0] == 1:
+            return self._image(tag, rgb[0], global_step, walltime, where)
+        from summarylib.torch_conventions import image_hwc
+
+        grid = image_hwc(rgb, "NHWC", where, "figure")
+        return self._image(tag, grid, global_step, walltime, where)
+
+    def add_video(self, tag: str, vid_tensor: Any, global_step: Step | None = None,
+                  fps: float = 4, walltime: float | None = None,
+                  dataformats: str = "NTCHW") -> bool:
+        """Video ``[N, T, C, H, W]`` (uint8 0..255 or floats 0..1) as an animated GIF.
+
+        A batch is tiled into one grid, as torch does. ``dataformats`` (tensorboardX)
+        names another order of the five axes. Encoded with pillow (no moviepy).
+        """
+        from summarylib.ops.video import video, video_pb
+        from summarylib.torch_conventions import video_frames
+
+        where = "add_video"
+        vid = _reorder(vid_tensor, dataformats, "NTCHW", where)
+        frames = video_frames(vid, where)
+        if walltime is not None:
+            return self._write_pb(lambda t: video_pb(t, frames, fps=fps), tag,
+                                  self._step(global_step), walltime, where)
+        return self._run(where, video, tag, frames, self._step(global_step), fps)
+
+    def add_audio(self, tag: str, snd_tensor: Any, global_step: Step | None = None,
+                  sample_rate: int = 44100, walltime: float | None = None) -> bool:
+        """One mono clip: samples in [-1, 1] (clipped), any shape that squeezes to 1-D."""
+        import numpy as np
+
+        from summarylib.encoding.arrays import as_array
+        from summarylib.ops.audio import audio, audio_pb
+
+        where = "add_audio"
+        clip = as_array(snd_tensor, where, "snd_tensor").squeeze()
+        if clip.ndim != 1:
+            raise ValueError(f"{where}: 'snd_tensor' must squeeze to 1-D, got {clip.shape}")
+        if clip.dtype.kind not in "biuf":
+            raise TypeError(f"{where}: 'snd_tensor' must hold real numbers, got {clip.dtype}")
+        data = np.clip(clip.astype(np.float32), -1, 1).reshape(1, -1, 1)
+        if walltime is not None:
+            return self._write_pb(lambda t: audio_pb(t, data, sample_rate, 1), tag,
+                                  self._step(global_step), walltime, where)
+        return self._run(where, audio, tag, data, sample_rate, self._step(global_step), 1)
+
+    def add_text(self, tag: str, text_string: str, global_step: Step | None = None,
+                 walltime: float | None = None) -> bool:
+        """Markdown text, under the tag ``<tag>/text_summary`` as torch writes it."""
+        from summarylib.ops.text import text, text_pb
+
+        where = "add_text"
+        if not isinstance(text_string, str):
+            raise TypeError(
+                f"{where}: 'text_string' must be a str, got {type(text_string).__name__}"
+            )
+        if not isinstance(tag, str) or not tag:
+            raise ValueError(f"{where}: 'tag' must be a non-empty str, got {tag!r}")
+        full = tag + "/text_summary"
+        if walltime is not None:
+            return self._write_pb(lambda t: text_pb(t, [text_string]), full,
+                                  self._step(global_step), walltime, where)
+        return self._run(where, text, full, [text_string], self._step(global_step))
+
+    def add_graph(self, model: Any, input_to_model: Any = None, verbose: bool = False,
+                  use_strict_trace: bool = True) -> bool:
+        """The op graph of a torch module (or any callable summarylib.graph can capture).
+
+        ``input_to_model`` is a tensor or a tuple of positional inputs. ``verbose`` and
+        ``use_strict_trace`` are accepted; capture goes through ``summarylib.graph.capture``
+        (torch.fx/export, module scopes kept), not TorchScript.
+        """
+        del verbose, use_strict_trace
+        from summarylib.graph import capture, write_graph
+
+        if self._target is None:
+            return False
+        inputs = () if input_to_model is None else input_to_model
+        if not isinstance(inputs, tuple):
+            inputs = tuple(inputs) if isinstance(inputs, list) else (inputs,)
+        graph = capture(model, inputs)
+        return self._run("add_graph", write_graph, graph, 0)
+
+    def add_embedding(
+        self, mat: Any, metadata: Sequence[Any] | None = None, label_img: Any = None,
+        global_step: Step | None = None, tag: str = "default",
+        metadata_header: Sequence[str] | None = None,
+    ) -> bool:
+        """Points ``[N, D]`` for the projector, with labels and a sprite of ``label_img``.
+
+        Files go to ``<log_dir>/<step:05d>/<tag>/`` and an entry to
+        ``<log_dir>/projector_config.pbtxt``, as torch lays them out.
+        """
+        from summarylib.ops.embedding import embedding
+
+        if self._target is None:
+            return False
+        logdir = self._needs_dir("add_embedding")
+        return embedding(mat, metadata, label_img, self._step(global_step), tag,
+                         metadata_header, logdir=logdir)
+
+    def add_pr_curve(
+        self, tag: str, labels: Any, predictions: Any, global_step: Step | None = None,
+        num_thresholds: int = 127, weights: Any = None, walltime: float | None = None,
+    ) -> bool:
+        """A precision-recall curve with torch's counting (predictions in [0, 1]).
+
+        ``num_thresholds`` is capped at 127, as torch caps it.
+        """
+        from summarylib.torch_conventions import pr_curve_data
+
+        where = "add_pr_curve"
+        t = _thresholds(num_thresholds, where)
+        data = pr_curve_data(labels, predictions, t, weights, where)
+        return self._pr_raw(tag, data, global_step, walltime, where)
+
+    def add_pr_curve_raw(
+        self, tag: str, true_positive_counts: Any, false_positive_counts: Any,
+        true_negative_counts: Any, false_negative_counts: Any, precision: Any, recall: Any,
+        global_step: Step | None = None, num_thresholds: int = 127, weights: Any = None,
+        walltime: float | None = None,
+    ) -> bool:
+        """A precision-recall curve from counts (six vectors of one length)."""
+        del num_thresholds, weights  # torch ignores them too: the length decides
+        data = (true_positive_counts, false_positive_counts, true_negative_counts,
+                false_negative_counts, precision, recall)
+        return self._pr_raw(tag, data, global_step, walltime, "add_pr_curve_raw")
+
+    def _pr_raw(self, tag: str, data: Any, global_step: Step | None, walltime: Any,
+                where: str) -> bool:
+        from summarylib.ops.pr_curve import pr_curve_raw, pr_curve_raw_pb
+
+        if walltime is not None:
+            return self._write_pb(lambda t: pr_curve_raw_pb(t, *data), tag,
+                                  self._step(global_step), walltime, where)
+        return self._run(where, pr_curve_raw, tag, *data, self._step(global_step))
+
+    def add_custom_scalars(self, layout: Any) -> bool:
+        """The Custom Scalars layout: ``{category: {chart: ["Multiline", [tag regexes]] |
+        ["Margin", [value, lower, upper]]}}`` or a ``Layout`` message; at step 0."""
+        from summarylib.ops.custom_scalars import custom_scalars
+
+        return self._run("add_custom_scalars", custom_scalars, layout, 0)
+
+    def add_custom_scalars_multilinechart(self, tags: Sequence[str], category: str = "default",
+                                          title: str = "untitled") -> bool:
+        """A one-chart layout of several tags (regular expressions) in one chart."""
+        return self.add_custom_scalars({category: {title: ["Multiline", list(tags)]}})
+
+    def add_custom_scalars_marginchart(self, tags: Sequence[str], category: str = "default",
+                                       title: str = "untitled") -> bool:
+        """A one-chart layout of a value with a lower and an upper bound (three tags)."""
+        if len(tags) != 3:
+            raise ValueError(
+                f"add_custom_scalars_marginchart: 'tags' must be 3 tags, got {len(tags)}"
+            )
+        return self.add_custom_scalars({category: {title: ["Margin", list(tags)]}})
+
+    def add_mesh(
+        self, tag: str, vertices: Any, colors: Any = None, faces: Any = None,
+        config_dict: Mapping[str, Any] | None = None, global_step: Step | None = None,
+        walltime: float | None = None,
+    ) -> bool:
+        """A 3-D mesh or point cloud: vertices ``[B, N, 3]``, colors ``[B, N, 3]`` (0..255),
+        faces ``[B, F, 3]`` (vertex indices), for TensorBoard's Mesh dashboard."""
+        from summarylib.ops.mesh import mesh, mesh_pb
+
+        if walltime is not None:
+            return self._write_pb(
+                lambda t: mesh_pb(t, vertices, faces=faces, colors=colors,
+                                  config_dict=config_dict),
+                tag, self._step(global_step), walltime, "add_mesh")
+        return self._run("add_mesh", mesh, tag, vertices, faces=faces, colors=colors,
+                         config_dict=config_dict, step=self._step(global_step))
+
+    def add_hparams(
+        self, hparam_dict: Mapping[str, Any], metric_dict: Mapping[str, Any],
+        hparam_domain_discrete: Mapping[str, Sequence[Any]] | None = None,
+        run_name: str | None = None, global_step: Step | None = None, *,
+        name: str | None = None,
+    ) -> bool:
+        """Record this run as one trial of the HParams dashboard.
+
+        Unlike torch, the trial is written into this writer's own run (torch makes a new
+        ``<log_dir>/<time.time()>`` run), so the dashboard shows the run's own curves. Each
+        metric of ``metric_dict`` is read by TensorBoard from the scalar series of that tag
+        in this run: a metric already logged here keeps its logged values (the value passed
+        is not written); one not logged yet is written as a scalar at ``global_step``.
+        ``run_name`` (tensorboardX: ``name``) writes the trial into the sub-run
+        ``<log_dir>/<run_name>`` instead, as torch does. Values: bool, int, float, str and
+        numpy/torch scalars; None, lists and other objects raise ``TypeError``.
+        """
+        from summarylib.ops.hparams_plugin import coerce_hparams, write_trial
+
+        where = "add_hparams"
+        if not isinstance(hparam_dict, Mapping) or not isinstance(metric_dict, Mapping):
+            raise TypeError(f"{where}: 'hparam_dict' and 'metric_dict' must be dicts")
+        if run_name is not None and name is not None:
+            raise TypeError(f"{where}: pass 'run_name' or 'name', not both")
+        run_name = run_name if run_name is not None else name
+        values = coerce_hparams(dict(hparam_dict), where)
+        metrics: dict[str, Any] = {}
+        for key, value in metric_dict.items():
+            if not isinstance(key, str) or not key:
+                raise TypeError(f"{where}: 'metric_dict' keys must be non-empty str, got {key!r}")
+            metrics[key] = value
+        if self._target is None:
+            return False
+        target: SummaryWriter = self
+        if run_name:
+            target = self._child(self._needs_dir(where), run_name, where)
+        step = self._step(global_step)
+        st = _local.state
+        saved_writer, saved_scope = st.writer, st.scope
+        st.writer, st.scope = target, ""  # hparams tags and metric tags are literal
+        try:
+            written = write_trial(values, list(metrics), hparam_domains=hparam_domain_discrete)
+            logged = target._resource.tags_with_metadata  # type: ignore[union-attr]
+            for key, value in metrics.items():
+                if key not in logged:
+                    scalar(key, value, step)
+        finally:
+            st.writer, st.scope = saved_writer, saved_scope
+        if written and target not in self._trials:
+            self._trials.append(target)
+        return written
+
+    # -- lifecycle ------------------------------------------------------------
+    def flush(self, timeout: float | None = None) -> None:
+        """Write every event logged so far, in this run and its sub-runs (see WriterBase)."""
+        super().flush(timeout)
+        for child in list(self._children.values()):
+            child.flush(timeout)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Close the event file and those of sub-runs; a trial is marked finished first."""
+        from summarylib.errors import WriterClosedError
+
+        for trial in self._trials:
+            if not trial.closed:
+                from summarylib.ops.hparams_plugin import session_end
+
+                try:
+                    trial._run("close", session_end, "success")
+                except WriterClosedError:
+                    pass
+        self._trials = []
+        try:
+            super().close(timeout)
+        finally:
+            for child in list(self._children.values()):
+                child.close(timeout)
+
+
+# The ops' argument names, as each add_* method calls them.
+_TORCH_NAMES = {
+    "add_scalar": {"'data'": "'scalar_value'", "'name'": "'tag'"},
+    "add_tensor": {},
+    "add_histogram": {"'name'": "'tag'"},
+    "add_histogram_raw": {"'name'": "'tag'"},
+    "add_image": {"'name'": "'tag'", "'data'": "'img_tensor'"},
+    "add_images": {"'name'": "'tag'", "'data'": "'img_tensor'"},
+    "add_image_with_boxes": {"'name'": "'tag'", "'data'": "'img_tensor'"},
+    "add_figure": {"'name'": "'tag'"},
+    "add_video": {"'name'": "'tag'", "'data'": "'vid_tensor'"},
+    "add_audio": {"'name'": "'tag'", "'data'": "'snd_tensor'"},
+    "add_text": {"'name'": "'tag'", "'data'": "'text_string'"},
+    "add_pr_curve": {"'name'": "'tag'"},
+    "add_pr_curve_raw": {"'name'": "'tag'"},
+    "add_mesh": {"'name'": "'tag'"},
+}
+
+
+def _renamed(error: Exception, op_name: str, where: str) -> Exception:
+    """``error`` with the op's name and argument names replaced by the method's."""
+    message = str(error)
+    if not message.startswith(op_name + ":"):
+        return error
+    message = where + message[len(op_name):]
+    for ours, theirs in _TORCH_NAMES.get(where, {}).items():
+        message = message.replace(ours, theirs)
+    return type(error)(message)
+
+
+def _tensor_summary(tag: str, tensor: Any) -> Any:
+    from summarylib.encoding.arrays import evaluate
+    from summarylib.encoding.events import value_bytes
+    from summarylib.encoding.tensor import array_tensor_bytes, to_numeric_or_string_array
+    from summarylib.proto import summary_pb2
+
+    arr = to_numeric_or_string_array(evaluate(tensor), "add_tensor", "tensor")
+    value = value_bytes(tag, array_tensor_bytes(arr, "add_tensor", "tensor"))
+    return summary_pb2.Summary.FromString(field_bytes(1, value))
+
+
+def _verbatim_suffix(suffix: Any, where: str) -> str:
+    if not isinstance(suffix, str):
+        raise TypeError(f"{where}: 'filename_suffix' must be a str, got {type(suffix).__name__}")
+    if "/" in suffix or os.sep in suffix or "\x00" in suffix:
+        raise ValueError(f"{where}: 'filename_suffix' must not hold a path separator or NUL")
+    return suffix
+
+
+def _thresholds(num_thresholds: Any, where: str) -> int:
+    if isinstance(num_thresholds, bool) or not isinstance(num_thresholds, int):
+        raise TypeError(f"{where}: 'num_thresholds' must be an int, got {num_thresholds!r}")
+    if num_thresholds < 2:
+        raise ValueError(f"{where}: 'num_thresholds' must be >= 2, got {num_thresholds}")
+    return min(num_thresholds, 127)
+
+
+def _reorder(data: Any, dataformats: Any, target: str, where: str) -> Any:
+    if not isinstance(dataformats, str) or sorted(dataformats.upper()) != sorted(target):
+        raise ValueError(
+            f"{where}: 'dataformats' must be an ordering of {target}, got {dataformats!r}"
+        )
+    fmt = dataformats.upper()
+    if fmt == target:
+        return data
+    from summarylib.encoding.arrays import as_array
+
+    arr = as_array(data, where, "vid_tensor")
+    if arr.ndim != len(target):
+        raise ValueError(f"{where}: 'vid_tensor' must have {len(target)} axes, got {arr.shape}")
+    return arr.transpose([fmt.index(c) for c in target])

@@ -1,0 +1,226 @@
+"""The input conventions of ``torch.utils.tensorboard.SummaryWriter``, as pure numpy functions.
+
+:class:`summarylib.SummaryWriter`'s ``add_*`` methods map torch's arguments through these
+before calling the op of each kind, so that the pixels, buckets and counts written are the
+ones torch writes for the same input:
+
+  * images: ``dataformats`` ("CHW", "HWC", "HW", "NCHW", ...) to HWC; one channel repeated
+    to three; a batch tiled into one grid of up to 8 columns; floats scaled by 255 and
+    uint8 taken as is, then clipped to [0, 255] and truncated to uint8;
+  * videos: ``[N, T, C, H, W]``, a batch tiled into a grid of a power-of-two size;
+  * precision-recall counts: torch's bucketing of predictions into ``num_thresholds``;
+  * boxes drawn in red, two pixels wide, with labels, by pillow.
+
+Every function raises ``ValueError``/``TypeError`` naming ``where`` and the argument.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from summarylib.encoding.arrays import as_array
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = [
+    "boxed_image",
+    "default_log_dir",
+    "image_hwc",
+    "make_grid",
+    "pr_curve_data",
+    "video_frames",
+]
+
+
+def default_log_dir(comment: str = "") -> str:
+    """``runs/<Mon DD_HH-MM-SS>_<host><comment>``, torch's default log directory."""
+    now = datetime.now().strftime("%b%d_%H-%M-%S")
+    return os.path.join("runs", now + "_" + socket.gethostname() + comment)
+
+
+def _to_uint8(arr: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    # torch: uint8 kept, anything else scaled by 255; then clip and truncate.
+    scale = 1 if arr.dtype == np.uint8 else 255
+    return (arr.astype(np.float32) * scale).clip(0, 255).astype(np.uint8)
+
+
+def make_grid(images: np.ndarray, ncols: int = 8) -> np.ndarray:
+    """Tile ``[N, C, H, W]`` images (C in 1, 3) into one ``[3, rows*H, cols*W]`` image."""
+    import numpy as np
+
+    if images.shape[1] == 1:
+        images = np.concatenate([images, images, images], 1)
+    n, _, h, w = images.shape
+    ncols = min(n, ncols)
+    nrows = -(-n // ncols)
+    canvas = np.zeros((3, h * nrows, w * ncols), dtype=images.dtype)
+    for i in range(n):
+        y, x = divmod(i, ncols)
+        canvas[:, y * h : (y + 1) * h, x * w : (x + 1) * w] = images[i]
+    return canvas
+
+
+def _check_format(dataformats: Any, ndim: int, where: str) -> str:
+    if not isinstance(dataformats, str):
+        raise TypeError(
+            f"{where}: 'dataformats' must be a str, got {type(dataformats).__name__}"
+        )
+    fmt = dataformats.upper()
+    needed = {4: "NCHW", 3: "CHW", 2: "HW"}.get(len(fmt))
+    if needed is None or len(set(fmt)) != len(fmt) or set(fmt) != set(needed):
+        raise ValueError(
+            f"{where}: 'dataformats' must be an ordering of NCHW, CHW or HW, got {dataformats!r}"
+        )
+    if len(fmt) != ndim:
+        raise ValueError(
+            f"{where}: 'img_tensor' has {ndim} dimensions but dataformats {dataformats!r} "
+            f"has {len(fmt)}"
+        )
+    return fmt
+
+
+def image_hwc(img: Any, dataformats: str, where: str, arg: str = "img_tensor") -> np.ndarray:
+    """An image (or batch, tiled) as ``[H, W, C]`` uint8 exactly as torch converts it.
+
+    ``img``: numbers in ``dataformats`` layout; uint8 taken as 0..255, any other real
+    dtype as 0..1 (scaled by 255, clipped, truncated). C is 1, 3 or 4 (1 becomes 3).
+    """
+    import numpy as np
+
+    arr = as_array(img, where, arg)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{where}: {arg!r} must hold real numbers, got dtype {arr.dtype}")
+    fmt = _check_format(dataformats, arr.ndim, where)
+    if len(fmt) == 4:
+        nchw = arr.transpose([fmt.find(c) for c in "NCHW"])
+        if nchw.shape[1] not in (1, 3):
+            raise ValueError(
+                f"{where}: {arg!r} must have 1 or 3 channels for a batch, got shape {arr.shape}"
+            )
+        if nchw.shape[0] == 0:
+            raise ValueError(f"{where}: {arg!r} holds no images, got shape {arr.shape}")
+        hwc = make_grid(nchw).transpose(1, 2, 0)
+    elif len(fmt) == 3:
+        hwc = arr.transpose([fmt.find(c) for c in "HWC"])
+        if hwc.shape[2] == 1:
+            hwc = np.concatenate([hwc, hwc, hwc], 2)
+        elif hwc.shape[2] not in (3, 4):
+            raise ValueError(
+                f"{where}: {arg!r} must have 1, 3 or 4 channels, got shape {arr.shape}"
+            )
+    else:
+        hw = arr.transpose([fmt.find(c) for c in "HW"])
+        hwc = np.stack([hw, hw, hw], 2)
+    if hwc.shape[0] == 0 or hwc.shape[1] == 0:
+        raise ValueError(f"{where}: {arg!r} is empty, got shape {arr.shape}")
+    if hwc.dtype.kind == "f" and np.isnan(hwc).any():
+        raise ValueError(f"{where}: {arg!r} holds NaN")
+    return _to_uint8(hwc)
+
+
+def boxed_image(
+    hwc: np.ndarray, boxes: Any, labels: list[str] | None, rescale: float, where: str
+) -> np.ndarray:
+    """``hwc`` (uint8) with ``boxes`` ``[K, 4]`` (xmin, ymin, xmax, ymax) drawn as torch does."""
+    import numpy as np
+    from PIL import Image, ImageDraw, ImageFont
+
+    box = as_array(boxes, where, "box_tensor")
+    if box.ndim != 2 or box.shape[1] != 4:
+        raise ValueError(f"{where}: 'box_tensor' must have shape [K, 4], got {box.shape}")
+    if box.dtype.kind not in "biuf" or not np.isfinite(box.astype(np.float64)).all():
+        raise ValueError(f"{where}: 'box_tensor' must hold finite numbers")
+    if isinstance(rescale, bool) or not isinstance(rescale, (int, float)) or not rescale > 0:
+        raise ValueError(f"{where}: 'rescale' must be a number > 0, got {rescale!r}")
+    image = Image.fromarray(hwc)
+    font = ImageFont.load_default()
+    draw = ImageDraw.Draw(image)
+    for i, (left, top, right, bottom) in enumerate(box.tolist()):
+        draw.line(
+            [(left, top), (left, bottom), (right, bottom), (right, top), (left, top)],
+            width=2, fill="Red",
+        )
+        label = None if labels is None else labels[i]
+        if label:
+            x0, y0, x1, y1 = font.getbbox(label)
+            tw, th = x1 - x0, y1 - y0
+            margin = np.ceil(0.05 * th)
+            draw.rectangle([(left, bottom - th - 2 * margin), (left + tw, bottom)], fill="Red")
+            draw.text((left + margin, bottom - th - margin), label, fill="black", font=font)
+    h, w = hwc.shape[:2]
+    image = image.resize((int(w * rescale), int(h * rescale)), Image.Resampling.LANCZOS)
+    return np.asarray(image)
+
+
+def video_frames(vid: Any, where: str) -> np.ndarray:
+    """``[N, T, C, H, W]`` video(s) as ``[T, H', W', C]`` uint8 frames, tiled as torch tiles."""
+    import numpy as np
+
+    arr = as_array(vid, where, "vid_tensor")
+    if arr.ndim != 5:
+        raise ValueError(
+            f"{where}: 'vid_tensor' must have shape [N, T, C, H, W], got {arr.shape}"
+        )
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{where}: 'vid_tensor' must hold real numbers, got dtype {arr.dtype}")
+    b, t, c, h, w = arr.shape
+    if min(b, t, h, w) == 0 or c not in (1, 3, 4):
+        raise ValueError(
+            f"{where}: 'vid_tensor' must be non-empty with C in (1, 3, 4), got {arr.shape}"
+        )
+    v = arr.astype(np.float32) / 255.0 if arr.dtype == np.uint8 else arr
+    if b & (b - 1):  # pad the batch to a power of two, as torch does
+        extra = (1 << b.bit_length()) - b
+        v = np.concatenate((v, np.zeros((extra, t, c, h, w))), axis=0)
+    rows = 2 ** ((b.bit_length() - 1) // 2)
+    cols = v.shape[0] // rows
+    v = v.reshape(rows, cols, t, c, h, w).transpose(2, 0, 4, 1, 5, 3)
+    return _to_uint8(v.reshape(t, rows * h, cols * w, c))
+
+
+def pr_curve_data(
+    labels: Any, predictions: Any, num_thresholds: int, weights: Any, where: str
+) -> np.ndarray:
+    """torch's ``[6, T]`` float32 PR data (tp, fp, tn, fn, precision, recall).
+
+    ``labels`` are booleans or 0/1; ``predictions`` in [0, 1], same size; ``weights``
+    None, a number or an array of that size.
+    """
+    import numpy as np
+
+    lab = as_array(labels, where, "labels")
+    pred = as_array(predictions, where, "predictions")
+    if lab.shape != pred.shape:
+        raise ValueError(
+            f"{where}: 'labels' and 'predictions' must have the same shape, "
+            f"got {lab.shape} and {pred.shape}"
+        )
+    if pred.dtype.kind not in "biuf" or lab.dtype.kind not in "biuf":
+        raise TypeError(f"{where}: 'labels' and 'predictions' must hold real numbers")
+    p = pred.astype(np.float64)
+    if not ((p >= 0) & (p <= 1)).all():
+        raise ValueError(f"{where}: 'predictions' must be in [0, 1]")
+    w: Any = 1.0
+    if weights is not None:
+        w = as_array(weights, where, "weights").astype(np.float64)
+        if w.shape not in ((), lab.shape):
+            raise ValueError(f"{where}: 'weights' must be a number or of shape {lab.shape}")
+    t = num_thresholds
+    # In the predictions' own dtype, as torch computes it (float32 stays float32).
+    index = np.int32(np.floor(pred * (t - 1)))
+    flabels = lab.astype(np.float64)
+    tp_b, _ = np.histogram(index, bins=t, range=(0, t - 1), weights=flabels * w)
+    fp_b, _ = np.histogram(index, bins=t, range=(0, t - 1), weights=(1.0 - flabels) * w)
+    tp = np.cumsum(tp_b[::-1])[::-1]
+    fp = np.cumsum(fp_b[::-1])[::-1]
+    tn = fp[0] - fp
+    fn = tp[0] - tp
+    precision = tp / np.maximum(1e-7, tp + fp)
+    recall = tp / np.maximum(1e-7, tp + fn)
+    return np.stack((tp, fp, tn, fn, precision, recall)).astype(np.float32)
