@@ -103,8 +103,8 @@ class SummaryWriter(WriterBase):
         resource = open_resource(lambda: open_event_file(path, suffix), path, settings)
         self._setup(resource, path, settings)
         if purge_step is not None:
-            # SessionLog{status: START} (Event field 6): TensorBoard purges from here.
-            resource.append(event_bytes(time.time(), purge_step, field_bytes(6, b"\x08\x01")))
+            # Event.session_log (field 7) = SessionLog{status: START}: readers purge from here.
+            resource.append(event_bytes(time.time(), purge_step, field_bytes(7, b"\x08\x01")))
 
     def _setup(self, resource: Any, logdir: str | None, settings: dict[str, Any]) -> None:
         super()._setup(resource, logdir, settings)
