@@ -25,9 +25,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from summarylib._version import __version__
+from summarylib.creation import create_file_writer, create_noop_writer, create_writer
 from summarylib.errors import DataLossError, SummaryError, WriteFailedError, WriterClosedError
 from summarylib.ops.scalar import scalar, scalar_pb, scalars
 from summarylib.ops.write import write, write_raw_pb
+from summarylib.summary_writer import SummaryWriter
 from summarylib.writer.context import (
     get_step,
     name_scope,
@@ -35,8 +37,6 @@ from summarylib.writer.context import (
     set_step,
     should_record_summaries,
 )
-from summarylib.creation import create_file_writer, create_noop_writer, create_writer
-from summarylib.summary_writer import SummaryWriter
 from summarylib.writer.file_writer import flush
 from summarylib.writer.output import FileOutput, MemoryOutput, Output
 

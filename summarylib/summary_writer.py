@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from summarylib.encoding.events import event_bytes
@@ -111,6 +112,8 @@ class SummaryWriter(WriterBase):
         self._target = self if resource is not None else None
         self._children: dict[str, SummaryWriter] = {}
         self._trials: list[SummaryWriter] = []
+        self._defaults: tuple[Step | None, float | None] | None = None  # use_metadata()
+        self._exported: dict[str, int] = {}  # export_scalars_to_json(): points done per run
 
     # -- plumbing -------------------------------------------------------------
     def _run(self, where: str, op: Callable[..., bool], *args: Any, **kwargs: Any) -> bool:
@@ -129,12 +132,31 @@ class SummaryWriter(WriterBase):
         finally:
             st.writer = saved
 
-    @staticmethod
-    def _step(global_step: Step | None) -> Step:
+    def _step(self, global_step: Step | None) -> Step:
         if global_step is not None:
             return global_step
+        if self._defaults is not None and self._defaults[0] is not None:
+            return self._defaults[0]
         default = _local.state.step
         return 0 if default is None else default
+
+    def _walltime(self, walltime: float | None) -> float | None:
+        if walltime is None and self._defaults is not None:
+            return self._defaults[1]
+        return walltime
+
+    @contextmanager
+    def use_metadata(
+        self, *, global_step: Step | None = None, walltime: float | None = None
+    ) -> Iterator[SummaryWriter]:
+        """Inside the block, ``add_*`` calls without a step or wall time use these
+        (tensorboardX's method). Nested blocks replace the outer defaults."""
+        saved = self._defaults
+        self._defaults = (global_step, walltime)
+        try:
+            yield self
+        finally:
+            self._defaults = saved
 
     def _write_pb(self, make_summary: Callable[[str], Any], tag: str, step: Step,
                   walltime: Any, where: str) -> bool:
@@ -174,9 +196,13 @@ class SummaryWriter(WriterBase):
         ``new_style`` and ``double_precision`` are accepted and ignored: TensorBoard's fast
         loader reads float32 scalar tensors only, which is what is written.
         """
-        if global_step is None:
+        if self._defaults is not None:
+            global_step = self._step(global_step)
+            walltime = self._walltime(walltime)
+        elif global_step is None:
             default = _local.state.step
             global_step = 0 if default is None else default
+        walltime = self._walltime(walltime)
         if walltime is not None:
             from summarylib.ops.scalar import scalar_pb
 
@@ -209,6 +235,7 @@ class SummaryWriter(WriterBase):
         if not isinstance(main_tag, str) or not main_tag:
             raise ValueError(f"{where}: 'main_tag' must be a non-empty str, got {main_tag!r}")
         step = self._step(global_step)
+        walltime = self._walltime(walltime)
         if self._target is None:
             return False
         logdir = self._needs_dir(where)
@@ -219,7 +246,7 @@ class SummaryWriter(WriterBase):
                                 f"got {key!r}")
             children.append(self._child(logdir, main_tag.replace("/", "_") + "_" + key, where))
         wrote = False
-        for child, value in zip(children, tag_scalar_dict.values()):
+        for child, value in zip(children, tag_scalar_dict.values(), strict=False):
             wrote = child.add_scalar(main_tag, value, step, walltime) or wrote
         return wrote
 
@@ -238,12 +265,13 @@ class SummaryWriter(WriterBase):
         """Any numeric or string array as a tensor value with no plugin (``write``)."""
         from summarylib.ops.write import write
 
+        walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: _tensor_summary(t, tensor), tag,
                                   self._step(global_step), walltime, "add_tensor")
-        st = _local.state
-        return self._run("add_tensor", write, st.scope + tag if st.scope and isinstance(tag, str) else tag,
-                         tensor, self._step(global_step))
+        scope = _local.state.scope  # write() takes tags literally; add_* honour the scope
+        scoped = scope + tag if scope and isinstance(tag, str) else tag
+        return self._run("add_tensor", write, scoped, tensor, self._step(global_step))
 
     def add_histogram(
         self, tag: str, values: Any, global_step: Step | None = None,
@@ -257,13 +285,15 @@ class SummaryWriter(WriterBase):
         """
         from summarylib.ops.histogram_proto import histogram_bins, histogram_bins_pb
 
+        walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: histogram_bins_pb(t, values, bins, max_bins), tag,
                                   self._step(global_step), walltime, "add_histogram")
-        return self._run("add_histogram", histogram_bins, tag, values, self._step(global_step), bins, max_bins)
+        return self._run("add_histogram", histogram_bins, tag, values, self._step(global_step),
+                         bins, max_bins)
 
     def add_histogram_raw(
-        self, tag: str, min: Any, max: Any, num: Any, sum: Any,  # noqa: A002
+        self, tag: str, min: Any, max: Any, num: Any, sum: Any,
         sum_squares: Any, bucket_limits: Any, bucket_counts: Any,
         global_step: Step | None = None, walltime: float | None = None,
     ) -> bool:
@@ -271,6 +301,7 @@ class SummaryWriter(WriterBase):
         from summarylib.ops.histogram_proto import histogram_raw, histogram_raw_pb
 
         args = (min, max, num, sum, sum_squares, bucket_limits, bucket_counts)
+        walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: histogram_raw_pb(t, *args), tag,
                                   self._step(global_step), walltime, "add_histogram_raw")
@@ -281,6 +312,7 @@ class SummaryWriter(WriterBase):
         from summarylib.ops.image import image, image_pb
 
         batch = hwc[None]
+        walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: image_pb(t, batch, max_outputs=1), tag,
                                   self._step(global_step), walltime, where)
@@ -300,8 +332,17 @@ class SummaryWriter(WriterBase):
 
     def add_images(self, tag: str, img_tensor: Any, global_step: Step | None = None,
                    walltime: float | None = None, dataformats: str = "NCHW") -> bool:
-        """A batch of images tiled into one grid image (8 columns), as torch does."""
+        """A batch of images tiled into one grid image (8 columns), as torch does.
+
+        A list of single images (tensorboardX) is stacked first; ``dataformats`` then names
+        the layout of one image ("CHW") or of the batch ("NCHW").
+        """
         from summarylib.torch_conventions import image_hwc
+
+        if isinstance(img_tensor, (list, tuple)) and isinstance(dataformats, str) and len(
+            dataformats
+        ) == 3:
+            dataformats = "N" + dataformats
 
         hwc = image_hwc(img_tensor, dataformats, "add_images")
         return self._image(tag, hwc, global_step, walltime, "add_images")
@@ -357,6 +398,7 @@ class SummaryWriter(WriterBase):
         where = "add_video"
         vid = _reorder(vid_tensor, dataformats, "NTCHW", where)
         frames = video_frames(vid, where)
+        walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: video_pb(t, frames, fps=fps), tag,
                                   self._step(global_step), walltime, where)
@@ -377,6 +419,7 @@ class SummaryWriter(WriterBase):
         if clip.dtype.kind not in "biuf":
             raise TypeError(f"{where}: 'snd_tensor' must hold real numbers, got {clip.dtype}")
         data = np.clip(clip.astype(np.float32), -1, 1).reshape(1, -1, 1)
+        walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: audio_pb(t, data, sample_rate, 1), tag,
                                   self._step(global_step), walltime, where)
@@ -395,6 +438,7 @@ class SummaryWriter(WriterBase):
         if not isinstance(tag, str) or not tag:
             raise ValueError(f"{where}: 'tag' must be a non-empty str, got {tag!r}")
         full = tag + "/text_summary"
+        walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: text_pb(t, [text_string]), full,
                                   self._step(global_step), walltime, where)
@@ -468,6 +512,7 @@ class SummaryWriter(WriterBase):
                 where: str) -> bool:
         from summarylib.ops.pr_curve import pr_curve_raw, pr_curve_raw_pb
 
+        walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: pr_curve_raw_pb(t, *data), tag,
                                   self._step(global_step), walltime, where)
@@ -503,6 +548,7 @@ class SummaryWriter(WriterBase):
         faces ``[B, F, 3]`` (vertex indices), for TensorBoard's Mesh dashboard."""
         from summarylib.ops.mesh import mesh, mesh_pb
 
+        walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(
                 lambda t: mesh_pb(t, vertices, faces=faces, colors=colors,
@@ -563,6 +609,32 @@ class SummaryWriter(WriterBase):
             self._trials.append(target)
         return written
 
+    def export_scalars_to_json(self, path: str | os.PathLike[str]) -> None:
+        """Write the scalars ``add_scalars`` logged since the last export to ``path`` as
+        JSON ``{sub_run_dir: [[wall_time, step, value], ...]}`` (tensorboardX's method).
+
+        The points are read back from the sub-runs' event files (nothing is kept in memory
+        while logging), after a flush.
+        """
+        import json
+
+        from summarylib.reader import read_columns
+
+        self.flush()
+        out: dict[str, list[list[float]]] = {}
+        for child in self._children.values():
+            if child.path is None:
+                continue
+            series = read_columns(child.path, purge="none").get(".", {})
+            rows = [[float(w), int(s), float(v)] for cols in series.values()
+                    for w, s, v in zip(cols.wall_time, cols.step, cols.value, strict=False)]
+            done = self._exported.get(child.path, 0)
+            if len(rows) > done:
+                out[str(child.logdir)] = rows[done:]
+            self._exported[child.path] = len(rows)
+        with open(path, "w") as f:
+            json.dump(out, f)
+
     # -- lifecycle ------------------------------------------------------------
     def flush(self, timeout: float | None = None) -> None:
         """Write every event logged so far, in this run and its sub-runs (see WriterBase)."""
@@ -578,10 +650,8 @@ class SummaryWriter(WriterBase):
             if not trial.closed:
                 from summarylib.ops.hparams_plugin import session_end
 
-                try:
+                with suppress(WriterClosedError):
                     trial._run("close", session_end, "success")
-                except WriterClosedError:
-                    pass
         self._trials = []
         try:
             super().close(timeout)

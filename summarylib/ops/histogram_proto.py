@@ -141,7 +141,7 @@ def _raw_parts(
 
 
 def histogram_raw(
-    name: str, min: Any, max: Any, num: Any, sum: Any, sum_squares: Any,  # noqa: A002
+    name: str, min: Any, max: Any, num: Any, sum: Any, sum_squares: Any,
     bucket_limits: Any, bucket_counts: Any, step: Step | None = None,
 ) -> bool:
     """Write a histogram given as its statistics and buckets (see the module docstring).
@@ -162,7 +162,7 @@ def histogram_raw(
 
 
 def histogram_raw_pb(
-    tag: str, min: Any, max: Any, num: Any, sum: Any, sum_squares: Any,  # noqa: A002
+    tag: str, min: Any, max: Any, num: Any, sum: Any, sum_squares: Any,
     bucket_limits: Any, bucket_counts: Any,
 ) -> summary_pb2.Summary:
     """A ``Summary`` with one legacy histogram value; no writer needed."""

@@ -19,9 +19,8 @@ from typing import Any, TypeVar
 
 from summarylib.encoding.events import file_version_event
 from summarylib.errors import WriteFailedError, WriterClosedError
-from summarylib.writer.buffered import EXIT_TIMEOUT_SECS, BufferedEventWriter, OnError
+from summarylib.writer.buffered import EXIT_TIMEOUT_SECS, BufferedEventWriter
 from summarylib.writer.context import Step, _local, check_step
-from summarylib.writer.naming import normalize_suffix
 from summarylib.writer.output import Output, open_event_file
 from summarylib.writer.records import frame
 
