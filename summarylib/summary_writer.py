@@ -203,6 +203,9 @@ class SummaryWriter(WriterBase):
             default = _local.state.step
             global_step = 0 if default is None else default
         walltime = self._walltime(walltime)
+        t = type(scalar_value)
+        if t is not float and t is not int and getattr(scalar_value, "ndim", 0):
+            scalar_value = _single(scalar_value)  # torch takes any one-element tensor
         if walltime is not None:
             from summarylib.ops.scalar import scalar_pb
 
@@ -418,7 +421,10 @@ class SummaryWriter(WriterBase):
             raise ValueError(f"{where}: 'snd_tensor' must squeeze to 1-D, got {clip.shape}")
         if clip.dtype.kind not in "biuf":
             raise TypeError(f"{where}: 'snd_tensor' must hold real numbers, got {clip.dtype}")
-        data = np.clip(clip.astype(np.float32), -1, 1).reshape(1, -1, 1)
+        # torch's samples exactly: clip, scale by 32767 and truncate; as float32 k/32768,
+        # which the audio op's rounding maps back to the same 16-bit integers.
+        pcm = (np.clip(clip, -1, 1) * np.iinfo(np.int16).max).astype("<i2")
+        data = (pcm.astype(np.float32) / 32768).reshape(1, -1, 1)
         walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: audio_pb(t, data, sample_rate, 1), tag,
@@ -688,6 +694,17 @@ def _renamed(error: Exception, op_name: str, where: str) -> Exception:
     for ours, theirs in _TORCH_NAMES.get(where, {}).items():
         message = message.replace(ours, theirs)
     return type(error)(message)
+
+
+def _single(value: Any) -> Any:
+    """A one-element array or tensor of any rank as rank 0; anything else unchanged."""
+    shape = getattr(value, "shape", ())
+    size = 1
+    for d in shape:
+        size *= int(d)
+    if size != 1 or not hasattr(value, "reshape"):
+        return value
+    return value.reshape(())
 
 
 def _tensor_summary(tag: str, tensor: Any) -> Any:
