@@ -248,9 +248,27 @@ class SummaryWriter(WriterBase):
                 raise TypeError(f"{where}: 'tag_scalar_dict' keys must be non-empty str, "
                                 f"got {key!r}")
             children.append(self._child(logdir, main_tag.replace("/", "_") + "_" + key, where))
+        if walltime is not None:
+            wrote = False
+            for child, value in zip(children, tag_scalar_dict.values(), strict=True):
+                wrote = child.add_scalar(main_tag, value, step, walltime) or wrote
+            return wrote
+        # One scalar() per sub-run with that sub-run as the target: the per-value cost is
+        # the op's own (its cached per-tag bytes in each sub-run's file).
+        st = _local.state
+        saved = st.writer
         wrote = False
-        for child, value in zip(children, tag_scalar_dict.values(), strict=False):
-            wrote = child.add_scalar(main_tag, value, step, walltime) or wrote
+        try:
+            for child, value in zip(children, tag_scalar_dict.values(), strict=True):
+                st.writer = child
+                t = type(value)
+                if t is not float and t is not int and getattr(value, "ndim", 0):
+                    value = _single(value)
+                wrote = scalar(main_tag, value, step) or wrote
+        except (TypeError, ValueError) as e:
+            raise _renamed(e, "scalar", where) from None
+        finally:
+            st.writer = saved
         return wrote
 
     def _child(self, logdir: str, name: str, where: str) -> SummaryWriter:
@@ -669,6 +687,7 @@ class SummaryWriter(WriterBase):
 # The ops' argument names, as each add_* method calls them.
 _TORCH_NAMES = {
     "add_scalar": {"'data'": "'scalar_value'", "'name'": "'tag'"},
+    "add_scalars": {"'data'": "'tag_scalar_dict' value", "'name'": "'main_tag'"},
     "add_tensor": {},
     "add_histogram": {"'name'": "'tag'"},
     "add_histogram_raw": {"'name'": "'tag'"},

@@ -98,6 +98,14 @@ class TensorBoardServer:
     def get_json(self, path: str, **params: Any) -> Any:
         return json.loads(self.get(path, **params))
 
+    def post_json(self, path: str, body: Any) -> Any:
+        """POST ``body`` as JSON (the hparams plugin's API); the answer parsed."""
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}", data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(request, timeout=30) as r:
+            return json.loads(r.read())
+
     def poll(self, fetch: Callable[[], Any], ready: Callable[[Any], bool],
              timeout: float = 60.0) -> Any:
         """Call ``fetch`` until ``ready(result)``; bounded by ``timeout`` seconds."""
