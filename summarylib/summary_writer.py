@@ -534,13 +534,13 @@ class SummaryWriter(WriterBase):
 
     def _pr_raw(self, tag: str, data: Any, global_step: Step | None, walltime: Any,
                 where: str) -> bool:
-        from summarylib.ops.pr_curve import pr_curve_raw, pr_curve_raw_pb
+        from summarylib.ops.pr_curve import pr_curve_counts, pr_curve_counts_pb
 
         walltime = self._walltime(walltime)
         if walltime is not None:
-            return self._write_pb(lambda t: pr_curve_raw_pb(t, *data), tag,
+            return self._write_pb(lambda t: pr_curve_counts_pb(t, *data), tag,
                                   self._step(global_step), walltime, where)
-        return self._run(where, pr_curve_raw, tag, *data, self._step(global_step))
+        return self._run(where, pr_curve_counts, tag, *data, self._step(global_step))
 
     def add_custom_scalars(self, layout: Any) -> bool:
         """The Custom Scalars layout: ``{category: {chart: ["Multiline", [tag regexes]] |

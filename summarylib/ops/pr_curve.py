@@ -59,6 +59,8 @@ __all__ = [
     "PLUGIN_NAME",
     "create_summary_metadata",
     "pr_curve",
+    "pr_curve_counts",
+    "pr_curve_counts_pb",
     "pr_curve_pb",
     "pr_curve_raw",
     "pr_curve_raw_pb",
@@ -410,6 +412,54 @@ def pr_curve_raw(
     data = _raw_data(values, num_thresholds, "pr_curve_raw")
     md = _metadata(name, data.shape[1], description, "pr_curve_raw")
     return emit_value(writer, tag + "/pr_curves", step_, _tensor(data), md)
+
+
+def pr_curve_counts(
+    name: str,
+    true_positive_counts: Any,
+    false_positive_counts: Any,
+    true_negative_counts: Any,
+    false_negative_counts: Any,
+    precision: Any,
+    recall: Any,
+    step: Step | None = None,
+) -> bool:
+    """Write precomputed counts in the form torch and tensorboardX write them.
+
+    As :func:`pr_curve_raw`, but under the tag ``name`` itself (inside the name scope, no
+    ``/pr_curves`` suffix) and with no display name in the metadata: what
+    ``SummaryWriter.add_pr_curve`` writes, so that its tags are torch's.
+    """
+    resolved = resolve(name, step, "pr_curve_counts")
+    if resolved is None:
+        return False
+    writer, tag, step_ = resolved
+    values = (true_positive_counts, false_positive_counts, true_negative_counts,
+              false_negative_counts, precision, recall)
+    data = _raw_data(values, None, "pr_curve_counts")
+    md = plugin_data_bytes(PLUGIN_NAME, plugin_content(data.shape[1]))
+    return emit_value(writer, tag, step_, _tensor(data), md)
+
+
+def pr_curve_counts_pb(
+    tag: str,
+    true_positive_counts: Any,
+    false_positive_counts: Any,
+    true_negative_counts: Any,
+    false_negative_counts: Any,
+    precision: Any,
+    recall: Any,
+) -> summary_pb2.Summary:
+    """A ``Summary`` of :func:`pr_curve_counts`'s value; no writer needed."""
+    from summarylib.encoding.events import value_bytes
+    from summarylib.proto import summary_pb2
+
+    tag = check_tag(tag, "pr_curve_counts_pb", "tag")
+    values = (true_positive_counts, false_positive_counts, true_negative_counts,
+              false_negative_counts, precision, recall)
+    data = _raw_data(values, None, "pr_curve_counts_pb")
+    md = plugin_data_bytes(PLUGIN_NAME, plugin_content(data.shape[1]))
+    return summary_pb2.Summary.FromString(field_bytes(1, value_bytes(tag, _tensor(data), md)))
 
 
 def _summary(
