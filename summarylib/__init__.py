@@ -41,13 +41,24 @@ from summarylib.writer.file_writer import flush
 from summarylib.writer.output import FileOutput, MemoryOutput, Output
 
 if TYPE_CHECKING:
-    from summarylib import graph, reader
+    from summarylib import graph, hparams, reader, v1
     from summarylib.graph import trace_export, trace_off, trace_on, write_graph
     from summarylib.ops.audio import audio, audio_pb
+    from summarylib.ops.custom_scalars import custom_scalars, custom_scalars_pb
+    from summarylib.ops.embedding import embedding
+    from summarylib.ops.figure import figure, figure_pb
     from summarylib.ops.histogram import histogram, histogram_pb
+    from summarylib.ops.histogram_proto import (
+        histogram_bins,
+        histogram_bins_pb,
+        histogram_raw,
+        histogram_raw_pb,
+    )
     from summarylib.ops.image import image, image_pb
+    from summarylib.ops.mesh import mesh, mesh_pb
     from summarylib.ops.pr_curve import pr_curve, pr_curve_pb, pr_curve_raw, pr_curve_raw_pb
     from summarylib.ops.text import text, text_pb
+    from summarylib.ops.video import video, video_pb
     from summarylib.writer.signals import flush_on_signals
 
 __all__ = [
@@ -65,14 +76,26 @@ __all__ = [
     "create_file_writer",
     "create_noop_writer",
     "create_writer",
+    "custom_scalars",
+    "custom_scalars_pb",
+    "embedding",
+    "figure",
+    "figure_pb",
     "flush",
     "flush_on_signals",
     "get_step",
     "graph",
     "histogram",
+    "histogram_bins",
+    "histogram_bins_pb",
     "histogram_pb",
+    "histogram_raw",
+    "histogram_raw_pb",
+    "hparams",
     "image",
     "image_pb",
+    "mesh",
+    "mesh_pb",
     "name_scope",
     "pr_curve",
     "pr_curve_pb",
@@ -90,6 +113,9 @@ __all__ = [
     "trace_export",
     "trace_off",
     "trace_on",
+    "v1",
+    "video",
+    "video_pb",
     "write",
     "write_graph",
     "write_raw_pb",
@@ -105,10 +131,28 @@ for _name in __all__:
 del _name, _obj
 
 # Parts that need numpy, pillow or protobuf load on first use (PEP 562).
-_LAZY_MODULES = {"graph": "summarylib.graph", "reader": "summarylib.reader"}
+_LAZY_MODULES = {
+    "graph": "summarylib.graph",
+    "hparams": "summarylib.hparams",
+    "reader": "summarylib.reader",
+    "v1": "summarylib.v1",
+}
 _LAZY_ATTRS = {
     "audio": "summarylib.ops.audio",
     "audio_pb": "summarylib.ops.audio",
+    "custom_scalars": "summarylib.ops.custom_scalars",
+    "custom_scalars_pb": "summarylib.ops.custom_scalars",
+    "embedding": "summarylib.ops.embedding",
+    "figure": "summarylib.ops.figure",
+    "figure_pb": "summarylib.ops.figure",
+    "histogram_bins": "summarylib.ops.histogram_proto",
+    "histogram_bins_pb": "summarylib.ops.histogram_proto",
+    "histogram_raw": "summarylib.ops.histogram_proto",
+    "histogram_raw_pb": "summarylib.ops.histogram_proto",
+    "mesh": "summarylib.ops.mesh",
+    "mesh_pb": "summarylib.ops.mesh",
+    "video": "summarylib.ops.video",
+    "video_pb": "summarylib.ops.video",
     "flush_on_signals": "summarylib.writer.signals",
     "histogram": "summarylib.ops.histogram",
     "histogram_pb": "summarylib.ops.histogram",

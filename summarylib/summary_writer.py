@@ -204,7 +204,7 @@ class SummaryWriter(WriterBase):
             global_step = 0 if default is None else default
         walltime = self._walltime(walltime)
         t = type(scalar_value)
-        if t is not float and t is not int and getattr(scalar_value, "ndim", 0):
+        if t is not float and t is not int and getattr(scalar_value, "ndim", 0) != 0:
             scalar_value = _single(scalar_value)  # torch takes any one-element tensor
         if walltime is not None:
             from summarylib.ops.scalar import scalar_pb
@@ -262,7 +262,7 @@ class SummaryWriter(WriterBase):
             for child, value in zip(children, tag_scalar_dict.values(), strict=True):
                 st.writer = child
                 t = type(value)
-                if t is not float and t is not int and getattr(value, "ndim", 0):
+                if t is not float and t is not int and getattr(value, "ndim", 0) != 0:
                     value = _single(value)
                 wrote = scalar(main_tag, value, step) or wrote
         except (TypeError, ValueError) as e:

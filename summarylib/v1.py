@@ -51,7 +51,7 @@ def _parses(data: bytes, message_name: str, where: str, arg: str) -> None:
 
     from summarylib.proto import event_pb2, summary_pb2
 
-    cls = {"Summary": summary_pb2.Summary, "Event": event_pb2.Event}[message_name]
+    cls: Any = {"Summary": summary_pb2.Summary, "Event": event_pb2.Event}[message_name]
     try:
         cls.FromString(data)
     except DecodeError as e:

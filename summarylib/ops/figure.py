@@ -52,8 +52,8 @@ def figure_rgb(figures: Any, close: bool, where: str) -> np.ndarray:
     rendered = []
     for f in items:
         canvas = FigureCanvasAgg(f)
-        canvas.draw()
-        rgba = np.asarray(canvas.buffer_rgba())
+        canvas.draw()  # type: ignore[no-untyped-call]
+        rgba = np.asarray(canvas.buffer_rgba())  # type: ignore[no-untyped-call]
         rendered.append(np.array(rgba[:, :, :3]))
     if close:
         import matplotlib.pyplot as plt

@@ -26,7 +26,7 @@ import hashlib
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from summarylib.encoding.events import summary_event
 from summarylib.writer.context import _local, condition_holds
@@ -86,7 +86,7 @@ class IntInterval(Domain):
         self.min_value, self.max_value = min_value, max_value
 
     def update_hparam_info(self, info: hparams_api_pb2.HParamInfo) -> None:
-        info.type = 3  # DATA_TYPE_FLOAT64
+        info.type = cast(Any, 3)  # DATA_TYPE_FLOAT64
         info.domain_interval.min_value = self.min_value
         info.domain_interval.max_value = self.max_value
 
@@ -110,7 +110,7 @@ class RealInterval(Domain):
         self.min_value, self.max_value = min_value, max_value
 
     def update_hparam_info(self, info: hparams_api_pb2.HParamInfo) -> None:
-        info.type = 3  # DATA_TYPE_FLOAT64
+        info.type = cast(Any, 3)  # DATA_TYPE_FLOAT64
         info.domain_interval.min_value = self.min_value
         info.domain_interval.max_value = self.max_value
 
@@ -136,7 +136,7 @@ class Discrete(Domain):
         self.values.sort()
 
     def update_hparam_info(self, info: hparams_api_pb2.HParamInfo) -> None:
-        info.type = {int: 3, float: 3, bool: 2, str: 1}[self.dtype]
+        info.type = cast(Any, {int: 3, float: 3, bool: 2, str: 1}[self.dtype])
         info.ClearField("domain_discrete")
         info.domain_discrete.extend(self.values)
 
@@ -182,7 +182,7 @@ class Metric:
         return hparams_api_pb2.MetricInfo(
             name=hparams_api_pb2.MetricName(group=self.group, tag=self.tag),
             display_name=self.display_name, description=self.description,
-            dataset_type=self.dataset_type,
+            dataset_type=cast(Any, self.dataset_type),
         )
 
 
@@ -295,7 +295,8 @@ def session_end_pb(status: str | int = "success",
             f"session_end_pb: 'status' must be one of {sorted(_STATUSES)}, got {status!r}")
     if end_time_secs is None:
         end_time_secs = time.time()
-    info = hparams_plugin_data_pb2.SessionEndInfo(status=code, end_time_secs=end_time_secs)
+    info = hparams_plugin_data_pb2.SessionEndInfo(status=cast(Any, code),
+                                                  end_time_secs=end_time_secs)
     return _summary(SESSION_END_INFO_TAG,
                     hparams_plugin_data_pb2.HParamsPluginData(session_end_info=info))
 
@@ -338,7 +339,7 @@ class _TypeOnly(Domain):
         self.dtype = dtype
 
     def update_hparam_info(self, info: hparams_api_pb2.HParamInfo) -> None:
-        info.type = {int: 3, float: 3, bool: 2, str: 1}[self.dtype]
+        info.type = cast(Any, {int: 3, float: 3, bool: 2, str: 1}[self.dtype])
 
 
 def _domain_of(name: str, value: Any, values: Sequence[Any] | None) -> Domain:

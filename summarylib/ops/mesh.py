@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from summarylib.encoding.arrays import as_array
 from summarylib.encoding.tensor import array_tensor_bytes
@@ -51,7 +51,7 @@ def create_summary_metadata(
     from summarylib.proto import mesh_plugin_data_pb2, summary_pb2
 
     content = mesh_plugin_data_pb2.MeshPluginData(
-        version=0, name=name, content_type=content_type, components=components,
+        version=0, name=name, content_type=cast(Any, content_type), components=components,
         shape=list(shape), json_config=json_config).SerializeToString()
     return summary_pb2.SummaryMetadata(
         summary_description=description,
@@ -119,7 +119,7 @@ def _values(name: str, parts: list[tuple[int, np.ndarray]], config: str,
     out = []
     for kind, arr in parts:
         content = mesh_plugin_data_pb2.MeshPluginData(
-            version=0, name=name, content_type=kind, components=components,
+            version=0, name=name, content_type=cast(Any, kind), components=components,
             shape=list(arr.shape), json_config=config).SerializeToString()
         md = metadata_bytes(plugin_data_bytes(PLUGIN_NAME, content), description, where)
         out.append((f"{name}_{_SUFFIX[kind]}", array_tensor_bytes(arr, where), md))
