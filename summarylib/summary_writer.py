@@ -110,7 +110,8 @@ class SummaryWriter(WriterBase):
     def _setup(self, resource: Any, logdir: str | None, settings: dict[str, Any]) -> None:
         super()._setup(resource, logdir, settings)
         self._target = self if resource is not None else None
-        self._children: dict[str, SummaryWriter] = {}
+        self._children: dict[str, SummaryWriter] = {}  # sub-runs, by directory name
+        self._scalar_runs: list[SummaryWriter] = []  # those of add_scalars, in order
         self._trials: list[SummaryWriter] = []
         self._defaults: tuple[Step | None, float | None] | None = None  # use_metadata()
         self._exported: dict[str, int] = {}  # export_scalars_to_json(): points done per run
@@ -247,7 +248,8 @@ class SummaryWriter(WriterBase):
             if not isinstance(key, str) or not key:
                 raise TypeError(f"{where}: 'tag_scalar_dict' keys must be non-empty str, "
                                 f"got {key!r}")
-            children.append(self._child(logdir, main_tag.replace("/", "_") + "_" + key, where))
+            children.append(self._child(logdir, main_tag.replace("/", "_") + "_" + key, where,
+                                        "tag_scalar_dict", scalar_run=True))
         if walltime is not None:
             wrote = False
             for child, value in zip(children, tag_scalar_dict.values(), strict=True):
@@ -271,14 +273,17 @@ class SummaryWriter(WriterBase):
             st.writer = saved
         return wrote
 
-    def _child(self, logdir: str, name: str, where: str) -> SummaryWriter:
+    def _child(self, logdir: str, name: str, where: str, arg: str, *,
+               scalar_run: bool = False) -> SummaryWriter:
         child = self._children.get(name)
         if child is None:
             self._check_open(where)
-            sub = os.path.join(logdir, safe_component(name, where, "tag_scalar_dict"))
+            sub = os.path.join(logdir, safe_component(name, where, arg))
             suffix = self._settings["filename_suffix"]
             resource = open_resource(lambda: open_event_file(sub, suffix), sub, self._settings)
             child = self._children[name] = SummaryWriter._wrap(resource, sub, self._settings)
+            if scalar_run:
+                self._scalar_runs.append(child)
         return child
 
     def add_tensor(self, tag: str, tensor: Any, global_step: Step | None = None,
@@ -616,7 +621,7 @@ class SummaryWriter(WriterBase):
             return False
         target: SummaryWriter = self
         if run_name:
-            target = self._child(self._needs_dir(where), run_name, where)
+            target = self._child(self._needs_dir(where), run_name, where, "run_name")
         step = self._step(global_step)
         st = _local.state
         saved_writer, saved_scope = st.writer, st.scope
@@ -646,7 +651,7 @@ class SummaryWriter(WriterBase):
 
         self.flush()
         out: dict[str, list[list[float]]] = {}
-        for child in self._children.values():
+        for child in self._scalar_runs:
             if child.path is None:
                 continue
             series = read_columns(child.path, purge="none").get(".", {})
