@@ -179,6 +179,23 @@ def test_add_scalars_keys_stay_inside_the_logdir(tmp_path: Path, key: str) -> No
     assert len(subdirs) == 1  # one component, never nested
 
 
+@pytest.mark.parametrize("name", ["../escape", "/abs/path", "a\x00b", "..", "CON",
+                                  "x/../../y"])
+def test_names_from_hparams_and_meshes_stay_inside_the_logdir(tmp_path: Path,
+                                                             name: str) -> None:
+    logdir = tmp_path / "logs"
+    with sl.SummaryWriter(logdir) as w:
+        w.add_hparams({name: 1.0}, {"m": 1.0}, run_name=name)  # hparam name, run name
+        w.add_mesh(name, np.zeros((1, 3, 3)))                    # a tag, never a path
+        w.add_embedding(np.zeros((2, 2)), tag=name)
+    root = logdir.resolve()
+    created = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert all(root in p.resolve().parents for p in created), created
+    trial_dirs = [p for p in logdir.iterdir() if p.is_dir() and p.name != "00000"]
+    assert len(trial_dirs) == 1 and any(f.name.startswith("events") for f in
+                                         trial_dirs[0].iterdir())
+
+
 @pytest.mark.parametrize("name,expected", [
     ("plain", "plain"), ("a/b", "a%2fb"), ("..", "%2e%2e"), (".", "%2e"), ("con", "%63on"),
     ("LPT1.txt", "%4cPT1.txt"), ("100%", "100%25"), ("x.", "x%2e"), ("a\nb", "a%0ab"),
@@ -247,6 +264,15 @@ BAD_CALLS = [
     ("add_hparams", ({"lr": None}, {"m": 1.0}), TypeError, "lr"),
     ("add_hparams", ({"lr": [1, 2]}, {"m": 1.0}), TypeError, "lr"),
     ("add_video", ("v", np.zeros((2, 3, 4)), 1), ValueError, "'vid_tensor'"),
+    ("add_video", ("v", np.zeros((1, 2, 3, 4, 4)), 1, 0), ValueError, "'fps'"),
+    ("add_mesh", ("m", np.zeros((3, 3))), ValueError, "'vertices'"),
+    ("add_mesh", ("m", np.zeros((1, 3, 3)), np.full((1, 3, 3), 300)), ValueError, "'colors'"),
+    ("add_embedding", (np.zeros(3),), ValueError, "'mat'"),
+    ("add_embedding", (np.zeros((2, 2)), ["a"]), ValueError, "'metadata'"),
+    ("add_custom_scalars", ({"c": {"t": ["Pie", ["a"]]}},), ValueError, "'Multiline'"),
+    ("add_figure", ("f", "not a figure", 1), TypeError, "'figure'"),
+    ("add_histogram_raw", ("h", 0, 1, -2, 1, 1, [1], [1]), ValueError, "'num'"),
+    ("add_tensor", ("t", object(), 1), TypeError, "'tensor'"),
 ]
 
 
