@@ -72,20 +72,30 @@ def main() -> None:
     mat = rng.random((10_000, 128)).astype(np.float32)
 
     rows: list[tuple[str, str, float, dict[str, float]]] = []
+    paired: dict[str, float] = {}
 
     def row(name: str, baseline_name: str, baseline: Callable[[], float],
             calls: dict[str, Callable], n: int, flush_all: bool, per: int = 1) -> None:
-        # The baseline is timed before and after the peers (torch's thread pool can keep
-        # the CPU busy for a while after its calls); the faster of the two counts.
-        first = baseline()
-        results = {}
+        # Ours and the baseline are timed in alternation and compared pair by pair (this
+        # machine's speed drifts more than the difference); the peers once each.
+        results: dict[str, float] = {}
+        ratios, bases, mine = [], [], []
+        flush_ours = ours.flush if flush_all else (lambda: None)
+        for _ in range(reps):
+            b = baseline()
+            o = timed(calls["summarylib"], n, 1, flush_ours)
+            bases.append(b)
+            mine.append(o)
+            ratios.append(o / b)
+        results["summarylib"] = statistics.median(mine) / per
         for who, fn in calls.items():
-            writer = ours if who == "summarylib" else peers.get(who)
-            if writer is None and who != "summarylib":
+            writer = peers.get(who)
+            if writer is None:
                 continue
-            flush = (writer.flush if flush_all else (lambda: None))  # type: ignore[union-attr]
+            flush = writer.flush if flush_all else (lambda: None)  # type: ignore[attr-defined]
             results[who] = timed(fn, n, reps, flush) / per
-        rows.append((name, baseline_name, min(first, baseline()) / per, results))
+        rows.append((name, baseline_name, statistics.median(bases) / per, results))
+        paired[name] = statistics.median(ratios)
 
     def all_writers(method: str, *a: object, **kw: object) -> dict[str, Callable]:
         out: dict[str, Callable] = {}
@@ -94,19 +104,19 @@ def main() -> None:
         return out
 
     def base() -> float:
-        return timed(lambda i: sl.scalar("loss", 0.5, step=i), 2000, reps, lambda: None)
+        return timed(lambda i: sl.scalar("loss", 0.5, step=i), 2000, 1, lambda: None)
 
     row("add_scalar", "scalar()", base, {
         who: (lambda i, w=w: w.add_scalar("loss", 0.5, i))
         for who, w in [("summarylib", ours), *peers.items()]}, 2000, False)
     row("add_scalars (20 values), per value", "scalars()",
-        lambda: timed(lambda i: sl.scalars(twenty, step=i), 200, reps, lambda: None),
+        lambda: timed(lambda i: sl.scalars(twenty, step=i), 200, 1, lambda: None),
         all_writers("add_scalars", "grp", twenty), 200, False, per=20)
     row("add_image 3x64x64 float", "image()",
-        lambda: timed(lambda i: sl.image("img", image_hwc, step=i), 50, reps, op_writer.flush),
+        lambda: timed(lambda i: sl.image("img", image_hwc, step=i), 50, 1, op_writer.flush),
         all_writers("add_image", "img", image), 50, True)
     row("add_histogram 10k", "histogram()",
-        lambda: timed(lambda i: sl.histogram("h", values, step=i), 50, reps, op_writer.flush),
+        lambda: timed(lambda i: sl.histogram("h", values, step=i), 50, 1, op_writer.flush),
         all_writers("add_histogram", "h", values), 50, True)
     emb: dict[str, Callable] = {}
     for who, w in [("summarylib", ours), *peers.items()]:
@@ -122,9 +132,11 @@ def main() -> None:
         s = res.get("summarylib", float("nan"))
         t = res.get("torch", float("nan"))
         x = res.get("tensorboardX", float("nan"))
+        ratio = paired.get(name, float("nan"))
         print(f"{name:38} {base_name + f' {base_us:8.2f}':>18} {s:11.2f} {t:11.2f} {x:11.2f} "
-              f"{s / base_us:9.2f} {s / x:9.3f}")
-    print("(microseconds per call; per value for add_scalars)")
+              f"{ratio:9.2f} {s / x:9.3f}")
+    print("(microseconds per call, medians; per value for add_scalars; ours/base is the median"
+          " of paired ratios)")
     ours.close()
     op_writer.close()
     for w in peers.values():

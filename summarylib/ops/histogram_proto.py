@@ -214,16 +214,19 @@ def _check_values(values: Any, where: str) -> np.ndarray:
         raise TypeError(f"{where}: 'values' must hold real numbers, got dtype {arr.dtype}")
     if arr.size == 0:
         raise ValueError(f"{where}: 'values' is empty")
-    flat = np.array(arr, dtype=np.float64).reshape(-1)  # a private copy
-    if not np.isfinite(flat).all():
+    # A private copy in the input's own dtype (float64 conversion, as torch buckets, is
+    # left to make_histogram on the writer's thread).
+    flat = np.array(arr, order="C").reshape(-1)
+    if flat.dtype.kind == "f" and not np.isfinite(flat).all():
         raise ValueError(f"{where}: 'values' must be finite (NaN or Inf found)")
     return flat
 
 
 def make_histogram(values: np.ndarray, bins: Any, max_bins: int | None) -> bytes:
-    """Bucket finite float64 ``values`` (1-D, non-empty) as torch does; a HistogramProto."""
+    """Bucket finite ``values`` (1-D, non-empty) as torch does (in float64); a HistogramProto."""
     import numpy as np
 
+    values = values.astype(np.float64, copy=False)
     counts, limits = np.histogram(values, bins=bins)
     if max_bins is not None and len(counts) > max_bins:
         step = len(counts) // max_bins
