@@ -1,0 +1,237 @@
+"""``MetricWriter`` for JAX / Flax training loops: clu's interface, without TensorFlow.
+
+clu's own ``metric_writers`` package cannot be imported without TensorFlow (its
+``SummaryWriter`` is TensorFlow's); this writer implements the same interface with
+summarylib's ops, so ``write_scalars``, ``write_images``, ... land where clu's TensorFlow
+writer puts them (the key is the tag, at ``step``):
+
+    from summarylib.integrations.clu import MetricWriter
+
+    writer = MetricWriter("logs/run1")
+    writer.write_hparams({"learning_rate": 1e-3, "model": {"depth": 4}})
+    for step in range(steps):
+        state, metrics = train_step(state, batch)        # metrics: JAX arrays
+        writer.write_scalars(step, metrics)
+    writer.close()
+
+When ``clu.metric_writers.interface`` can be imported (TensorFlow installed, or the module
+already loaded), the class is a subclass of clu's ``MetricWriter``; otherwise it has the
+same methods (duck typing is all clu's ``AsyncWriter`` and ``MultiWriter`` need).
+
+Values may be JAX arrays on any device, numpy arrays or Python numbers. With
+``asynchronous=True`` (the default) a call starts the device-to-host copy of JAX arrays
+(``copy_to_host_async``) and returns; a single background thread waits for the values and
+writes them in call order, so the training step never waits for the device. An error on
+that thread is raised by the next call, ``flush()`` or ``close()``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+__all__ = ["MetricWriter", "flatten_hparams"]
+
+
+def _clu_base() -> type:
+    module = sys.modules.get("clu.metric_writers.interface")
+    if module is None:
+        try:
+            from clu.metric_writers import interface as module  # type: ignore[no-redef]
+        except Exception:  # clu missing, or its package needs TensorFlow
+            return object
+    return module.MetricWriter  # type: ignore[no-any-return]
+
+
+def flatten_hparams(hparams: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Nested hparams as clu flattens them: keys joined with ".", lists by index, None as ""."""
+    out: dict[str, Any] = {}
+    for key, value in hparams.items():
+        path = (*prefix, str(key))
+        if isinstance(value, Mapping) or hasattr(value, "items"):
+            out.update(flatten_hparams(value, path))
+        elif isinstance(value, (list, tuple)):
+            out.update(flatten_hparams({str(i): v for i, v in enumerate(value)}, path))
+        else:
+            out[".".join(path)] = "" if value is None else value
+    return out
+
+
+def _start_transfer(value: Any) -> Any:
+    copy = getattr(value, "copy_to_host_async", None)
+    if callable(copy):
+        try:
+            copy()  # returns at once; np.asarray() later finds the data on the host
+        except Exception:
+            pass  # deleted or donated buffers fail later, where the value is read
+    return value
+
+
+class MetricWriter(_clu_base()):  # type: ignore[misc]
+    """clu's ``MetricWriter`` interface over one summarylib event file.
+
+    Args:
+      logdir: the run directory (created if missing).
+      asynchronous: write from a background thread (see the module docstring).
+      max_queue, flush_millis: the writer's flush policy (see ``create_file_writer``).
+    """
+
+    def __init__(self, logdir: str | os.PathLike[str], *, asynchronous: bool = True,
+                 max_queue: int | None = None, flush_millis: int | None = None) -> None:
+        from summarylib.creation import create_file_writer
+
+        self._writer = create_file_writer(logdir, max_queue=max_queue,
+                                          flush_millis=flush_millis)
+        self._pool = ThreadPoolExecutor(1, "summarylib-clu") if asynchronous else None
+        self._pending: list[Future[None]] = []
+        self._lock = threading.Lock()
+        self._error: BaseException | None = None
+
+    # -- plumbing -------------------------------------------------------------
+    def _submit(self, write: Any, *args: Any) -> None:
+        self._raise_pending_error()
+        if self._pool is None:
+            self._run(write, *args)
+            return
+        future = self._pool.submit(self._run, write, *args)
+        with self._lock:
+            self._pending = [f for f in self._pending if not f.done()]
+            self._pending.append(future)
+        future.add_done_callback(self._keep_error)
+
+    def _run(self, write: Any, *args: Any) -> None:
+        import summarylib as sl
+
+        with self._writer.as_default():
+            write(sl, *args)
+
+    def _keep_error(self, future: Future[None]) -> None:
+        error = future.exception()
+        if error is not None and self._error is None:
+            self._error = error
+
+    def _raise_pending_error(self) -> None:
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+    @staticmethod
+    def _values(values: Mapping[str, Any], where: str) -> dict[str, Any]:
+        if not isinstance(values, Mapping):
+            raise TypeError(f"{where}: expected a mapping of names to values, got "
+                            f"{type(values).__name__}")
+        for key in values:
+            if not isinstance(key, str) or not key:
+                raise TypeError(f"{where}: keys must be non-empty str, got {key!r}")
+        return {k: _start_transfer(v) for k, v in values.items()}
+
+    # -- clu's interface ------------------------------------------------------
+    def write_summaries(self, step: int, values: Mapping[str, Any],
+                        metadata: Mapping[str, Any] | None = None) -> None:
+        """Arbitrary tensors with optional ``SummaryMetadata`` per key (``write``)."""
+        items = self._values(values, "write_summaries")
+
+        def write(sl: Any) -> None:
+            for key, value in items.items():
+                sl.write(key, value, step, None if metadata is None else metadata.get(key))
+
+        self._submit(write)
+
+    def write_scalars(self, step: int, scalars: Mapping[str, Any]) -> None:
+        """Scalars, one tag per key."""
+        items = self._values(scalars, "write_scalars")
+        self._submit(lambda sl: sl.scalars(items, step=step))
+
+    def write_images(self, step: int, images: Mapping[str, Any]) -> None:
+        """Images ``[N, H, W, C]`` or ``[H, W, C]`` per key; all N are kept."""
+        import numpy as np
+
+        items = self._values(images, "write_images")
+
+        def write(sl: Any) -> None:
+            for key, value in items.items():
+                arr = np.asarray(value)
+                if arr.ndim == 3:
+                    arr = arr[None]
+                sl.image(key, arr, step, max_outputs=arr.shape[0])
+
+        self._submit(write)
+
+    def write_videos(self, step: int, videos: Mapping[str, Any]) -> None:
+        """Videos ``[N, T, H, W, C]`` or ``[T, H, W, C]`` per key, as animated GIFs (a
+        batch tiled into one grid). clu's TensorFlow writer skips videos."""
+        import numpy as np
+
+        from summarylib.torch_conventions import video_frames
+
+        items = self._values(videos, "write_videos")
+
+        def write(sl: Any) -> None:
+            for key, value in items.items():
+                arr = np.asarray(value)
+                if arr.ndim == 5:
+                    arr = video_frames(arr.transpose(0, 1, 4, 2, 3), "write_videos")
+                sl.video(key, arr, step)
+
+        self._submit(write)
+
+    def write_audios(self, step: int, audios: Mapping[str, Any], *, sample_rate: int) -> None:
+        """Clips ``[N, T, C]`` in [-1, 1] per key; all N are kept."""
+        import numpy as np
+
+        items = self._values(audios, "write_audios")
+
+        def write(sl: Any) -> None:
+            for key, value in items.items():
+                arr = np.asarray(value)
+                sl.audio(key, arr, sample_rate, step, max_outputs=arr.shape[0])
+
+        self._submit(write)
+
+    def write_texts(self, step: int, texts: Mapping[str, str]) -> None:
+        """Markdown text per key."""
+        items = self._values(texts, "write_texts")
+        self._submit(lambda sl: [sl.text(k, v, step) for k, v in items.items()])
+
+    def write_histograms(self, step: int, arrays: Mapping[str, Any],
+                         num_buckets: Mapping[str, int] | None = None) -> None:
+        """Histograms per key (30 buckets unless ``num_buckets[key]`` says otherwise)."""
+        items = self._values(arrays, "write_histograms")
+
+        def write(sl: Any) -> None:
+            for key, value in items.items():
+                buckets = None if num_buckets is None else num_buckets.get(key)
+                sl.histogram(key, value, step, buckets=buckets)
+
+        self._submit(write)
+
+    def write_hparams(self, hparams: Mapping[str, Any]) -> None:
+        """This run's hyperparameters (nested dicts flattened as clu flattens them)."""
+        from summarylib.ops.hparams_plugin import coerce_hparams
+
+        if not isinstance(hparams, Mapping):
+            raise TypeError(f"write_hparams: expected a mapping, got {type(hparams).__name__}")
+        values = coerce_hparams(flatten_hparams(hparams), "write_hparams")
+        self._submit(lambda sl: sl.hparams.hparams(values))
+
+    def flush(self) -> None:
+        """Wait for pending writes and write everything to the file."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+        for future in pending:
+            future.exception()  # wait; errors are kept by _keep_error
+        self._raise_pending_error()
+        self._writer.flush()
+
+    def close(self) -> None:
+        """Flush and close the file (a later call does nothing)."""
+        try:
+            self.flush()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+            self._writer.close()
