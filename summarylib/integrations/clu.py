@@ -27,6 +27,7 @@ that thread is raised by the next call, ``flush()`` or ``close()``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -64,10 +65,10 @@ def flatten_hparams(hparams: Mapping[str, Any], prefix: tuple[str, ...] = ()) ->
 def _start_transfer(value: Any) -> Any:
     copy = getattr(value, "copy_to_host_async", None)
     if callable(copy):
-        try:
-            copy()  # returns at once; np.asarray() later finds the data on the host
-        except Exception:
-            pass  # deleted or donated buffers fail later, where the value is read
+        # Returns at once; np.asarray() later finds the data on the host. Deleted or
+        # donated buffers fail later, where the value is read.
+        with contextlib.suppress(Exception):
+            copy()
     return value
 
 
