@@ -28,6 +28,7 @@ that thread is raised by the next call, ``flush()`` or ``close()``.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import sys
 import threading
@@ -39,13 +40,14 @@ __all__ = ["MetricWriter", "flatten_hparams"]
 
 
 def _clu_base() -> type:
-    module = sys.modules.get("clu.metric_writers.interface")
+    module: Any = sys.modules.get("clu.metric_writers.interface")
     if module is None:
         try:
-            from clu.metric_writers import interface as module  # type: ignore[no-redef]
+            module = importlib.import_module("clu.metric_writers.interface")
         except Exception:  # clu missing, or its package needs TensorFlow
             return object
-    return module.MetricWriter  # type: ignore[no-any-return]
+    base: type = module.MetricWriter
+    return base
 
 
 def flatten_hparams(hparams: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> dict[str, Any]:
