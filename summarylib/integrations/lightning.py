@@ -34,10 +34,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from lightning.fabric.loggers.logger import rank_zero_experiment
-from lightning.fabric.utilities.logger import _add_prefix, _convert_params, _flatten_dict
-from lightning.fabric.utilities.logger import _sanitize_params
+from lightning.fabric.utilities.logger import (
+    _add_prefix,
+    _convert_params,
+    _flatten_dict,
+    _sanitize_params,
+)
 from lightning.pytorch.loggers.logger import Logger
-from lightning.pytorch.utilities.rank_zero import rank_zero_only, rank_zero_warn
+from lightning.fabric.utilities.rank_zero import rank_zero_only, rank_zero_warn
 
 __all__ = ["TensorBoardLogger"]
 
