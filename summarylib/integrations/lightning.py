@@ -41,7 +41,7 @@ from lightning.fabric.utilities.logger import (
     _sanitize_params,
 )
 from lightning.pytorch.loggers.logger import Logger
-from lightning.fabric.utilities.rank_zero import rank_zero_only, rank_zero_warn
+from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
 
 __all__ = ["TensorBoardLogger"]
 
