@@ -47,7 +47,7 @@ def _rewrite_logs(logs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class TensorBoardCallback(TrainerCallback):  # type: ignore[misc]
+class TensorBoardCallback(TrainerCallback):
     """transformers' TensorBoard callback over summarylib (see the module docstring).
 
     Args:
