@@ -29,8 +29,9 @@ the Projector directly (``<log_dir>/<epoch:05d>/<layer name>/``, see
 ``summarylib.embedding``; ``embeddings_metadata`` is a TSV file of labels, or a dict of
 them by layer name) instead of a TensorFlow checkpoint the projector cannot read without
 TensorFlow. Weight images are scaled to [0, 1] per weight (Keras passes raw weights, which
-TensorFlow clips to black and white). ``profile_batch`` is accepted and ignored (a warning says so when it is not
-0): profiling needs TensorFlow's or JAX's profiler, not a summary writer.
+TensorFlow clips to black and white). ``profile_batch`` is accepted and ignored (a warning
+says so when it is not 0): profiling needs TensorFlow's or JAX's profiler, not a summary
+writer.
 """
 
 from __future__ import annotations
@@ -173,7 +174,7 @@ class TensorBoard(Callback):  # type: ignore[misc]
     def _learning_rates(self) -> dict[str, float]:
         from keras.optimizers import Optimizer
 
-        optimizer = getattr(self.model, "optimizer", None)
+        optimizer: Any = getattr(self.model, "optimizer", None)
         optimizer = getattr(optimizer, "inner_optimizer", optimizer)
         if hasattr(optimizer, "optimizers"):
             return {f"learning_rate_{o.name}": float(_numpy(o.learning_rate))
