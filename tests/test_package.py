@@ -135,7 +135,8 @@ def test_ci_has_every_optional_tool() -> None:
     missing = [
         m
         for m in ("torch", "jax", "grpc_tools", "tbparse", "pytest_timeout", "pandas",
-                  "pyarrow", "playwright", "tensorboardX", "soundfile", "matplotlib")
+                  "pyarrow", "playwright", "tensorboardX", "soundfile", "matplotlib", "keras",
+                  "lightning", "transformers", "accelerate", "flax", "optax", "clu")
         if importlib.util.find_spec(m) is None
     ]
     assert not missing, f"CI environment lacks {missing}"
