@@ -1,21 +1,32 @@
 """matplotlib figures as images, for TensorBoard's Images dashboard.
 
 Data contract:
-  * ``figure``: a ``matplotlib.figure.Figure`` or a list of them, all of one size in
-    pixels. Each is rendered with a private Agg canvas (the global backend and the
-    figure's own canvas are left alone), at the figure's size and dpi, as RGB (alpha
-    dropped): the pixels torch's ``add_figure`` writes.
-  * ``close=True`` closes the figures (``pyplot.close``) once rendered, so loops that make
-    a figure per step do not pile them up.
-  * matplotlib is imported only when a figure is passed; rendering happens on the caller's
-    thread (matplotlib is not thread-safe), the PNG encoding on the writer's.
+  * ``figure``: a ``matplotlib.figure.Figure`` or a non-empty list (or tuple) of them, all
+    of one size in pixels; several figures make one image value of k images (the Images
+    dashboard's sample slider), in order. Anything else raises ``TypeError``.
+  * Each figure is drawn on a private Agg canvas
+    (``matplotlib.backends.backend_agg.FigureCanvasAgg``) at its own size and dpi, then
+    the figure's own canvas is put back; the global backend is never touched. The pixels
+    are the canvas's RGBA with alpha dropped (RGB), as torch's ``add_figure`` writes them.
+  * ``close=True`` closes the figures (``pyplot.close``) once drawn, and also when nothing
+    is recording, so loops that make a figure per step do not pile them up.
+  * matplotlib is imported only when a figure is passed. Drawing happens on the caller's
+    thread (matplotlib is not thread-safe); the PNG encoding on the writer's.
+  * Stored exactly as :func:`summarylib.image` stores ``[k, h, w, 3]`` uint8 images
+    (format.md §5.4): plugin ``"images"``, DT_STRING ``[str(w), str(h), png_0, ...]``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from summarylib.ops.image import image, image_pb
+from summarylib.encoding.png import encode_png
+from summarylib.encoding.tensor import string_tensor_bytes
+from summarylib.ops._emit import emit_value_deferred
+from summarylib.ops._media import metadata_bytes, plugin_data_bytes
+from summarylib.ops._resolve import check_tag, resolve
+from summarylib.ops.image import create_summary_metadata as _image_metadata
+from summarylib.ops.image import image_pb
 from summarylib.writer.context import Step
 
 if TYPE_CHECKING:
@@ -23,11 +34,19 @@ if TYPE_CHECKING:
 
     from summarylib.proto import summary_pb2
 
-__all__ = ["figure", "figure_pb", "figure_rgb"]
+__all__ = ["PLUGIN_NAME", "create_summary_metadata", "figure", "figure_pb", "figure_rgb"]
+
+PLUGIN_NAME = "images"
+_PLUGIN_DATA = plugin_data_bytes(PLUGIN_NAME)  # content: ImagePluginData{version 0} is empty
+
+
+def create_summary_metadata(description: str | None = None) -> summary_pb2.SummaryMetadata:
+    """The ``SummaryMetadata`` of a figure value: the image plugin's (protobuf API)."""
+    return _image_metadata(description)
 
 
 def _is_figure(obj: Any) -> bool:
-    # Checked by duck type first, so that a non-figure never imports matplotlib.
+    # Duck-typed first, so that a non-figure never imports matplotlib.
     if not hasattr(obj, "canvas") or not hasattr(obj, "get_size_inches"):
         return False
     from matplotlib.figure import Figure
@@ -35,58 +54,104 @@ def _is_figure(obj: Any) -> bool:
     return isinstance(obj, Figure)
 
 
+def _items(figures: Any) -> list[Any]:
+    return list(figures) if isinstance(figures, (list, tuple)) else [figures]
+
+
+def _close(figures: list[Any]) -> None:
+    import matplotlib.pyplot as plt
+
+    for f in figures:
+        plt.close(f)
+
+
+def _render(fig: Any) -> np.ndarray:
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    own = fig.canvas
+    try:
+        canvas = FigureCanvasAgg(fig)  # attaches itself to the figure...
+        canvas.draw()  # type: ignore[no-untyped-call]
+        rgba = np.asarray(canvas.buffer_rgba())  # type: ignore[no-untyped-call]
+        return np.array(rgba[:, :, :3])  # a copy: the buffer belongs to the canvas
+    finally:
+        fig.set_canvas(own)  # ...so the figure gets its own (GUI) canvas back
+
+
 def figure_rgb(figures: Any, close: bool, where: str) -> np.ndarray:
-    """Render a figure or a list of figures as uint8 ``[k, h, w, 3]``."""
+    """Draw a figure or a list of figures as uint8 ``[k, h, w, 3]`` (see the module doc)."""
     import numpy as np
 
-    many = isinstance(figures, (list, tuple))
-    items = list(figures) if many else [figures]
+    items = _items(figures)
     if not items:
         raise ValueError(f"{where}: 'figure' is an empty list")
     for f in items:
         if not _is_figure(f):
-            raise TypeError(f"{where}: 'figure' must be a matplotlib Figure or a list of them, "
-                            f"got {type(f).__name__}")
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    rendered = []
-    for f in items:
-        canvas = FigureCanvasAgg(f)
-        canvas.draw()  # type: ignore[no-untyped-call]
-        rgba = np.asarray(canvas.buffer_rgba())  # type: ignore[no-untyped-call]
-        rendered.append(np.array(rgba[:, :, :3]))
-    if close:
-        import matplotlib.pyplot as plt
-
-        for f in items:
-            plt.close(f)
-    if len({r.shape for r in rendered}) != 1:
-        raise ValueError(f"{where}: the figures must have one size in pixels, got "
-                         f"{sorted({r.shape[:2] for r in rendered})}")
+            raise TypeError(f"{where}: 'figure' must be a matplotlib Figure or a list of "
+                            f"them, got {type(f).__name__}")
+    try:
+        rendered = [_render(f) for f in items]
+    finally:
+        if close:
+            _close(items)
+    sizes = [r.shape[1::-1] for r in rendered]
+    if len(set(sizes)) != 1:
+        raise ValueError(f"{where}: the figures in 'figure' must have one size in pixels, "
+                         f"got (width, height) {sizes}")
     return np.stack(rendered)
 
 
-def figure(name: str, figure: Any, step: Step | None = None, close: bool = True,
-           description: str | None = None) -> bool:
-    """Write a figure (or several, as one image value of k images) to the default writer."""
-    from summarylib.writer.context import _local
+def figure(
+    name: str,
+    figure: Any,
+    step: Step | None = None,
+    close: bool = True,
+    description: str | None = None,
+) -> bool:
+    """Write a matplotlib figure (or several, as one value of k images) to the default writer.
 
-    if _local.state.writer is None:
-        # Nothing recording: no rendering, but the figures are still closed as asked.
-        if close and any(_is_figure(f) for f in
-                         (figure if isinstance(figure, (list, tuple)) else [figure])):
-            import matplotlib.pyplot as plt
+    Args:
+      name: the series name; the tag is ``name`` inside the current name scope.
+      figure: a ``Figure`` or a list of them (see the module docstring).
+      step: an int64 step; defaults to the thread's default step.
+      close: close the figures with ``pyplot.close`` afterwards.
+      description: Markdown shown in TensorBoard (kept from the first event).
 
-            for f in figure if isinstance(figure, (list, tuple)) else [figure]:
-                if _is_figure(f):
-                    plt.close(f)
+    Returns:
+      True if queued for writing, False if nothing is recording (then nothing is drawn).
+
+    Raises:
+      TypeError, ValueError: bad arguments, naming the argument (nothing is written).
+      WriterClosedError, WriteFailedError: see :class:`~summarylib.SummaryWriter`.
+    """
+    resolved = resolve(name, step, "figure")
+    if resolved is None:
+        figures = [f for f in _items(figure) if _is_figure(f)] if close else []
+        if figures:
+            _close(figures)
         return False
+    writer, tag, step_ = resolved
+    md = metadata_bytes(_PLUGIN_DATA, description, "figure")
     pixels = figure_rgb(figure, close, "figure")
-    return image(name, pixels, step, max_outputs=len(pixels), description=description)
+    k, h, w, _ = pixels.shape
+
+    def make_tensor() -> bytes:
+        return string_tensor_bytes(
+            (2 + k,), [str(w).encode(), str(h).encode(), *map(encode_png, pixels)])
+
+    # Figures compress well; the raw size bounds the PNG size.
+    return emit_value_deferred(writer, tag, step_, make_tensor, md, pixels.nbytes + 64 * k + 32)
 
 
-def figure_pb(tag: str, figure: Any, close: bool = True,
-              description: str | None = None) -> summary_pb2.Summary:
-    """A ``Summary`` with the rendered figure(s) as one image value; no writer needed."""
+def figure_pb(
+    tag: str, figure: Any, close: bool = True, description: str | None = None
+) -> summary_pb2.Summary:
+    """A ``Summary`` with the figure(s) as one image value, with metadata; no writer needed.
+
+    Same data contract as :func:`figure`; ``tag`` is used as is (no name scope).
+    """
+    tag = check_tag(tag, "figure_pb", "tag")
+    metadata_bytes(_PLUGIN_DATA, description, "figure_pb")  # the same checks as figure()
     pixels = figure_rgb(figure, close, "figure_pb")
     return image_pb(tag, pixels, max_outputs=len(pixels), description=description)

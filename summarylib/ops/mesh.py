@@ -1,31 +1,41 @@
 """Meshes and point clouds, shown by TensorBoard's Mesh dashboard.
 
-Data contract:
-  * ``vertices``: real numbers of shape ``[B, N, 3]`` (B meshes of N points, x y z),
-    finite; stored as float32.
-  * ``faces`` (optional): integers of shape ``[B, F, 3]``, vertex indices in ``[0, N)``
-    (one triangle per row); stored as int32.
-  * ``colors`` (optional): integers in ``[0, 255]`` of shape ``[B, N, 3]`` (RGB per
-    vertex); stored as uint8.
-  * ``config_dict`` (optional): a JSON-serializable dict of three.js settings (camera,
-    lights, material), stored as ``json.dumps(config_dict, sort_keys=True)``.
-  * Inputs may be numpy arrays, sequences or framework tensors (through ``__array__``).
+Data contract (each array may be a numpy array, a nested sequence, anything with
+``__array__`` such as a torch tensor (the framework is never imported), or a
+zero-argument callable returning one):
+  * ``vertices``: real numbers (not bool), shape ``[B, N, 3]``: B >= 1 meshes of N points
+    (x, y, z); stored as float32 and finite there (NaN, ±inf, or a value too large for
+    float32 is refused). bfloat16/float8 count as their float32 values.
+  * ``faces`` (optional): integers (not bool, not floats), shape ``[B, F, 3]`` (one
+    triangle of vertex indices per row, F may be 0), every index in ``[0, N)``; stored as
+    int32.
+  * ``colors`` (optional): integers in ``[0, 255]`` (not floats: pass
+    ``(c * 255).round().astype("uint8")`` for floats in [0, 1]), shape ``[B, N, 3]`` (RGB
+    per vertex); stored as uint8.
+  * B is the same in every component. Without faces the mesh is drawn as a point cloud.
+  * ``config_dict`` (optional): a dict of three.js settings (camera, lights, material),
+    stored as ``json.dumps(config_dict, sort_keys=True)`` (``"{}"`` when None); it must be
+    JSON-serializable with str keys and without NaN or infinities (the browser's JSON parser
+    refuses them).
 
-Stored as TensorBoard's mesh summary writes it (format.md §5.11): one value per component
-under ``<name>_VERTEX``, ``<name>_FACE``, ``<name>_COLOR`` (the name used literally: the
-plugin groups the three by ``MeshPluginData.name``), each with metadata ``plugin_name
-"mesh"`` and a ``MeshPluginData`` (version 0, the name, the component, the JSON config,
-the tensor's shape and the bitmask of the components present).
+Stored as TensorBoard's mesh summary writes it (format.md §5.11): one value (and, from
+:func:`mesh`, one event) per component under ``<name>_VERTEX``, ``<name>_FACE``,
+``<name>_COLOR``; ``name`` is used literally, without the name scope, as TensorFlow does
+(the plugin groups the components by ``MeshPluginData.name``). Each value's metadata is
+``plugin_name "mesh"`` with a ``MeshPluginData``: version 0, the name, the component
+(``content_type``: VERTEX 1, FACE 2, COLOR 3), the JSON config, the tensor's shape, and the
+bitmask of the components present (``1 << content_type`` OR-ed: 2, 4, 8).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import as_array
-from summarylib.encoding.tensor import array_tensor_bytes
+from summarylib.encoding.arrays import as_array, is_extended_float, widen_extended_float
+from summarylib.encoding.tensor import DT_FLOAT, DT_INT32, DT_UINT8, tensor_bytes
+from summarylib.encoding.wire import field_bytes, field_varint, varint
 from summarylib.ops._emit import emit_value
 from summarylib.ops._media import metadata_bytes, plugin_data_bytes
 from summarylib.ops._resolve import check_tag, resolve
@@ -39,126 +49,223 @@ if TYPE_CHECKING:
 __all__ = ["PLUGIN_NAME", "create_summary_metadata", "mesh", "mesh_pb"]
 
 PLUGIN_NAME = "mesh"
-VERTEX, FACE, COLOR = 1, 2, 3
+VERTEX, FACE, COLOR = 1, 2, 3  # MeshPluginData.ContentType
 _SUFFIX = {VERTEX: "VERTEX", FACE: "FACE", COLOR: "COLOR"}
+# content type -> (TF DataType, little-endian numpy dtype of the stored tensor)
+_STORED = {VERTEX: (DT_FLOAT, "<f4"), FACE: (DT_INT32, "<i4"), COLOR: (DT_UINT8, "u1")}
+
+_Parts = list[tuple[int, "np.ndarray"]]  # (content type, array in its stored dtype)
 
 
 def create_summary_metadata(
-    name: str, content_type: int, components: int, shape: tuple[int, ...],
-    json_config: str = "{}", description: str | None = None,
+    name: str,
+    content_type: int,
+    components: int,
+    shape: tuple[int, ...] | list[int],
+    json_config: str = "{}",
+    description: str | None = None,
 ) -> summary_pb2.SummaryMetadata:
     """The ``SummaryMetadata`` of one component (protobuf API)."""
     from summarylib.proto import mesh_plugin_data_pb2, summary_pb2
 
-    content = mesh_plugin_data_pb2.MeshPluginData(
-        version=0, name=name, content_type=cast(Any, content_type), components=components,
-        shape=list(shape), json_config=json_config).SerializeToString()
-    return summary_pb2.SummaryMetadata(
-        summary_description=description,
-        plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name=PLUGIN_NAME,
-                                                           content=content))
+    data = mesh_plugin_data_pb2.MeshPluginData()
+    data.version = 0
+    data.name = name
+    data.content_type = content_type  # type: ignore[assignment]
+    data.components = components
+    data.shape.extend(shape)
+    data.json_config = json_config
+    md = summary_pb2.SummaryMetadata()
+    md.plugin_data.plugin_name = PLUGIN_NAME
+    md.plugin_data.content = data.SerializeToString()
+    if description:
+        md.summary_description = description
+    return md
 
 
-def _component(data: Any, arg: str, where: str, kind: str) -> np.ndarray:
-    import numpy as np
-
-    arr = as_array(data, where, arg)
-    if arr.ndim != 3 or arr.shape[2] != 3:
-        raise ValueError(f"{where}: {arg!r} must have shape [B, N, 3], got {arr.shape}")
-    if arr.dtype.kind not in ("biuf" if kind == "f" else "biu"):
-        what = "real numbers" if kind == "f" else "integers"
-        raise TypeError(f"{where}: {arg!r} must hold {what}, got dtype {arr.dtype}")
-    return arr if kind != "f" else arr.astype(np.float32)
-
-
-def _prepare(
-    where: str, vertices: Any, faces: Any, colors: Any, config_dict: Any
-) -> tuple[list[tuple[int, np.ndarray]], str]:
-    import numpy as np
-
-    verts = _component(vertices, "vertices", where, "f")
-    if not np.isfinite(verts).all():
-        raise ValueError(f"{where}: 'vertices' must be finite")
-    parts = [(VERTEX, verts)]
-    b, n = verts.shape[:2]
-    if faces is not None:
-        f = _component(faces, "faces", where, "i")
-        if f.shape[0] != b:
-            raise ValueError(f"{where}: 'faces' has {f.shape[0]} meshes, 'vertices' {b}")
-        if f.size and (f.min() < 0 or f.max() >= n):
-            raise ValueError(f"{where}: 'faces' must index vertices in [0, {n})")
-        parts.append((FACE, f.astype(np.int32)))
-    if colors is not None:
-        c = _component(colors, "colors", where, "i")
-        if c.shape[:2] != (b, n):
-            raise ValueError(
-                f"{where}: 'colors' must have shape [{b}, {n}, 3] like 'vertices', got {c.shape}")
-        if c.size and (c.min() < 0 or c.max() > 255):
-            raise ValueError(f"{where}: 'colors' must be in [0, 255]")
-        parts.append((COLOR, c.astype(np.uint8)))
-    if config_dict is None:
-        config = "{}"
-    elif not isinstance(config_dict, Mapping):
-        raise TypeError(f"{where}: 'config_dict' must be a dict or None, got "
-                        f"{type(config_dict).__name__}")
-    else:
-        try:
-            config = json.dumps(config_dict, sort_keys=True)
-        except (TypeError, ValueError) as e:
-            raise TypeError(f"{where}: 'config_dict' is not JSON-serializable: {e}") from None
-    return parts, config
-
-
-def _values(name: str, parts: list[tuple[int, np.ndarray]], config: str,
-            description: str | None, where: str) -> list[tuple[str, bytes, bytes]]:
-    from summarylib.proto import mesh_plugin_data_pb2
-
-    components = 0
-    for kind, _ in parts:
-        components |= 1 << kind
-    out = []
-    for kind, arr in parts:
-        content = mesh_plugin_data_pb2.MeshPluginData(
-            version=0, name=name, content_type=cast(Any, kind), components=components,
-            shape=list(arr.shape), json_config=config).SerializeToString()
-        md = metadata_bytes(plugin_data_bytes(PLUGIN_NAME, content), description, where)
-        out.append((f"{name}_{_SUFFIX[kind]}", array_tensor_bytes(arr, where), md))
+def _plugin_content(name: bytes, content_type: int, components: int,
+                    shape: tuple[int, ...], json_config: bytes) -> bytes:
+    # MeshPluginData by hand: version (1) is 0 and so absent; name 2, content_type 3,
+    # json_config 5, shape 6 (packed int32), components 7.
+    out = field_bytes(2, name) if name else b""
+    out += field_varint(3, content_type)
+    if json_config:
+        out += field_bytes(5, json_config)
+    if shape:
+        out += field_bytes(6, b"".join(varint(d) for d in shape))
+    if components:
+        out += field_varint(7, components)
     return out
 
 
+def _array(data: Any, arg: str, where: str, kinds: str, what: str) -> np.ndarray:
+    arr = as_array(data, where, arg)
+    if is_extended_float(arr.dtype) and "f" in kinds:
+        arr = widen_extended_float(arr)
+    if arr.dtype.kind not in kinds:
+        raise TypeError(f"{where}: {arg!r} must hold {what}, got dtype {arr.dtype}")
+    return arr
+
+
+def _shape(arr: np.ndarray, arg: str, where: str, expected: str) -> None:
+    if arr.ndim != 3 or arr.shape[2] != 3:
+        raise ValueError(f"{where}: {arg!r} must have shape {expected}, got {arr.shape}")
+
+
+def prepare(vertices: Any, faces: Any, colors: Any, where: str) -> _Parts:
+    """Validate the components; return them as fresh arrays in their stored dtypes."""
+    import numpy as np
+
+    verts = _array(vertices, "vertices", where, "iuf", "real numbers")
+    _shape(verts, "vertices", where, "[B, N, 3]")
+    b, n = verts.shape[:2]
+    if b == 0:
+        raise ValueError(f"{where}: 'vertices' must hold at least one mesh, got shape "
+                         f"{verts.shape}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        stored = verts.astype(np.float32)  # a copy, even of float32
+    if not np.isfinite(stored).all():
+        raise ValueError(f"{where}: 'vertices' must be finite in float32 (no NaN, inf, or "
+                         f"magnitude above 3.4e38)")
+    parts: _Parts = [(VERTEX, stored)]
+    if faces is not None:
+        f = _array(faces, "faces", where, "iu", "integers (vertex indices)")
+        _shape(f, "faces", where, f"[{b}, F, 3] (B = {b} as in 'vertices')")
+        if f.shape[0] != b:
+            raise ValueError(f"{where}: 'faces' must have shape [{b}, F, 3] (B = {b} as in "
+                             f"'vertices'), got {f.shape}")
+        if f.size and (f.min() < 0 or f.max() >= n):
+            raise ValueError(f"{where}: 'faces' must hold vertex indices in [0, {n}), got "
+                             f"values in [{f.min()}, {f.max()}]")
+        parts.append((FACE, f.astype(np.int32)))
+    if colors is not None:
+        c = _array(colors, "colors", where, "iu", "integers in [0, 255] (uint8 RGB)")
+        if c.shape != (b, n, 3):
+            raise ValueError(f"{where}: 'colors' must have shape [{b}, {n}, 3] (one RGB per "
+                             f"vertex), got {c.shape}")
+        if c.size and (c.min() < 0 or c.max() > 255):
+            raise ValueError(f"{where}: 'colors' must be in [0, 255], got values in "
+                             f"[{c.min()}, {c.max()}]")
+        parts.append((COLOR, c.astype(np.uint8)))
+    return parts
+
+
+def json_config(config_dict: Any, where: str) -> str:
+    """``config_dict`` as TensorBoard stores it: sorted-key JSON, ``"{}"`` for None."""
+    if config_dict is None:
+        return "{}"
+    if not isinstance(config_dict, Mapping):
+        raise TypeError(f"{where}: 'config_dict' must be a dict or None, got "
+                        f"{type(config_dict).__name__}")
+    try:
+        return json.dumps(dict(config_dict), sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{where}: 'config_dict' must be JSON-serializable (no NaN or "
+                        f"infinity): {e}") from None
+
+
+def _components(parts: _Parts) -> int:
+    mask = 0
+    for kind, _ in parts:
+        mask |= 1 << kind
+    return mask
+
+
+def _values(name: str, parts: _Parts, config: str, description: str | None,
+            where: str) -> list[tuple[str, bytes, bytes]]:
+    """(instance tag, serialized tensor, serialized metadata) per component."""
+    import numpy as np
+
+    name_b, config_b, mask = name.encode("utf-8"), config.encode("utf-8"), _components(parts)
+    out = []
+    for kind, arr in parts:
+        content = _plugin_content(name_b, kind, mask, arr.shape, config_b)
+        md = metadata_bytes(plugin_data_bytes(PLUGIN_NAME, content), description, where)
+        dtype, le = _STORED[kind]
+        tensor = tensor_bytes(dtype, arr.shape, np.ascontiguousarray(arr, le).tobytes())
+        out.append((f"{name}_{_SUFFIX[kind]}", tensor, md))
+    return out
+
+
+def _check_name(name: Any, where: str, arg: str) -> str:
+    checked = check_tag(name, where, arg)
+    try:
+        checked.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"{where}: {arg!r} is not valid Unicode text: {e}") from None
+    return checked
+
+
 def mesh(
-    name: str, vertices: Any, faces: Any = None, colors: Any = None,
-    config_dict: Mapping[str, Any] | None = None, step: Step | None = None,
+    name: str,
+    vertices: Any,
+    faces: Any = None,
+    colors: Any = None,
+    config_dict: Mapping[str, Any] | None = None,
+    step: Step | None = None,
     description: str | None = None,
 ) -> bool:
     """Write a mesh (or a point cloud: no faces) to the default writer.
 
-    Returns True if written, False if nothing is recording. Raises TypeError/ValueError
-    naming the bad argument (nothing written). ``name`` is used literally (no name scope).
+    Args:
+      name: the mesh's name, used literally (no name scope); the tags are
+        ``<name>_VERTEX``, ``<name>_FACE`` and ``<name>_COLOR``.
+      vertices, faces, colors: see the module docstring.
+      config_dict: three.js scene settings, or None.
+      step: an int64 step; defaults to the thread's default step.
+      description: Markdown shown in TensorBoard (kept from the first event).
+
+    Returns:
+      True if every component was written, False if nothing is recording (the
+      data is then not looked at).
+
+    Raises:
+      TypeError, ValueError: bad arguments, naming the argument (nothing is written).
+      WriterClosedError, WriteFailedError: see :class:`~summarylib.SummaryWriter`.
     """
-    resolved = resolve(name, step, "mesh", scoped=False)
+    resolved = resolve(None, step, "mesh", untagged=True)
     if resolved is None:
         return False
-    writer, tag, step_ = resolved
-    parts, config = _prepare("mesh", vertices, faces, colors, config_dict)
-    values = _values(tag, parts, config, description, "mesh")
-    wrote = False
-    for instance_tag, tensor, md in values:
-        wrote = emit_value(writer, instance_tag, step_, tensor, md) or wrote
-    return wrote
+    writer, _, step_ = resolved
+    name = _check_name(name, "mesh", "name")
+    metadata_bytes(b"", description, "mesh")  # the description's checks, before any work
+    parts = prepare(vertices, faces, colors, "mesh")
+    values = _values(name, parts, json_config(config_dict, "mesh"), description, "mesh")
+    # One event per component, as TensorFlow writes them; all were validated above.
+    wrote = [emit_value(writer, tag, step_, tensor, md) for tag, tensor, md in values]
+    return all(wrote)
 
 
 def mesh_pb(
-    tag: str, vertices: Any, faces: Any = None, colors: Any = None,
-    config_dict: Mapping[str, Any] | None = None, description: str | None = None,
+    tag: str,
+    vertices: Any,
+    faces: Any = None,
+    colors: Any = None,
+    config_dict: Mapping[str, Any] | None = None,
+    description: str | None = None,
 ) -> summary_pb2.Summary:
-    """A ``Summary`` with the mesh's values, with metadata; no writer needed."""
-    from summarylib.encoding.events import value_bytes
-    from summarylib.encoding.wire import field_bytes
+    """A ``Summary`` with one value per component, with metadata; no writer needed.
+
+    Same data contract as :func:`mesh`; ``tag`` is the mesh's name.
+    """
+    import numpy as np
+
     from summarylib.proto import summary_pb2
 
-    tag = check_tag(tag, "mesh_pb", "tag")
-    parts, config = _prepare("mesh_pb", vertices, faces, colors, config_dict)
-    values = _values(tag, parts, config, description, "mesh_pb")
-    return summary_pb2.Summary.FromString(b"".join(
-        field_bytes(1, value_bytes(t, tensor, md)) for t, tensor, md in values))
+    tag = _check_name(tag, "mesh_pb", "tag")
+    metadata_bytes(b"", description, "mesh_pb")
+    parts = prepare(vertices, faces, colors, "mesh_pb")
+    config = json_config(config_dict, "mesh_pb")
+    mask = _components(parts)
+    summary = summary_pb2.Summary()
+    for kind, arr in parts:
+        v = summary.value.add()
+        v.tag = f"{tag}_{_SUFFIX[kind]}"
+        dtype, le = _STORED[kind]
+        v.tensor.dtype = dtype  # type: ignore[assignment]
+        for d in arr.shape:
+            v.tensor.tensor_shape.dim.add().size = d
+        v.tensor.tensor_content = np.ascontiguousarray(arr, le).tobytes()
+        v.metadata.CopyFrom(
+            create_summary_metadata(tag, kind, mask, arr.shape, config, description))
+    return summary

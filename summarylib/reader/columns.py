@@ -20,7 +20,7 @@ from summarylib.reader.runs import list_runs
 from summarylib.reader.templates import decode_rows, scalar_template
 from summarylib.reader.tensors import tensor_array, tensor_strings
 
-__all__ = ["KINDS", "Columns", "Purge", "read_columns"]
+__all__ = ["KINDS", "Columns", "Purge", "iter_columns", "read_columns"]
 
 #: The kinds ``read_columns`` can return.
 KINDS = ("scalars", "histograms", "images", "audio", "text", "tensors")
@@ -123,11 +123,25 @@ def read_columns(
         raise ValueError(
             f"read_columns: 'purge' must be 'eventaccumulator', 'preempt' or 'none', got {purge!r}"
         )
+    return dict(iter_columns(logdir_or_file, kinds, tags, runs, purge=purge,
+                             check_crc=check_crc))
+
+
+def iter_columns(
+    logdir_or_file: str | os.PathLike[str],
+    kinds: Collection[str] = ("scalars",),
+    tags: Collection[str] | None = None,
+    runs: Collection[str] | None = None,
+    *,
+    purge: Purge = "eventaccumulator",
+    check_crc: bool = True,
+) -> Iterator[tuple[str, dict[str, Columns]]]:
+    """:func:`read_columns` one run at a time: ``(run, {tag: Columns})`` for each run with
+    data, runs sorted by name (arguments checked by the caller)."""
     path = os.fspath(logdir_or_file)
     run_files = list_runs(path) if os.path.isdir(path) else {".": [path]}
     tag_set = None if tags is None else set(tags)
-    out: dict[str, dict[str, Columns]] = {}
-    for run, files in run_files.items():
+    for run, files in sorted(run_files.items()):
         if runs is not None and run not in runs:
             continue
         builder = _RunBuilder(set(kinds), tag_set, purge)
@@ -135,8 +149,7 @@ def read_columns(
             builder.read_file(file, check_crc)
         series = builder.finish()
         if series:
-            out[run] = series
-    return out
+            yield run, series
 
 
 class _RunBuilder:

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Collection
 from typing import IO
 
-from summarylib.reader.columns import Columns, read_columns
+from summarylib.reader.columns import Columns, iter_columns, read_columns
 
 __all__ = ["FORMATS", "export_scalars"]
 
@@ -44,10 +44,10 @@ def export_scalars(
     """
     if format not in FORMATS:
         raise ValueError(f"export_scalars: 'format' must be one of {FORMATS}, got {format!r}")
-    data = read_columns(logdir, ("scalars",), tags, runs)
     path = os.fspath(out)
     if format == "parquet":
-        return _parquet(data, path)
+        return _parquet(logdir, path, tags, runs, progress)
+    data = read_columns(logdir, ("scalars",), tags, runs)
     rows = 0
     with open(path, "w", newline="", encoding="utf-8") as f:
         write = _csv_writer(f) if format == "csv" else _jsonl_writer(f)
@@ -96,40 +96,53 @@ def _jsonl_writer(f: IO[str]) -> Callable[[str, str, Columns], int]:
     return write
 
 
-def _parquet(data: dict[str, dict[str, Columns]], path: str) -> int:
+def _parquet(logdir: str | os.PathLike[str], path: str, tags: Collection[str] | None,
+             runs: Collection[str] | None, progress: Callable[[int, int], None] | None) -> int:
+    """One row group per run, sorted by run then tag. The next run is read while pyarrow
+    (which releases the GIL) compresses and writes the previous one."""
+    from concurrent.futures import ThreadPoolExecutor
+
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    runs, tags, steps, walls, values = [], [], [], [], []
-    for run in sorted(data):
-        for tag in sorted(data[run]):
-            cols = data[run][tag]
-            n = len(cols.step)
-            runs.append(np.full(n, run, dtype=object))
-            tags.append(np.full(n, tag, dtype=object))
-            steps.append(cols.step)
-            walls.append(cols.wall_time)
-            values.append(cols.value)
-    if not steps:
-        table = pa.table(
-            {
-                "run": pa.array([], pa.string()),
-                "tag": pa.array([], pa.string()),
-                "step": pa.array([], pa.int64()),
-                "wall_time": pa.array([], pa.float64()),
-                "value": pa.array([], pa.float32()),
-            }
-        )
-    else:
-        table = pa.table(
-            {
-                "run": pa.array(np.concatenate(runs), pa.string()).dictionary_encode(),
-                "tag": pa.array(np.concatenate(tags), pa.string()).dictionary_encode(),
-                "step": pa.array(np.concatenate(steps), pa.int64()),
-                "wall_time": pa.array(np.concatenate(walls), pa.float64()),
-                "value": pa.array(np.concatenate(values), pa.float32()),
-            }
-        )
-    pq.write_table(table, path)
-    return int(table.num_rows)
+    schema = pa.schema([
+        ("run", pa.dictionary(pa.int32(), pa.string())),
+        ("tag", pa.dictionary(pa.int32(), pa.string())),
+        ("step", pa.int64()), ("wall_time", pa.float64()), ("value", pa.float32()),
+    ])
+    from summarylib.reader.runs import list_runs
+
+    total = len(list_runs(logdir)) if progress is not None and os.path.isdir(logdir) else 1
+
+    def table(run: str, series: dict[str, Columns]) -> pa.Table:
+        # run and tag as dictionary columns from int32 indices: no Python string per row.
+        names = sorted(series)
+        cols = [series[t] for t in names]
+        sizes = [len(c.step) for c in cols]
+        n = sum(sizes)
+        tag_ids = np.repeat(np.arange(len(names), dtype=np.int32), sizes)
+        return pa.table({
+            "run": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)),
+                                                  pa.array([run], pa.string())),
+            "tag": pa.DictionaryArray.from_arrays(pa.array(tag_ids),
+                                                  pa.array(names, pa.string())),
+            "step": pa.array(np.concatenate([c.step for c in cols]), pa.int64()),
+            "wall_time": pa.array(np.concatenate([c.wall_time for c in cols]), pa.float64()),
+            "value": pa.array(np.concatenate([c.value for c in cols]), pa.float32()),
+        }, schema=schema)
+
+    rows = 0
+    with pq.ParquetWriter(path, schema) as writer, ThreadPoolExecutor(1) as pool:
+        pending = None
+        for i, (run, series) in enumerate(iter_columns(logdir, ("scalars",), tags, runs)):
+            t = table(run, series)
+            rows += t.num_rows
+            if pending is not None:
+                pending.result()
+            pending = pool.submit(writer.write_table, t)
+            if progress is not None:
+                progress(i + 1, max(total, i + 1))
+        if pending is not None:
+            pending.result()
+    return rows
