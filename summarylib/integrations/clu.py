@@ -108,9 +108,17 @@ class MetricWriter(_clu_base()):  # type: ignore[misc]
 
     def _run(self, write: Any, *args: Any) -> None:
         import summarylib as sl
+        from summarylib.writer.context import _local
 
-        with self._writer.as_default():
+        # This writer as the thread's default for the call, without as_default()'s flush:
+        # the writer's own policy decides when to write.
+        st = _local.state
+        saved = st.writer
+        st.writer = self._writer
+        try:
             write(sl, *args)
+        finally:
+            st.writer = saved
 
     def _keep_error(self, future: Future[None]) -> None:
         error = future.exception()

@@ -47,23 +47,40 @@ class Watch:
         self.logged_step = 0  # the step written with this step's histograms
         self._logged_grads: dict[str, int] = {}
         self._handles: list[Any] = []
+        self._grad_handles: list[Any] = []
 
     # The hooks: integer arithmetic only, unless this is a logging step.
     def _forward(self, module: Any, args: Any, output: Any) -> None:
         if not module.training:
             return
         self.step += 1
+        if self._grad_handles:  # the previous logging step's one-shot hooks are done
+            for handle in self._grad_handles:
+                handle.remove()
+            self._grad_handles = []
         if self._logging_now():
             from summarylib.writer.context import _local
 
             default = _local.state.step  # the forward's thread, where set_step() applies
             self.logged_step = self.step - 1 if default is None else int(default)
-        if self.log in ("parameters", "all") and self._logging_now():
-            self._write("parameters", {n: p for n, p in module.named_parameters()})
+        if self._logging_now():
+            if self.log in ("parameters", "all"):
+                self._write("parameters", {n: p for n, p in module.named_parameters()})
+            if self.log in ("gradients", "all"):
+                self._hook_gradients()
+
+    def _hook_gradients(self) -> None:
+        # Hooks for this step's backward only (removed by the next forward): steps that
+        # log nothing run no hook but the forward counter.
+        self._grad_handles = [param.register_hook(self._gradient_hook(name))
+                              for name, param in self.model.named_parameters()
+                              if param.requires_grad]
 
     def _gradient_hook(self, name: str) -> Any:
+        step = self.step
+
         def hook(grad: Any) -> None:
-            if not self._logging_now() or self._logged_grads.get(name) == self.step:
+            if self.step != step or self._logged_grads.get(name) == step:
                 return
             self._logged_grads[name] = self.step
             self._write("gradients", {name: grad})
@@ -83,15 +100,11 @@ class Watch:
 
     def attach(self) -> None:
         self._handles.append(self.model.register_forward_hook(self._forward))
-        if self.log in ("gradients", "all"):
-            for name, param in self.model.named_parameters():
-                if param.requires_grad:
-                    self._handles.append(param.register_hook(self._gradient_hook(name)))
 
     def remove(self) -> None:
-        for handle in self._handles:
+        for handle in self._handles + self._grad_handles:
             handle.remove()
-        self._handles = []
+        self._handles, self._grad_handles = [], []
 
 
 def watch(model: Any, log: str = "gradients", log_freq: int = 100, *, writer: Any = None,
