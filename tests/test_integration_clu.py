@@ -50,7 +50,7 @@ def test_flax_loop_served_by_tensorboard(tmp_path: Path) -> None:
         updates, opt_state = tx.update(grads, opt_state)
         return optax.apply_updates(params, updates), opt_state, loss
 
-    writer = MetricWriter(tmp_path)
+    writer = MetricWriter(tmp_path / "run")
     writer.write_hparams({"optimizer": {"name": "sgd", "lr": 0.1}, "hidden": [8]})
     losses = []
     for step in range(20):
@@ -64,17 +64,24 @@ def test_flax_loop_served_by_tensorboard(tmp_path: Path) -> None:
     writer.close()
     expected = [float(np.float32(v)) for v in losses]
     with TensorBoardServer(tmp_path) as tb:
-        points = tb.poll(lambda: tb.get_json("/data/plugin/scalars/scalars", run=".",
+        points = tb.poll(lambda: tb.get_json("/data/plugin/scalars/scalars", run="run",
                                               tag="loss"), lambda p: len(p) == 20)
         assert [p[1] for p in points] == list(range(20))
         assert [p[2] for p in points] == expected
-        hist = tb.get_json("/data/plugin/histograms/tags")["."]
+        hist = tb.get_json("/data/plugin/histograms/tags")["run"]
         assert list(hist) == ["dense0/kernel"]
-        images = tb.get_json("/data/plugin/images/images", run=".", tag="kernel", sample=0)
+        images = tb.get_json("/data/plugin/images/images", run="run", tag="kernel", sample=0)
         assert [e["step"] for e in images] == [0, 10]
         experiment = tb.post_json("/data/plugin/hparams/experiment", {"experimentName": ""})
+        groups = tb.post_json("/data/plugin/hparams/session_groups", {
+            "experimentName": "", "startIndex": 0, "sliceSize": 10, "colParams": [],
+            "allowedStatuses": ["STATUS_UNKNOWN", "STATUS_SUCCESS", "STATUS_FAILURE",
+                                "STATUS_RUNNING"]})
     assert sorted(h["name"] for h in experiment["hparamInfos"]) == [
         "hidden.0", "optimizer.lr", "optimizer.name"]
+    (group,) = groups["sessionGroups"]
+    (metric,) = group["metricValues"]  # the run's own loss series, its last value
+    assert metric["name"]["tag"] == "loss" and metric["value"] == expected[-1]
 
 
 def test_background_errors_surface_on_the_next_call(tmp_path: Path) -> None:

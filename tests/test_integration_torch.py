@@ -76,6 +76,25 @@ def test_default_writer_step_and_errors(tmp_path: Path) -> None:
     assert observe(tmp_path)["."]["parameters/weight"].steps == [100]
 
 
+def test_tensorboard_serves_the_histograms(tmp_path: Path) -> None:
+    from tests.tbserver import TensorBoardServer
+
+    model = torch.nn.Linear(4, 2)
+    writer = sl.create_file_writer(tmp_path)
+    watch(model, log="all", log_freq=3, writer=writer)
+    train(model, 7)
+    unwatch(model)
+    writer.close()
+    with TensorBoardServer(tmp_path) as tb:
+        tags = tb.poll(lambda: tb.get_json("/data/plugin/histograms/tags"),
+                       lambda t: len(t.get(".", {})) == 4)
+        data = tb.get_json("/data/plugin/histograms/histograms", run=".",
+                           tag="gradients/weight")
+    assert sorted(tags["."]) == ["gradients/bias", "gradients/weight", "parameters/bias",
+                                 "parameters/weight"]
+    assert [d[1] for d in data] == [0, 3, 6]
+
+
 def test_steps_in_between_read_no_tensor(tmp_path: Path) -> None:
     """Between logging steps the hooks only count: histograms only on logging steps."""
     model = torch.nn.Linear(4, 2)
