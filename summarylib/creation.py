@@ -7,12 +7,14 @@ Each returns a :class:`summarylib.SummaryWriter`, the one writer class (the same
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from summarylib.summary_writer import SummaryWriter
 from summarylib.writer.buffered import OnError
-from summarylib.writer.file_writer import check_local_dir, check_settings, open_resource
+from summarylib.writer.file_writer import check_logdir, check_settings, open_resource
 from summarylib.writer.naming import normalize_suffix
-from summarylib.writer.output import Output, open_event_file
+from summarylib.writer.output import Output
+from summarylib.writer.remote import event_output_opener
 
 __all__ = ["create_file_writer", "create_noop_writer", "create_writer"]
 
@@ -27,6 +29,7 @@ def create_file_writer(
     max_buffer_bytes: int | None = None,
     on_error: OnError = "raise",
     fsync: bool = False,
+    storage_options: dict[str, Any] | None = None,
 ) -> SummaryWriter:
     """Create a writer of a new event file in ``logdir``.
 
@@ -41,7 +44,10 @@ def create_file_writer(
     interpreter exit.
 
     Args:
-      logdir: a local directory.
+      logdir: a local directory, or a URL of any fsspec protocol (``s3://bucket/run``,
+        ``gs://...``, ``memory://...``): then the events go to object storage as a
+        sequence of objects, each byte uploaded once (see :mod:`summarylib.writer.remote`;
+        needs ``summarylib[remote]``).
       max_queue: flush when more than this many events are pending (default 10).
       flush_millis: flush pending events at most this long after the last flush
         (default 120000).
@@ -60,18 +66,25 @@ def create_file_writer(
         or close; ``"warn"`` issues a ``RuntimeWarning`` and keeps going.
       fsync: ``fsync`` after every background flush, so flushed data survives
         power loss, not only a crash of the process. ``close()`` always syncs.
+      storage_options: keyword arguments of the fsspec filesystem of a URL ``logdir``
+        (credentials, endpoint); never shown in messages.
 
     Raises:
       ValueError, TypeError: a bad argument (named in the message).
       WriteFailedError: the directory or file cannot be created or written.
     """
     del name
-    path = check_local_dir("create_file_writer", "logdir", logdir)
+    path = check_logdir("create_file_writer", "logdir", logdir)
     settings = check_settings(
         "create_file_writer", max_queue, flush_millis, max_buffer_bytes, on_error, fsync
     )
     suffix = settings["filename_suffix"] = normalize_suffix(filename_suffix)
-    resource = open_resource(lambda: open_event_file(path, suffix), path, settings)
+    if storage_options is not None:
+        if not isinstance(storage_options, dict):
+            raise TypeError("create_file_writer: 'storage_options' must be a dict or None")
+        settings["storage_options"] = storage_options
+    opener = event_output_opener(path, suffix, storage_options)
+    resource = open_resource(opener, path, settings)
     return SummaryWriter._wrap(resource, path, settings)
 
 

@@ -29,9 +29,9 @@ from summarylib.encoding.events import event_bytes
 from summarylib.encoding.wire import field_bytes
 from summarylib.ops.scalar import scalar
 from summarylib.writer.context import Step, _local, condition_holds
-from summarylib.writer.file_writer import WriterBase, check_local_dir, check_settings, open_resource
-from summarylib.writer.output import open_event_file
+from summarylib.writer.file_writer import WriterBase, check_logdir, check_settings, open_resource
 from summarylib.writer.path_safety import safe_component
+from summarylib.writer.remote import event_output_opener
 
 __all__ = ["SummaryWriter"]
 
@@ -56,6 +56,8 @@ class SummaryWriter(WriterBase):
       filename_suffix: appended verbatim to the file name (torch's rule; default "").
       write_to_disk: False makes a writer that records nothing (tensorboardX).
       comet_config: accepted for tensorboardX compatibility and ignored.
+      storage_options: for a URL ``log_dir`` (``s3://...``), the fsspec filesystem's
+        options (see :func:`summarylib.create_file_writer`).
 
     Raises:
       TypeError, ValueError: a bad argument, named in the message.
@@ -74,6 +76,7 @@ class SummaryWriter(WriterBase):
         logdir: str | os.PathLike[str] | None = None,
         write_to_disk: bool = True,
         comet_config: Any = None,
+        storage_options: dict[str, Any] | None = None,
     ) -> None:
         del comet_config
         where = "SummaryWriter"
@@ -86,13 +89,15 @@ class SummaryWriter(WriterBase):
             from summarylib.torch_conventions import default_log_dir
 
             chosen = default_log_dir(comment)
-        path = check_local_dir(where, "log_dir", chosen)
+        path = check_logdir(where, "log_dir", chosen)
         if isinstance(flush_secs, bool) or not isinstance(flush_secs, (int, float)):
             raise TypeError(f"{where}: 'flush_secs' must be a number, got {flush_secs!r}")
         if not flush_secs >= 0:
             raise ValueError(f"{where}: 'flush_secs' must be >= 0, got {flush_secs!r}")
         settings = check_settings(where, max_queue, int(flush_secs * 1000), None, "raise", False)
         settings["filename_suffix"] = _verbatim_suffix(filename_suffix, where)
+        if storage_options is not None:
+            settings["storage_options"] = storage_options
         if purge_step is not None:
             from summarylib.writer.context import check_step
 
@@ -100,8 +105,8 @@ class SummaryWriter(WriterBase):
         if not write_to_disk:
             self._setup(None, path, settings)
             return
-        suffix = settings["filename_suffix"]
-        resource = open_resource(lambda: open_event_file(path, suffix), path, settings)
+        opener = event_output_opener(path, settings["filename_suffix"], storage_options)
+        resource = open_resource(opener, path, settings)
         self._setup(resource, path, settings)
         if purge_step is not None:
             # Event.session_log (field 7) = SessionLog{status: START}: readers purge from here.
@@ -279,8 +284,9 @@ class SummaryWriter(WriterBase):
         if child is None:
             self._check_open(where)
             sub = os.path.join(logdir, safe_component(name, where, arg))
-            suffix = self._settings["filename_suffix"]
-            resource = open_resource(lambda: open_event_file(sub, suffix), sub, self._settings)
+            opener = event_output_opener(sub, self._settings["filename_suffix"],
+                                         self._settings.get("storage_options"))
+            resource = open_resource(opener, sub, self._settings)
             child = self._children[name] = SummaryWriter._wrap(resource, sub, self._settings)
             if scalar_run:
                 self._scalar_runs.append(child)

@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -36,7 +37,9 @@ class TensorBoardServer:
         self.extra_args = extra_args
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
-        self.log_path = Path(self.logdir).parent / f"tensorboard-{os.getpid()}-{id(self)}.log"
+        # A URL logdir (s3://...) has no local parent: the log goes to the temp directory.
+        parent = Path(tempfile.gettempdir()) if "://" in self.logdir else Path(self.logdir).parent
+        self.log_path = parent / f"tensorboard-{os.getpid()}-{id(self)}.log"
 
     def __enter__(self) -> TensorBoardServer:
         for _attempt in range(3):  # the port may be taken between probe and bind

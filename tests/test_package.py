@@ -136,7 +136,8 @@ def test_ci_has_every_optional_tool() -> None:
         m
         for m in ("torch", "jax", "grpc_tools", "tbparse", "pytest_timeout", "pandas",
                   "pyarrow", "playwright", "tensorboardX", "soundfile", "matplotlib", "keras",
-                  "lightning", "transformers", "accelerate", "flax", "optax", "clu")
+                  "lightning", "transformers", "accelerate", "flax", "optax", "clu",
+                  "fsspec", "s3fs", "boto3", "moto")
         if importlib.util.find_spec(m) is None
     ]
     assert not missing, f"CI environment lacks {missing}"

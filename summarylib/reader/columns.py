@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 
 from summarylib.reader.bulk import phase_rows, scan_chunk
-from summarylib.reader.runs import list_runs
+from summarylib.reader.runs import is_logdir, list_runs
 from summarylib.reader.templates import decode_rows, scalar_template
 from summarylib.reader.tensors import tensor_array, tensor_strings
 
@@ -139,7 +139,7 @@ def iter_columns(
     """:func:`read_columns` one run at a time: ``(run, {tag: Columns})`` for each run with
     data, runs sorted by name (arguments checked by the caller)."""
     path = os.fspath(logdir_or_file)
-    run_files = list_runs(path) if os.path.isdir(path) else {".": [path]}
+    run_files = list_runs(path) if is_logdir(path) else {".": [path]}
     tag_set = None if tags is None else set(tags)
     for run, files in sorted(run_files.items()):
         if runs is not None and run not in runs:
@@ -175,10 +175,10 @@ class _RunBuilder:
 
     # -- reading -------------------------------------------------------------
     def read_file(self, file: str, check_crc: bool) -> None:
-        from summarylib.reader.records import _open_regular
+        from summarylib.reader.records import _open_regular, file_size
 
         with _open_regular(file) as f:
-            size = os.fstat(f.fileno()).st_size
+            size = file_size(f)
             self._peek_version(f.peek(_CHUNK)[:_CHUNK])
             carry = b""
             base = 0

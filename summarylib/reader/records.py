@@ -51,7 +51,7 @@ class RecordReader:
     def __iter__(self) -> Iterator[Record]:
         name = self.path
         with _open_regular(name) as f:
-            size = os.fstat(f.fileno()).st_size
+            size = file_size(f)
             offset = 0
             read = f.read
             while True:
@@ -78,7 +78,26 @@ class RecordReader:
                 self.end = offset
 
 
+class _InMemory(io.BufferedReader):
+    """An object's bytes, downloaded whole, read like a local file."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(io.BytesIO(data))
+        self.size = len(data)
+
+
+def file_size(f: io.BufferedReader) -> int:
+    """The size of a file opened by :func:`_open_regular`."""
+    size = getattr(f, "size", None)
+    return int(size) if size is not None else os.fstat(f.fileno()).st_size
+
+
 def _open_regular(path: str) -> io.BufferedReader:
+    if "://" in path and not path.startswith("file://"):
+        from summarylib.writer.remote import filesystem
+
+        fs = filesystem(path, None)
+        return _InMemory(fs.cat_file(fs._strip_protocol(path)))
     # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
     # writer forever. Only a regular file can hold event records.
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))

@@ -42,6 +42,8 @@ def list_runs(logdir: str | os.PathLike[str]) -> dict[str, list[str]]:
     twice through symbolic links is listed once, under the first name found.
     """
     root = os.fspath(logdir)
+    if "://" in root and not root.startswith("file://"):
+        return _list_remote_runs(root)
     if not os.path.isdir(root):
         raise NotADirectoryError(f"list_runs: 'logdir' is not a directory: {root!r}")
     runs: dict[str, list[str]] = {}
@@ -65,3 +67,35 @@ def list_runs(logdir: str | os.PathLike[str]) -> dict[str, list[str]]:
             run = "." if rel == "." else rel.replace(os.sep, "/")
             runs[run] = paths
     return runs
+
+
+def _list_remote_runs(url: str) -> dict[str, list[str]]:
+    # Object stores have no directories: every prefix holding an event object is a run.
+    from summarylib.writer.remote import filesystem, split_url
+
+    fs = filesystem(url, None)
+    protocol = split_url(url)[0]
+    root = fs._strip_protocol(url).rstrip("/")
+    runs: dict[str, list[str]] = {}
+    for path in sorted(fs.find(root)):
+        directory, _, name = path.rpartition("/")
+        if not is_event_file(name):
+            continue
+        rel = directory[len(root):].strip("/")
+        runs.setdefault(rel or ".", []).append(f"{protocol}://{path}")
+    return runs
+
+
+def is_remote(path: str) -> bool:
+    """True for a URL that is not a plain ``file://`` path."""
+    return "://" in path and not path.startswith("file://")
+
+
+def is_logdir(path: str) -> bool:
+    """True if ``path`` (local or URL) is a directory of runs rather than one event file."""
+    if is_remote(path):
+        from summarylib.writer.remote import filesystem
+
+        fs = filesystem(path, None)
+        return bool(fs.isdir(fs._strip_protocol(path)))
+    return os.path.isdir(path)

@@ -577,6 +577,16 @@ class BufferedEventWriter:
                 urgent = self._took_urgent
             if batch:
                 self._write_batch(batch, first)
+            if urgent and not stop and self._error is None and self._output is not None:
+                # An explicit flush: outputs that hold back data (object stores, which
+                # upload in windows) hand over everything now.
+                push = getattr(self._output, "push", None)
+                if push is not None:
+                    try:
+                        push()
+                    except Exception as e:
+                        with lock:
+                            self._park(_write_failed(self.name, e), 0, 0)
             sync = sync and not stop  # _finish syncs once, last
             if sync and self._error is None and self._output is not None:
                 try:

@@ -21,7 +21,7 @@ from summarylib.encoding.events import file_version_event
 from summarylib.errors import WriteFailedError, WriterClosedError
 from summarylib.writer.buffered import EXIT_TIMEOUT_SECS, BufferedEventWriter
 from summarylib.writer.context import Step, _local, check_step
-from summarylib.writer.output import Output, open_event_file
+from summarylib.writer.output import Output
 from summarylib.writer.records import frame
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "SOURCE_WRITER",
     "WriterBase",
     "check_local_dir",
+    "check_logdir",
     "check_settings",
     "flush",
     "open_resource",
@@ -293,6 +294,18 @@ def open_resource(
     return resource
 
 
+def check_logdir(where: str, arg: str, logdir: object) -> str:
+    """``logdir`` as a str: a local directory or a URL (``s3://bucket/run``, ...)."""
+    if isinstance(logdir, str) and "://" in logdir:
+        if "\x00" in logdir:
+            raise ValueError(f"{where}: {arg!r} must not contain NUL")
+        protocol, _, rest = logdir.partition("://")
+        if not protocol or not rest.strip("/"):
+            raise ValueError(f"{where}: {arg!r} is not a usable URL: {logdir!r}")
+        return logdir
+    return check_local_dir(where, arg, logdir)
+
+
 def check_local_dir(where: str, arg: str, logdir: object) -> str:
     """``logdir`` as a str path to a local directory, or a clear error naming ``arg``."""
     if logdir is None:
@@ -310,10 +323,13 @@ def check_local_dir(where: str, arg: str, logdir: object) -> str:
 
 
 def _reopen(cls: type[W], logdir: str | None, settings: dict[str, Any]) -> W:
+    from summarylib.writer.remote import event_output_opener
+
     if logdir is None:
         return cls._wrap(None, None, settings)
-    suffix = settings["filename_suffix"]
-    resource = open_resource(lambda: open_event_file(logdir, suffix), logdir, settings)
+    opener = event_output_opener(logdir, settings["filename_suffix"],
+                                 settings.get("storage_options"))
+    resource = open_resource(opener, logdir, settings)
     return cls._wrap(resource, logdir, settings)
 
 

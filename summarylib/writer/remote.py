@@ -1,0 +1,161 @@
+"""Event files on object storage (``s3://``, ``gs://``, ``memory://``, ... through fsspec).
+
+Object stores cannot append, and rewriting a whole object on every flush (what TensorFlow's
+and TensorBoard's S3 writers do) uploads a long run's log over and over: bytes uploaded
+grow with the square of the run's length. :class:`ObjectOutput` uploads every byte once:
+each upload is a **new object** holding the records written since the previous one, named
+``<event file name>.<seq:06d>`` (``seq`` from 0), so the objects sort in write order and
+TensorBoard reads them, one after the other, as one run.
+
+When data becomes visible, and how many objects a run makes:
+  * the first object (the file-version record) is uploaded when the writer is created;
+  * ``flush()``, ``close()``, exiting ``as_default()`` and interpreter exit upload what is
+    pending at once;
+  * writes that the flush policy triggers (``max_queue``, ``flush_millis``) upload only if
+    ``min_upload_secs`` (default 5) passed since the previous upload or ``upload_bytes``
+    (default 8 MiB) are pending; otherwise the bytes wait for the next upload. So a writer
+    makes at most ``3600 / min_upload_secs`` objects an hour (720 by default) plus one per
+    explicit flush, and a live TensorBoard sees data at most ``max(flush_millis,
+    min_upload_secs)`` after it was logged.
+  * A failed upload is retried ``retries`` times with exponential backoff (0.2 s, doubling,
+    at most 10 s apart) on the writer's thread; then the writer reports
+    ``WriteFailedError`` on the next call, flush or close (or warns, ``on_error="warn"``)
+    and keeps the bytes: the next upload retries them, so nothing acknowledged is dropped
+    while the process lives. A crash loses what was not yet uploaded, as a local writer
+    loses what was not yet written.
+
+fsspec and the protocol's package (s3fs, gcsfs, adlfs) are imported only for a URL logdir
+(``pip install summarylib[remote]``). Messages name the URL only, never the
+``storage_options`` (which may hold credentials).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from summarylib.writer.naming import event_file_name
+from summarylib.writer.output import Output
+
+__all__ = ["ObjectOutput", "event_output_opener", "is_url", "open_object_output", "split_url"]
+
+DEFAULT_MIN_UPLOAD_SECS = 5.0
+DEFAULT_UPLOAD_BYTES = 8 << 20
+DEFAULT_RETRIES = 5
+
+
+def is_url(path: str) -> bool:
+    """True for ``protocol://...`` paths other than plain local ``file://`` ones."""
+    return "://" in path and not path.startswith("file://")
+
+
+def split_url(url: str) -> tuple[str, str]:
+    """``(protocol, rest)`` of a URL."""
+    protocol, _, rest = url.partition("://")
+    return protocol, rest
+
+
+def filesystem(url: str, storage_options: dict[str, Any] | None) -> Any:
+    """The fsspec filesystem of ``url`` (raises ImportError with the install hint)."""
+    try:
+        import fsspec
+    except ImportError as e:
+        raise ImportError(
+            f"a logdir URL ({split_url(url)[0]}://) needs fsspec: pip install "
+            "'summarylib[remote]' (and the protocol's package, e.g. s3fs)") from e
+    protocol = split_url(url)[0]
+    return fsspec.filesystem(protocol, **(storage_options or {}))
+
+
+def _redacted(error: BaseException, url: str) -> OSError:
+    # Only the error's type and message, never its arguments, which for some clients
+    # include request parameters; and only the URL, never the storage options.
+    message = str(error).splitlines()[0][:300] if str(error) else type(error).__name__
+    for marker in ("AWSAccessKeyId=", "Signature=", "X-Amz-Credential=", "X-Amz-Signature="):
+        if marker in message:
+            message = message.split(marker)[0] + marker + "<redacted>"
+    return OSError(f"{type(error).__name__}: {message} ({url})")
+
+
+class ObjectOutput(Output):
+    """Event records uploaded as a sequence of new objects (see the module docstring)."""
+
+    def __init__(self, fs: Any, directory: str, url: str, suffix: str, *,
+                 min_upload_secs: float = DEFAULT_MIN_UPLOAD_SECS,
+                 upload_bytes: int = DEFAULT_UPLOAD_BYTES,
+                 retries: int = DEFAULT_RETRIES) -> None:
+        basename = event_file_name(suffix)
+        self._fs = fs
+        self._base = f"{directory.rstrip('/')}/{basename}"
+        self.name = f"{url.rstrip('/')}/{basename}"
+        self._pending = bytearray()
+        self._seq = 0
+        self._last_upload = float("-inf")
+        self._min_upload_secs = min_upload_secs
+        self._upload_bytes = upload_bytes
+        self._retries = retries
+        #: Bytes uploaded so far (objects' contents): never more than the bytes written.
+        self.bytes_uploaded = 0
+        self.objects = 0
+
+    def write(self, data: bytes) -> None:
+        self._pending += data
+
+    def flush(self) -> None:
+        """Upload if the policy says so (see the module docstring)."""
+        due = time.monotonic() - self._last_upload >= self._min_upload_secs
+        if self._pending and (due or len(self._pending) >= self._upload_bytes):
+            self._upload()
+
+    def push(self) -> None:
+        """Upload everything pending now (explicit flush, close, exit)."""
+        if self._pending:
+            self._upload()
+
+    def sync(self) -> None:
+        self.push()
+
+    def close(self) -> None:
+        self.push()
+
+    def _upload(self) -> None:
+        data = bytes(self._pending)
+        path = f"{self._base}.{self._seq:06d}"
+        delay = 0.2
+        for attempt in range(self._retries + 1):
+            try:
+                self._fs.pipe_file(path, data)
+                break
+            except Exception as e:
+                if attempt == self._retries:
+                    raise _redacted(e, self.name) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 10.0)
+        del self._pending[: len(data)]
+        self._seq += 1
+        self.objects += 1
+        self.bytes_uploaded += len(data)
+        self._last_upload = time.monotonic()
+
+
+def open_object_output(url: str, suffix: str, storage_options: dict[str, Any] | None,
+                       **options: Any) -> ObjectOutput:
+    """An :class:`ObjectOutput` for a new event file under the URL ``url``."""
+    fs = filesystem(url, storage_options)
+    directory = fs._strip_protocol(url)
+    try:
+        fs.makedirs(directory, exist_ok=True)  # a no-op on object stores
+    except Exception as e:
+        raise _redacted(e, url) from None
+    return ObjectOutput(fs, directory, url, suffix, **options)
+
+
+def event_output_opener(path: str, suffix: str,
+                        storage_options: dict[str, Any] | None) -> Any:
+    """A zero-argument callable opening a new event file at ``path`` (local or URL)."""
+    if is_url(path):
+        return lambda: open_object_output(path, suffix, storage_options)
+    from summarylib.writer.output import open_event_file
+
+    local = path[len("file://"):] if path.startswith("file://") else path
+    return lambda: open_event_file(local, suffix)
