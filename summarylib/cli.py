@@ -151,14 +151,14 @@ def verify(paths: Sequence[str], out: TextIO) -> int:
 
     from summarylib.proto import event_pb2
     from summarylib.reader.records import RecordReader
-    from summarylib.reader.runs import list_runs
+    from summarylib.reader.runs import is_logdir, is_remote, list_runs
 
     files: list[str] = []
     for p in paths:
-        if os.path.isdir(p):
+        if is_logdir(p):
             for run_files in list_runs(p).values():
                 files.extend(run_files)
-        elif os.path.lexists(p):
+        elif is_remote(p) or os.path.lexists(p):
             files.append(p)  # not a regular file? the reader says so
         else:
             print(f"error: no such file or directory: {p}", file=out)
@@ -215,7 +215,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in READING_COMMANDS:
         return run_reading_command(args)
     if args.command == "inspect":
-        if not os.path.isdir(args.logdir):
+        from summarylib.reader.runs import is_logdir
+
+        if not is_logdir(args.logdir):
             print(f"error: not a directory: {args.logdir}", file=sys.stderr)
             return 2
         stats = inspect_logdir(args.logdir)

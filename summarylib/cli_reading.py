@@ -37,8 +37,14 @@ def add_reading_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
 
 def run_reading_command(args: argparse.Namespace) -> int:
     """Run a subcommand added by :func:`add_reading_parsers`; return the exit status."""
-    if not os.path.isdir(args.logdir):
+    from summarylib.reader.runs import is_logdir
+
+    if args.command != "tail" and not is_logdir(args.logdir):
         print(f"error: not a directory: {args.logdir}", file=sys.stderr)
+        return 2
+    if args.command == "tail" and not os.path.isdir(args.logdir):
+        print(f"error: not a local directory: {args.logdir} (tail follows local files)",
+              file=sys.stderr)
         return 2
     if args.command == "export":
         return _export(args)

@@ -114,12 +114,15 @@ def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
                        "S3_ENDPOINT": endpoint, "S3_USE_HTTPS": "0",
                        "S3_VERIFY_SSL": "0"}.items():
         monkeypatch.setenv(key, value)
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()  # an instance cached by an earlier test
     boto3.client("s3").create_bucket(Bucket="logs")
-    fsspec.filesystem("s3").invalidate_cache()
     try:
         yield endpoint
     finally:
         server.stop()
+        s3fs.S3FileSystem.clear_instance_cache()
 
 
 def test_s3_written_read_and_served_by_tensorboard(s3: str) -> None:
@@ -160,3 +163,26 @@ def test_credentials_never_shown(monkeypatch: pytest.MonkeyPatch) -> None:
     text = f"{e.value!r} {e.value!s} {e.value.__cause__!r}"
     assert "AKIAFAKEKEYID0000000" not in text and secret not in text
     assert "s3://logs/run" in text
+
+
+def test_cli_reads_s3(s3: str, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    with sl.create_file_writer("s3://logs/cli/run1").as_default():
+        for step in range(10):
+            sl.scalar("loss", float(step), step=step)
+    results = {}
+    for args in (["inspect", "s3://logs/cli"], ["verify", "s3://logs/cli"],
+                 ["export", "s3://logs/cli", "--format", "csv", "-o", str(tmp_path / "o.csv")],
+                 ["plot", "s3://logs/cli", "--tag", "loss", "-o", str(tmp_path / "o.png")],
+                 ["tail", "s3://logs/cli"]):
+        done = subprocess.run([sys.executable, "-m", "summarylib", *args], capture_output=True,
+                              text=True, timeout=120)
+        results[args[0]] = (done.returncode, done.stdout + done.stderr)
+    assert results["inspect"][0] == 0 and "loss" in results["inspect"][1]
+    assert results["verify"][0] == 0 and "0 corrupt" in results["verify"][1]
+    assert results["export"][0] == 0
+    assert (tmp_path / "o.csv").read_text().count("\n") == 11
+    assert results["plot"][0] == 0 and (tmp_path / "o.png").stat().st_size > 0
+    assert results["tail"][0] == 2 and "tail follows local files" in results["tail"][1]
