@@ -41,7 +41,7 @@ from summarylib.writer.file_writer import flush
 from summarylib.writer.output import FileOutput, MemoryOutput, Output
 
 if TYPE_CHECKING:
-    from summarylib import graph, hparams, reader, v1
+    from summarylib import distributed, graph, hparams, reader, v1
     from summarylib.graph import trace_export, trace_off, trace_on, write_graph
     from summarylib.ops.audio import audio, audio_pb
     from summarylib.ops.custom_scalars import custom_scalars, custom_scalars_pb
@@ -78,6 +78,7 @@ __all__ = [
     "create_writer",
     "custom_scalars",
     "custom_scalars_pb",
+    "distributed",
     "embedding",
     "figure",
     "figure_pb",
@@ -132,6 +133,7 @@ del _name, _obj
 
 # Parts that need numpy, pillow or protobuf load on first use (PEP 562).
 _LAZY_MODULES = {
+    "distributed": "summarylib.distributed",
     "graph": "summarylib.graph",
     "hparams": "summarylib.hparams",
     "reader": "summarylib.reader",
