@@ -186,3 +186,105 @@ def test_cli_reads_s3(s3: str, tmp_path: Path) -> None:
     assert (tmp_path / "o.csv").read_text().count("\n") == 11
     assert results["plot"][0] == 0 and (tmp_path / "o.png").stat().st_size > 0
     assert results["tail"][0] == 2 and "tail follows local files" in results["tail"][1]
+
+
+class FlakyProxy:
+    """An HTTP proxy to the S3 server that answers 503 while ``failing`` is set."""
+
+    def __init__(self, target: str) -> None:
+        import http.client
+        import http.server
+        import threading
+        import urllib.parse
+
+        self.failing = False
+        self.refused = 0
+        proxy = self
+        host, port = urllib.parse.urlsplit(target).netloc.split(":")
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # answers botocore's "Expect: 100-continue"
+
+            def _forward(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if proxy.failing:
+                    proxy.refused += 1
+                    self.send_response(503)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                conn = http.client.HTTPConnection(host, int(port), timeout=30)
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "expect"}
+                conn.request(self.command, self.path, body=body, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                self.send_response(resp.status)
+                for k, v in resp.getheaders():
+                    if k.lower() not in ("transfer-encoding", "content-length", "connection"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                conn.close()
+
+            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _forward
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+
+
+def test_uploads_retry_through_failures_and_lose_nothing(
+    s3: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import warnings
+
+    from summarylib.writer import remote
+
+    proxy = FlakyProxy(s3)
+    monkeypatch.setattr(remote, "DEFAULT_RETRIES", 2)
+    options = {"client_kwargs": {"endpoint_url": proxy.url},
+               "config_kwargs": {"retries": {"max_attempts": 1}}}
+    try:
+        writer = sl.create_file_writer("s3://logs/flaky", storage_options=options)
+        with writer.as_default():
+            for step in range(5):
+                sl.scalar("loss", float(step), step=step)
+            # A short outage: the upload retries (0.2 s, 0.4 s) and gets through.
+            proxy.failing = True
+            threading.Timer(0.3, lambda: setattr(proxy, "failing", False)).start()
+            writer.flush()
+            assert proxy.refused >= 1
+            for step in range(5, 10):
+                sl.scalar("loss", float(step), step=step)
+            # A long outage: flush reports it; the bytes are kept for the next upload.
+            proxy.failing = True
+            with pytest.raises(sl.WriteFailedError, match="s3://logs/flaky"):
+                writer.flush()
+            proxy.failing = False
+            for step in range(10, 12):
+                sl.scalar("loss", float(step), step=step)
+        writer.close()  # the server is back: everything acknowledged is uploaded
+        assert read_columns("s3://logs/flaky")["."]["loss"].step.tolist() == list(range(12))
+        # on_error="warn": a warning instead of an exception.
+        warn_writer = sl.create_file_writer("s3://logs/flaky-warn", storage_options=options,
+                                            on_error="warn")
+        proxy.failing = True
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            warn_writer.flush()
+            with warn_writer.as_default(step=0):
+                sl.scalar("x", 1.0)
+            warn_writer.flush()
+        proxy.failing = False
+        warn_writer.close()
+        assert any("s3://logs/flaky-warn" in str(w.message) for w in caught)
+    finally:
+        proxy.stop()

@@ -83,7 +83,7 @@ class ObjectOutput(Output):
     def __init__(self, fs: Any, directory: str, url: str, suffix: str, *,
                  min_upload_secs: float = DEFAULT_MIN_UPLOAD_SECS,
                  upload_bytes: int = DEFAULT_UPLOAD_BYTES,
-                 retries: int = DEFAULT_RETRIES) -> None:
+                 retries: int | None = None) -> None:
         basename = event_file_name(suffix)
         self._fs = fs
         self._base = f"{directory.rstrip('/')}/{basename}"
@@ -93,7 +93,7 @@ class ObjectOutput(Output):
         self._last_upload = float("-inf")
         self._min_upload_secs = min_upload_secs
         self._upload_bytes = upload_bytes
-        self._retries = retries
+        self._retries = DEFAULT_RETRIES if retries is None else retries
         #: Bytes uploaded so far (objects' contents): never more than the bytes written.
         self.bytes_uploaded = 0
         self.objects = 0
