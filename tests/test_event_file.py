@@ -126,7 +126,7 @@ def test_read_only_logdir_fails_at_creation(tmp_path: Path) -> None:
         ({"logdir": None}, ValueError, "'logdir'"),
         ({"logdir": 3}, TypeError, "'logdir'"),
         ({"logdir": ""}, ValueError, "'logdir'"),
-        ({"logdir": "gs://bucket/x"}, ValueError, "local"),
+        ({"logdir": "gs://"}, ValueError, "not a usable URL"),
         ({"max_queue": -1}, ValueError, "'max_queue'"),
         ({"max_queue": 1.5}, TypeError, "'max_queue'"),
         ({"flush_millis": "10"}, TypeError, "'flush_millis'"),

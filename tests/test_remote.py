@@ -214,10 +214,13 @@ class FlakyProxy:
                     self.end_headers()
                     return
                 conn = http.client.HTTPConnection(host, int(port), timeout=30)
-                headers = {k: v for k, v in self.headers.items() if k.lower() != "expect"}
-                conn.request(self.command, self.path, body=body, headers=headers)
-                resp = conn.getresponse()
-                data = resp.read()
+                try:
+                    headers = {k: v for k, v in self.headers.items() if k.lower() != "expect"}
+                    conn.request(self.command, self.path, body=body, headers=headers)
+                    resp = conn.getresponse()
+                    data = resp.read()
+                finally:
+                    conn.close()
                 self.send_response(resp.status)
                 for k, v in resp.getheaders():
                     if k.lower() not in ("transfer-encoding", "content-length", "connection"):
@@ -225,7 +228,6 @@ class FlakyProxy:
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
-                conn.close()
 
             do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _forward
 
@@ -238,6 +240,7 @@ class FlakyProxy:
 
     def stop(self) -> None:
         self.server.shutdown()
+        self.server.server_close()
 
 
 def test_uploads_retry_through_failures_and_lose_nothing(

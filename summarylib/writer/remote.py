@@ -64,7 +64,10 @@ def filesystem(url: str, storage_options: dict[str, Any] | None) -> Any:
             f"a logdir URL ({split_url(url)[0]}://) needs fsspec: pip install "
             "'summarylib[remote]' (and the protocol's package, e.g. s3fs)") from e
     protocol = split_url(url)[0]
-    return fsspec.filesystem(protocol, **(storage_options or {}))
+    try:
+        return fsspec.filesystem(protocol, **(storage_options or {}))
+    except ValueError as e:
+        raise ValueError(f"unknown URL protocol {protocol!r} in {url!r}: {e}") from None
 
 
 def _redacted(error: BaseException, url: str) -> OSError:
