@@ -514,7 +514,8 @@ class SummaryWriter(WriterBase):
             return False
         logdir = self._needs_dir("add_embedding")
         return embedding(mat, metadata, label_img, self._step(global_step), tag,
-                         metadata_header, logdir=logdir)
+                         metadata_header, logdir=logdir,
+                         storage_options=self._settings.get("storage_options"))
 
     def add_pr_curve(
         self, tag: str, labels: Any, predictions: Any, global_step: Step | None = None,

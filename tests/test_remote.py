@@ -291,3 +291,33 @@ def test_uploads_retry_through_failures_and_lose_nothing(
         assert any("s3://logs/flaky-warn" in str(w.message) for w in caught)
     finally:
         proxy.stop()
+
+
+def test_projector_files_on_a_url(memory_logdir: str) -> None:
+    from google.protobuf import text_format
+
+    from summarylib.proto import projector_config_pb2
+
+    with sl.SummaryWriter(memory_logdir) as w:
+        w.add_embedding(np.arange(12.0).reshape(4, 3), metadata=list("abcd"), tag="emb")
+        w.add_embedding(np.ones((2, 3)), tag="other", global_step=1)
+    fs = fsspec.filesystem("memory")
+    root = fs._strip_protocol(memory_logdir)
+    config = text_format.Parse(fs.cat_file(f"{root}/projector_config.pbtxt").decode(),
+                               projector_config_pb2.ProjectorConfig())
+    assert [e.tensor_name for e in config.embeddings] == ["emb:00000", "other:00001"]
+    tsv = fs.cat_file(f"{root}/{config.embeddings[0].tensor_path}").decode()
+    assert tsv.splitlines()[1] == "3\t4\t5"
+    assert fs.cat_file(f"{root}/{config.embeddings[0].metadata_path}").decode() == "a\nb\nc\nd\n"
+
+
+def test_credentials_absent_from_repr_and_messages(s3: str) -> None:
+    key, secret = "AKIAFAKEKEYIDREPR000", "FAKESECRETrepr0123456789"
+    options = {"key": key, "secret": secret, "client_kwargs": {"endpoint_url": s3}}
+    writer = sl.create_file_writer("s3://logs/creds", storage_options=options)
+    with sl.SummaryWriter("s3://logs/creds-dropin", storage_options=options) as dropin:
+        dropin.add_scalar("a", 1.0, 0)
+    texts = [repr(writer), str(writer.path), repr(dropin), str(dropin.get_logdir())]
+    writer.close()
+    assert all(key not in t and secret not in t for t in texts), texts
+    assert read_columns("s3://logs/creds-dropin")["."]["a"].value.tolist() == [1.0]

@@ -25,7 +25,8 @@ Data contract:
     safe by :func:`summarylib.writer.path_safety.safe_component` (``/`` becomes ``%2f`` as
     in torch; ``..``, absolute paths, NUL and reserved names cannot leave the logdir).
   * Several embeddings (tags, steps) accumulate in the config, also across writers and
-    restarts; the same tag and step again replaces its entry. The config is replaced
+    restarts; the same tag and step again replaces its entry. A URL logdir (``s3://``,
+    ...) gets the same files as objects, through fsspec. The config is replaced
     atomically; files are created with the process's umask.
 """
 
@@ -123,6 +124,41 @@ def _sprite_png(label_img: Any, n: int, where: str) -> tuple[bytes, int, int]:
     return buf.getvalue(), w, h
 
 
+class _Files:
+    """Where the projector's files go: the local file system, or an fsspec URL (objects
+    are written whole, so no temporary file is needed there)."""
+
+    def __init__(self, logdir: str, storage_options: dict[str, Any] | None) -> None:
+        self.remote = "://" in logdir and not logdir.startswith("file://")
+        self.fs: Any = None
+        if self.remote:
+            from summarylib.writer.remote import filesystem
+
+            self.fs = filesystem(logdir, storage_options)
+
+    def join(self, *parts: str) -> str:
+        return "/".join(p.rstrip("/") for p in parts) if self.remote else os.path.join(*parts)
+
+    def makedirs(self, path: str) -> None:
+        if not self.remote:
+            os.makedirs(path, exist_ok=True)
+
+    def write(self, path: str, data: bytes) -> None:
+        if self.remote:
+            self.fs.pipe_file(self.fs._strip_protocol(path), data)
+        else:
+            _write_file(path, data)
+
+    def read_text(self, path: str) -> str | None:
+        try:
+            if self.remote:
+                return bytes(self.fs.cat_file(self.fs._strip_protocol(path))).decode("utf-8")
+            with open(path, encoding="utf-8") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+
 def _write_file(path: str, data: bytes) -> None:
     # Plain creation (0o666 & ~umask), then an atomic rename over the old file, if any.
     tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
@@ -139,35 +175,35 @@ def _write_file(path: str, data: bytes) -> None:
             raise
 
 
-def _update_config(logdir: str, info: Any) -> None:
+def _update_config(files: _Files, logdir: str, info: Any) -> None:
     from google.protobuf import text_format
 
     from summarylib.proto import projector_config_pb2
 
-    path = os.path.join(logdir, CONFIG_FILE)
+    path = files.join(logdir, CONFIG_FILE)
     with _config_lock:
         config = projector_config_pb2.ProjectorConfig()
-        try:
-            with open(path, encoding="utf-8") as f:
-                text_format.Parse(f.read(), config)
-        except FileNotFoundError:
-            pass
+        text = files.read_text(path)
+        if text is not None:
+            text_format.Parse(text, config)
         kept = [e for e in config.embeddings if e.tensor_name != info.tensor_name]
         del config.embeddings[:]
         config.embeddings.extend([*kept, info])
-        _write_file(path, text_format.MessageToString(config).encode("utf-8"))
+        files.write(path, text_format.MessageToString(config).encode("utf-8"))
 
 
 def embedding(
     mat: Any, metadata: Sequence[Any] | None = None, label_img: Any = None,
     step: Step | None = None, tag: str = "default",
     metadata_header: Sequence[str] | None = None, *, logdir: str | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> bool:
     """Write an embedding for the projector (see the module docstring).
 
     Args:
-      logdir: the log directory; None: the default writer's (False if there is none, it
-        records nothing, or it writes to a custom Output).
+      logdir: the log directory (a local path or a URL); None: the default writer's
+        (False if there is none, it records nothing, or it writes to a custom Output).
+      storage_options: the fsspec options of a URL ``logdir`` (None: the default writer's).
       step: the step in the names; None: the default step, else 0.
 
     Returns True once the files and the config entry are written. Raises TypeError or
@@ -184,6 +220,8 @@ def embedding(
         logdir = getattr(writer, "logdir", None)
         if logdir is None:
             return False
+        if storage_options is None:
+            storage_options = getattr(writer, "_settings", {}).get("storage_options")
     if st.condition is not True and not condition_holds(st.condition):
         return False
     if step is None:
@@ -210,18 +248,19 @@ def embedding(
     from summarylib.proto import projector_config_pb2
 
     subdir = f"{step_:05d}/{component}"
-    directory = os.path.join(logdir, f"{step_:05d}", component)
-    os.makedirs(directory, exist_ok=True)
+    files = _Files(logdir, storage_options)
+    directory = files.join(logdir, f"{step_:05d}", component)
+    files.makedirs(directory)
     info = projector_config_pb2.EmbeddingInfo(
         tensor_name=f"{tag}:{step_:05d}", tensor_path=f"{subdir}/tensors.tsv")
-    _write_file(os.path.join(directory, "tensors.tsv"), tsv_bytes(points))
+    files.write(files.join(directory, "tensors.tsv"), tsv_bytes(points))
     if meta is not None:
-        _write_file(os.path.join(directory, "metadata.tsv"), meta)
+        files.write(files.join(directory, "metadata.tsv"), meta)
         info.metadata_path = f"{subdir}/metadata.tsv"
     if sprite is not None:
         png, w, h = sprite
-        _write_file(os.path.join(directory, "sprite.png"), png)
+        files.write(files.join(directory, "sprite.png"), png)
         info.sprite.image_path = f"{subdir}/sprite.png"
         info.sprite.single_image_dim.extend([w, h])
-    _update_config(logdir, info)
+    _update_config(files, logdir, info)
     return True
