@@ -143,7 +143,15 @@ def test_s3_written_read_and_served_by_tensorboard(s3: str) -> None:
                                               tag="loss"), lambda p: len(p) == 3)
         assert [p[2] for p in points] == [10.0, 11.0, 12.0]
         tags = tb.get_json("/data/plugin/scalars/tags")
+        served = {plugin: tb.get_json(f"/data/plugin/{plugin}/tags").get("run1", {})
+                  for plugin in ("histograms", "images", "audio", "text")}
+        pr = tb.get_json("/data/plugin/pr_curves/tags").get("run1", {})
     assert "loss" in tags["run1"]
+    assert "weights" in served["histograms"] and "input" in served["images"]
+    assert "tone" in served["audio"] and "note" in served["text"] and "pr/pr_curves" in pr
+    kinds = ("scalars", "histograms", "images", "audio", "text", "tensors")
+    assert sorted(read_columns("s3://logs/exp", kinds=kinds)["run1"]) == [
+        "input", "loss", "note", "pr/pr_curves", "tone", "weights"]
 
 
 def test_credentials_never_shown(monkeypatch: pytest.MonkeyPatch) -> None:
