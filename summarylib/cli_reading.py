@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 
 __all__ = ["add_reading_parsers", "run_reading_command"]
@@ -39,12 +38,8 @@ def run_reading_command(args: argparse.Namespace) -> int:
     """Run a subcommand added by :func:`add_reading_parsers`; return the exit status."""
     from summarylib.reader.runs import is_logdir
 
-    if args.command != "tail" and not is_logdir(args.logdir):
+    if not is_logdir(args.logdir):
         print(f"error: not a directory: {args.logdir}", file=sys.stderr)
-        return 2
-    if args.command == "tail" and not os.path.isdir(args.logdir):
-        print(f"error: not a local directory: {args.logdir} (tail follows local files)",
-              file=sys.stderr)
         return 2
     if args.command == "export":
         return _export(args)

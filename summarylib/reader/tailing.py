@@ -50,30 +50,45 @@ def follow_scalars(
     """Yield, once per poll, the scalar points added since the last poll (maybe none).
 
     With ``from_start`` False, what the files held at the first poll is skipped. A file that
-    shrank (rewritten) is read again from its start. Stops when ``stop()`` returns True.
+    shrank (rewritten) is read again from its start. A URL logdir (``s3://``, ...) is
+    polled for new objects, each read once (objects do not change). Stops when ``stop()``
+    returns True.
     """
     from summarylib.proto import event_pb2
+    from summarylib.reader.runs import is_logdir, is_remote
     from summarylib.reader.scalars import scalar_value
 
     offsets: dict[str, int] = {}
+    done: set[str] = set()  # objects of a URL logdir read whole: they never change
     plugin_of: dict[tuple[str, str], str] = {}
     first = True
     root = os.fspath(logdir)
+    fs = None
+    if is_remote(root):
+        from summarylib.writer.remote import filesystem
+
+        fs = filesystem(root, None)
     while not stop():
         points: list[ScalarPoint] = []
-        runs = list_runs(root) if os.path.isdir(root) else {}
+        runs = list_runs(root) if is_logdir(root) else {}
         for run, files in runs.items():
             for path in files:
+                if path in done:
+                    continue
                 start = offsets.get(path, 0)
                 try:
-                    size = os.path.getsize(path)
+                    if fs is not None:
+                        data = bytes(fs.cat_file(fs._strip_protocol(path)))[start:]
+                        done.add(path)
+                    else:
+                        size = os.path.getsize(path)
+                        if size < start:
+                            start = 0
+                        with open(path, "rb") as f:
+                            f.seek(start)
+                            data = f.read(size - start)
                 except OSError:
                     continue
-                if size < start:
-                    start = 0
-                with open(path, "rb") as f:
-                    f.seek(start)
-                    data = f.read(size - start)
                 off = 0
                 while off + 12 <= len(data):
                     (length,) = _unpack_q(data, off)
