@@ -270,7 +270,7 @@ def test_uploads_retry_through_failures_and_lose_nothing(
     from summarylib.writer import remote
 
     proxy = FlakyProxy(s3)
-    monkeypatch.setattr(remote, "DEFAULT_RETRIES", 2)
+    monkeypatch.setattr(remote, "DEFAULT_RETRIES", 4)  # waits 0.2+0.4+0.8+1.6 s in all
     options = {"client_kwargs": {"endpoint_url": proxy.url},
                "config_kwargs": {"retries": {"max_attempts": 1}}}
     try:
@@ -278,7 +278,7 @@ def test_uploads_retry_through_failures_and_lose_nothing(
         with writer.as_default():
             for step in range(5):
                 sl.scalar("loss", float(step), step=step)
-            # A short outage: the upload retries (0.2 s, 0.4 s) and gets through.
+            # A short outage (0.3 s): the upload retries and gets through.
             proxy.failing = True
             threading.Timer(0.3, lambda: setattr(proxy, "failing", False)).start()
             writer.flush()
