@@ -9,25 +9,36 @@ them out as torch's ``add_embedding`` does:
     <logdir>/<step:05d>/<tag>/metadata.tsv       labels (if given)
     <logdir>/<step:05d>/<tag>/sprite.png         thumbnails (if given)
 
-and names the tensor ``<tag>:<step:05d>``.
+and names the tensor ``<tag>:<step:05d>``. TensorBoard shows the log directory's own
+config as run ``.``.
 
 Data contract:
-  * ``mat``: finite real numbers ``[N, D]`` (N, D >= 1), written as float32 with 9
-    significant digits, which read back as exactly the same float32 values.
+  * ``mat``: finite real numbers ``[N, D]`` (N, D >= 1; numpy, lists or anything with
+    ``__array__``), written as float32 with 9 significant digits, which read back as
+    exactly the same float32 values.
   * ``metadata``: N labels (one column, no header line), or N rows of equal length with
-    ``metadata_header`` naming the columns (a header line first). Labels are converted with
-    ``str()`` (numpy and framework scalars through ``item()`` first: ``33.0``, not
-    ``tensor(33.)``); tabs and line breaks in them are replaced by spaces, since they would
-    shift columns or rows.
-  * ``label_img``: ``[N, C, H, W]`` thumbnails (C in 1, 3), uint8 0..255 or floats in
-    [0, 1]; tiled into one square sprite, ``ceil(sqrt(N))`` per row.
-  * ``tag``: any non-empty name; it becomes one directory name under ``<step:05d>``, made
-    safe by :func:`summarylib.writer.path_safety.safe_component` (``/`` becomes ``%2f`` as
-    in torch; ``..``, absolute paths, NUL and reserved names cannot leave the logdir).
+    ``metadata_header`` naming the columns (at least two: the projector takes a first line
+    without a tab for a label, not a header). Labels are converted with ``str()`` (numpy
+    and framework scalars through ``item()`` first: ``33.0``, not ``tensor(33.)``). Tab,
+    line feed and carriage return, which would shift columns or rows, are written as the
+    two characters ``\\t``, ``\\n``, ``\\r``. A row that would be a blank line (the
+    projector skips those, shifting every later label) gets its first value as Python's
+    ``repr``: ``''``, ``' '``.
+  * ``label_img``: ``[N, C, H, W]`` thumbnails (torch's NCHW; C in 1, 3). uint8 is taken
+    as 0..255; any other real dtype as 0..1, scaled by 255, clipped and truncated as
+    torch does (NaN black). Tiled row by row into a sprite of ``ceil(sqrt(N))`` by
+    ``ceil(sqrt(N))`` thumbnails (square for square thumbnails, as torch's); the projector
+    needs as many thumbnails per column as per row, and at most 8192 px a side.
+  * ``tag``: any non-empty name; it becomes one directory name under ``<step:05d>``,
+    percent-encoded by :func:`summarylib.writer.path_safety.safe_component` (``/`` becomes
+    ``%2f`` as in torch; ``..``, absolute paths, ``\\``, NUL, leading dots and Windows'
+    reserved names cannot leave the logdir or name a special file). The tensor name keeps
+    the tag as given.
   * Several embeddings (tags, steps) accumulate in the config, also across writers and
-    restarts; the same tag and step again replaces its entry. A URL logdir (``s3://``,
-    ...) gets the same files as objects, through fsspec. The config is replaced
-    atomically; files are created with the process's umask.
+    restarts; the same tag and step again replaces its entry. The config is read,
+    changed and replaced atomically (temporary file, then ``os.replace``); files are
+    created with the process's umask. A URL logdir (``s3://``, ...) gets the same files
+    as objects, through fsspec.
 """
 
 from __future__ import annotations
@@ -45,51 +56,89 @@ from summarylib.writer.path_safety import safe_component
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["CONFIG_FILE", "embedding", "tsv_bytes"]
+__all__ = ["CONFIG_FILE", "MAX_SPRITE_SIDE", "embedding", "metadata_tsv", "tsv_bytes"]
 
 CONFIG_FILE = "projector_config.pbtxt"
+MAX_SPRITE_SIDE = 8192  # the projector's frontend refuses larger sprite images
 _ROWS_PER_CHUNK = 4096
 _config_lock = threading.Lock()  # one read-modify-write of a config at a time per process
+_ESCAPES = str.maketrans({"\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
 def tsv_bytes(mat: np.ndarray) -> bytes:
     """``mat`` (float32 ``[N, D]``) as TSV whose values parse back to the same float32.
 
-    9 significant digits identify every float32; one ``%`` formatting per chunk of rows
-    keeps the work in C.
+    9 significant digits identify every float32 (also through float64 first, as
+    TensorBoard parses them). One bytes ``%`` formatting of a whole chunk of rows keeps
+    the work in C: several times faster than formatting values one by one.
     """
     n, d = mat.shape
-    row = "\t".join(["%.9g"] * d) + "\n"
+    row = b"\t".join([b"%.9g"] * d) + b"\n"
     parts = []
     for start in range(0, n, _ROWS_PER_CHUNK):
         chunk = mat[start:start + _ROWS_PER_CHUNK]
-        parts.append(((row * len(chunk)) % tuple(chunk.ravel().tolist())).encode("ascii"))
+        parts.append((row * len(chunk)) % tuple(chunk.ravel().tolist()))
     return b"".join(parts)
 
 
-def _label(value: Any) -> str:
+def _cell(value: Any) -> str:
     item = getattr(value, "item", None)
     if callable(item) and getattr(value, "ndim", 1) == 0:
         value = item()
-    return " ".join(str(value).replace("\t", " ").splitlines()) or ""
+    return str(value).translate(_ESCAPES)
 
 
-def _metadata_bytes(metadata: Any, header: Sequence[str] | None, n: int, where: str) -> bytes:
-    rows = list(metadata)
+def _blank(line: str) -> bool:
+    # What the projector's line.trim() empties: Unicode spaces and the BOM.
+    return not line.replace("\ufeff", "").strip()
+
+
+def _line(cells: list[str]) -> str:
+    if _blank("".join(cells)):
+        cells[0] = repr(cells[0])
+    return "\t".join(cells)
+
+
+def _row(r: Any) -> list[Any] | None:
+    if isinstance(r, (str, bytes)):
+        return None
+    try:
+        return list(r)
+    except TypeError:
+        return None
+
+
+def metadata_tsv(metadata: Any, header: Sequence[Any] | None, n: int,
+                 where: str = "embedding") -> bytes:
+    """The ``metadata.tsv`` of ``n`` points (see the module docstring), as UTF-8."""
+    if isinstance(metadata, (str, bytes)):
+        raise TypeError(f"{where}: 'metadata' must be a list of labels or rows, "
+                        f"got {type(metadata).__name__}")
+    try:
+        rows = list(metadata)
+    except TypeError:
+        raise TypeError(f"{where}: 'metadata' must be a list of labels or rows, "
+                        f"got {type(metadata).__name__}") from None
     if len(rows) != n:
         raise ValueError(f"{where}: 'metadata' has {len(rows)} entries for {n} points")
     if header is None:
-        lines = [_label(v) for v in rows]
+        lines = [_line([_cell(v)]) for v in rows]
     else:
-        if isinstance(header, str) or not isinstance(header, Sequence) or not header:
+        names = _row(header)
+        if names is None:
             raise TypeError(f"{where}: 'metadata_header' must be a list of column names")
-        width = len(header)
-        lines = ["\t".join(_label(h) for h in header)]
+        if len(names) < 2:
+            raise ValueError(f"{where}: 'metadata_header' must name at least 2 columns, got "
+                             f"{len(names)} (give one column as plain labels, no header)")
+        width = len(names)
+        lines = ["\t".join(_cell(h) for h in names)]
         for i, r in enumerate(rows):
-            if isinstance(r, str) or not isinstance(r, Sequence) or len(r) != width:
+            cells = _row(r)
+            if cells is None or len(cells) != width:
                 raise ValueError(f"{where}: 'metadata' row {i} must have {width} columns "
                                  f"like 'metadata_header', got {r!r:.60}")
-            lines.append("\t".join(_label(v) for v in r))
+            lines.append(_line([_cell(v) for v in cells]))
+    # Lone surrogates cannot be UTF-8; TensorBoard would fail to decode the whole file.
     return ("\n".join(lines) + "\n").encode("utf-8", "replace")
 
 
@@ -104,23 +153,27 @@ def _sprite_png(label_img: Any, n: int, where: str) -> tuple[bytes, int, int]:
         raise ValueError(f"{where}: 'label_img' must have shape [{n}, C, H, W] with C in "
                          f"(1, 3), got {imgs.shape}")
     if imgs.dtype.kind not in "biuf" or 0 in imgs.shape[2:]:
-        raise ValueError(f"{where}: 'label_img' must be non-empty real numbers")
+        raise ValueError(f"{where}: 'label_img' must be non-empty real numbers, got dtype "
+                         f"{imgs.dtype} and shape {imgs.shape}")
+    _, _, h, w = imgs.shape
+    per_row = math.ceil(n ** 0.5)
+    if per_row * max(h, w) > MAX_SPRITE_SIDE:
+        raise ValueError(f"{where}: 'label_img' would make a {per_row * w}x{per_row * h} px "
+                         f"sprite; the projector shows at most {MAX_SPRITE_SIDE} px a side "
+                         f"(use fewer or smaller thumbnails)")
     if imgs.dtype == np.uint8:
         pixels = imgs
     else:
-        pixels = (imgs.astype(np.float64) * 255).clip(0, 255).astype(np.uint8)
-    if pixels.shape[1] == 1:
-        pixels = np.repeat(pixels, 3, axis=1)
-    _, _, h, w = pixels.shape
-    per_row = math.ceil(n ** 0.5)
-    rows = math.ceil(n / per_row)
-    side = max(per_row * w, rows * h)
-    sheet = np.zeros((side, side, 3), np.uint8)
-    for i in range(n):
-        y, x = divmod(i, per_row)
-        sheet[y * h:(y + 1) * h, x * w:(x + 1) * w] = pixels[i].transpose(1, 2, 0)
+        # torch's make_sprite: times 255 in float64, clipped, truncated.
+        scaled = np.nan_to_num(imgs.astype(np.float64) * 255, nan=0.0)
+        pixels = scaled.clip(0, 255).astype(np.uint8)
+    # The frontend finds a thumbnail's row with index // (sprite height / H) and its column
+    # with index % (sprite width / W): both counts must be per_row.
+    tiles = np.zeros((per_row * per_row, h, w, 3), np.uint8)
+    tiles[:n] = pixels.transpose(0, 2, 3, 1)  # a single channel broadcasts to RGB
+    sheet = tiles.reshape(per_row, per_row, h, w, 3).transpose(0, 2, 1, 3, 4)
     buf = io.BytesIO()
-    Image.fromarray(sheet).save(buf, format="PNG")
+    Image.fromarray(sheet.reshape(per_row * h, per_row * w, 3)).save(buf, format="PNG")
     return buf.getvalue(), w, h
 
 
@@ -160,7 +213,8 @@ class _Files:
 
 
 def _write_file(path: str, data: bytes) -> None:
-    # Plain creation (0o666 & ~umask), then an atomic rename over the old file, if any.
+    # Plain creation (0o666 & ~umask), then an atomic rename over the old file, if any:
+    # a reader (TensorBoard) sees the old file or the new one, never half of one.
     tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0),
                  0o666)
@@ -201,10 +255,17 @@ def embedding(
     """Write an embedding for the projector (see the module docstring).
 
     Args:
+      mat: the points, ``[N, D]``.
+      metadata: N labels, or N rows with ``metadata_header``; None: no labels.
+      label_img: ``[N, C, H, W]`` thumbnails; None: no sprite.
+      step: the step in the names; None: the default step (``as_default(step=...)`` or
+        ``set_step``), else 0. Must be >= 0.
+      tag: the embedding's name.
+      metadata_header: the column names of multi-column ``metadata`` (ignored without it).
       logdir: the log directory (a local path or a URL); None: the default writer's
-        (False if there is none, it records nothing, or it writes to a custom Output).
+        ``logdir``. Returns False, writing nothing, if there is no default writer, it
+        has no directory (a custom Output), or its recording condition is off.
       storage_options: the fsspec options of a URL ``logdir`` (None: the default writer's).
-      step: the step in the names; None: the default step, else 0.
 
     Returns True once the files and the config entry are written. Raises TypeError or
     ValueError naming the bad argument (nothing written), OSError if a file cannot be.
@@ -229,8 +290,6 @@ def embedding(
     step_ = check_step(step, where)
     if step_ < 0:
         raise ValueError(f"{where}: 'step' must be >= 0 for a directory name, got {step_}")
-    if not isinstance(tag, str):
-        raise TypeError(f"{where}: 'tag' must be a str, got {type(tag).__name__}")
     component = safe_component(tag, where, "tag")
     arr = as_array(mat, where, "mat")
     if arr.ndim != 2 or 0 in arr.shape:
@@ -238,11 +297,12 @@ def embedding(
                          f"{arr.shape}")
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{where}: 'mat' must hold real numbers, got dtype {arr.dtype}")
-    points = np.ascontiguousarray(arr, dtype=np.float32)
+    with np.errstate(over="ignore"):  # float64 beyond float32's range: refused just below
+        points = np.ascontiguousarray(arr, dtype=np.float32)
     if not np.isfinite(points).all():
         raise ValueError(f"{where}: 'mat' must be finite (as float32)")
     n = points.shape[0]
-    meta = None if metadata is None else _metadata_bytes(metadata, metadata_header, n, where)
+    meta = None if metadata is None else metadata_tsv(metadata, metadata_header, n, where)
     sprite = None if label_img is None else _sprite_png(label_img, n, where)
 
     from summarylib.proto import projector_config_pb2
