@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import cases as casedefs
@@ -10,7 +11,10 @@ TIMES = "\u00d7"  # the multiplication sign, for ratios
 OURS = "summarylib"
 FLOORS = ("floor", "floor-tensor")
 #: (case, limit on ours ÷ floor incl. close): the project's speed targets.
-RATIO_TARGETS = {"scalar": 1.5, "hist": 1.3, "hist_big": 1.2, "image": 1.1, "pr": 1.5}
+# Images are encoded on more than one thread where there are two cores or more, so there
+# they must beat the synchronous floor clearly; on one core, stay near it.
+_IMAGE_TARGET = 0.7 if (os.cpu_count() or 1) >= 2 else 1.1
+RATIO_TARGETS = {"scalar": 1.5, "hist": 1.3, "hist_big": 1.2, "image": _IMAGE_TARGET, "pr": 1.5}
 
 
 def _num(x: float) -> str:
