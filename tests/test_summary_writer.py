@@ -249,6 +249,8 @@ BAD_CALLS = [
     ("add_histogram", ("h", [], 1), ValueError, "'values' is empty"),
     ("add_histogram", ("h", [1.0, float("nan")], 1), ValueError, "'values' must be finite"),
     ("add_histogram", ("h", [1.0], 1, "bogus"), ValueError, "'bins'"),
+    ("add_histogram", ("h", [-11.0, 4.0], 1, [-10.0, 0.0, 3.0]), ValueError,
+     "no value of 'values' lies within the bin edges"),
     ("add_histogram_raw", ("h", 0, 1, 2, 1, 1, [1, 2], [1]), ValueError, "same length"),
     ("add_image", ("i", np.zeros((2, 4, 4)), 1), ValueError, "channels"),
     ("add_image", ("i", np.zeros((3, 4, 4)), 1, None, "XYZ"), ValueError, "'dataformats'"),

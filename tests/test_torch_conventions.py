@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -98,6 +98,22 @@ def test_make_histogram_equals_torch(values: np.ndarray, bins: object,
     edges = tensorflow_bins() if bins == "tensorflow" else bins
     assert make_histogram(values, edges, max_bins) == torch_histogram_bytes(values, edges,
                                                                             max_bins)
+
+
+_EDGES = np.array([-10.0, -1.0, 0.0, 0.5, 1.0, 3.0])
+
+
+@settings(max_examples=80, deadline=None)
+@given(values=hnp.arrays(np.float64, st.integers(1, 60),
+                         elements=st.one_of(st.sampled_from([*_EDGES.tolist(), -11.0, 4.0]),
+                                            st.floats(-20, 20, allow_nan=False))),
+       max_bins=st.sampled_from([None, 2]))
+def test_make_histogram_equals_torch_on_explicit_edges(values: np.ndarray,
+                                                       max_bins: int | None) -> None:
+    # Values on every edge (the last bucket is closed), and outside the edges (not counted).
+    assume(((values >= _EDGES[0]) & (values <= _EDGES[-1])).any())  # else both refuse
+    assert make_histogram(values, _EDGES, max_bins) == torch_histogram_bytes(values, _EDGES,
+                                                                             max_bins)
 
 
 def test_tensorflow_bins_equal_torchs_default_bins(tmp_path: object) -> None:

@@ -222,12 +222,41 @@ def _check_values(values: Any, where: str) -> np.ndarray:
     return flat
 
 
+def _check_inside(flat: np.ndarray, bins: Any, where: str) -> None:
+    # Values outside explicit edges are not counted (numpy's and torch's rule); when none
+    # is inside there is no histogram to write, and torch raises too.
+    import numpy as np
+
+    if not isinstance(bins, np.ndarray):
+        return
+    lo, hi = bins[0], bins[-1]
+    if flat.min() >= lo and flat.max() <= hi:
+        return  # the common case: two reductions
+    if not np.logical_and(flat >= lo, flat <= hi).any():
+        raise ValueError(f"{where}: no value of 'values' lies within the bin edges "
+                         f"[{float(lo)!r}, {float(hi)!r}]")
+
+
 def make_histogram(values: np.ndarray, bins: Any, max_bins: int | None) -> bytes:
-    """Bucket finite ``values`` (1-D, non-empty) as torch does (in float64); a HistogramProto."""
+    """Bucket finite ``values`` (1-D, non-empty) as torch does (in float64); a HistogramProto.
+
+    With explicit edges, at least one value must lie within them (checked by the callers).
+    """
     import numpy as np
 
     values = values.astype(np.float64, copy=False)
-    counts, limits = np.histogram(values, bins=bins)
+    if isinstance(bins, np.ndarray):
+        # np.histogram's own method for explicit edges (sort, then find each edge in the
+        # sorted values; the last bucket is closed), without its range checks, and the
+        # sorted copy gives min and max for free.
+        ordered = np.sort(values)
+        cum = np.searchsorted(ordered, bins, "left")
+        cum[-1] = np.searchsorted(ordered, bins[-1], "right")
+        counts, limits = np.diff(cum), bins
+        low, high = float(ordered[0]), float(ordered[-1])
+    else:
+        counts, limits = np.histogram(values, bins=bins)
+        low, high = float(values.min()), float(values.max())
     if max_bins is not None and len(counts) > max_bins:
         step = len(counts) // max_bins
         rem = len(counts) % step
@@ -246,7 +275,7 @@ def make_histogram(values: np.ndarray, bins: Any, max_bins: int | None) -> bytes
     counts = counts[start - 1 : end] if start > 0 else np.concatenate([[0], counts[:end]])
     limits = limits[start : end + 1]
     return histogram_proto_bytes(
-        float(values.min()), float(values.max()), float(len(values)), float(values.sum()),
+        low, high, float(len(values)), float(values.sum()),
         float(values.dot(values)), limits, counts,
     )
 
@@ -265,6 +294,7 @@ def histogram_bins(
     writer, tag, step_ = resolved
     bins, max_bins = _check_bins(bins, max_bins, "histogram_bins")
     flat = _check_values(values, "histogram_bins")
+    _check_inside(flat, bins, "histogram_bins")
     wall_time = _time()
     encoded_tag = tag.encode("utf-8")
 
@@ -287,6 +317,7 @@ def histogram_bins_pb(
     tag = check_tag(tag, "histogram_bins_pb", "tag")
     bins, max_bins = _check_bins(bins, max_bins, "histogram_bins_pb")
     flat = _check_values(values, "histogram_bins_pb")
+    _check_inside(flat, bins, "histogram_bins_pb")
     return summary_pb2.Summary.FromString(
         _histo_summary(tag, make_histogram(flat, bins, max_bins))
     )
