@@ -1,0 +1,1016 @@
+/* summarylib graph view: draws the JSON embedded in the page (id "graph-data").
+ *
+ * Data: {title, colour, view: view_to_json(...), layout: {group: {w, h, nodes, panel, edges,
+ * chunks}}, constants}. Each group's layout places its children collapsed; place() composes
+ * expanded groups exactly like layout.compose in Python (keep the two in step): an expanded
+ * child is bigger than its collapsed box, so room is inserted along x and y where it
+ * stands, and nothing else moves relative to its neighbours.
+ *
+ * Only the root and the expanded groups are drawn. A parent's metaedge into an open group
+ * stops at its frame and goes on as "bridge" segments to the ops' visible boxes inside
+ * (at most 4 per metaedge, TensorBoard's maxBridgePathDegree), the only drawing not
+ * mirrored in Python.
+ *
+ * Every string from the graph goes into the page through textContent or setAttribute
+ * (never markup), and names are keys of Maps, never of plain objects (a node may be called
+ * "__proto__").
+ *
+ * window.summarylibViewer (for tests and notebooks): timing {scriptStart, parsed,
+ * rendered, frame} in ms since navigation start; expand(name), collapse(name),
+ * reveal(name), zoomTo(name), setColour(mode), expanded() -> [names], boxes() ->
+ * [[name, [x, y, w, h]], ...] (centre-based, layout pixels, the root as "").
+ */
+(function () {
+  "use strict";
+  const T0 = performance.now();
+  const SVGNS = "http://www.w3.org/2000/svg";
+  const data = JSON.parse(document.getElementById("graph-data").textContent);
+  const T_PARSED = performance.now();
+  const K = data.constants;
+  const view = data.view;
+  const RANKDIR = (view.options && view.options.rankdir) || "BT";
+  const LAYOUT = new Map();
+  for (const k of Object.keys(data.layout)) LAYOUT.set(k, data.layout[k]);
+
+  // --- index: name -> node, name -> parent name --------------------------------------
+  const NODE = new Map();
+  const PARENT = new Map();
+  const NAMES = [];
+  NODE.set("", view.root);
+  {
+    // Pre-order, children in order: NAMES (what search lists) follows the graph's order.
+    const stack = [];
+    const push = (g) => {
+      for (let i = g.children.length - 1; i >= 0; i--) {
+        PARENT.set(g.children[i].name, g.name);
+        stack.push(g.children[i]);
+      }
+    };
+    push(view.root);
+    while (stack.length) {
+      const c = stack.pop();
+      NODE.set(c.name, c);
+      NAMES.push(c.name);
+      if (c.kind !== "op") push(c);
+    }
+  }
+  const MAX_BRIDGES = 4;
+  const CHILD_INDEX = new Map(); // group name -> Map(child name -> index)
+  function childIndex(g) {
+    let m = CHILD_INDEX.get(g.name);
+    if (!m) {
+      m = new Map();
+      g.children.forEach((c, i) => m.set(c.name, i));
+      CHILD_INDEX.set(g.name, m);
+    }
+    return m;
+  }
+  const isGroup = (n) => n && n.kind !== "op";
+  const own = (obj) => (obj && typeof obj === "object" ? Object.keys(obj) : []);
+
+  // --- state ----------------------------------------------------------------------------
+  const expanded = new Set([""]);
+  let colourMode = data.colour || "structure";
+  let selected = null;
+  let highlighted = null;
+  let scene = null; // {placed: Map(name -> placed), abs: Map(name -> [x, y, w, h])}
+  const ELEM = new Map(); // visible name -> its <g>
+
+  // --- composition (mirror of layout.compose) --------------------------------------------
+  function bisectRight(a, v) {
+    let lo = 0, hi = a.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (v < a[mid]) hi = mid; else lo = mid + 1;
+    }
+    return lo;
+  }
+  function stretch(intervals) {
+    // By centre; each deficit goes in at the interval's centre (keeps chains aligned).
+    intervals.sort((a, b) => (a[0] + a[1]) / 2 - (b[0] + b[1]) / 2);
+    const pts = [], cum = [];
+    for (const [lo, hi, need] of intervals) {
+      if (need <= 0) continue;
+      const k = bisectRight(pts, lo);
+      const tot = cum.length ? cum[cum.length - 1] : 0;
+      const have = tot - (k ? cum[k - 1] : 0);
+      if (have < need) { pts.push((lo + hi) / 2); cum.push(tot + need - have); }
+    }
+    return [pts, cum];
+  }
+  function mapv(s, v) {
+    const k = bisectRight(s[0], v);
+    return v + (k ? s[1][k - 1] : 0);
+  }
+  function clip(b, to) {
+    const dx = to[0] - b[0], dy = to[1] - b[1], hw = b[2] / 2, hh = b[3] / 2;
+    if (Math.abs(dx) * hh <= 1e-9 && Math.abs(dy) * hw <= 1e-9) return [b[0], b[1]];
+    const t = Math.min(dx ? hw / Math.abs(dx) : Infinity, dy ? hh / Math.abs(dy) : Infinity);
+    if (t >= 1) return [b[0], b[1]];
+    return [b[0] + dx * t, b[1] + dy * t];
+  }
+  const codePoints = (s) => Array.from(s).length;
+
+  function place(name, cache) {
+    const L = LAYOUT.get(name), g = NODE.get(name), kids = g.children, n = kids.length;
+    const size = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const b = L.nodes[i], c = kids[i];
+      if (isGroup(c) && expanded.has(c.name) && LAYOUT.has(c.name)) {
+        const p = place(c.name, cache);
+        size[i] = [p.w, p.h];
+      } else size[i] = [b[2], b[3]];
+    }
+    const inPanel = new Set(L.panel);
+    const main = [];
+    for (let i = 0; i < n; i++) if (!inPanel.has(i)) main.push(i);
+    const xs = stretch(main.map((i) => {
+      const b = L.nodes[i];
+      return [b[0] - b[2] / 2, b[0] + b[2] / 2, size[i][0] - b[2]];
+    }));
+    const ys = stretch(main.map((i) => {
+      const b = L.nodes[i];
+      return [b[1] - b[3] / 2, b[1] + b[3] / 2, size[i][1] - b[3]];
+    }));
+    const x0 = K.PAD, y0 = K.HEADER;
+    const boxes = new Array(n);
+    for (const i of main) {
+      const b = L.nodes[i];
+      const lx = mapv(xs, b[0] - b[2] / 2), hx = mapv(xs, b[0] + b[2] / 2);
+      const ly = mapv(ys, b[1] - b[3] / 2), hy = mapv(ys, b[1] + b[3] / 2);
+      boxes[i] = [x0 + (lx + hx) / 2, y0 + (ly + hy) / 2, size[i][0], size[i][1]];
+    }
+    let coreW = mapv(xs, L.w);
+    const coreH = mapv(ys, L.h);
+    let panelW = 0, panelH = 0;
+    for (const i of L.panel) {
+      const [w, h] = size[i];
+      boxes[i] = [0, y0 + panelH + h / 2, w, h];
+      panelH += h + K.PANEL_VGAP;
+      panelW = Math.max(panelW, w);
+    }
+    let panelX = null;
+    if (L.panel.length) {
+      panelH -= K.PANEL_VGAP;
+      const px = x0 + coreW + (main.length ? K.PANEL_GAP : 0);
+      for (const i of L.panel) boxes[i][0] = px + boxes[i][2] / 2;
+      coreW = px - x0 + panelW;
+      panelX = px;
+    }
+    const w = Math.max(K.PAD + coreW + K.PAD, codePoints(name.split("/").pop()) * K.CHAR_W + 2 * K.PAD);
+    const h = K.HEADER + Math.max(coreH, panelH) + K.PAD;
+    const idx = childIndex(g);
+    const edges = [];
+    L.edges.forEach((route, i) => {
+      if (!route) return;
+      const me = g.metaedges[i];
+      const bv = boxes[idx.get(me.v)], bw = boxes[idx.get(me.w)];
+      const flat = route[0], mid = [];
+      for (let k = 0; k < flat.length; k += 2) mid.push([x0 + mapv(xs, flat[k]), y0 + mapv(ys, flat[k + 1])]);
+      const first = mid.length ? mid[0] : [bw[0], bw[1]];
+      const last = mid.length ? mid[mid.length - 1] : [bv[0], bv[1]];
+      edges.push([i, [clip(bv, first), ...mid, clip(bw, last)]]);
+    });
+    const placed = { w, h, boxes, edges, panelX };
+    cache.set(name, placed);
+    return placed;
+  }
+
+  function compose() {
+    const placed = new Map();
+    const root = place("", placed);
+    const abs = new Map([["", [root.w / 2, root.h / 2, root.w, root.h]]]);
+    const todo = [["", 0, 0]];
+    while (todo.length) {
+      const [name, ox, oy] = todo.pop();
+      const p = placed.get(name), kids = NODE.get(name).children;
+      kids.forEach((c, i) => {
+        const b = p.boxes[i];
+        const a = [ox + b[0], oy + b[1], b[2], b[3]];
+        abs.set(c.name, a);
+        if (placed.has(c.name)) todo.push([c.name, a[0] - a[2] / 2, a[1] - a[3] / 2]);
+      });
+    }
+    return { placed, abs };
+  }
+
+  // --- colours ------------------------------------------------------------------------------
+  const PALETTE = ["#8dd3c7", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69",
+    "#fccde5", "#bc80bd", "#ccebc5", "#ffed6f", "#a6cee3", "#b2df8a", "#fdbf6f", "#cab2d6",
+    "#ffffb3"];
+  const paletteColour = (i) => (i < PALETTE.length ? PALETTE[i]
+    : "hsl(" + ((i * 137.508) % 360).toFixed(1) + ",55%,78%)");
+  const UNIQUE = "#d9d9d9", OP_FILL = "#ffffff", NO_DATA = "#eeeeee";
+  const TEMPLATE_COLOUR = new Map();
+  own(view.templates).forEach((t, i) => TEMPLATE_COLOUR.set(t, paletteColour(i)));
+  const DEVICE_COLOUR = new Map();
+  {
+    const devs = new Set();
+    for (const n of NODE.values()) {
+      if (n.kind === "op") { if (n.device) devs.add(n.device); }
+    }
+    Array.from(devs).sort().forEach((d, i) => DEVICE_COLOUR.set(d, paletteColour(i)));
+  }
+  let TIME = null; // name -> total compute time (us) of the subtree; built on first use
+  let MAX_OP_TIME = 0, MAX_GROUP_TIME = 0;
+  const HAS_TIME = NAMES.some((nm) => {
+    const n = NODE.get(nm);
+    return n.kind === "op" && typeof n.compute_time_us === "number";
+  });
+  function times() {
+    if (TIME) return TIME;
+    TIME = new Map();
+    const order = [];
+    const stack = [view.root];
+    while (stack.length) {
+      const g = stack.pop();
+      order.push(g);
+      for (const c of g.children || []) {
+        if (c.kind === "op") {
+          const t = typeof c.compute_time_us === "number" ? c.compute_time_us : null;
+          if (t !== null) { TIME.set(c.name, t); MAX_OP_TIME = Math.max(MAX_OP_TIME, t); }
+        } else stack.push(c);
+      }
+    }
+    for (let i = order.length - 1; i >= 0; i--) {
+      const g = order[i];
+      let sum = null;
+      for (const c of g.children) {
+        const t = TIME.get(c.name);
+        if (t !== undefined) sum = (sum || 0) + t;
+      }
+      if (sum !== null) {
+        TIME.set(g.name, sum);
+        if (g.name) MAX_GROUP_TIME = Math.max(MAX_GROUP_TIME, sum);
+      }
+    }
+    return TIME;
+  }
+  function heat(t, max) {
+    // White to red; a square root so that small times still show.
+    const f = max > 0 ? Math.sqrt(Math.min(t / max, 1)) : 0;
+    const r = 255 - Math.round(f * (255 - 203)), g = 245 - Math.round(f * (245 - 24));
+    const b = 240 - Math.round(f * (240 - 29));
+    return "rgb(" + r + "," + g + "," + b + ")";
+  }
+  let gradientSeq = 0;
+  function deviceGradient(hist) {
+    const keys = own(hist).filter((d) => hist[d] > 0);
+    const total = keys.reduce((s, d) => s + hist[d], 0);
+    if (!total) return NO_DATA;
+    if (keys.length === 1) return DEVICE_COLOUR.get(keys[0]) || NO_DATA;
+    const id = "devgrad" + (gradientSeq++);
+    const grad = svgEl("linearGradient", { id: id, x1: "0", x2: "1", y1: "0", y2: "0" });
+    let acc = 0;
+    for (const d of keys) {
+      const col = DEVICE_COLOUR.get(d) || NO_DATA;
+      grad.appendChild(svgEl("stop", { offset: String(acc / total), "stop-color": col }));
+      acc += hist[d];
+      grad.appendChild(svgEl("stop", { offset: String(acc / total), "stop-color": col }));
+    }
+    gradients.appendChild(grad);
+    return "url(#" + id + ")";
+  }
+  function fillOf(n) {
+    if (colourMode === "structure") {
+      if (n.kind === "op") return OP_FILL;
+      return (n.template !== null && n.template !== undefined && TEMPLATE_COLOUR.get(n.template)) || UNIQUE;
+    }
+    if (colourMode === "device") {
+      if (n.kind === "op") return (n.device && DEVICE_COLOUR.get(n.device)) || OP_FILL;
+      return deviceGradient(n.device_histogram || {});
+    }
+    if (colourMode === "compute_time") {
+      const t = times().get(n.name);
+      if (t === undefined) return n.kind === "op" ? OP_FILL : NO_DATA;
+      return heat(t, n.kind === "op" ? MAX_OP_TIME : MAX_GROUP_TIME);
+    }
+    return n.kind === "op" ? OP_FILL : UNIQUE;
+  }
+
+  // --- DOM helpers --------------------------------------------------------------------------
+  function svgEl(tag, attrs, text) {
+    const e = document.createElementNS(SVGNS, tag);
+    if (attrs) for (const k of Object.keys(attrs)) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function htmlEl(tag, attrs, text) {
+    const e = document.createElement(tag);
+    if (attrs) for (const k of Object.keys(attrs)) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function fit(text, width) {
+    const max = Math.max(1, Math.floor(width / K.CHAR_W));
+    const cps = Array.from(text);
+    return cps.length <= max ? text : cps.slice(0, Math.max(1, max - 1)).join("") + "\u2026";
+  }
+  const f1 = (v) => (Math.round(v * 10) / 10).toString();
+
+  // --- page skeleton ----------------------------------------------------------------------------
+  document.title = data.title || "Graph";
+  const bar = htmlEl("div", { id: "bar" });
+  bar.appendChild(htmlEl("h1", null, data.title || "Graph"));
+  const colourLabel = htmlEl("label", null, "Colour ");
+  const colourSelect = htmlEl("select", { id: "colour" });
+  for (const [value, text] of [["structure", "Structure"], ["device", "Device"],
+    ["compute_time", "Compute time"], ["none", "None"]]) {
+    const o = htmlEl("option", { value: value }, text);
+    if (value === "compute_time" && !HAS_TIME) o.disabled = true;
+    colourSelect.appendChild(o);
+  }
+  colourSelect.value = colourMode;
+  colourLabel.appendChild(colourSelect);
+  bar.appendChild(colourLabel);
+  const searchBox = htmlEl("div", { id: "searchbox" });
+  const search = htmlEl("input", { id: "search", type: "search", placeholder: "Search names", autocomplete: "off" });
+  const results = htmlEl("div", { id: "results" });
+  searchBox.appendChild(search);
+  searchBox.appendChild(results);
+  bar.appendChild(searchBox);
+  const fitButton = htmlEl("button", { id: "fit", type: "button" }, "Fit");
+  const collapseButton = htmlEl("button", { id: "collapse-all", type: "button" }, "Collapse all");
+  bar.appendChild(fitButton);
+  bar.appendChild(collapseButton);
+  const st = view.stats || {};
+  bar.appendChild(htmlEl("span", { class: "stats" },
+    (st.ops || 0) + " ops \u00b7 " + (st.edges || 0) + " edges \u00b7 " + (st.groups || 0) + " groups"));
+  document.body.appendChild(bar);
+  const stage = htmlEl("div", { id: "stage" });
+  const svg = svgEl("svg", { id: "canvas" });
+  const defs = svgEl("defs");
+  for (const [id, col] of [["arrow", "#999"], ["arrow-ref", "#e8710a"]]) {
+    const m = svgEl("marker", { id: id, viewBox: "0 0 10 10", refX: "9", refY: "5",
+      markerWidth: "7", markerHeight: "7", markerUnits: "userSpaceOnUse", orient: "auto" });
+    m.appendChild(svgEl("path", { d: "M0,0 L10,5 L0,10 z", fill: col }));
+    defs.appendChild(m);
+  }
+  const gradients = svgEl("g");
+  defs.appendChild(gradients);
+  svg.appendChild(defs);
+  const viewport = svgEl("g", { id: "viewport" });
+  svg.appendChild(viewport);
+  stage.appendChild(svg);
+  const card = htmlEl("div", { id: "card" });
+  stage.appendChild(card);
+  const legend = htmlEl("div", { id: "legend" });
+  stage.appendChild(legend);
+  // One tooltip for everything (a <title> per node and edge doubles a big DOM).
+  const tip = htmlEl("div", { id: "tip" });
+  stage.appendChild(tip);
+  const TIP = new WeakMap(); // edge <path> -> [metaedge, label]
+  document.body.appendChild(stage);
+
+  // --- drawing --------------------------------------------------------------------------------
+  const EDGE_EL = new Map(); // "group\u0000metaedge index" -> its <path> (for bridges)
+  function drawEdge(layer, me, route, pts, key) {
+    const d = pts.map((p, k) => (k ? "L" : "M") + f1(p[0]) + "," + f1(p[1])).join("");
+    const cls = ["edge"];
+    if (!me.regular && me.control) cls.push("control");
+    if (me.ref) cls.push("ref");
+    const path = svgEl("path", { class: cls.join(" "), d: d, "stroke-width": String(route[1]),
+      "marker-end": me.ref ? "url(#arrow-ref)" : "url(#arrow)" });
+    TIP.set(path, [me, route[2]]);
+    layer.appendChild(path);
+    EDGE_EL.set(key, path);
+    if (route[2] && pts.length >= 2 && !drawnLod) {
+      // The label sits at the middle of the polyline's length.
+      let total = 0;
+      const seg = [];
+      for (let k = 1; k < pts.length; k++) {
+        const l = Math.hypot(pts[k][0] - pts[k - 1][0], pts[k][1] - pts[k - 1][1]);
+        seg.push(l);
+        total += l;
+      }
+      if (total < 24) return;
+      let half = total / 2, k = 0;
+      while (k < seg.length - 1 && half > seg[k]) { half -= seg[k]; k++; }
+      const t = seg[k] ? half / seg[k] : 0;
+      const x = pts[k][0] + (pts[k + 1][0] - pts[k][0]) * t;
+      const y = pts[k][1] + (pts[k + 1][1] - pts[k][1]) * t;
+      layer.appendChild(svgEl("text", { class: "edge-label", x: f1(x + 4), y: f1(y) }, route[2]));
+    }
+  }
+
+  function isDark(fill) {
+    // Only the heat scale makes dark fills (rgb(...)); labels on them turn white.
+    const m = /^rgb\((\d+),(\d+),(\d+)\)$/.exec(fill);
+    return !!m && 0.299 * m[1] + 0.587 * m[2] + 0.114 * m[3] < 140;
+  }
+
+  function drawCollapsed(layer, n, b, inPanel) {
+    const w = b[2], h = b[3], fill = fillOf(n);
+    const g = svgEl("g", { class: "node " + n.kind + (inPanel ? " panel" : "") + (isDark(fill) ? " dark" : ""),
+      "data-name": n.name, "data-kind": n.kind,
+      transform: "translate(" + f1(b[0]) + "," + f1(b[1]) + ")" });
+    const label = n.label !== undefined ? n.label : n.name.split("/").pop();
+    if (n.kind === "op") {
+      g.appendChild(svgEl("ellipse", { class: "shape", rx: f1(w / 2), ry: f1(h / 2), fill: fill }));
+      if (!drawnLod) g.appendChild(svgEl("text", { x: "0", y: "4", "text-anchor": "middle" }, fit(label, w - 10)));
+    } else if (n.kind === "series") {
+      // A stack: two offset copies behind the front box, along the series' direction.
+      const vertical = !!(n.series && n.series.vertical);
+      const sw = vertical ? w : w - 10, sh = vertical ? h - 8 : h;
+      for (let k = 2; k >= 1; k--) {
+        g.appendChild(svgEl("rect", { class: "stack", x: f1(-w / 2 + (vertical ? 0 : 5 * k)),
+          y: f1(-h / 2 + (vertical ? 4 * k : 0)), width: f1(sw), height: f1(sh), rx: "4", fill: fill }));
+      }
+      g.appendChild(svgEl("rect", { class: "shape", x: f1(-w / 2), y: f1(-h / 2), width: f1(sw),
+        height: f1(sh), rx: "4", fill: fill }));
+      if (!drawnLod) {
+        g.appendChild(svgEl("text", { x: f1(-w / 2 + sw / 2), y: f1(-h / 2 + sh / 2 + 4), "text-anchor": "middle" },
+          fit(label, sw - 10)));
+      }
+    } else {
+      g.appendChild(svgEl("rect", { class: "shape", x: f1(-w / 2), y: f1(-h / 2), width: f1(w),
+        height: f1(h), rx: "6", fill: fill }));
+      if (!drawnLod) {
+        g.appendChild(svgEl("text", { x: f1(-w / 2 + 8), y: "4" }, fit(label, w - 26)));
+        g.appendChild(svgEl("text", { class: "count", x: f1(w / 2 - 6), y: "4", "text-anchor": "end" }, "+"));
+      }
+    }
+    layer.appendChild(g);
+    ELEM.set(n.name, g);
+  }
+
+  function drawExpanded(layer, n, b, placed, ox, oy) {
+    const left = b[0] - b[2] / 2, top = b[1] - b[3] / 2;
+    const g = svgEl("g", { class: "node " + n.kind + " expanded", "data-name": n.name, "data-kind": n.kind,
+      transform: "translate(" + f1(left) + "," + f1(top) + ")" });
+    const fill = fillOf(n);
+    g.appendChild(svgEl("rect", { class: "frame", width: f1(b[2]), height: f1(b[3]), rx: "8",
+      fill: fill, "fill-opacity": "0.35" }));
+    drawContents(g, n, placed, ox + left, oy + top);
+    // The header band (it closes the group) goes over the contents, so that no edge
+    // drawn across it takes its clicks.
+    g.appendChild(svgEl("rect", { class: "header", width: f1(b[2]), height: String(K.HEADER - 4) }));
+    const label = n.label !== undefined ? n.label : n.name.split("/").pop();
+    g.appendChild(svgEl("text", { class: "label", x: String(K.PAD), y: "16" }, fit("\u2212 " + label, b[2] - 2 * K.PAD)));
+    layer.appendChild(g);
+    ELEM.set(n.name, g);
+  }
+
+  function drawContents(el, n, p, ox, oy) {
+    // (ox, oy): the group's top-left corner in the scene, to cull against drawnWindow.
+    const L = LAYOUT.get(n.name);
+    const edgeLayer = svgEl("g", { class: "edges" });
+    const nodeLayer = svgEl("g", { class: "nodes" });
+    el.appendChild(edgeLayer);
+    el.appendChild(nodeLayer);
+    for (const [i, pts] of p.edges) {
+      if (drawnWindow) {
+        let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+        for (const q of pts) {
+          x0 = Math.min(x0, q[0]); x1 = Math.max(x1, q[0]); y0 = Math.min(y0, q[1]); y1 = Math.max(y1, q[1]);
+        }
+        if (!inWindow(ox + (x0 + x1) / 2, oy + (y0 + y1) / 2, x1 - x0, y1 - y0)) continue;
+      }
+      drawEdge(edgeLayer, n.metaedges[i], L.edges[i], pts, n.name + "\u0000" + i);
+    }
+    if (n.name) drawBridges(edgeLayer, n);
+    if (p.panelX !== null && L.panel.length < n.children.length) {
+      const x = f1(p.panelX - K.PANEL_GAP / 2);
+      edgeLayer.appendChild(svgEl("line", { class: "panel-divider", x1: x, x2: x,
+        y1: String(K.HEADER), y2: f1(p.h - K.PAD) }));
+    }
+    const inPanel = new Set(L.panel);
+    n.children.forEach((c, i) => {
+      const b = p.boxes[i];
+      if (drawnWindow && !inWindow(ox + b[0], oy + b[1], b[2], b[3])) return;
+      const sub = scene.placed.get(c.name);
+      if (sub) drawExpanded(nodeLayer, c, b, sub, ox, oy);
+      else drawCollapsed(nodeLayer, c, b, inPanel.has(i));
+    });
+  }
+
+  // --- bridges: base edges crossing an open group's border ---------------------------------
+  // The parent's metaedge stops at the group's frame; inside, one segment per distinct
+  // visible end carries it on to the child (at any depth) that holds the op.
+  let CONSUMERS = null; // op name -> [[consumer name, control], ...]
+  function consumers() {
+    if (CONSUMERS) return CONSUMERS;
+    CONSUMERS = new Map();
+    for (const nm of NAMES) {
+      const d = NODE.get(nm);
+      if (d.kind !== "op") continue;
+      for (const e of d.inputs || []) {
+        let l = CONSUMERS.get(e.name);
+        if (!l) CONSUMERS.set(e.name, (l = []));
+        l.push([nm, !!e.control]);
+      }
+    }
+    return CONSUMERS;
+  }
+  const OPS_UNDER = new Map();
+  function opsUnder(g) {
+    let l = OPS_UNDER.get(g.name);
+    if (l) return l;
+    l = [];
+    const stack = [g];
+    while (stack.length) {
+      for (const c of stack.pop().children) {
+        if (c.kind === "op") l.push(c); else stack.push(c);
+      }
+    }
+    OPS_UNDER.set(g.name, l);
+    return l;
+  }
+  const EDGE_INDEX = new Map(); // group name -> Map("v\u0000w" -> metaedge index)
+  function edgeIndex(g) {
+    let m = EDGE_INDEX.get(g.name);
+    if (!m) {
+      m = new Map();
+      g.metaedges.forEach((me, i) => m.set(me.v + "\u0000" + me.w, i));
+      EDGE_INDEX.set(g.name, m);
+    }
+    return m;
+  }
+  function childOf(parent, name) {
+    // The child of ``parent`` holding ``name`` (itself included), or null.
+    let n = name;
+    for (let p = PARENT.get(n); p !== undefined; n = p, p = PARENT.get(p)) if (p === parent) return n;
+    return null;
+  }
+  function segmentHitsBox(a, b, x0, y0, x1, y1) {
+    // Liang-Barsky: does the segment a-b cross the rectangle [x0, x1] x [y0, y1]?
+    if (x1 <= x0 || y1 <= y0) return false;
+    let t0 = 0, t1 = 1;
+    const dx = b[0] - a[0], dy = b[1] - a[1];
+    for (const [p, q] of [[-dx, a[0] - x0], [dx, x1 - a[0]], [-dy, a[1] - y0], [dy, y1 - a[1]]]) {
+      if (p === 0) { if (q < 0) return false; continue; }
+      const r = q / p;
+      if (p < 0) { if (r > t1) return false; if (r > t0) t0 = r; } else { if (r < t0) return false; if (r < t1) t1 = r; }
+    }
+    return t0 < t1;
+  }
+  function visibleEnd(name) {
+    let n = name;
+    while (n !== undefined && !scene.abs.has(n)) n = PARENT.get(n);
+    return n;
+  }
+  function drawBridges(layer, g) {
+    const P = PARENT.get(g.name), pg = NODE.get(P), pp = scene.placed.get(P);
+    const routes = new Map(pp.edges);
+    const mi = edgeIndex(pg);
+    const ga = scene.abs.get(g.name), gx = ga[0] - ga[2] / 2, gy = ga[1] - ga[3] / 2;
+    const gb = pp.boxes[childIndex(pg).get(g.name)], px = gb[0] - gb[2] / 2, py = gb[1] - gb[3] / 2;
+    const cons = consumers();
+    const gp = scene.placed.get(g.name), gkids = g.children;
+    const vertical = RANKDIR === "BT" || RANKDIR === "TB";
+    // A lane beside the children (right for vertical flows, bottom otherwise) carries the
+    // bridges that a straight line would draw across other children.
+    const lane = vertical ? (gp.panelX !== null ? gp.panelX - K.PANEL_GAP / 2 : gp.w - K.PAD / 2)
+      : gp.h - K.PAD / 2;
+    const blocked = (a, b, skip) => {
+      for (let k = 0; k < gkids.length; k++) {
+        if (k === skip) continue;
+        const bx = gp.boxes[k];
+        if (segmentHitsBox(a, b, bx[0] - bx[2] / 2 + 1, bx[1] - bx[3] / 2 + 1, bx[0] + bx[2] / 2 - 1, bx[1] + bx[3] / 2 - 1)) return true;
+      }
+      return false;
+    };
+    const gidx = childIndex(g);
+    const seg = (i, inner, control, incoming) => {
+      const pts = routes.get(i);
+      const ib = scene.abs.get(inner);
+      if (!pts || !ib) return;
+      const e = incoming ? pts[pts.length - 1] : pts[0];
+      const ep = [e[0] - px, e[1] - py];
+      const box = [ib[0] - gx, ib[1] - gy, ib[2], ib[3]];
+      let route = [ep, clip(box, ep)];
+      if (blocked(route[0], route[1], gidx.get(childOf(g.name, inner)))) {
+        if (vertical) {
+          const yin = ep[1] >= gp.h - 1 ? gp.h - K.PAD / 2 : ep[1] <= 1 ? K.HEADER / 2 : ep[1];
+          route = [ep, [ep[0], yin], [lane, yin], [lane, box[1]]];
+          route.push(clip(box, route[route.length - 1]));
+        } else {
+          const xin = ep[0] >= gp.w - 1 ? gp.w - K.PAD / 2 : ep[0] <= 1 ? K.PAD / 2 : ep[0];
+          route = [ep, [xin, ep[1]], [xin, lane], [box[0], lane]];
+          route.push(clip(box, route[route.length - 1]));
+        }
+      }
+      if (!incoming) route.reverse();
+      const me = pg.metaedges[i];
+      const cls = "edge bridge" + (control ? " control" : "") + (me.ref ? " ref" : "");
+      const path = svgEl("path", { class: cls,
+        d: route.map((q, k) => (k ? "L" : "M") + f1(q[0]) + "," + f1(q[1])).join(""),
+        "stroke-width": "1", "marker-end": incoming ? (me.ref ? "url(#arrow-ref)" : "url(#arrow)") : "none" });
+      TIP.set(path, [me, ""]);
+      layer.appendChild(path);
+    };
+    // Metaedge (and direction) -> Map(inner end -> control only?).
+    const ends = new Map();
+    const add = (i, inner, control, incoming) => {
+      const k = i + (incoming ? "in" : "out");
+      let m = ends.get(k);
+      if (!m) ends.set(k, (m = { i: i, incoming: incoming, inner: new Map() }));
+      m.inner.set(inner, (m.inner.has(inner) ? m.inner.get(inner) : true) && control);
+    };
+    for (const d of opsUnder(g)) {
+      for (const e of d.inputs || []) {
+        const cs = NODE.has(e.name) ? childOf(P, e.name) : null;
+        if (cs === null || cs === g.name) continue;
+        const i = mi.get(cs + "\u0000" + g.name);
+        if (i !== undefined && routes.has(i)) add(i, visibleEnd(d.name), !!e.control, true);
+      }
+      for (const [w, control] of cons.get(d.name) || []) {
+        const cw = childOf(P, w);
+        if (cw === null || cw === g.name) continue;
+        const i = mi.get(g.name + "\u0000" + cw);
+        if (i !== undefined && routes.has(i)) add(i, visibleEnd(d.name), control, false);
+      }
+    }
+    for (const m of ends.values()) {
+      // TensorBoard's maxBridgePathDegree: a metaedge reaching more than 4 ops inside
+      // stops at the frame (a fan of lines would hide the group's own edges).
+      if (m.inner.size > MAX_BRIDGES) continue;
+      for (const [inner, control] of m.inner) seg(m.i, inner, control, m.incoming);
+      // The segments carry the arrow into the group.
+      const parentEdge = EDGE_EL.get(P + "\u0000" + m.i);
+      if (m.incoming && parentEdge) parentEdge.setAttribute("marker-end", "none");
+    }
+  }
+
+  // Big scenes (more than CULL_MIN visible nodes) draw only what lies within one screen
+  // of the view, and below LOD_SCALE no text: the DOM stays small whatever the graph.
+  const CULL_MIN = 1500, LOD_SCALE = 0.35;
+  let drawnWindow = null, drawnLod = false, redrawPending = false;
+  function viewWindow() {
+    const vw = svg.clientWidth || 800, vh = svg.clientHeight || 600;
+    return [-tx / scale, -ty / scale, (vw - tx) / scale, (vh - ty) / scale];
+  }
+  function inWindow(x, y, w, h) {
+    const W = drawnWindow;
+    return x + w / 2 >= W[0] && x - w / 2 <= W[2] && y + h / 2 >= W[1] && y - h / 2 <= W[3];
+  }
+  function render() {
+    scene = compose();
+    draw();
+  }
+  function draw() {
+    const big = scene.abs.size > CULL_MIN;
+    const win = viewWindow(), ww = win[2] - win[0], wh = win[3] - win[1];
+    drawnWindow = big ? [win[0] - ww, win[1] - wh, win[2] + ww, win[3] + wh] : null;
+    drawnLod = big && scale < LOD_SCALE;
+    ELEM.clear();
+    EDGE_EL.clear();
+    while (gradients.firstChild) gradients.removeChild(gradients.firstChild);
+    gradientSeq = 0;
+    const root = svgEl("g", { id: "graph-root" });
+    drawContents(root, view.root, scene.placed.get(""), 0, 0);
+    viewport.replaceChildren(root);
+    if (selected && ELEM.has(selected)) ELEM.get(selected).classList.add("selected");
+    if (highlighted && ELEM.has(highlighted)) ELEM.get(highlighted).classList.add("highlight");
+    drawLegend();
+  }
+
+  function drawLegend() {
+    legend.replaceChildren();
+    const item = (col, text) => {
+      const row = htmlEl("div", { class: "item" });
+      const sw = htmlEl("span", { class: "swatch" });
+      sw.style.background = col;
+      row.appendChild(sw);
+      row.appendChild(htmlEl("span", null, text));
+      legend.appendChild(row);
+    };
+    if (colourMode === "structure") {
+      const ts = own(view.templates);
+      legend.appendChild(htmlEl("div", null, ts.length + " repeated structure" + (ts.length === 1 ? "" : "s")));
+      ts.slice(0, 12).forEach((t) => {
+        const m = view.templates[t] || [];
+        item(TEMPLATE_COLOUR.get(t), m.length + " \u00d7 " + (m[0] || t));
+      });
+      item(UNIQUE, "unique");
+    } else if (colourMode === "device") {
+      for (const [d, col] of DEVICE_COLOUR) item(col, d);
+      if (!DEVICE_COLOUR.size) legend.appendChild(htmlEl("div", null, "no devices set"));
+    } else if (colourMode === "compute_time") {
+      times();
+      item(heat(0, 1), "0 \u00b5s");
+      item(heat(1, 1), MAX_OP_TIME.toFixed(1) + " \u00b5s per op (groups: " + MAX_GROUP_TIME.toFixed(1) + ")");
+    } else legend.appendChild(htmlEl("div", null, "no colouring"));
+  }
+
+  // --- pan and zoom -------------------------------------------------------------------------
+  let tx = 0, ty = 0, scale = 1;
+  function applyTransform(drawNext) {
+    // drawNext: the caller draws right after (no redraw to schedule here).
+    viewport.setAttribute("transform", "translate(" + tx.toFixed(1) + "," + ty.toFixed(1) + ") scale(" + scale.toFixed(4) + ")");
+    if (drawNext || !scene || redrawPending || scene.abs.size <= CULL_MIN) return;
+    const win = viewWindow(), W = drawnWindow;
+    if ((scale < LOD_SCALE) !== drawnLod || !W || win[0] < W[0] || win[1] < W[1] || win[2] > W[2] || win[3] > W[3]) {
+      redrawPending = true;
+      requestAnimationFrame(() => { redrawPending = false; draw(); });
+    }
+  }
+  function fitView(drawNext, first) {
+    const r = scene.abs.get("");
+    const vw = svg.clientWidth || 800, vh = svg.clientHeight || 600;
+    scale = Math.min(1.5, (vw - 20) / r[2], (vh - 20) / r[3]);
+    tx = (vw - r[2] * scale) / 2;
+    ty = (vh - r[3] * scale) / 2;
+    const kids = view.root.children;
+    if (first && scale < 0.25 && scene.abs.size > CULL_MIN && kids.length) {
+      // A huge top level (a graph without scopes) opens readable, at its first node;
+      // "Fit" shows it all.
+      const b = scene.abs.get(kids[0].name);
+      scale = 0.6;
+      tx = vw / 2 - b[0] * scale;
+      ty = vh / 2 - b[1] * scale;
+    }
+    applyTransform(drawNext);
+  }
+  function centreOn(name, drawNext) {
+    const b = scene.abs.get(name);
+    if (!b) return;
+    const vw = svg.clientWidth || 800, vh = svg.clientHeight || 600;
+    scale = Math.max(scale, Math.min(1, (vw - 40) / b[2], (vh - 40) / b[3]));
+    scale = Math.min(scale, 2);
+    tx = vw / 2 - b[0] * scale;
+    ty = vh / 2 - b[1] * scale;
+    applyTransform(drawNext);
+  }
+  function zoomTo(name) {
+    // The node's box fills the view (within the usual zoom bounds).
+    const b = scene.abs.get(name);
+    if (!b) return;
+    const vw = svg.clientWidth || 800, vh = svg.clientHeight || 600;
+    scale = Math.max(0.02, Math.min(1.5, (vw - 40) / b[2], (vh - 40) / b[3]));
+    tx = vw / 2 - b[0] * scale;
+    ty = vh / 2 - b[1] * scale;
+    applyTransform();
+  }
+  svg.addEventListener("wheel", (ev) => {
+    ev.preventDefault();
+    const r = svg.getBoundingClientRect();
+    const mx = ev.clientX - r.left, my = ev.clientY - r.top;
+    const k = Math.exp(-ev.deltaY * 0.0015);
+    const ns = Math.min(8, Math.max(0.02, scale * k));
+    tx = mx - (mx - tx) * (ns / scale);
+    ty = my - (my - ty) * (ns / scale);
+    scale = ns;
+    applyTransform();
+  }, { passive: false });
+  let drag = null;
+  svg.addEventListener("pointerdown", (ev) => {
+    drag = { x: ev.clientX, y: ev.clientY, tx: tx, ty: ty, moved: false };
+  });
+  window.addEventListener("pointermove", (ev) => {
+    if (!drag) return;
+    const dx = ev.clientX - drag.x, dy = ev.clientY - drag.y;
+    if (!drag.moved && Math.abs(dx) + Math.abs(dy) > 4) {
+      drag.moved = true;
+      svg.classList.add("dragging");
+    }
+    if (drag.moved) { tx = drag.tx + dx; ty = drag.ty + dy; applyTransform(); }
+  });
+  window.addEventListener("pointerup", () => {
+    svg.classList.remove("dragging");
+    setTimeout(() => { drag = null; }, 0);
+  });
+
+  function tipText(target) {
+    const path = target.closest("path.edge");
+    if (path && TIP.has(path)) {
+      const [me, label] = TIP.get(path);
+      return me.v + " \u2192 " + me.w + (label ? "\n" + label : "") + "\n" + me.regular + " data, " +
+        me.control + " control, " + me.ref + " ref; " + me.size + " elements";
+    }
+    const g = target.closest("[data-name]");
+    const n = g && NODE.get(g.getAttribute("data-name"));
+    if (!n) return null;
+    if (n.kind === "op") return n.name + " (" + n.op + ")";
+    if (n.kind === "series") return n.name + " (" + n.series.ids.length + " \u00d7 " + n.series.op + ")";
+    return n.name + " (" + n.cardinality + " ops)";
+  }
+  svg.addEventListener("mousemove", (ev) => {
+    const text = drag && drag.moved ? null : tipText(ev.target);
+    if (!text) { tip.classList.remove("open"); return; }
+    const r = stage.getBoundingClientRect();
+    tip.textContent = text;
+    tip.style.left = (ev.clientX - r.left + 14) + "px";
+    tip.style.top = (ev.clientY - r.top + 14) + "px";
+    tip.classList.add("open");
+  });
+  svg.addEventListener("mouseleave", () => tip.classList.remove("open"));
+
+  // --- interaction --------------------------------------------------------------------------
+  function toggle(name) {
+    // The group's top-left corner stays where it is on screen (the drawing grows around it).
+    const before = scene.abs.get(name);
+    if (expanded.has(name)) {
+      // Closing a group closes everything inside it too, so reopening shows it collapsed.
+      for (const e of Array.from(expanded)) if (e === name || e.startsWith(name + "/")) expanded.delete(e);
+      expanded.add("");
+    } else expanded.add(name);
+    scene = compose();
+    const after = scene.abs.get(name);
+    if (before && after) {
+      tx += (before[0] - before[2] / 2 - (after[0] - after[2] / 2)) * scale;
+      ty += (before[1] - before[3] / 2 - (after[1] - after[3] / 2)) * scale;
+      applyTransform(true);
+    }
+    draw();
+  }
+  function reveal(name) {
+    if (!NODE.has(name)) return;
+    for (let p = PARENT.get(name); p !== undefined; p = PARENT.get(p)) expanded.add(p);
+    highlighted = name;
+    scene = compose();
+    centreOn(name, true);
+    draw();
+  }
+  svg.addEventListener("click", (ev) => {
+    if (drag && drag.moved) return;
+    const g = ev.target.closest("[data-name]");
+    if (!g) return;
+    const name = g.getAttribute("data-name");
+    const n = NODE.get(name);
+    if (!n) return;
+    const header = ev.target.classList.contains("header");
+    if (n.kind === "op" || (expanded.has(name) && !header)) {
+      // Ops, and the body of an open group: select and show the card.
+      selected = name;
+      for (const e of viewport.querySelectorAll(".selected")) e.classList.remove("selected");
+      g.classList.add("selected");
+    } else {
+      // A closed group opens; an open group's header band closes it.
+      selected = name;
+      toggle(name);
+    }
+    showCard(n);
+  });
+  colourSelect.addEventListener("change", () => { colourMode = colourSelect.value; render(); });
+  fitButton.addEventListener("click", () => fitView(false));
+  collapseButton.addEventListener("click", () => {
+    expanded.clear();
+    expanded.add("");
+    scene = compose();
+    fitView(true);
+    draw();
+  });
+
+  // Search: names containing the text (case-insensitive), the first 50 listed.
+  let searchTimer = null;
+  function runSearch() {
+    const q = search.value.trim().toLowerCase();
+    results.replaceChildren();
+    if (!q) { results.classList.remove("open"); return; }
+    let count = 0;
+    for (const nm of NAMES) {
+      if (nm.toLowerCase().indexOf(q) < 0) continue;
+      if (++count > 50) break;
+      const b = htmlEl("button", { type: "button", "data-target": nm }, nm);
+      results.appendChild(b);
+    }
+    if (!count) results.appendChild(htmlEl("div", null, "no match"));
+    results.classList.add("open");
+  }
+  search.addEventListener("input", () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(runSearch, 120);
+  });
+  search.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter") {
+      runSearch();
+      const first = results.querySelector("button");
+      if (first) pick(first.getAttribute("data-target"));
+    } else if (ev.key === "Escape") results.classList.remove("open");
+  });
+  function pick(name) {
+    results.classList.remove("open");
+    reveal(name);
+    showCard(NODE.get(name));
+  }
+  results.addEventListener("click", (ev) => {
+    const b = ev.target.closest("button");
+    if (b) pick(b.getAttribute("data-target"));
+  });
+
+  // --- info card ------------------------------------------------------------------------------
+  function shapeText(s) {
+    if (s === null || s === undefined) return "?";
+    if (!s.length) return "scalar";
+    return s.map((d) => (d === null || d < 0 ? "?" : String(d))).join("\u00d7");
+  }
+  function row(table, k, v) {
+    const tr = htmlEl("tr");
+    tr.appendChild(htmlEl("td", null, k));
+    const td = htmlEl("td");
+    if (v instanceof Node) td.appendChild(v); else td.textContent = v;
+    tr.appendChild(td);
+    table.appendChild(tr);
+  }
+  function nameLink(nm, extra) {
+    const span = htmlEl("span");
+    if (NODE.has(nm)) {
+      const a = htmlEl("span", { class: "link", "data-target": nm }, nm);
+      span.appendChild(a);
+    } else span.appendChild(document.createTextNode(nm));
+    if (extra) span.appendChild(document.createTextNode(extra));
+    return span;
+  }
+  function section(title) { card.appendChild(htmlEl("h3", null, title)); }
+  function showCard(n) {
+    card.replaceChildren();
+    const close = htmlEl("button", { class: "close", type: "button", title: "Close" }, "\u00d7");
+    card.appendChild(close);
+    card.appendChild(htmlEl("h2", null, n.name || "(root)"));
+    const t = htmlEl("table");
+    card.appendChild(t);
+    if (n.kind === "op") {
+      row(t, "op", n.op);
+      if (n.device) row(t, "device", n.device);
+      if (n.xla_cluster) row(t, "XLA cluster", n.xla_cluster);
+      if (typeof n.compute_time_us === "number") row(t, "compute time", n.compute_time_us + " \u00b5s");
+      const shapes = n.shapes || [];
+      row(t, "outputs", shapes.length ? shapes.map(shapeText).join(", ") : "(no shapes)");
+      const attrs = own(n.attrs);
+      if (attrs.length) {
+        section("Attributes");
+        const at = htmlEl("table");
+        for (const k of attrs) row(at, k, String(n.attrs[k]));
+        card.appendChild(at);
+      }
+      const ins = n.inputs || [];
+      if (ins.length) {
+        section("Inputs");
+        const ul = htmlEl("ul");
+        for (const e of ins) {
+          const li = htmlEl("li");
+          li.appendChild(nameLink(e.name, (e.slot ? ":" + e.slot : "") + (e.control ? " (control)" : "")));
+          ul.appendChild(li);
+        }
+        card.appendChild(ul);
+      }
+      for (const [key, title] of [["in_embeddings", "Embedded inputs"], ["out_embeddings", "Embedded outputs"]]) {
+        const list = n[key] || [];
+        if (!list.length) continue;
+        section(title);
+        const ul = htmlEl("ul");
+        for (const e of list) {
+          ul.appendChild(htmlEl("li", null, e.name + " (" + e.op + ")" +
+            ((e.shapes || []).length ? " " + e.shapes.map(shapeText).join(", ") : "")));
+        }
+        card.appendChild(ul);
+      }
+    } else {
+      row(t, "kind", n.kind === "series" ? "series" : "group");
+      row(t, "ops inside", String(n.cardinality));
+      row(t, "children", String(n.children.length));
+      row(t, "depth", String(n.depth));
+      if (n.template) {
+        const m = view.templates[n.template] || [];
+        row(t, "structure", "repeated " + m.length + "\u00d7 (" + n.template + ")");
+      } else row(t, "structure", "unique");
+      if (n.series) row(t, "series", n.series.ids.length + " \u00d7 " + n.series.op + (n.series.vertical ? " (chained)" : ""));
+      const sp = n.side_panel || {};
+      const panel = (sp.in || []).concat(sp.out || []);
+      if (panel.length) row(t, "side panel", panel.map((s) => s.split("/").pop()).join(", "));
+      for (const [key, title] of [["op_histogram", "Ops"], ["device_histogram", "Devices"]]) {
+        const hist = n[key] || {};
+        const ks = own(hist).sort((a, b) => hist[b] - hist[a]);
+        if (!ks.length) continue;
+        section(title);
+        const ht = htmlEl("table");
+        for (const k of ks.slice(0, 20)) row(ht, k, String(hist[k]));
+        if (ks.length > 20) row(ht, "\u2026", (ks.length - 20) + " more");
+        card.appendChild(ht);
+      }
+    }
+    card.classList.add("open");
+  }
+  card.addEventListener("click", (ev) => {
+    if (ev.target.classList.contains("close")) { card.classList.remove("open"); return; }
+    const a = ev.target.closest(".link");
+    if (a) {
+      const nm = a.getAttribute("data-target");
+      reveal(nm);
+      showCard(NODE.get(nm));
+    }
+  });
+  document.addEventListener("keydown", (ev) => {
+    if (ev.key === "Escape") { card.classList.remove("open"); results.classList.remove("open"); }
+  });
+
+  // --- first paint, and a small API for tests and notebooks -----------------------------------
+  scene = compose();
+  fitView(true, true);
+  draw();
+  const T_RENDERED = performance.now();
+  const api = {
+    timing: { scriptStart: T0, parsed: T_PARSED, rendered: T_RENDERED, frame: null },
+    expand(name) { if (!expanded.has(name) && isGroup(NODE.get(name))) toggle(name); },
+    collapse(name) { if (name && expanded.has(name)) toggle(name); },
+    reveal: reveal,
+    zoomTo(name) { zoomTo(name); },
+    setColour(mode) { colourSelect.value = mode; colourMode = mode; render(); },
+    expanded() { return Array.from(expanded); },
+    // Absolute boxes [x, y, w, h] (centre-based) of every visible node, in layout pixels.
+    boxes() { return Array.from(scene.abs); },
+  };
+  Object.defineProperty(window, "summarylibViewer", { value: api });
+  requestAnimationFrame(() => requestAnimationFrame(() => { api.timing.frame = performance.now(); }));
+})();

@@ -1,0 +1,133 @@
+"""One self-contained HTML file showing a :class:`GraphView`: opens from disk, offline.
+
+The page holds three things, all inline: the view as JSON (``view_to_json``) plus the
+per-group layouts (``layout.layout_to_json``) in a ``<script type="application/json">``
+block, our viewer script (``assets/viewer.js``) and its style sheet (``assets/viewer.css``).
+Nothing is fetched: no fonts, no scripts, no images, and a Content-Security-Policy that
+allows only the two inline blocks by hash enforces it.
+
+The graph is untrusted input (names, op types and attribute values come from whoever
+wrote the GraphDef). The JSON block escapes ``<``, ``>`` and ``&`` (and every non-ASCII
+character) so that no text in it can close the block or open markup, and the viewer builds
+the page with ``textContent`` and ``setAttribute`` only. The CSP is a second line: even
+markup that got through could not run a script.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import math
+from importlib import resources
+from typing import Any
+
+from summarylib.graph._gc import gc_paused
+from summarylib.graph.view.layout import (
+    CHAR_W,
+    HEADER,
+    PAD,
+    PANEL_GAP,
+    PANEL_VGAP,
+    layout_to_json,
+    layout_view,
+)
+from summarylib.graph.view.model import GraphView
+
+__all__ = ["COLOUR_MODES", "embed_json", "view_to_html"]
+
+#: The colour modes of the viewer's selector.
+COLOUR_MODES = ("structure", "device", "compute_time", "none")
+
+
+def _asset(name: str) -> str:
+    # One joinpath per segment: namespace-package paths take a single argument.
+    path = resources.files("summarylib.graph.view").joinpath("assets").joinpath(name)
+    return path.read_text(encoding="utf-8")
+
+
+def _finite(obj: Any) -> Any:
+    """``obj`` with NaN and infinities replaced by None (JSON has no such numbers)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def embed_json(obj: Any) -> str:
+    """``obj`` as JSON that is safe between ``<script type="application/json">`` tags.
+
+    ASCII only (so U+2028/U+2029 and lone surrogates are escapes), and ``<``, ``>``, ``&``
+    as ``\\u00XX`` escapes: these can only occur inside JSON strings, where the escape
+    means the same character, so ``JSON.parse`` gets the original text back while the
+    HTML parser never sees ``</script>`` or ``<!--``.
+    """
+    try:
+        text = json.dumps(obj, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    except ValueError:
+        text = json.dumps(_finite(obj), ensure_ascii=True, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _sha256(text: str) -> str:
+    return base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+
+
+def view_to_html(view: GraphView, title: str | None = None, colour: str = "structure") -> str:
+    """A self-contained HTML page showing ``view`` (see the module docstring).
+
+    ``colour`` is the colour mode selected at first: ``"structure"`` (groups of one
+    template share a colour, unique groups are grey), ``"device"``, ``"compute_time"``
+    (when ops have ``compute_time_us``) or ``"none"``. The layout direction is
+    ``view.options["rankdir"]`` (``"BT"``: inputs at the bottom).
+    """
+    if colour not in COLOUR_MODES:
+        raise ValueError(f"colour must be one of {COLOUR_MODES}, not {colour!r}")
+    with gc_paused():
+        return _html(view, title, colour)
+
+
+def _html(view: GraphView, title: str | None, colour: str) -> str:
+    from summarylib.graph.view.json_export import view_to_json
+
+    page_title = title if title is not None else "Graph"
+    payload = {
+        "title": page_title,
+        "colour": colour,
+        "view": view_to_json(view),
+        "layout": layout_to_json(view, layout_view(view)),
+        # The viewer's composition mirrors layout.compose; it needs the same constants.
+        "constants": {
+            "PAD": PAD,
+            "HEADER": HEADER,
+            "PANEL_GAP": PANEL_GAP,
+            "PANEL_VGAP": PANEL_VGAP,
+            "CHAR_W": CHAR_W,
+        },
+    }
+    script = _asset("viewer.js")
+    style = _asset("viewer.css")
+    csp = (
+        "default-src 'none'; "
+        f"script-src 'sha256-{_sha256(script)}'; "
+        f"style-src 'sha256-{_sha256(style)}'; "
+        "img-src data:; base-uri 'none'; form-action 'none'"
+    )
+    return "".join(
+        [
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
+            # Our own text (hashes are base64): nothing to escape inside the quotes.
+            f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
+            f"<title>{html.escape(page_title)}</title>\n",
+            f"<style>{style}</style>\n</head>\n<body>\n",
+            '<script type="application/json" id="graph-data">',
+            embed_json(payload),
+            "</script>\n",
+            f"<script>{script}</script>\n</body>\n</html>\n",
+        ]
+    )

@@ -1,0 +1,842 @@
+"""Layered layout of a :class:`GraphView`, one group at a time, computed ahead of time.
+
+Every group gets one layout of its direct children drawn **collapsed**
+(:func:`layout_group`); the viewer composes expanded groups from those pieces
+(:func:`compose`, mirrored by ``assets/viewer.js``). A group's layout therefore never
+depends on what is expanded, which is what keeps expansion stable: opening a group makes
+room for it by stretching its ancestors' layouts, without reordering anything.
+
+The layered layout is a small Sugiyama: cycles broken by depth-first search, longest-path
+layering (sources pulled up next to their consumers), dummy nodes on long edges, a few
+barycentre sweeps to order each layer, then coordinates that align each node with the
+median of its neighbours (isotonic regression per layer keeps the minimum gaps). Groups
+with more than :data:`CHUNK` children are cut into chunks of consecutive children in
+topological order, each laid out on its own and placed on a grid, so no layout ever handles
+more than :data:`CHUNK` nodes; edges between chunks are straight lines. Many children
+without any edge in the group (a horizontal series) stand on a grid beside the rest.
+
+Children in the group's side panel (``GroupNode.side_panel``) are not in the layered
+layout: they stand in a column to the right of it, and their metaedges are not routed.
+
+Coordinates are pixels, ``x`` to the right and ``y`` down; boxes are centre-based
+``(x, y, w, h)`` in the group's own frame, whose main layout spans ``[0, width] x [0,
+height]``. ``rankdir`` follows Graphviz: ``"BT"`` (TensorBoard's default: inputs at the
+bottom), ``"TB"``, ``"LR"``, ``"RL"``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from summarylib.graph._gc import gc_paused
+from summarylib.graph.view.model import GraphView, GroupNode, Metaedge, OpNode, Shape, ViewNode
+
+__all__ = [
+    "CHUNK",
+    "Box",
+    "EdgeRoute",
+    "GroupLayout",
+    "Scene",
+    "collapsed_size",
+    "compose",
+    "edge_label",
+    "edge_width",
+    "layout_group",
+    "layout_to_json",
+    "layout_view",
+]
+
+#: Most children one layered layout handles; bigger groups are laid out in chunks.
+CHUNK = 240
+#: Estimated width of one character of the 11 px sans-serif label font.
+CHAR_W = 6.4
+#: Gap between neighbours in a layer, between layers, and the width a dummy node takes.
+NODE_SEP = 14.0
+RANK_SEP = 38.0
+DUMMY_W = 8.0
+#: An expanded group: padding around its content and the band holding its label.
+PAD = 12.0
+HEADER = 24.0
+#: The side-panel column: gap to the main layout, and between the boxes in it.
+PANEL_GAP = 28.0
+PANEL_VGAP = 8.0
+#: Edges spanning more layers than this are drawn straight (no dummy nodes).
+MAX_SPAN = 40
+#: From this many children without edges in a group, they go on a grid of their own.
+GRID_MIN = 8
+#: Gap between chunks of a chunked group.
+CHUNK_GAP = 60.0
+#: Edge width scale (TensorBoard's): a power scale of exponent 0.3 maps element counts in
+#: [1, 5e6] to [0.75, 12] px.
+MIN_EDGE_W, MAX_EDGE_W, MAX_EDGE_SIZE, EDGE_EXP = 0.75, 12.0, 5e6, 0.3
+
+RANKDIRS = ("BT", "TB", "LR", "RL")
+#: Between the dims of an edge label (TensorBoard's multiplication sign).
+TIMES = "\u00d7"
+
+Point = tuple[float, float]
+
+
+class Box(NamedTuple):
+    """A centre-based box: centre ``(x, y)``, width ``w``, height ``h``."""
+
+    x: float
+    y: float
+    w: float
+    h: float
+
+
+@dataclass
+class EdgeRoute:
+    """How one metaedge is drawn inside its group.
+
+    ``points`` are the bends between the two ends, from ``v`` to ``w``, in the group's
+    frame (empty: a straight line); the ends themselves are the children's boxes.
+    """
+
+    points: list[Point]
+    label: str
+    width: float
+
+
+@dataclass
+class GroupLayout:
+    """The layout of one group's children, all collapsed.
+
+    ``nodes`` maps every child (side-panel ones included) to its collapsed box; ``width``
+    and ``height`` bound the main layout only. ``edges`` follows ``GroupNode.metaedges``
+    (``None`` for a metaedge touching a side-panel child). ``panel`` lists the side-panel
+    children in drawing order (``in`` then ``out``); ``chunks`` is 1 unless the group was
+    cut into chunks.
+    """
+
+    width: float
+    height: float
+    nodes: dict[str, Box]
+    edges: list[EdgeRoute | None]
+    panel: list[str] = field(default_factory=list)
+    chunks: int = 1
+
+
+# --- node sizes, edge labels and widths -------------------------------------------------
+
+
+def label_of(name: str) -> str:
+    """The last segment of a full name (what a box shows)."""
+    return name.rsplit("/", 1)[-1]
+
+
+def collapsed_size(node: ViewNode) -> tuple[float, float]:
+    """Width and height of a node drawn collapsed: an op ellipse, a group box or a stack.
+
+    The width follows the label's length within bounds; the viewer cuts longer labels.
+    """
+    n = len(label_of(node.name))
+    if isinstance(node, OpNode):
+        return _round(min(max(n * CHAR_W + 18.0, 40.0), 150.0)), 20.0
+    w = _round(min(max(n * CHAR_W + 26.0, 64.0), 170.0))
+    if node.kind == "series":
+        # Stacks show three offset copies: extra room along the stacking direction.
+        return (w, 36.0) if node.series_vertical else (w + 10.0, 28.0)
+    return w, 28.0
+
+
+def _dim(d: int | None) -> str:
+    return "?" if d is None or d < 0 else str(d)
+
+
+def shape_text(shape: Shape) -> str:
+    """``8\u00d73`` (multiplication signs); ``?`` for an unknown rank or dim; ``scalar``
+    for rank 0."""
+    if shape is None:
+        return "?"
+    if len(shape) == 0:
+        return "scalar"
+    return TIMES.join(_dim(d) for d in shape)
+
+
+def edge_label(shapes: list[Shape]) -> str:
+    """An edge's label: the one shape it carries, ``N tensors`` for several, else empty."""
+    if len(shapes) == 1:
+        return shape_text(shapes[0])
+    return f"{len(shapes)} tensors" if shapes else ""
+
+
+def edge_width(size: int) -> float:
+    """Stroke width in px for a metaedge carrying ``size`` elements (TensorBoard's scale)."""
+    s = min(max(float(size), 1.0), MAX_EDGE_SIZE)
+    t = (math.pow(s, EDGE_EXP) - 1.0) / (math.pow(MAX_EDGE_SIZE, EDGE_EXP) - 1.0)
+    return MIN_EDGE_W + (MAX_EDGE_W - MIN_EDGE_W) * t
+
+
+# --- the layered layout (abstract frame: o along the layers, r across them) ----------------
+
+
+def _acyclic(n: int, edges: list[tuple[int, int]]) -> tuple[list[bool], list[int]]:
+    """Back edges of a depth-first search (to reverse) and a topological order.
+
+    The search starts from the nodes in their given order, so the result is deterministic.
+    After reversing the back edges, the order is Kahn's, always taking the ready node that
+    comes first in the given order: independent parts keep the children's order (the order
+    of first appearance), where a reverse post-order would flip them.
+    """
+    out: list[list[int]] = [[] for _ in range(n)]
+    for i, (a, _b) in enumerate(edges):
+        out[a].append(i)
+    state = [0] * n  # 0 new, 1 on the stack, 2 done
+    back = [False] * len(edges)
+    for s in range(n):
+        if state[s]:
+            continue
+        state[s] = 1
+        stack = [(s, 0)]
+        while stack:
+            v, k = stack[-1]
+            ev = out[v]
+            if k < len(ev):
+                stack[-1] = (v, k + 1)
+                e = ev[k]
+                w = edges[e][1]
+                if state[w] == 1:
+                    back[e] = True
+                elif state[w] == 0:
+                    state[w] = 1
+                    stack.append((w, 0))
+            else:
+                state[v] = 2
+                stack.pop()
+    indeg = [0] * n
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for i, (a, b) in enumerate(edges):
+        if a != b:
+            if back[i]:
+                a, b = b, a
+            succ[a].append(b)
+            indeg[b] += 1
+    ready = [v for v in range(n) if not indeg[v]]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        v = heapq.heappop(ready)
+        order.append(v)
+        for w in succ[v]:
+            indeg[w] -= 1
+            if not indeg[w]:
+                heapq.heappush(ready, w)
+    return back, order
+
+
+def _pav(desired: list[float], weights: list[float], seps: list[float]) -> list[float]:
+    """Positions closest to ``desired`` (weighted least squares) keeping ``x[i+1] - x[i] >=
+    seps[i]``: isotonic regression (pool adjacent violators) on the shifted targets."""
+    n = len(desired)
+    offs = [0.0] * n
+    for i in range(1, n):
+        offs[i] = offs[i - 1] + seps[i - 1]
+    # Blocks of pooled values: [weight sum, weighted value sum, count].
+    bw: list[float] = []
+    bs: list[float] = []
+    bc: list[int] = []
+    for i in range(n):
+        w = weights[i]
+        bw.append(w)
+        bs.append(w * (desired[i] - offs[i]))
+        bc.append(1)
+        while len(bw) > 1 and bs[-2] * bw[-1] > bs[-1] * bw[-2]:
+            w2, s2, c2 = bw.pop(), bs.pop(), bc.pop()
+            bw[-1] += w2
+            bs[-1] += s2
+            bc[-1] += c2
+    out: list[float] = []
+    i = 0
+    for w, s, c in zip(bw, bs, bc, strict=True):
+        v = s / w
+        for _ in range(c):
+            out.append(v + offs[i])
+            i += 1
+    return out
+
+
+def _median(vals: list[float]) -> float:
+    vals.sort()
+    m = len(vals) // 2
+    return vals[m] if len(vals) % 2 else (vals[m - 1] + vals[m]) / 2.0
+
+
+@dataclass
+class _Layered:
+    """Result of :func:`_layered` in the abstract frame (o, r): centres, routes, extent."""
+
+    o: list[float]
+    r: list[float]
+    routes: list[list[Point]]  # per edge, in the edge's direction, as (o, r) points
+    extent_o: float
+    extent_r: float
+    chunks: int = 1
+
+
+def _layered(sizes: list[tuple[float, float]], edges: list[tuple[int, int]]) -> _Layered:
+    """Lay out ``len(sizes)`` nodes of size (along layers, across layers) with ``edges``.
+
+    Parallel and self edges are allowed (self edges get no route).
+    """
+    n = len(sizes)
+    if n <= 1:
+        w, h = sizes[0] if sizes else (0.0, 0.0)
+        return _Layered([w / 2.0] * n, [h / 2.0] * n, [[] for _ in edges], w, h)
+    back, topo = _acyclic(n, edges)
+    # Oriented edges (a below b in the ranking), each distinct pair once.
+    preds: list[list[int]] = [[] for _ in range(n)]
+    succs: list[list[int]] = [[] for _ in range(n)]
+    seen: set[tuple[int, int]] = set()
+    for i, (a, b) in enumerate(edges):
+        if a == b:
+            continue
+        if back[i]:
+            a, b = b, a
+        if (a, b) not in seen:
+            seen.add((a, b))
+            preds[b].append(a)
+            succs[a].append(b)
+    rank = [0] * n
+    for v in topo:
+        if preds[v]:
+            rank[v] = max(rank[u] for u in preds[v]) + 1
+    # Longest-path layering puts every source in layer 0; a source feeding only late
+    # consumers sits better just below its first consumer (shorter edges, fewer dummies).
+    for v in reversed(topo):
+        if not preds[v] and succs[v]:
+            rank[v] = min(rank[s] for s in succs[v]) - 1
+    nranks = max(rank) + 1
+
+    # Proper layered graph: real nodes 0..n-1, then dummies; adjacency between layers.
+    size_o = [s[0] for s in sizes]
+    lrank = list(rank)
+    up: list[list[int]] = [[] for _ in range(n)]  # neighbours in the layer above (rank+1)
+    down: list[list[int]] = [[] for _ in range(n)]  # neighbours in the layer below
+    chains: dict[tuple[int, int], list[int]] = {}
+    budget = max(2000, 8 * n)
+    for a, b in sorted(seen, key=lambda p: rank[p[1]] - rank[p[0]]):
+        span = rank[b] - rank[a]
+        if span <= 1 or span > MAX_SPAN or budget < span:
+            if span == 1:
+                up[a].append(b)
+                down[b].append(a)
+            continue
+        budget -= span - 1
+        prev = a
+        chain: list[int] = []
+        for k in range(rank[a] + 1, rank[b]):
+            d = len(lrank)
+            lrank.append(k)
+            size_o.append(DUMMY_W)
+            up.append([])
+            down.append([])
+            up[prev].append(d)
+            down[d].append(prev)
+            chain.append(d)
+            prev = d
+        up[prev].append(b)
+        down[b].append(prev)
+        chains[(a, b)] = chain
+    total = len(lrank)
+
+    # Initial order: topological position; a dummy follows its edge's source.
+    key = [0.0] * total
+    for i, v in enumerate(topo):
+        key[v] = float(i)
+    for (a, _b), chain in chains.items():
+        for d in chain:
+            key[d] = key[a] + 0.5
+    layers: list[list[int]] = [[] for _ in range(nranks)]
+    for v in range(total):
+        layers[lrank[v]].append(v)
+    pos = [0.0] * total
+    for layer in layers:
+        layer.sort(key=key.__getitem__)
+        for i, v in enumerate(layer):
+            pos[v] = float(i)
+
+    # Barycentre sweeps: up the layers using the neighbours below, then down, twice.
+    def sweep(order: Iterable[int], nb: list[list[int]]) -> None:
+        for r in order:
+            layer = layers[r]
+            if len(layer) == 1:
+                continue
+            bary: dict[int, float] = {}
+            for v in layer:
+                ns = nb[v]
+                bary[v] = sum(pos[u] for u in ns) / len(ns) if ns else pos[v]
+            layer.sort(key=bary.__getitem__)
+            for i, v in enumerate(layer):
+                pos[v] = float(i)
+
+    for _ in range(2):
+        sweep(range(1, nranks), down)
+        sweep(range(nranks - 2, -1, -1), up)
+
+    # Coordinates along the layers: pack, then pull each node to the median of its
+    # neighbours in the layer just placed, keeping minimum gaps (nodes without neighbours
+    # there weigh little, so they move out of the way).
+    o = [0.0] * total
+    for layer in layers:
+        x = 0.0
+        for v in layer:
+            o[v] = x + size_o[v] / 2.0
+            x += size_o[v] + NODE_SEP
+
+    def align(order: Iterable[int], nb: list[list[int]]) -> None:
+        for r in order:
+            layer = layers[r]
+            if len(layer) == 1:
+                ns = nb[layer[0]]
+                if ns:
+                    o[layer[0]] = _median([o[u] for u in ns])
+                continue
+            desired: list[float] = []
+            weights: list[float] = []
+            for v in layer:
+                ns = nb[v]
+                if ns:
+                    desired.append(_median([o[u] for u in ns]))
+                    weights.append(1.0 if v < n else 2.0)  # keep long edges straight
+                else:
+                    desired.append(o[v])
+                    weights.append(0.05)
+            seps = [
+                (size_o[layer[i]] + size_o[layer[i + 1]]) / 2.0 + NODE_SEP
+                for i in range(len(layer) - 1)
+            ]
+            for v, x in zip(layer, _pav(desired, weights, seps), strict=True):
+                o[v] = x
+
+    for _ in range(2):
+        align(range(1, nranks), down)
+        align(range(nranks - 2, -1, -1), up)
+    lo = min(o[v] - size_o[v] / 2.0 for v in range(total))
+    hi = max(o[v] + size_o[v] / 2.0 for v in range(total))
+    o = [x - lo for x in o]
+
+    # Across the layers: each layer as thick as its thickest node.
+    thick = [0.0] * nranks
+    for v in range(n):
+        thick[rank[v]] = max(thick[rank[v]], sizes[v][1])
+    centre = [0.0] * nranks
+    y = 0.0
+    for k in range(nranks):
+        centre[k] = y + thick[k] / 2.0
+        y += thick[k] + RANK_SEP
+    extent_r = y - RANK_SEP
+    r = [centre[lrank[v]] for v in range(total)]
+
+    routes: list[list[Point]] = []
+    for i, (a, b) in enumerate(edges):
+        if a == b:
+            routes.append([])
+            continue
+        rev = back[i]
+        chain = chains.get((b, a) if rev else (a, b), [])
+        pts = [(o[d], r[d]) for d in chain]
+        if rev:
+            pts.reverse()
+        routes.append(pts)
+    return _Layered(o[:n], r[:n], routes, hi - lo, extent_r)
+
+
+def _chunked(sizes: list[tuple[float, float]], edges: list[tuple[int, int]]) -> _Layered:
+    """Lay out a big group as chunks of :data:`CHUNK` children in topological order, on a
+    near-square grid (rows across the layers); edges between chunks stay straight."""
+    n = len(sizes)
+    _back, topo = _acyclic(n, edges)
+    nchunks = -(-n // CHUNK)
+    chunk_of = [0] * n
+    local = [0] * n
+    members: list[list[int]] = [[] for _ in range(nchunks)]
+    for i, v in enumerate(topo):
+        c = i // CHUNK
+        chunk_of[v] = c
+        local[v] = len(members[c])
+        members[c].append(v)
+    inner: list[list[tuple[int, int]]] = [[] for _ in range(nchunks)]
+    inner_ids: list[list[int]] = [[] for _ in range(nchunks)]
+    for i, (a, b) in enumerate(edges):
+        if chunk_of[a] == chunk_of[b]:
+            inner[chunk_of[a]].append((local[a], local[b]))
+            inner_ids[chunk_of[a]].append(i)
+    parts = [
+        _layered([sizes[v] for v in members[c]], inner[c]) for c in range(nchunks)
+    ]
+    # Columns so that the whole is about as wide as tall (chunks of a chain are tall).
+    mean_o = sum(p.extent_o for p in parts) / nchunks + CHUNK_GAP
+    mean_r = sum(p.extent_r for p in parts) / nchunks + CHUNK_GAP
+    cols = max(1, min(nchunks, round(math.sqrt(nchunks * mean_r / mean_o))))
+    o = [0.0] * n
+    r = [0.0] * n
+    routes: list[list[Point]] = [[] for _ in edges]
+    row_r = 0.0
+    extent_o = 0.0
+    for start in range(0, nchunks, cols):
+        row = range(start, min(start + cols, nchunks))
+        row_o = 0.0
+        for c in row:
+            part = parts[c]
+            for v, x, y in zip(members[c], part.o, part.r, strict=True):
+                o[v] = row_o + x
+                r[v] = row_r + y
+            for i, pts in zip(inner_ids[c], part.routes, strict=True):
+                routes[i] = [(row_o + x, row_r + y) for x, y in pts]
+            row_o += part.extent_o + CHUNK_GAP
+        extent_o = max(extent_o, row_o - CHUNK_GAP)
+        row_r += max(parts[c].extent_r for c in row) + CHUNK_GAP
+    return _Layered(o, r, routes, extent_o, row_r - CHUNK_GAP, nchunks)
+
+
+def _grid(sizes: list[tuple[float, float]]) -> _Layered:
+    """Nodes without edges on a near-square grid, in order, row by row."""
+    k = len(sizes)
+    cell_o = max(s[0] for s in sizes) + NODE_SEP
+    cell_r = max(s[1] for s in sizes) + NODE_SEP
+    cols = max(1, min(k, round(math.sqrt(k * cell_r / cell_o))))
+    rows = -(-k // cols)
+    o = [(i % cols) * cell_o + cell_o / 2.0 for i in range(k)]
+    r = [(i // cols) * cell_r + cell_r / 2.0 for i in range(k)]
+    return _Layered(o, r, [], cols * cell_o - NODE_SEP, rows * cell_r - NODE_SEP)
+
+
+def _arrange(sizes: list[tuple[float, float]], edges: list[tuple[int, int]]) -> _Layered:
+    """The layered layout of the nodes with edges; many nodes without any (a horizontal
+    series, a scope of unrelated ops) go on a grid beside it instead of one endless
+    layer."""
+    linked = [False] * len(sizes)
+    for a, b in edges:
+        if a != b:
+            linked[a] = linked[b] = True
+    loose = [i for i, x in enumerate(linked) if not x]
+    if len(loose) < GRID_MIN:
+        return _layered(sizes, edges) if len(sizes) <= CHUNK else _chunked(sizes, edges)
+    core = [i for i, x in enumerate(linked) if x]
+    local = {v: k for k, v in enumerate(core)}
+    core_edges = [(local[a], local[b]) for a, b in edges if a in local and b in local]
+    part = (_layered if len(core) <= CHUNK else _chunked)([sizes[i] for i in core], core_edges)
+    grid = _grid([sizes[i] for i in loose])
+    shift = part.extent_o + CHUNK_GAP if core else 0.0
+    o = [0.0] * len(sizes)
+    r = [0.0] * len(sizes)
+    for i, x, y in zip(core, part.o, part.r, strict=True):
+        o[i], r[i] = x, y
+    for i, x, y in zip(loose, grid.o, grid.r, strict=True):
+        o[i], r[i] = shift + x, y
+    routes: list[list[Point]] = []
+    it = iter(part.routes)
+    for a, b in edges:
+        routes.append(next(it) if a in local and b in local else [])
+    return _Layered(o, r, routes, shift + grid.extent_o, max(part.extent_r, grid.extent_r),
+                    part.chunks)
+
+
+# --- one group ----------------------------------------------------------------------------
+
+
+def _panel(group: GroupNode) -> list[str]:
+    names: list[str] = []
+    for side in ("in", "out"):
+        for name in group.side_panel.get(side, []):
+            if name not in names and name in group.children:
+                names.append(name)
+    return names
+
+
+_Memo = dict[tuple[object, ...], "_Layered"]
+
+
+def layout_group(
+    view: GraphView, group: GroupNode, rankdir: str = "BT", memo: _Memo | None = None
+) -> GroupLayout:
+    """The layout of ``group``'s children, drawn collapsed (see the module docstring).
+
+    ``memo`` (shared across calls) reuses the layered layout of an earlier group with the
+    same child sizes and edges: repeated blocks (templates, series members) are the bulk
+    of big graphs and come out identical.
+    """
+    if rankdir not in RANKDIRS:
+        raise ValueError(f"rankdir must be one of {RANKDIRS}, not {rankdir!r}")
+    panel = _panel(group)
+    in_panel = set(panel)
+    main = [c for c in group.children if c not in in_panel]
+    index = {name: i for i, name in enumerate(main)}
+    sized = {c: collapsed_size(view.nodes[c]) for c in group.children}
+    across = rankdir in ("TB", "BT")
+    # (along the layers, across them): width and height for vertical flows, else swapped.
+    sizes = [(sized[c] if across else (sized[c][1], sized[c][0])) for c in main]
+    edge_ids: list[int] = []
+    pairs: list[tuple[int, int]] = []
+    for i, me in enumerate(group.metaedges):
+        a, b = index.get(me.v), index.get(me.w)
+        if a is not None and b is not None:
+            edge_ids.append(i)
+            pairs.append((a, b))
+    key = (tuple(sizes), tuple(pairs))
+    lay = memo.get(key) if memo is not None else None
+    if lay is None:
+        lay = _arrange(sizes, pairs)
+        if memo is not None:
+            memo[key] = lay
+
+    def to_xy(o: float, r: float) -> Point:
+        if rankdir == "TB":
+            return o, r
+        if rankdir == "BT":
+            return o, lay.extent_r - r
+        if rankdir == "LR":
+            return r, o
+        return lay.extent_r - r, o
+
+    width, height = (
+        (lay.extent_o, lay.extent_r) if across else (lay.extent_r, lay.extent_o)
+    )
+    nodes: dict[str, Box] = {}
+    for c, o, r in zip(main, lay.o, lay.r, strict=True):
+        x, y = to_xy(o, r)
+        w, h = sized[c]
+        nodes[c] = Box(_round(x), _round(y), w, h)
+    # The side panel's collapsed column (the viewer restacks it when boxes in it expand).
+    py = 0.0
+    for c in panel:
+        w, h = sized[c]
+        nodes[c] = Box(_round(width + PANEL_GAP + w / 2.0), _round(py + h / 2.0), w, h)
+        py += h + PANEL_VGAP
+    routes: list[EdgeRoute | None] = [None] * len(group.metaedges)
+    for i, pts in zip(edge_ids, lay.routes, strict=True):
+        me = group.metaedges[i]
+        routes[i] = EdgeRoute(
+            [(_round(x), _round(y)) for x, y in (to_xy(o, r) for o, r in pts)],
+            edge_label(me.shapes),
+            round(edge_width(me.size), 2),
+        )
+    return GroupLayout(
+        _round(width), _round(height), nodes, routes, panel, lay.chunks)
+
+
+def _round(v: float) -> float:
+    # One decimal is below a pixel and keeps the embedded JSON short.
+    return round(v, 1)
+
+
+def _rankdir(view: GraphView, rankdir: str | None) -> str:
+    if rankdir is not None:
+        return rankdir
+    opt = view.options.get("rankdir", "BT")
+    return opt if isinstance(opt, str) else "BT"
+
+
+def layout_view(
+    view: GraphView, rankdir: str | None = None, groups: Iterable[str] | None = None
+) -> dict[str, GroupLayout]:
+    """Layouts of ``groups`` (default: every group), keyed by group name.
+
+    ``rankdir`` defaults to ``view.options["rankdir"]`` (``"BT"`` when absent).
+    """
+    rd = _rankdir(view, rankdir)
+    with gc_paused():
+        return _layout_all(view, rd, groups)
+
+
+def _layout_all(view: GraphView, rd: str, groups: Iterable[str] | None) -> dict[str, GroupLayout]:
+    names = groups if groups is not None else [
+        k for k, v in view.nodes.items() if isinstance(v, GroupNode)
+    ]
+    out: dict[str, GroupLayout] = {}
+    memo: _Memo = {}
+    for name in names:
+        node = view.nodes[name]
+        if not isinstance(node, GroupNode):
+            raise ValueError(f"{name!r} is not a group")
+        out[name] = layout_group(view, node, rd, memo)
+    return out
+
+
+def layout_to_json(view: GraphView, layouts: dict[str, GroupLayout]) -> dict[str, object]:
+    """The layouts in the compact form the HTML viewer reads.
+
+    ``{group name: {"w", "h", "nodes": [[x, y, w, h], ...] in children order,
+    "panel": [child index, ...], "chunks": k, "edges": [[[x, y, ...], width, label] |
+    null, ...] in metaedges order}}``: bend points flattened.
+    """
+    out: dict[str, object] = {}
+    for name, lay in layouts.items():
+        group = view.nodes[name]
+        assert isinstance(group, GroupNode)
+        pos = {c: i for i, c in enumerate(group.children)}
+        nodes = [list(lay.nodes[c]) for c in group.children]
+        edges: list[object] = []
+        for route in lay.edges:
+            if route is None:
+                edges.append(None)
+            else:
+                edges.append([[v for p in route.points for v in p], route.width, route.label])
+        out[name] = {
+            "w": lay.width,
+            "h": lay.height,
+            "nodes": nodes,
+            "panel": [pos[c] for c in lay.panel],
+            "chunks": lay.chunks,
+            "edges": edges,
+        }
+    return out
+
+
+# --- composing expanded groups (mirrored by the viewer's JavaScript) -----------------------
+
+
+@dataclass
+class Scene:
+    """Everything drawn for one set of expanded groups, in one frame (top-left at 0, 0).
+
+    ``boxes`` maps every visible node (the root included) to its centre-based box; an
+    expanded group's box is its frame. ``edges`` lists ``(group, metaedge index, points)``
+    for every routed metaedge of every expanded group, the ends clipped to the boxes.
+    """
+
+    boxes: dict[str, Box]
+    edges: list[tuple[str, int, list[Point]]]
+
+
+def _stretch(intervals: list[tuple[float, float, float]]) -> tuple[list[float], list[float]]:
+    """Room to insert so that every interval ``(lo, hi, need)`` grows by ``need``.
+
+    Intervals are handled by centre; each one's deficit (``need`` minus the room already
+    inserted inside it) goes in at its centre, so that a column of boxes sharing a centre
+    (a chain) stays aligned when one of them grows. A point ``p`` counts for the intervals
+    with ``lo < p <= hi``. Returns the sorted insertion points and the cumulative room up
+    to each.
+    """
+    pts: list[float] = []
+    cum: list[float] = []
+    for lo, hi, need in sorted(intervals, key=lambda t: (t[0] + t[1]) / 2.0):
+        if need <= 0:
+            continue
+        k = bisect.bisect_right(pts, lo)
+        have = (cum[-1] if cum else 0.0) - (cum[k - 1] if k else 0.0)
+        if have < need:
+            pts.append((lo + hi) / 2.0)
+            cum.append((cum[-1] if cum else 0.0) + need - have)
+    return pts, cum
+
+
+def _mapper(pts: list[float], cum: list[float], v: float) -> float:
+    k = bisect.bisect_right(pts, v)
+    return v + (cum[k - 1] if k else 0.0)
+
+
+def _clip(box: Box, toward: Point) -> Point:
+    """Where the segment from ``box``'s centre to ``toward`` leaves the box."""
+    dx, dy = toward[0] - box.x, toward[1] - box.y
+    hw, hh = box.w / 2.0, box.h / 2.0
+    if abs(dx) * hh <= 1e-9 and abs(dy) * hw <= 1e-9:
+        return box.x, box.y
+    t = min(hw / abs(dx) if dx else float("inf"), hh / abs(dy) if dy else float("inf"))
+    if t >= 1.0:  # the other end lies inside this box
+        return box.x, box.y
+    return box.x + dx * t, box.y + dy * t
+
+
+@dataclass
+class _Placed:
+    w: float
+    h: float
+    kids: dict[str, Box]  # relative to the group's top-left corner
+    edges: list[tuple[int, list[Point]]]
+
+
+def _place(
+    view: GraphView, layouts: dict[str, GroupLayout], name: str, expanded: Collection[str],
+    cache: dict[str, _Placed],
+) -> _Placed:
+    lay = layouts[name]
+    group = view.nodes[name]
+    assert isinstance(group, GroupNode)
+    size: dict[str, tuple[float, float]] = {}
+    for c in group.children:
+        b = lay.nodes[c]
+        if c in expanded and isinstance(view.nodes[c], GroupNode):
+            p = _place(view, layouts, c, expanded, cache)
+            size[c] = (p.w, p.h)
+        else:
+            size[c] = (b.w, b.h)
+    in_panel = set(lay.panel)
+    main = [c for c in group.children if c not in in_panel]
+    xs = _stretch([(lay.nodes[c].x - lay.nodes[c].w / 2.0, lay.nodes[c].x + lay.nodes[c].w / 2.0,
+                    size[c][0] - lay.nodes[c].w) for c in main])
+    ys = _stretch([(lay.nodes[c].y - lay.nodes[c].h / 2.0, lay.nodes[c].y + lay.nodes[c].h / 2.0,
+                    size[c][1] - lay.nodes[c].h) for c in main])
+    x0, y0 = PAD, HEADER
+    kids: dict[str, Box] = {}
+    for c in main:
+        b = lay.nodes[c]
+        lx = _mapper(*xs, b.x - b.w / 2.0)
+        hx = _mapper(*xs, b.x + b.w / 2.0)
+        ly = _mapper(*ys, b.y - b.h / 2.0)
+        hy = _mapper(*ys, b.y + b.h / 2.0)
+        kids[c] = Box(x0 + (lx + hx) / 2.0, y0 + (ly + hy) / 2.0, *size[c])
+    core_w = _mapper(*xs, lay.width)
+    core_h = _mapper(*ys, lay.height)
+    panel_w = panel_h = 0.0
+    for c in lay.panel:
+        w, h = size[c]
+        kids[c] = Box(0.0, y0 + panel_h + h / 2.0, w, h)
+        panel_h += h + PANEL_VGAP
+        panel_w = max(panel_w, w)
+    if lay.panel:
+        panel_h -= PANEL_VGAP
+        px = x0 + core_w + (PANEL_GAP if main else 0.0)
+        for c in lay.panel:
+            b = kids[c]
+            kids[c] = Box(px + b.w / 2.0, b.y, b.w, b.h)
+        core_w = px - x0 + panel_w
+    w = max(PAD + core_w + PAD, len(label_of(name)) * CHAR_W + 2 * PAD)
+    h = HEADER + max(core_h, panel_h) + PAD
+    edges: list[tuple[int, list[Point]]] = []
+    for i, route in enumerate(lay.edges):
+        if route is None:
+            continue
+        me: Metaedge = group.metaedges[i]
+        bv, bw = kids[me.v], kids[me.w]
+        mid = [(x0 + _mapper(*xs, x), y0 + _mapper(*ys, y)) for x, y in route.points]
+        first = mid[0] if mid else (bw.x, bw.y)
+        last = mid[-1] if mid else (bv.x, bv.y)
+        edges.append((i, [_clip(bv, first), *mid, _clip(bw, last)]))
+    placed = _Placed(w, h, kids, edges)
+    cache[name] = placed
+    return placed
+
+
+def compose(
+    view: GraphView, layouts: dict[str, GroupLayout], expanded: Collection[str] = ()
+) -> Scene:
+    """The scene with the root and the groups in ``expanded`` open.
+
+    A group in ``expanded`` whose ancestors are not all open stays hidden. Each open group
+    keeps its own layout; children it holds that are open are larger than their collapsed
+    box, so the layout is stretched (room inserted along x and y) where they stand.
+    """
+    cache: dict[str, _Placed] = {}
+    root = _place(view, layouts, "", frozenset(expanded), cache)
+    boxes: dict[str, Box] = {"": Box(root.w / 2.0, root.h / 2.0, root.w, root.h)}
+    edges: list[tuple[str, int, list[Point]]] = []
+    todo = [("", 0.0, 0.0)]
+    while todo:
+        name, ox, oy = todo.pop()
+        placed = cache[name]
+        for i, pts in placed.edges:
+            edges.append((name, i, [(ox + x, oy + y) for x, y in pts]))
+        for c, b in placed.kids.items():
+            box = Box(ox + b.x, oy + b.y, b.w, b.h)
+            boxes[c] = box
+            if c in cache:
+                todo.append((c, box.x - box.w / 2.0, box.y - box.h / 2.0))
+    return Scene(boxes, edges)
