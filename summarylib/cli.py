@@ -1,6 +1,8 @@
 """``python -m summarylib`` / ``summarylib``: inspect and verify logdirs.
 
-``export``, ``plot`` and ``tail`` read scalars (see :mod:`summarylib.cli_reading`).
+``export``, ``plot`` and ``tail`` read scalars (see :mod:`summarylib.cli_reading`);
+``graph`` views a graph offline and ``graph diff`` compares two (see
+:mod:`summarylib.cli_graph`).
 ``inspect LOGDIR`` lists runs, their tags (with plugin, number of values,
 step range and first/last wall time) and other events; ``verify LOGDIR``
 checks every record of every event file and exits non-zero on corruption,
@@ -18,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TextIO
 
+from summarylib.cli_graph import COMMANDS as GRAPH_COMMANDS
+from summarylib.cli_graph import add_graph_parsers, rewrite_argv, run_graph_command
 from summarylib.cli_reading import COMMANDS as READING_COMMANDS
 from summarylib.cli_reading import add_reading_parsers, run_reading_command
 from summarylib.errors import DataLossError
@@ -202,7 +206,8 @@ def verify(paths: Sequence[str], out: TextIO) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="summarylib",
-        description="Inspect, verify, export, plot and follow TensorBoard event files.",
+        description="Inspect, verify, export, plot and follow TensorBoard event files; "
+        "view and compare graphs.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     p_inspect = sub.add_parser("inspect", help="list runs, tags, counts, steps and times")
@@ -211,9 +216,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_verify = sub.add_parser("verify", help="check every record; exit 1 on corruption")
     p_verify.add_argument("paths", nargs="+", metavar="LOGDIR_OR_FILE")
     add_reading_parsers(sub)
-    args = parser.parse_args(argv)
+    add_graph_parsers(sub)
+    args = parser.parse_args(rewrite_argv(sys.argv[1:] if argv is None else argv))
     if args.command in READING_COMMANDS:
         return run_reading_command(args)
+    if args.command in GRAPH_COMMANDS:
+        return run_graph_command(args)
     if args.command == "inspect":
         from summarylib.reader.runs import is_logdir
 

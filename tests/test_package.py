@@ -137,10 +137,13 @@ def test_ci_has_every_optional_tool() -> None:
         for m in ("torch", "jax", "grpc_tools", "tbparse", "pytest_timeout", "pandas",
                   "pyarrow", "playwright", "tensorboardX", "soundfile", "matplotlib", "keras",
                   "lightning", "transformers", "accelerate", "flax", "optax", "clu",
-                  "fsspec", "s3fs", "boto3", "moto")
+                  "fsspec", "s3fs", "boto3", "moto", "pydot")
         if importlib.util.find_spec(m) is None
     ]
     assert not missing, f"CI environment lacks {missing}"
     from tests.browser import missing as browser_missing
 
     assert browser_missing() is None, browser_missing()
+    import shutil
+
+    assert shutil.which("dot"), "CI environment lacks Graphviz's dot (apt-get install graphviz)"
