@@ -107,7 +107,9 @@ def test_generated_names_are_unique_and_never_a_scope(calls: list[tuple[str, str
             stack.pop().__exit__(None, None, None)
     lowered = [n.lower() for n in names(b)]
     assert len(set(lowered)) == len(lowered)
-    assert not [i for i in check(b.graph) if i.severity != "info"]
+    # Names only: repeated scopes holding scopes rightly draw a nested-template warning.
+    assert not [i for i in check(b.graph)
+                if i.severity != "info" and i.code != "nested-template"]
 
 
 def test_names_tensorflow_accepts() -> None:

@@ -23,6 +23,11 @@ def codes(g: object, **kw: int) -> list[tuple[str, str]]:
     return [(i.code, i.node) for i in check(g, **kw)]
 
 
+def problems(g: object) -> list[Issue]:
+    """The errors and warnings: what a clean graph has none of (infos are predictions)."""
+    return [i for i in check(g) if i.severity != "info"]
+
+
 def test_clean_graph_has_no_issues() -> None:
     b = GraphBuilder(device=DEV)
     x = b.placeholder((None, 2), name="x")
@@ -33,9 +38,13 @@ def test_clean_graph_has_no_issues() -> None:
             y = b.op("MatMul", [x, w], outputs=S)
     b.op("Split", [y], outputs=S * 2)
     b.op("Add", ["Split", "Split:1"], outputs=S)
-    assert check(b.graph) == []
-    assert check(b.graph.to_graph_def()) == []
-    assert check(b.graph.to_bytes()) == []
+    for form in (b.graph, b.graph.to_graph_def(), b.graph.to_bytes()):
+        assert problems(form) == []
+        # What the dashboard does with it: in `layer`, the NoOp goes to the side panel, and
+        # MatMul, left with icons on its input side only, follows it.
+        (info,) = check(form)
+        assert (info.code, info.node) == ("side-panel", "layer")
+        assert info.message.endswith("init, MatMul")
 
 
 def test_dangling_inputs_data_and_control() -> None:
@@ -80,7 +89,11 @@ def test_missing_shapes_except_const_and_noop() -> None:
             node("r", "Relu", ["c"], outputs=[]),
         ]
     )
-    assert codes(g) == [("missing-shapes", "r"), ("const-lookalike", "lookalike")]
+    assert codes(g) == [
+        ("missing-shapes", "r"),
+        ("const-lookalike", "lookalike"),
+        ("side-panel", "<root>"),  # the NoOp, and r with only its constant's icon
+    ]
 
 
 def test_output_slot_beyond_declared_outputs() -> None:
@@ -182,13 +195,22 @@ def test_attr_size_of_values_the_conversion_rejects_is_zero() -> None:
 
 
 def test_wide_groups() -> None:
-    g = Graph([node(f"flat/op{i}") for i in range(301)] + [node("flat/sub/x")])
+    # Names that form no series (the number is not at the end): 302 nodes to lay out.
+    g = Graph([node(f"flat/op{i}x") for i in range(301)] + [node("flat/sub/x")])
     issues = check(g)
     assert [(i.code, i.node) for i in issues] == [("wide-group", "flat")]
     assert "302 direct children" in issues[0].message
-    assert codes(Graph([node(f"op{i}") for i in range(12)]), max_children=10) == [
+    assert codes(Graph([node(f"op{i}x") for i in range(12)]), max_children=10) == [
         ("wide-group", "<root>")
     ]
+
+
+def test_a_series_is_not_a_wide_group() -> None:
+    # op0 ... op300 of one type: the dashboard stacks them into one node op[0-300].
+    g = Graph([node(f"flat/op{i}") for i in range(301)] + [node("flat/sub/x")])
+    issues = check(g)
+    assert [(i.code, i.node) for i in issues] == [("series", "flat/op[0-300]")]
+    assert "301 Relu ops (flat/op0 ... flat/op300)" in issues[0].message
 
 
 def test_control_inputs_before_data_inputs() -> None:

@@ -16,9 +16,14 @@ code                   severity  meaning
 ``missing-shapes``     warning   no ``_output_shapes`` on a non-``Const`` node: no edge labels
 ``bad-output-slot``    warning   ``src:k`` with k beyond the outputs ``src`` declares
 ``large-attr``         warning   an attr over 1 KB: sent to the browser in full
-``wide-group``         warning   a group with hundreds of direct children: slow layout
+``wide-group``         warning   a group whose main graph (after series collapsing and
+                                 side-panel extraction) has hundreds of nodes: slow layout
 ``nested-template``    warning   repeated groups that hold groups of their own: the
                                  dashboard's structure colouring gives each its own colour
+``series``             info      numbered sibling ops shown as one stacked node
+                                 (``add_[1-7]``)
+``side-panel``         info      nodes the dashboard takes out of a group's main graph
+                                 into its side panel (high degree, ``NoOp``)
 ``unknown-dtype``      warning   an output dtype TensorFlow has no ``DataType`` for
 ``const-lookalike``    info      op contains "Const" but is not ``Const``: drawn as an icon
 ``no-device``          info      empty device: "TPU compatibility" colours it red
@@ -27,6 +32,12 @@ code                   severity  meaning
 
 ``check`` accepts a :class:`~summarylib.graph.Graph`, a ``GraphDef`` message or its bytes
 (a GraphDef is checked as written, so duplicate names and input order are seen too).
+
+The dashboard's own transformations are not guessed at: ``name-is-scope``, ``series``,
+``side-panel``, ``wide-group`` and ``nested-template`` come from the offline view
+(:func:`summarylib.graph.view.build_view`), built once with TensorBoard's options and, for
+templates, once more with templates found smallest group first: groups that share a
+template only in the second are the ones the dashboard colours apart.
 """
 
 from __future__ import annotations
@@ -373,28 +384,7 @@ def check(
                 "compatibility' shows non-TF ops without a device as incompatible",
             )
         )
-    for scope in sorted(scopes & by_name.keys()):
-        add(
-            Issue(
-                "name-is-scope",
-                "warning",
-                scope,
-                f"{scope!r} is a node and a scope; the dashboard shows the node as "
-                f"{scope}/({scope.rpartition('/')[2]})",
-            )
-        )
-    for group, members in children.items():
-        if len(members) > max_children:
-            add(
-                Issue(
-                    "wide-group",
-                    "warning",
-                    group or "<root>",
-                    f"{len(members)} direct children (> {max_children}); layout of this group "
-                    "will be slow, add name scopes",
-                )
-            )
-    _check_templates(views, scopes, children, add)
+    _check_view(g, max_children, add)
     if len(views) > _COLOUR_CUTOFF and edges > _COLOUR_CUTOFF:
         add(
             Issue(
@@ -408,45 +398,79 @@ def check(
     return sorted(issues, key=lambda i: order[i.severity])
 
 
-def _check_templates(
-    views: list[_View], scopes: set[str], children: dict[str, set[str]], add: Any
-) -> None:
-    # TensorBoard gives groups of one structure one colour (its template pass, keyed by
-    # subtree height, direct children and the ops inside), but it checks a group before
-    # the groups inside it have a template, so repeated groups that hold groups never
-    # match (graph-pipeline.md §1.7). Repeated groups of plain ops are fine.
-    ops: dict[str, Counter[str]] = {s: Counter() for s in scopes}
-    for v in views:
-        scope = v.name.rpartition("/")[0]
-        while scope:
-            ops.setdefault(scope, Counter())[v.op] += 1
-            scope = scope.rpartition("/")[0]
-    height: dict[str, int] = {}
-    for scope in sorted(scopes, key=lambda s: -s.count("/")):
-        sub = [height.get(c, 1) for c in children.get(scope, ()) if c in scopes]
-        height[scope] = 1 + max(sub, default=0)
-    buckets: dict[tuple[object, ...], list[str]] = {}
-    for scope in scopes:
-        if height[scope] >= 2:
-            inside = tuple(sorted(ops.get(scope, Counter()).items()))
-            key = (height[scope], len(children.get(scope, ())), inside)
-            buckets.setdefault(key, []).append(scope)
-    for members in buckets.values():
-        if len(members) < 2:
+def _check_view(g: object, max_children: int, add: Any) -> None:
+    """The issues that depend on the dashboard's hierarchy, from the offline view."""
+    from summarylib.graph.view import TENSORBOARD, build_view
+    from summarylib.graph.view.model import GroupNode
+
+    try:
+        tb = build_view(g, TENSORBOARD)
+    except ValueError:
+        return  # not a graph the view can read; the checks above said what is wrong
+    for original, shown in tb.renamed.items():
+        add(Issue("name-is-scope", "warning", original,
+                  f"{original!r} is a node and a scope; the dashboard shows the node as "
+                  f"{shown}"))
+    groups = [n for n in tb.nodes.values() if isinstance(n, GroupNode)]
+    for grp in groups:
+        if grp.kind == "series":
+            first, last = grp.children[0], grp.children[-1]
+            add(Issue("series", "info", grp.name,
+                      f"{len(grp.children)} {grp.series_op} ops ({first} ... {last}) are shown "
+                      f"as one stacked node {grp.name.rpartition('/')[2]}"))
             continue
-        members.sort()
-        nested = sorted(c for c in children.get(members[0], ()) if c in scopes)
+        extracted = grp.side_panel["in"] + grp.side_panel["out"]
+        if extracted:
+            shown = ", ".join(n.rpartition("/")[2] for n in extracted[:5])
+            more = f" and {len(extracted) - 5} more" if len(extracted) > 5 else ""
+            add(Issue("side-panel", "info", grp.name or "<root>",
+                      f"{len(extracted)} node(s) drawn in the side panel, their edges as "
+                      f"icons: {shown}{more}"))
+        main = len(grp.children) - len(extracted)
+        if main > max_children:
+            add(Issue("wide-group", "warning", grp.name or "<root>",
+                      f"{main} nodes in its main graph, {len(grp.children)} direct children "
+                      f"(> {max_children}); layout of this group will be slow, add name "
+                      "scopes"))
+    _check_templates(g, tb, add)
+
+
+def _check_templates(g: object, tb: Any, add: Any) -> None:
+    # TensorBoard gives groups of one structure one colour, but it checks a group before
+    # the groups inside it have a template, so repeated groups that hold groups never
+    # match (graph-pipeline.md §1.7). The view finds templates both ways; a template of
+    # ours whose members the dashboard splits is what users see as "not repeated".
+    from summarylib.graph.view import TENSORBOARD, build_view
+
+    if not any(len(m) > 1 for m in _repeated_candidates(tb)):
+        return
+    ours = build_view(g, TENSORBOARD.with_overrides(template_order="height"))
+    for members in ours.templates.values():
+        theirs = {tb.nodes[m].template for m in members if m in tb.nodes}
+        if len(theirs) == 1 and None not in theirs:
+            continue  # the dashboard colours them alike too
+        members = sorted(members)
+        first = ours.nodes[members[0]]
+        nested = [c.rpartition("/")[2] for c in first.children  # type: ignore[union-attr]
+                  if getattr(ours.nodes.get(c), "kind", "op") != "op"]
         shown = ", ".join(members[:4]) + (" ..." if len(members) > 4 else "")
-        add(
-            Issue(
-                "nested-template",
-                "warning",
-                members[0],
-                f"{len(members)} groups have one structure ({shown}) but hold groups of their "
-                f"own ({', '.join(n.rpartition('/')[2] for n in nested[:3])}): the dashboard "
-                "colours each differently; groups of plain ops share one colour",
-            )
-        )
+        add(Issue("nested-template", "warning", members[0],
+                  f"{len(members)} groups have one structure ({shown}) but hold groups of "
+                  f"their own ({', '.join(nested[:3])}): the dashboard colours each "
+                  "differently; groups of plain ops share one colour"))
+
+
+def _repeated_candidates(tb: Any) -> list[list[str]]:
+    # Groups of depth >= 2 with the same (depth, children, op histogram): the only ones
+    # whose template the dashboard can miss. Saves the second build for most graphs.
+    from summarylib.graph.view.model import GroupNode
+
+    buckets: dict[tuple[object, ...], list[str]] = {}
+    for n in tb.nodes.values():
+        if isinstance(n, GroupNode) and n.kind == "meta" and n.name and n.depth >= 2:
+            key = (n.depth, len(n.children), tuple(sorted(n.op_histogram.items())))
+            buckets.setdefault(key, []).append(n.name)
+    return list(buckets.values())
 
 
 def _check_name(v: _View, add: Any) -> None:
