@@ -233,7 +233,8 @@ def _list(path: str, list_graphs: Any) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from summarylib.graph.view.diffing import diff_to_html, diff_to_json, diff_to_text, diff_views
+    from summarylib.graph.view.diff_rendering import diff_to_html, diff_to_json, diff_to_text
+    from summarylib.graph.view.diffing import diff_views
     from summarylib.graph.view.sources import load_graph
 
     fmt = _format(args, DIFF_FORMATS, "text")

@@ -11,14 +11,12 @@ import pytest
 
 from summarylib.graph import Graph, GraphBuilder, Node, TensorSpec
 from summarylib.graph.view import build_view
+from summarylib.graph.view.diff_rendering import diff_to_html, diff_to_json, diff_to_text
 from summarylib.graph.view.diffing import (
     EdgeChange,
     GraphDiff,
     OpRef,
     ScopeDiff,
-    diff_to_html,
-    diff_to_json,
-    diff_to_text,
     diff_views,
 )
 

@@ -335,6 +335,33 @@ def test_page_opens_collapsed_and_groups_open_and_close_on_click(
         _check_against_compose(page, view)
 
 
+@pytest.mark.parametrize("name", list(gm.MODELS))
+def test_every_test_model_opens_collapsed_and_expands(name: str, tmp_path: Path,
+                                                      artifacts: Path) -> None:
+    why = gm.missing(name)
+    if why:
+        pytest.skip(f"{name}: {why}")
+    view = build_view(gm.model_graph(name))
+    with _opened(view_to_html(view, title=name), tmp_path / f"{name}.html") as page:
+        # The top level only, collapsed: the model's modules (groups) and loose ops.
+        assert _top_names(page) == view.root.children
+        groups = [c for c in view.root.children if isinstance(view.nodes[c], GroupNode)]
+        assert groups, "every test model has modules"
+        assert page.locator("[data-name]").count() == len(view.root.children)
+        page.screenshot(path=str(artifacts / f"{name}-top.png"))
+        target = max(groups, key=lambda g: len(view.nodes[g].children))  # type: ignore[union-attr]
+        page.locator(f"[data-name='{target}'] > .shape").click()
+        assert "expanded" in _classes(page, target)
+        assert _inside(page, target) == view.nodes[target].children  # type: ignore[union-attr]
+        page.screenshot(path=str(artifacts / f"{name}-expanded.png"))
+        if name == "resnet":
+            # Identical blocks that hold a nested module (se) share one colour, which
+            # the dashboard's own template pass cannot give them.
+            assert all(isinstance(view.nodes[f"layer{i}/se"], GroupNode) for i in (1, 2, 3))
+            fills = {b: _fill(page, b) for b in ("layer1", "layer2", "layer3", "stem")}
+            assert fills["layer1"] == fills["layer2"] == fills["layer3"] != fills["stem"]
+
+
 def test_structure_device_and_compute_time_colours(tmp_path: Path, artifacts: Path) -> None:
     view = build_view(_blocks_graph())
     blocks = ["blk_a", "blk_b", "blk_c"]

@@ -12,6 +12,8 @@ Importing this package loads neither numpy nor protobuf.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from summarylib.graph.view.building import build_view
 from summarylib.graph.view.json_export import view_to_json
 from summarylib.graph.view.model import (
@@ -25,16 +27,32 @@ from summarylib.graph.view.model import (
 )
 from summarylib.graph.view.options import TENSORBOARD, ViewOptions
 
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
+    from summarylib.graph.view.diff_rendering import diff_to_html, diff_to_json, diff_to_text
+    from summarylib.graph.view.diffing import GraphDiff, diff_views
+    from summarylib.graph.view.dot_export import view_to_dot, view_to_svg
+    from summarylib.graph.view.html_export import view_to_html
+    from summarylib.graph.view.sources import (
+        GraphSourceError,
+        apply_compute_times,
+        load_graph,
+        load_graph_source,
+    )
+
 # Exports of the other modules, loaded on first use (they pull in more code).
 _LAZY = {
     "view_to_html": "summarylib.graph.view.html_export",
     "view_to_dot": "summarylib.graph.view.dot_export",
     "view_to_svg": "summarylib.graph.view.dot_export",
     "diff_views": "summarylib.graph.view.diffing",
-    "diff_to_text": "summarylib.graph.view.diffing",
-    "diff_to_html": "summarylib.graph.view.diffing",
+    "diff_to_text": "summarylib.graph.view.diff_rendering",
+    "diff_to_html": "summarylib.graph.view.diff_rendering",
+    "diff_to_json": "summarylib.graph.view.diff_rendering",
     "GraphDiff": "summarylib.graph.view.diffing",
     "load_graph_source": "summarylib.graph.view.sources",
+    "load_graph": "summarylib.graph.view.sources",
+    "apply_compute_times": "summarylib.graph.view.sources",
+    "GraphSourceError": "summarylib.graph.view.sources",
 }
 
 
@@ -51,12 +69,24 @@ __all__ = [
     "TENSORBOARD",
     "BaseEdge",
     "Embedding",
+    "GraphDiff",
+    "GraphSourceError",
     "GraphView",
     "GroupNode",
     "Metaedge",
     "OpNode",
     "ViewNode",
     "ViewOptions",
+    "apply_compute_times",
     "build_view",
+    "diff_to_html",
+    "diff_to_json",
+    "diff_to_text",
+    "diff_views",
+    "load_graph",
+    "load_graph_source",
+    "view_to_dot",
+    "view_to_html",
     "view_to_json",
+    "view_to_svg",
 ]

@@ -1,0 +1,182 @@
+"""The offline graph view on 10k- and 100k-node graphs, beside TensorBoard's graph dashboard.
+
+Run: ``python bench/graph_view.py [--quick] [--reps 3] [--sizes 10k 100k] [--tb-timeout 120]``.
+Prints one markdown table (medians over ``--reps``; ``--quick``: one repetition).
+
+The graphs are ``tests/graph_models.py``'s synthetic TF1-style training graphs (scoped
+transformer layers, variables, numbered series, ``init``/``save`` hubs). Per graph:
+
+* ``build_view``: the view with default options (``summarylib.graph.view.build_view``);
+* HTML export: ``view_to_html`` of that view (per-group layout included) and its size;
+* our first paint: the HTML opened from ``file://`` in headless Chromium (Debian's, driven
+  by playwright, ``tests/browser.py``'s flags), from navigation until the first
+  ``[data-name]`` node exists and one animation frame has run (the frame that paints it);
+* TensorBoard: the same graph as the only run of a logdir, the real TensorBoard 2.21
+  (``tests/tbserver.py``) and the same browser (``tests/tb_graph_oracle.py``), from
+  navigation to ``#graphs`` until the first node of the dashboard's scene exists plus one
+  frame (fetching the GraphDef as
+  text, parsing, hierarchy, layout of the top level); "n/a" when nothing is drawn within
+  ``--tb-timeout`` seconds. The dashboard's own phase timings (its console lines) are
+  printed below the table.
+
+TensorBoard colours by structure only up to 10,000 nodes and edges, so its template pass
+(minutes on the 100k graph) is not part of its render time here; ours is always included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from summarylib.graph.view import build_view  # noqa: E402
+from tests import graph_models as gm  # noqa: E402
+from tests.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from tests.browser import missing as browser_missing  # noqa: E402
+from tests.tb_graph_oracle import PAINTED_JS, TensorBoardOracle, oracle_missing  # noqa: E402
+
+SIZES: dict[str, Callable[[], Any]] = {"10k": gm.synthetic_10k, "100k": gm.synthetic_100k}
+
+
+def html_export() -> Callable[..., str] | None:
+    """``view_to_html``, or None when this checkout has no HTML export."""
+    import summarylib.graph.view as gv
+
+    try:
+        fn: Any = gv.view_to_html
+    except (ImportError, AttributeError):
+        return None
+    return fn  # type: ignore[no-any-return]
+
+
+def first_paint(browser: Any, url: str, selector: str, timeout_s: float) -> float:
+    """Seconds from navigation to ``selector`` present and painted, in a fresh page."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        page.goto(url, timeout=timeout_s * 1000)
+        page.wait_for_selector(selector, state="attached", timeout=timeout_s * 1000)
+        return float(page.evaluate(PAINTED_JS)) / 1000
+    finally:
+        page.close()
+
+
+def tensorboard_render(graph: Any, browser: Any, reps: int, timeout_s: float
+                       ) -> tuple[list[float], str, list[str]]:
+    """TensorBoard's render times in ``browser`` (fewer than ``reps`` and why, when it
+    failed) and its phase timings, the graph being the only run of a logdir."""
+    why = oracle_missing()
+    if why is not None:
+        return [], why, []
+    times: list[float] = []
+    lines: list[str] = []
+    with TensorBoardOracle({"graph": graph}, browser=browser) as tb:
+        for _ in range(reps):
+            try:
+                seconds, lines = tb.render_time("graph", timeout_s)
+            except Exception as e:  # playwright's TimeoutError: report it, go on
+                return times, f"nothing drawn within {timeout_s:.0f} s ({type(e).__name__})", []
+            times.append(seconds)
+    return times, "", lines
+
+
+def fmt(values: list[float], unit: str = "s") -> str:
+    return f"{statistics.median(values):.2f} {unit}" if values else "n/a"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="one repetition")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(SIZES))
+    ap.add_argument("--tb-timeout", type=float, default=120.0)
+    args = ap.parse_args()
+    reps = 1 if args.quick else args.reps
+    why = browser_missing()
+    to_html = html_export()
+    rows = []
+    notes: list[str] = []
+    medians: dict[str, dict[str, float | None]] = {}
+    with contextlib.ExitStack() as stack:
+        browser = None
+        if why is None:
+            from playwright.sync_api import sync_playwright
+
+            pw = stack.enter_context(sync_playwright())
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            stack.callback(browser.close)
+        for size in args.sizes:
+            graph = SIZES[size]()
+            edges = sum(len(n.inputs) + len(n.control_inputs) for n in graph)
+            builds, exports, paints = [], [], []
+            page_bytes = 0
+            with tempfile.TemporaryDirectory(prefix="bench-view-") as tmp:
+                path = Path(tmp) / "view.html"
+                for _ in range(reps):
+                    t = time.perf_counter()
+                    view = build_view(graph)
+                    builds.append(time.perf_counter() - t)
+                    if to_html is None:
+                        continue
+                    t = time.perf_counter()
+                    text = to_html(view)
+                    exports.append(time.perf_counter() - t)
+                    page_bytes = len(text.encode())
+                    path.write_text(text, encoding="utf-8")
+                    if browser is None:
+                        continue
+                    try:
+                        paints.append(first_paint(browser, path.as_uri(), "[data-name]",
+                                                  args.tb_timeout))
+                    except Exception as e:  # playwright's TimeoutError: report it, go on
+                        notes.append(f"{size}: our page: nothing drawn within "
+                                     f"{args.tb_timeout:.0f} s ({type(e).__name__})")
+            no_tb: tuple[list[float], str, list[str]] = ([], "", [])
+            tb_times, tb_why, lines = no_tb if browser is None else tensorboard_render(
+                graph, browser, reps, args.tb_timeout)
+            if tb_why:
+                notes.append(f"{size}: TensorBoard: {tb_why}")
+            if lines:
+                notes.append(f"{size}: TensorBoard's phases: " + "; ".join(lines))
+            rows.append((size, len(graph), edges, fmt(builds), fmt(exports),
+                         f"{page_bytes / 1e6:.1f} MB" if exports else "n/a",
+                         fmt(paints), fmt(tb_times)))
+            medians[size] = {
+                "html": statistics.median(b + e for b, e in zip(builds, exports, strict=False))
+                if exports else None,
+                "paint": statistics.median(paints) if paints else None,
+            }
+    if to_html is None:
+        notes.append("view_to_html is not available: no HTML export or first paint")
+    if why:
+        notes.append(f"no browser: {why}")
+    print(f"graph view, median of {reps} (machine: {os.cpu_count()} CPUs)\n")
+    print("| graph | nodes | edges | build_view | view_to_html | HTML size "
+          "| our first paint | TensorBoard render |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r[0]} | {r[1]:,} | {r[2]:,} | " + " | ".join(r[3:]) + " |")
+    for n in notes:
+        print(f"\n* {n}")
+    print("\ntargets (build_view plus view_to_html; first paint in Chromium):\n")
+    for size, what, limit in (("10k", "html", 1.0), ("10k", "paint", 1.0),
+                              ("100k", "html", 10.0)):
+        value = medians.get(size, {}).get(what)
+        shown = "n/a" if value is None else f"{value:.2f} s"
+        verdict = "" if value is None or args.quick else (
+            " (met)" if value <= limit else " (NOT met)")
+        label = "graph to HTML" if what == "html" else "first paint"
+        print(f"* {size} {label} <= {limit:g} s: {shown}{verdict}")
+
+
+if __name__ == "__main__":
+    main()
