@@ -131,6 +131,43 @@ def test_scalars_every_path_equals_protobuf(
     assert (scope, tuple(values)) in scalar_mod._batches
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    scope=SCOPES,
+    values=st.dictionaries(TAGS, st.one_of(*FAST_TYPE_VALUES.values()), min_size=1,
+                           max_size=6),
+    step=SMALL_STEPS | INT64,
+)
+def test_scalars_layout_makes_the_event_itself(scope: str, values: dict[str, Any],
+                                               step: int) -> None:
+    # The layout path and the per-metric path give the same bytes, so the test above
+    # cannot tell which one ran: here the layout's own result is compared (None only for
+    # values the checked path must see: beyond float32, ints beyond float).
+    out = sl.MemoryOutput()
+    w = sl.create_writer(out)
+    with w.as_default():
+        sl.scalars({scope + k: v for k, v in values.items()}, step=0)  # metadata first
+        res = w._resource
+        scalar_mod._batches.clear()
+        scoped = {scope + k: v for k, v in values.items()}
+        scalar_mod._batch_event(scoped, "", res.scalar_prefixes, step)  # builds the layout
+        event = scalar_mod._batch_event(scoped, "", res.scalar_prefixes, step)
+    w.close()
+    items = list(scoped.items())
+
+    def needs_checked_path(v: Any) -> bool:
+        # Finite beyond float32 (stored as ±inf) or an int beyond float.
+        if type(v) is int and abs(v) >= 2**1024:
+            return True
+        x = float(v)
+        return np.isfinite(x) and abs(x) > float(np.finfo(np.float32).max)
+
+    if event is None:
+        assert any(needs_checked_path(v) for _, v in items), items
+    else:
+        assert event == reference_event(step, items, set())
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     scope=SCOPES,

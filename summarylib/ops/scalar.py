@@ -259,9 +259,9 @@ def scalars(
     scope = st.scope
     res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
     if type(values) is dict:
-        summary_field = _batch_summary(values, scope, res.scalar_prefixes)
-        if summary_field is not None:
-            return res.append(b"\x09" + pack_double(_time()) + step_field(step) + summary_field)
+        event = _batch_event(values, scope, res.scalar_prefixes, step)
+        if event is not None:
+            return res.append(event)
     get = res.scalar_prefixes.get
     parts: list[bytes] = []
     append = parts.append
@@ -325,24 +325,26 @@ def _check_descriptions(description: Any) -> None:
 
 
 class _Batch:
-    """The Summary layout of one set of tags, for :func:`scalars`' fast path.
+    """The Event layout of one set of tags, for :func:`scalars`' fast path.
 
-    ``pack(*args)``, with ``args[2::2]`` set to the values, gives the whole
-    ``Event.summary`` field: its key and length (fixed: every value is 4
-    bytes), then per Value its cached bytes (key, length, tag, tensor header)
-    as an ``Ns`` field and the value as ``f``. ``tags`` are the scoped tags:
-    the layout is only valid in a file where all of them have their metadata.
+    ``packs[k](*args)`` gives the whole Event for a step field of ``k`` bytes: the
+    wall-time key and time (``B``, ``d``), the step field (``ks``), then the
+    ``Event.summary`` field: its key and length (fixed: every value is 4 bytes), then
+    per Value its cached bytes (key, length, tag, tensor header) as an ``Ns`` field and
+    the value as ``f``. ``args`` holds those fields with ``args[1]`` (time), ``args[2]``
+    (step field) and ``args[5::2]`` (the values) to fill in. ``tags`` are the scoped
+    tags: the layout is only valid in a file where all of them have their metadata.
     """
 
-    __slots__ = ("args", "checked_for", "pack", "tags", "types")
+    __slots__ = ("args", "body", "checked_for", "packs", "tags", "types")
 
     def __init__(self, value_heads: list[bytes], tags: frozenset[str]) -> None:
         size = sum(len(h) + 4 for h in value_heads)
         head = b"\x2a" + varint(size)
-        fmt = f"<{len(head)}s" + "".join(f"{len(h)}sf" for h in value_heads)
-        self.pack = struct.Struct(fmt).pack
-        self.args: list[Any] = [head] + [None] * (2 * len(value_heads))
-        self.args[1::2] = value_heads
+        self.body = f"{len(head)}s" + "".join(f"{len(h)}sf" for h in value_heads)
+        self.packs: list[Callable[..., bytes] | None] = [None] * 12  # step fields: 0-11 B
+        self.args: list[Any] = [9, 0.0, b"", head] + [None] * (2 * len(value_heads))
+        self.args[4::2] = value_heads
         self.tags = tags
         # Memos of the last successful checks (each is set only after its check
         # passed, so a race between threads can only repeat a check):
@@ -350,6 +352,11 @@ class _Batch:
         # and the tuple of value types known to be packable.
         self.checked_for: dict[str, bytes] | None = None
         self.types: tuple[type, ...] = ()
+
+    def pack_for(self, k: int) -> Callable[..., bytes]:
+        """The packer for a step field of ``k`` bytes (made on first use)."""
+        pack = self.packs[k] = struct.Struct(f"<Bd{k}s" + self.body).pack
+        return pack
 
 
 # (scope, keys of the dict in order) -> _Batch. The layout depends only on the
@@ -360,8 +367,9 @@ _batches: dict[tuple[str, tuple[str, ...]], _Batch] = {}
 _MAX_BATCHES = 256
 
 
-def _batch_summary(values: dict[str, Any], scope: str, prefixes: dict[str, bytes]) -> bytes | None:
-    """The ``Event.summary`` field for ``values`` if every tag is known in this file.
+def _batch_event(values: dict[str, Any], scope: str, prefixes: dict[str, bytes],
+                 step: int) -> bytes | None:
+    """The whole Event for ``values`` at ``step`` if every tag is known in this file.
 
     None when a tag is new in this file (it needs metadata) and for values
     that need checking or conversion (callables, arrays, out-of-range
@@ -383,10 +391,14 @@ def _batch_summary(values: dict[str, Any], scope: str, prefixes: dict[str, bytes
         if not _fast_types.issuperset(types):
             return None
         batch.types = types
+    sf = _STEP_FIELDS[step] if 0 <= step < 16384 else step_field(step)
+    pack = batch.packs[len(sf)] or batch.pack_for(len(sf))
     args = batch.args.copy()
-    args[2::2] = vals
+    args[1] = _time()
+    args[2] = sf
+    args[5::2] = vals
     try:
-        return batch.pack(*args)
+        return pack(*args)
     except (OverflowError, struct.error):
         # Finite beyond float32 (f32_bytes makes it ±inf), or an int beyond
         # float (scalar_float raises a clear error): the checked path decides.
