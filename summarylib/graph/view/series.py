@@ -21,6 +21,7 @@ the same rule and that share a template id become a series group too (``layer_[0
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from summarylib.graph.view.hierarchy import ROOT, Tree
 from summarylib.graph.view.model import GroupNode, Metaedge, OpNode
@@ -94,15 +95,23 @@ def _group_ops(tree: Tree, g: str, min_size: int) -> None:
         members = clusters[op]
         if len(members) <= 1:
             continue
-        parsed = []
-        for name in members:
-            leaf = name[name.rfind("/") + 1:]
-            prefix, ident, suffix = split_series_name(leaf)
-            parsed.append((name, prefix, ident, suffix))
-        for prefix, suffix, run in _runs(parsed):
-            if len(run) < min_size:
-                continue
+        for prefix, suffix, run in _long_runs(members, min_size):
             _make_series(tree, g, prefix, suffix, run, op)
+
+
+_Run = tuple[str, str, list[tuple[int, str]]]  # (prefix, suffix, [(id, name), ...])
+
+
+def _long_runs(members: list[str], min_size: int) -> Iterator[_Run]:
+    """The runs of consecutive ids among ``members`` (by their last name segment) of at
+    least ``min_size`` members: ``(prefix, suffix, [(id, name), ...])``."""
+    parsed = []
+    for name in members:
+        prefix, ident, suffix = split_series_name(name[name.rfind("/") + 1:])
+        parsed.append((name, prefix, ident, suffix))
+    for prefix, suffix, run in _runs(parsed):
+        if len(run) >= min_size:
+            yield prefix, suffix, run
 
 
 def _make_series(tree: Tree, g: str, prefix: str, suffix: str,
@@ -156,14 +165,7 @@ def group_group_series(tree: Tree, min_size: int = 5) -> list[str]:
         for _template, members in clusters.items():
             if len(members) < min_size:
                 continue
-            parsed = []
-            for name in members:
-                leaf = name[name.rfind("/") + 1:]
-                prefix, ident, suffix = split_series_name(leaf)
-                parsed.append((name, prefix, ident, suffix))
-            for prefix, suffix, run in _runs(parsed):
-                if len(run) < min_size:
-                    continue
+            for prefix, suffix, run in _long_runs(members, min_size):
                 s = _make_series(tree, g, prefix, suffix, run, "group")
                 s.series_op = "group"
                 _rebundle(tree, g, s.name, {m for _, m in run})
