@@ -18,8 +18,8 @@ from typing import Any
 
 from summarylib.graph._gc import gc_paused
 from summarylib.graph.view.extraction import extract_all
-from summarylib.graph.view.hierarchy import ROOT, Tree, add_edges, add_nodes
-from summarylib.graph.view.model import GraphView, GroupNode
+from summarylib.graph.view.hierarchy import Tree, add_edges, add_nodes
+from summarylib.graph.view.model import GraphView
 from summarylib.graph.view.normalize import normalize
 from summarylib.graph.view.options import ViewOptions
 from summarylib.graph.view.series import group_group_series, group_op_series
@@ -84,8 +84,6 @@ def _build(source: Any, opts: ViewOptions) -> GraphView:
             g.series_vertical = g.name in tree.nonctl
     options_json: dict[str, object] = opts.to_json()
     options_json["hidden_count"] = norm.hidden
-    root = tree.nodes[ROOT]
-    assert isinstance(root, GroupNode)
     return GraphView(nodes=tree.nodes, edges=norm.edges, templates=templates,
                      options=options_json, renamed=norm.renamed)
 
