@@ -563,10 +563,11 @@ os._exit(99)
 def test_sigterm_inside_a_writer_call_flushes_after_it_then_dies_as_before(
     tmp_path: Path,
 ) -> None:
-    # SIGTERM lands inside append() (raised from the len() it takes of the
-    # payload, under the writer's lock). The handler defers: the call
-    # completes, every event (that one included) is flushed, and the process
-    # then dies of SIGTERM as it would have without us.
+    # SIGTERM lands inside append() while it holds the writer's lock (raised
+    # from the len() that the byte count takes of a payload too large for the
+    # lock-free path). The handler defers: the call completes, every event
+    # (that one included) is flushed, and the process then dies of SIGTERM as
+    # it would have without us.
     body = (
         _LOG_300
         + "flush_on_signals()\n"
@@ -576,12 +577,12 @@ from summarylib.writer.buffered import Deferred
 class Interrupting(Deferred):
     armed = True
     def __len__(self):
-        if Interrupting.armed:
+        if Interrupting.armed and a._resource._lock._is_owned():
             Interrupting.armed = False
-            assert a._resource._lock._is_owned()
             signal.raise_signal(signal.SIGTERM)
         return self.size
-a._resource.append(Interrupting(lambda: b"\\x10\\x07", 2, "an event with step 7"))
+a._resource.append(Interrupting(lambda: b"\\x10\\x07", 5000, "an event with step 7"))
+assert not Interrupting.armed  # the signal was raised under the lock
 for _ in range(600):  # the signal takes effect in here (or at any bytecode before)
     time.sleep(0.05)
 os._exit(99)
@@ -653,8 +654,9 @@ flush_on_signals([signal.SIGUSR1])
 
 def test_a_signal_inside_a_writer_call_flushes_after_the_call() -> None:
     # A handler runs on the main thread between two bytecodes, here inside
-    # append() while it holds the writer's lock (raised from the len() that
-    # append() takes of the payload). A flush waiting there would release that
+    # append() while it holds the writer's lock (raised from the len() that the
+    # byte count takes of a payload too large for the lock-free path, under the
+    # lock). A flush waiting there would release that
     # lock under the interrupted call and let the writer thread take the
     # pending list from under it. Instead the flush and the chain to the
     # previous handler happen once the call has returned.
@@ -678,9 +680,8 @@ def test_a_signal_inside_a_writer_call_flushes_after_the_call() -> None:
         armed = True
 
         def __len__(self) -> int:
-            if Interrupting.armed:
+            if Interrupting.armed and res._lock._is_owned():  # type: ignore[attr-defined]
                 Interrupting.armed = False
-                assert res._lock._is_owned()  # type: ignore[attr-defined]  # inside append
                 inside[0] = True
                 signal.raise_signal(signal.SIGUSR1)  # the Python handler runs in here
                 inside[0] = False
@@ -693,8 +694,8 @@ def test_a_signal_inside_a_writer_call_flushes_after_the_call() -> None:
         w.set_as_default(step=0)
         for i in range(5):
             sl.scalar("x", float(i))
-        res.append(Interrupting(lambda: b"\x10\x07", 2, "an event with step 7"))
-        assert not inside[0]
+        res.append(Interrupting(lambda: b"\x10\x07", 5000, "an event with step 7"))
+        assert not Interrupting.armed and not inside[0]
         deadline = time.monotonic() + IO_TIMEOUT
         while not chained and time.monotonic() < deadline:
             time.sleep(0.01)  # the handler runs again on the main thread, in here
@@ -706,6 +707,48 @@ def test_a_signal_inside_a_writer_call_flushes_after_the_call() -> None:
     assert chained == [len(out.getvalue())]
     w.close()
     assert [e.step for e in _memory_events(out.getvalue())] == [0] * 6 + [7]
+
+
+def test_a_signal_inside_the_lock_free_append_flushes_at_once() -> None:
+    # The common append takes no lock: a handler that lands in it (here from the
+    # len() it takes of the payload, which is queued by then) may flush at once,
+    # inside the call, and that flush already writes the interrupted event.
+    from summarylib.writer.buffered import Deferred
+    from summarylib.writer.signals import flush_on_signals
+
+    out = sl.MemoryOutput()
+    w = sl.create_writer(out, max_queue=10**6, flush_millis=10**9)
+    res = w._resource
+    assert res is not None
+    seen_by_handler: list[int] = []
+
+    class Interrupting(Deferred):
+        armed = True
+
+        def __len__(self) -> int:
+            if Interrupting.armed and not res._lock._is_owned():  # type: ignore[attr-defined]
+                Interrupting.armed = False
+                signal.raise_signal(signal.SIGUSR1)  # our handler, then the chained one
+            return self.size
+
+    old = signal.signal(
+        signal.SIGUSR1, lambda signum, frame: seen_by_handler.append(len(out.getvalue()))
+    )
+    restore = flush_on_signals([signal.SIGUSR1], timeout=IO_TIMEOUT)
+    try:
+        w.set_as_default(step=0)
+        for i in range(5):
+            sl.scalar("x", float(i))
+        assert res.append(Interrupting(lambda: b"\x10\x07", 2, "an event with step 7"))
+        assert not Interrupting.armed
+    finally:
+        restore()
+        signal.signal(signal.SIGUSR1, old)
+    # The chained handler ran inside the call, after a flush that wrote all 6 events.
+    assert len(seen_by_handler) == 1
+    steps = [e.step for e in _memory_events(out.getvalue()[: seen_by_handler[0]])]
+    assert steps == [0] * 6 + [7]
+    w.close()
 
 
 def _memory_events(data: bytes) -> list:

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import summarylib as sl
 from summarylib.encoding.events import event_bytes, step_field, summary_event
 from summarylib.ops import scalar as scalar_mod
+from summarylib.writer.context import _local
 
 WALL_TIME = 1712345678.25
 INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
@@ -115,20 +116,32 @@ def write(calls: Any) -> list[bytes]:
 def test_scalars_every_path_equals_protobuf(
     scope: str, values: dict[str, Any], steps: list[int]
 ) -> None:
+    expanded: list[bytes] = []
+
     def calls() -> None:
         with sl.name_scope(scope.rstrip("/")) if scope else contextlib.nullcontext():
-            for step in steps:
+            sl.scalars(values, step=steps[0])
+            # The first call made the layout: count what its records become.
+            res = _local.state.writer._resource  # type: ignore[union-attr]
+            formats = res._record_formats
+            assert len(formats) == 1
+            expand = formats[0]
+            formats[0] = lambda record: expanded.append(expand(record)) or expanded[-1]
+            for step in steps[1:]:
                 sl.scalars(values, step=step)
 
-    scalar_mod._batches.clear()
     got = write(calls)
     items = [(scope + k, v) for k, v in values.items()]
     tags = {t for t, _ in items}
     assert got[0] == reference_event(steps[0], items, tags)
     assert got[1] == reference_event(steps[1], items, set())
     assert got[2] == reference_event(steps[2], items, set())
-    # The layout path really ran (it is built on the second call).
-    assert (scope, tuple(values)) in scalar_mod._batches
+    # The layout path really ran for the calls whose values it takes as they are
+    # (the rest, e.g. finite beyond float32, took the checked path: same bytes).
+    assert set(expanded) <= {got[1], got[2]}
+    if all(type(v) in (float, bool) and np.isfinite(float(v)) and abs(float(v)) < 3e38
+           for v in values.values()):
+        assert expanded == got[1:3]
 
 
 @settings(max_examples=150, deadline=None)
@@ -141,19 +154,20 @@ def test_scalars_every_path_equals_protobuf(
 def test_scalars_layout_makes_the_event_itself(scope: str, values: dict[str, Any],
                                                step: int) -> None:
     # The layout path and the per-metric path give the same bytes, so the test above
-    # cannot tell which one ran: here the layout's own result is compared (None only for
-    # values the checked path must see: beyond float32, ints beyond float).
+    # cannot always tell which one ran: here the layout's own record, expanded as the
+    # writer thread does, is compared (struct refuses only the values the checked path
+    # must see: beyond float32, ints beyond float).
+    scoped = {scope + k: v for k, v in values.items()}
     out = sl.MemoryOutput()
     w = sl.create_writer(out)
     with w.as_default():
-        sl.scalars({scope + k: v for k, v in values.items()}, step=0)  # metadata first
+        sl.scalars(scoped, step=0)  # metadata first; the layout is made
         res = w._resource
-        scalar_mod._batches.clear()
-        scoped = {scope + k: v for k, v in values.items()}
-        scalar_mod._batch_event(scoped, "", res.scalar_prefixes, step)  # builds the layout
-        event = scalar_mod._batch_event(scoped, "", res.scalar_prefixes, step)
+        assert res is not None
+        layout = res.scalar_layouts[tuple(scoped)]
     w.close()
     items = list(scoped.items())
+    assert layout.accepts(scoped.values())  # every fast type is taken as it is
 
     def needs_checked_path(v: Any) -> bool:
         # Finite beyond float32 (stored as ±inf) or an int beyond float.
@@ -162,10 +176,13 @@ def test_scalars_layout_makes_the_event_itself(scope: str, values: dict[str, Any
         x = float(v)
         return np.isfinite(x) and abs(x) > float(np.finfo(np.float32).max)
 
-    if event is None:
+    try:
+        record = layout.pack(layout.marker, WALL_TIME, step, *scoped.values())
+    except (OverflowError, struct.error):
         assert any(needs_checked_path(v) for _, v in items), items
     else:
-        assert event == reference_event(step, items, set())
+        assert record[:4] == layout.marker and record[0] == 0
+        assert layout.expand(record) == reference_event(step, items, set())
 
 
 @settings(max_examples=100, deadline=None)

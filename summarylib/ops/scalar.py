@@ -248,29 +248,54 @@ def scalars(
     cond = st.condition
     if cond is not True and not condition_holds(cond):
         return False
-    if type(values) is not dict and not isinstance(values, Mapping):
-        raise TypeError(f"scalars: 'values' must be a mapping, got {type(values).__name__}")
     if step is None:
         step = st.step
-    if type(step) is not int or step < _INT64_MIN or step > _INT64_MAX:
-        step = resolve_step(step, None, "scalars")
     if description is not None:
         _check_descriptions(description)
-    scope = st.scope
     res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
-    if type(values) is dict:
-        event = _batch_event(values, scope, res.scalar_prefixes, step)
-        if event is not None:
-            return res.append(event)
+    if type(values) is dict and type(step) is int:
+        # The fast path (every tag already in this file, plain numbers): the caller
+        # packs a compact record of the time, the step and the values as float32, and
+        # the writer thread makes the Event of it (_Layout.expand). struct checks the
+        # rest: a step beyond int64, a finite value beyond float32 (stored as ±inf by
+        # the checked path) and an int beyond float raise, and the checked path decides.
+        scope = st.scope
+        layout = res.scalar_layouts.get((scope, tuple(values)) if scope else tuple(values))
+        if layout is not None:
+            vals = values.values()
+            if tuple(map(type, vals)) == layout.types or layout.accepts(vals):
+                try:
+                    record = layout.pack(layout.marker, _time(), step, *vals)
+                except (OverflowError, struct.error):
+                    pass
+                else:
+                    return res.append(record)
+    return _scalars_checked(res, values, step, description, st.scope)
+
+
+def _scalars_checked(
+    res: BufferedEventWriter,
+    values: Mapping[str, Any],
+    step: Any,
+    description: Mapping[str, str | None] | None,
+    scope: str,
+) -> bool:
+    # Everything checked and converted one value at a time, with error messages that
+    # name the value; the Event is built here. Also makes the tags' layout for the fast
+    # path once every tag has its metadata in this file.
+    if type(values) is not dict and not isinstance(values, Mapping):
+        raise TypeError(f"scalars: 'values' must be a mapping, got {type(values).__name__}")
+    if type(step) is not int or step < _INT64_MIN or step > _INT64_MAX:
+        step = resolve_step(step, None, "scalars")
     get = res.scalar_prefixes.get
     parts: list[bytes] = []
     append = parts.append
     firsts = []
-    # The per-metric work is inlined (no helper calls on the common path):
-    # at ~20 metrics per call, each saved call is a measurable share.
+    names = []
     for name, data in values.items():
         if type(name) is not str or not name:
             name = check_tag(name, "scalars", "values key")
+        names.append(name)
         tag = scope + name if scope else name
         if type(data) is float:
             try:
@@ -301,6 +326,8 @@ def scalars(
         return False
     for tag, tag_field in firsts:
         _remember(res, tag, tag_field)
+    if type(values) is dict:
+        _add_layout(res, scope, tuple(values), names)
     return True
 
 
@@ -324,85 +351,86 @@ def _check_descriptions(description: Any) -> None:
             )
 
 
-class _Batch:
-    """The Event layout of one set of tags, for :func:`scalars`' fast path.
+# The record after its 4-byte format prefix: the wall time and the step.
+_TIME_STEP = struct.Struct("<dq")
+# Layouts kept per writer (per file): past this, new sets of tags take the checked path.
+_MAX_LAYOUTS = 1024
 
-    ``packs[k](*args)`` gives the whole Event for a step field of ``k`` bytes: the
-    wall-time key and time (``B``, ``d``), the step field (``ks``), then the
-    ``Event.summary`` field: its key and length (fixed: every value is 4 bytes), then
-    per Value its cached bytes (key, length, tag, tensor header) as an ``Ns`` field and
-    the value as ``f``. ``args`` holds those fields with ``args[1]`` (time), ``args[2]``
-    (step field) and ``args[5::2]`` (the values) to fill in. ``tags`` are the scoped
-    tags: the layout is only valid in a file where all of them have their metadata.
+
+class _Layout:
+    """The compact record of one set of tags in one file, and the Event it stands for.
+
+    The caller packs ``pack(marker, time, step, *values)``: the format's 4-byte
+    prefix, the wall time (``d``), the step (``q``) and each value as float32
+    (``f``). The writer thread's :meth:`expand` turns it into the Event that
+    :func:`scalars`' checked path would have written at that time and step: the
+    wall-time field, the step field, the ``Event.summary`` key and length (fixed:
+    every value is 4 bytes), then per ``Value`` its cached head (key, length, tag,
+    tensor header) and the value's 4 bytes, copied from the record. Valid only in a
+    file where every tag has its metadata, so layouts live in the writer's per-file
+    state (``scalar_layouts``), which is reset with the metadata.
     """
 
-    __slots__ = ("args", "body", "checked_for", "packs", "tags", "types")
+    __slots__ = ("marker", "pack", "template", "types", "unpack")
 
-    def __init__(self, value_heads: list[bytes], tags: frozenset[str]) -> None:
-        size = sum(len(h) + 4 for h in value_heads)
-        head = b"\x2a" + varint(size)
-        self.body = f"{len(head)}s" + "".join(f"{len(h)}sf" for h in value_heads)
-        self.packs: list[Callable[..., bytes] | None] = [None] * 12  # step fields: 0-11 B
-        self.args: list[Any] = [9, 0.0, b"", head] + [None] * (2 * len(value_heads))
-        self.args[4::2] = value_heads
-        self.tags = tags
-        # Memos of the last successful checks (each is set only after its check
-        # passed, so a race between threads can only repeat a check):
-        # the per-file tag dict known to hold every tag (it only ever grows),
-        # and the tuple of value types known to be packable.
-        self.checked_for: dict[str, bytes] | None = None
-        self.types: tuple[type, ...] = ()
+    def __init__(self, heads: list[bytes]) -> None:
+        n = len(heads)
+        self.marker = b""  # set once the writer has registered the format
+        self.pack = struct.Struct(f"<4sdq{n}f").pack
+        # The record's time as its 8 bytes (the Event's own double), the step, and
+        # each value's 4 bytes.
+        self.unpack = struct.Struct(f"<4x8sq{'4s' * n}").unpack
+        # The Event with %s for the time, the step field and the values: the constant
+        # bytes (keys, lengths, tags, tensor headers) are in the template ("%" escaped).
+        summary_head = b"\x2a" + varint(sum(len(h) + 4 for h in heads))
+        self.template = b"\x09%s%s" + b"".join(
+            part.replace(b"%", b"%%") + b"%s" for part in [summary_head + heads[0], *heads[1:]]
+        )
+        # The last tuple of value types found packable as they are (see _fast_types):
+        # set only after the check passed, so a race between threads only repeats it.
+        self.types: tuple[type, ...] = (float,) * n
 
-    def pack_for(self, k: int) -> Callable[..., bytes]:
-        """The packer for a step field of ``k`` bytes (made on first use)."""
-        pack = self.packs[k] = struct.Struct(f"<Bd{k}s" + self.body).pack
-        return pack
-
-
-# (scope, keys of the dict in order) -> _Batch. The layout depends only on the
-# tags, not on the file, so it is shared by all writers; each call checks that
-# the tags have their metadata in its own file. Bounded: a program that makes
-# ever new key sets only rebuilds entries.
-_batches: dict[tuple[str, tuple[str, ...]], _Batch] = {}
-_MAX_BATCHES = 256
-
-
-def _batch_event(values: dict[str, Any], scope: str, prefixes: dict[str, bytes],
-                 step: int) -> bytes | None:
-    """The whole Event for ``values`` at ``step`` if every tag is known in this file.
-
-    None when a tag is new in this file (it needs metadata) and for values
-    that need checking or conversion (callables, arrays, out-of-range
-    numbers): the per-metric path then handles them, with its error messages.
-    """
-    key = (scope, tuple(values))
-    batch = _batches.get(key)
-    if batch is None:
-        batch = _new_batch(key, prefixes)
-        if batch is None:
-            return None
-    if batch.checked_for is not prefixes:
-        if not prefixes.keys() >= batch.tags:
-            return None
-        batch.checked_for = prefixes
-    vals = list(values.values())
-    types = tuple(map(type, vals))
-    if types != batch.types:
+    def accepts(self, values: Any) -> bool:
+        """True if the types of ``values`` go to struct's ``f`` as they are (remembered)."""
+        if _numpy_types_missing:
+            _add_numpy_types()
+        types = tuple(map(type, values))
         if not _fast_types.issuperset(types):
-            return None
-        batch.types = types
-    sf = _STEP_FIELDS[step] if 0 <= step < 16384 else step_field(step)
-    pack = batch.packs[len(sf)] or batch.pack_for(len(sf))
-    args = batch.args.copy()
-    args[1] = _time()
-    args[2] = sf
-    args[5::2] = vals
-    try:
-        return pack(*args)
-    except (OverflowError, struct.error):
-        # Finite beyond float32 (f32_bytes makes it ±inf), or an int beyond
-        # float (scalar_float raises a clear error): the checked path decides.
-        return None
+            return False
+        self.types = types
+        return True
+
+    def expand(self, record: bytes) -> bytes:
+        """The Event ``record`` stands for (on the writer thread)."""
+        fields = self.unpack(record)
+        step = fields[1]
+        return self.template % (
+            fields[0],
+            _STEP_FIELDS[step] if 0 <= step < 16384 else step_field(step),
+            *fields[2:],
+        )
+
+
+def _add_layout(
+    res: BufferedEventWriter, scope: str, keys: tuple[str, ...], names: list[str]
+) -> None:
+    # After a checked write of a dict: from now on its tags have their metadata here.
+    layouts = res.scalar_layouts
+    key = (scope, keys) if scope else keys
+    if key in layouts or len(layouts) >= _MAX_LAYOUTS:
+        return
+    prefixes = res.scalar_prefixes
+    heads = []
+    for name in names:
+        prefix = prefixes.get(scope + name if scope else name)
+        if prefix is None:
+            return  # a failed write reset the metadata meanwhile
+        heads.append(prefix[_summary_header_len(prefix) :])
+    layout = _Layout(heads)
+    marker = res.register_record_format(layout.expand)
+    if marker is not None:
+        layout.marker = marker
+        layouts[key] = layout
 
 
 def _add_numpy_types() -> None:
@@ -411,25 +439,6 @@ def _add_numpy_types() -> None:
     if np is not None and np.float32 not in _fast_types:
         _fast_types = _fast_types | {np.float16, np.float32, np.float64, np.int32, np.int64}
         _numpy_types_missing = False
-
-
-def _new_batch(key: tuple[str, tuple[str, ...]], prefixes: dict[str, bytes]) -> _Batch | None:
-    scope, names = key
-    heads = []
-    for name in names:
-        if type(name) is not str or not name:
-            return None
-        prefix = prefixes.get(scope + name if scope else name)
-        if prefix is None:
-            return None  # built once every tag has been written in this file
-        heads.append(prefix[_summary_header_len(prefix) :])
-    if not heads:
-        return None
-    _add_numpy_types()
-    if len(_batches) >= _MAX_BATCHES:
-        _batches.clear()
-    batch = _batches[key] = _Batch(heads, frozenset(scope + n if scope else n for n in names))
-    return batch
 
 
 def _summary_header_len(prefix: bytes) -> int:

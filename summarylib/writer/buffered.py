@@ -38,12 +38,20 @@ again. A signal handler never *waits* while its thread holds the lock,
 though: waiting on a condition releases the lock under the interrupted call
 (see :mod:`summarylib.writer.signals`, which uses :meth:`held_by_this_thread`).
 
-Hot-path design: ``append`` takes one uncontended lock, appends to a list and
-compares its length with ``_trigger`` (and the payload's with ``_large``).
-Everything else (waking the thread, byte accounting, the bound, parked
-errors, closed state, fork) lives in the slow paths, which run only when the
-list length passes ``_trigger``, a payload is larger than ``_large``, or
-``_trigger`` is negative.
+Hot-path design: ``append`` takes no lock. It appends to a list and compares
+its length with ``_trigger`` (and the payload's with ``_large``): both are
+atomic under the GIL, and the writer thread only ever removes entries from
+the front of that list, under the lock. Everything else (waking the thread,
+byte accounting, the bound, parked errors, closed state, fork) lives in the
+slow paths, which take the lock and run only when the list length passes
+``_trigger``, a payload is larger than ``_large``, or ``_trigger`` is
+negative. An append that raced a close or a parked error is taken back from
+the queue under the lock and decided there, so no event is acknowledged that
+will not be written.
+
+Compact records (:meth:`BufferedEventWriter.register_record_format`) let an
+op queue its values in a few bytes and leave the assembly of the Event to
+the writer thread; :func:`~summarylib.scalars` uses them.
 """
 
 from __future__ import annotations
@@ -85,6 +93,11 @@ _POLL_SECS = 0.05
 #: wake-up (and a fight for the GIL) every ``max_queue`` events. flush(), close(), a full
 #: buffer and interpreter exit never wait for it.
 COALESCE_SECS = 0.02
+# Queue entries that begin with a zero byte are compact records (see
+# register_record_format): no serialized Event begins with one, as protobuf has no
+# field number 0 (an empty Event is empty). The next 3 bytes number the format.
+_RECORD_MARK = 0
+_MAX_RECORD_FORMATS = 4096
 # Failed batches remembered so that every flush()/close() that covered one
 # reports it, even after another call consumed the parked error.
 _LOSS_HISTORY = 64
@@ -181,6 +194,11 @@ class BufferedEventWriter:
         #: cached scalar prefixes); cleared whenever a new file is opened.
         self.scalar_prefixes: dict[str, bytes] = {}
         self.tags_with_metadata: set[str] = set()
+        #: Per-file layouts of :func:`~summarylib.scalars` events (the ops' own objects).
+        self.scalar_layouts: dict[Any, Any] = {}
+        # Expanders of compact records, by number; only ever appended to, so that a
+        # record queued before a reset still finds its format.
+        self._record_formats: list[Callable[[bytes], bytes]] = []
         self._init_state()
         self._closed = False
         _live.add(self)
@@ -235,18 +253,73 @@ class BufferedEventWriter:
           WriterClosedError: the writer is closed (by ``close()``).
           WriteFailedError: an earlier background write failed (once per failure).
         """
-        lock = self._lock
-        lock.acquire()
-        try:
+        # No lock on the common path: under the GIL (or the list's own lock on a
+        # free-threaded build) append() and len() are atomic, the writer thread only
+        # removes entries from the front of the list (never swaps it), and every
+        # state that needs the lock (closing, a parked error, after fork) sets
+        # _trigger to -1 first. A payload that raced such a change is taken back
+        # in _settle, so no event is acknowledged that will not be written.
+        if self._trigger >= 0:
+            pending = self._pending
+            pending.append(payload)
+            if len(pending) > self._trigger or len(payload) > self._large:
+                return self._settle(payload)
+            return True
+        return self._append_locked(payload)
+
+    def _append_locked(self, payload: bytes | Deferred) -> bool:
+        with self._lock:
             if self._trigger < 0 and not self._before_append():
                 return False
             pending = self._pending
             pending.append(payload)
             if len(pending) > self._trigger or len(payload) > self._large:
                 self._after_append()
-        finally:
-            lock.release()
         return True
+
+    def _settle(self, payload: bytes | Deferred) -> bool:
+        # Slow path of a lock-free append (payload is queued already).
+        with self._lock:
+            if self._trigger >= 0:
+                self._after_append()
+                return True
+            # The writer closed or parked an error after this append began. Still
+            # queued: take it back and decide under the lock, as if it came now.
+            # Already taken by the writer thread: it is written (or its loss is
+            # reported) like every event before it.
+            if not self._take_back(payload):
+                return True
+        return self._append_locked(payload)
+
+    def _take_back(self, payload: bytes | Deferred) -> bool:
+        # Lock held: remove payload from the queue if it is still there. Other
+        # threads may append meanwhile (at the end); only lock holders remove.
+        pending = self._pending
+        for i in range(len(pending) - 1, -1, -1):
+            if pending[i] is payload:
+                del pending[i]
+                if i < self._counted:
+                    self._counted -= 1
+                    self._pending_bytes -= len(payload)
+                return True
+        return False
+
+    def register_record_format(self, expand: Callable[[bytes], bytes]) -> bytes | None:
+        """The 4-byte prefix of compact records that ``expand`` turns into Events.
+
+        A record is ``prefix + data``; it is appended like an Event and costs the
+        caller only the packing of ``data``. The writer thread calls ``expand(record)``
+        (the whole record, prefix included) and writes the Event it returns, in the
+        record's place in the file. ``expand`` must not fail for a record its caller
+        made. None when this writer has as many formats as it keeps (4096): the
+        caller then appends whole Events.
+        """
+        with self._lock:
+            number = len(self._record_formats)
+            if number >= _MAX_RECORD_FORMATS:
+                return None
+            self._record_formats.append(expand)
+        return bytes((_RECORD_MARK,)) + number.to_bytes(3, "little")
 
     def _before_append(self) -> bool:
         # Slow path, lock held: closed, or an error is parked. False: drop the event.
@@ -636,7 +709,7 @@ class BufferedEventWriter:
         error: BaseException | None = None
         try:
             with self._lock:
-                leftover, self._pending = self._pending, []
+                leftover = self._take_all()
                 first = self._taken
                 self._taken += len(leftover)
             if leftover:
@@ -675,10 +748,9 @@ class BufferedEventWriter:
             else:
                 wait = self._flush_secs
             self._work.wait(min(wait, threading.TIMEOUT_MAX))
-        batch = self._pending
+        batch = self._take_all()
         # The batch stays in memory until written: it still counts.
         self._inflight_bytes = self._pending_bytes + sum(map(len, batch[self._counted :]))
-        self._pending = []
         self._pending_bytes = 0
         self._counted = 0
         first = self._taken
@@ -688,6 +760,14 @@ class BufferedEventWriter:
         self._set_trigger()
         sync = self._sync_requested or (self._fsync and bool(batch))
         return batch, first, sync, self._closing
+
+    def _take_all(self) -> list[bytes | Deferred]:
+        # Lock held: everything queued. The list itself stays (callers append to it
+        # without the lock); entries appended during the copy stay queued.
+        pending = self._pending
+        batch = pending[:]
+        del pending[: len(batch)]
+        return batch
 
     def _write_batch(self, batch: list[bytes | Deferred], first: int) -> None:
         # Encodes deferred events, frames and writes in blocks. A failing
@@ -702,9 +782,15 @@ class BufferedEventWriter:
             block: list[bytes] = []
             size = 0
             _prepare_in_parallel(batch)
+            formats = self._record_formats
             for i, item in enumerate(batch):
                 if isinstance(item, Deferred):
                     made = self._materialize(item, first + i)
+                    if made is None:
+                        continue
+                    payload = made
+                elif item and item[0] == _RECORD_MARK:
+                    made = self._expand(formats, item, first + i)
                     if made is None:
                         continue
                     payload = made
@@ -739,12 +825,25 @@ class BufferedEventWriter:
         # without metadata; that only matters if it races the failure.
         self.scalar_prefixes = {}
         self.tags_with_metadata = set()
+        self.scalar_layouts = {}
 
     def _materialize(self, item: Deferred, index: int) -> bytes | None:
         try:
             return item.make()
         except Exception as e:
             err = SummaryError(f"summarylib: encoding {item.what} failed: {e!r}")
+            err.__cause__ = e
+            with self._lock:
+                self._park(err, index, index + 1)
+            return None
+
+    def _expand(
+        self, formats: list[Callable[[bytes], bytes]], record: bytes, index: int
+    ) -> bytes | None:
+        try:
+            return formats[int.from_bytes(record[1:4], "little")](record)
+        except Exception as e:  # a bug in an expander: lose this event only, and say so
+            err = SummaryError(f"summarylib: expanding a compact record failed: {e!r}")
             err.__cause__ = e
             with self._lock:
                 self._park(err, index, index + 1)
