@@ -2,18 +2,21 @@
 one thread, 10 metrics logged every step, with and without the four parameter histograms
 every 100 steps, beside torch's and tensorboardX's SummaryWriter.
 
-    python bench/train_loop.py                  # 3,000 logged steps, 5 repetitions, ~3 min
-    python bench/train_loop.py --steps 1000 --reps 3
+    python bench/train_loop.py                  # 10,000 logged steps, 5 repetitions, ~4 min
+    python bench/train_loop.py --steps 3000 --reps 3
 
 Micro-benchmarks time logging calls back to back, with warm caches and nothing else to do;
 a training loop runs torch ops between the calls (which release the GIL, and evict the
 logging code from the CPU caches), so the writer's thread and its wake-ups compete with
 the loop. Every mode runs in a fresh interpreter, in rotating order, with the same model,
-data and seed; inside it, chunks of 100 steps alternate without and with logging, and the
-overhead is the median of the paired differences (this machine's speed drifts by more than
-the overhead between runs). The metric values are computed (``.item()``) in every step,
-logged or not, so the difference is the logging alone; the writer's close() is spread over
-the logged steps.
+data and seed; inside it, chunks of 1,000 steps alternate without and with logging. Each
+logged chunk ends with the writer's flush(), timed with it: the background work that the
+chunk's events cause lands in the chunk, not in the next, unlogged one (with shorter
+chunks and no flush, a write could land in either, and medians then hid it). The overhead
+is the mean of the paired differences (this machine's speed drifts by more than the
+overhead between processes, so only chunks of one process are compared). The metric values
+are computed (``.item()``) in every step, logged or not, so the difference is the logging
+alone; the writer's close() is spread over the logged steps.
 """
 
 from __future__ import annotations
@@ -86,20 +89,23 @@ def train(n, first, logging):
         values = [l * (i + 1) for i in range(10)]
         if logging:
             log(step, values)
+    if logging:
+        w.flush()  # the background work of this chunk's events is timed with it
     return time.perf_counter() - t
 
-# Warm-up (first events, metadata, caches), then chunks of 100 steps, alternately without
-# and with logging: the machine's drift hits both alike, and the median of the paired
+# Warm-up (first events, metadata, caches), then chunks of CHUNK steps, alternately without
+# and with logging: the machine's drift hits both alike, and the mean of the paired
 # differences is the overhead.
+CHUNK = 1000
 train(200, 0, log is not None)
 pairs = []
 step = 200
-for _ in range(steps // 100):
-    base = train(100, step, False)
-    step += 100
-    logged = train(100, step, log is not None)
-    step += 100
-    pairs.append((base, logged))
+for _ in range(max(1, steps // CHUNK)):
+    base = train(CHUNK, step, False)
+    step += CHUNK
+    logged = train(CHUNK, step, log is not None)
+    step += CHUNK
+    pairs.append((base / CHUNK, logged / CHUNK))
 t0 = time.perf_counter()
 if log is not None:
     w.close()
@@ -117,10 +123,10 @@ def run(mode: str, steps: int) -> tuple[float, float]:
     if proc.returncode != 0:
         raise RuntimeError(f"{mode}: {proc.stderr.strip().splitlines()[-1:]}")
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    pairs = out["pairs"]
-    base = statistics.median(b for b, _ in pairs) / 100 * 1e6
-    extra = statistics.median(lg - b for b, lg in pairs) / 100 * 1e6
-    return base, extra + out["close"] / (2 * steps) * 1e6
+    pairs = out["pairs"]  # seconds per step, without and with logging
+    base = statistics.median(b for b, _ in pairs) * 1e6
+    extra = statistics.fmean(lg - b for b, lg in pairs) * 1e6
+    return base, extra + out["close"] / steps * 1e6
 
 
 def available(mode: str) -> bool:
@@ -135,7 +141,7 @@ def available(mode: str) -> bool:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--steps", type=int, default=10000)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     ap.add_argument("--json", default=None)
@@ -150,8 +156,8 @@ def main() -> None:
     print()
     base = statistics.median(b for m in modes for b, _ in results[m])
     print(f"{args.steps} logged SGD steps of a 32-64-10 MLP, batch 16, one thread, in chunks "
-          f"of 100 alternating with as many unlogged steps; median of {args.reps} processes; "
-          f"a step without logging: {base:.0f} µs\n")
+          f"of 1,000 (each ending with flush()) alternating with as many unlogged steps; "
+          f"median of {args.reps} processes; a step without logging: {base:.0f} µs\n")
     print("| mode | overhead µs/step (incl. close) | overhead ÷ summarylib |")
     print("|---|---:|---:|")
     rows = {m: statistics.median(e for _, e in results[m]) for m in modes}

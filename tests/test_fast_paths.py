@@ -24,6 +24,7 @@ import summarylib as sl
 from summarylib.encoding.events import event_bytes, step_field, summary_event
 from summarylib.ops import scalar as scalar_mod
 from summarylib.writer.context import _local
+from summarylib.writer.records import frame_many
 
 WALL_TIME = 1712345678.25
 INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
@@ -125,8 +126,9 @@ def test_scalars_every_path_equals_protobuf(
             res = _local.state.writer._resource  # type: ignore[union-attr]
             formats = res._record_formats
             assert len(formats) == 1
-            expand = formats[0]
-            formats[0] = lambda record: expanded.append(expand(record)) or expanded[-1]
+            expand, frame_run = formats[0]
+            formats[0] = (lambda record: expanded.append(expand(record)) or expanded[-1],
+                          frame_run)
             for step in steps[1:]:
                 sl.scalars(values, step=step)
 
@@ -167,7 +169,7 @@ def test_scalars_layout_makes_the_event_itself(scope: str, values: dict[str, Any
         layout = res.scalar_layouts[tuple(scoped)]
     w.close()
     items = list(scoped.items())
-    assert layout.accepts(scoped.values())  # every fast type is taken as it is
+    assert scalar_mod._accepts(layout, scoped.values())  # every fast type is taken as it is
 
     def needs_checked_path(v: Any) -> bool:
         # Finite beyond float32 (stored as ±inf) or an int beyond float.
@@ -183,6 +185,78 @@ def test_scalars_layout_makes_the_event_itself(scope: str, values: dict[str, Any
     else:
         assert record[:4] == layout.marker and record[0] == 0
         assert layout.expand(record) == reference_event(step, items, set())
+
+
+# Steps of every varint length class (none for 0, 1 to 9 bytes, 10 for negatives), in
+# runs and mixed, so that a run of records is cut wherever the step field's length changes.
+RUN_STEPS = st.lists(
+    st.tuples(
+        st.sampled_from([0, 1, 127, 128, 16383, 16384, 2**21, 2**35, 2**62, -1, -(2**63)])
+        | INT64,
+        st.integers(1, 24),
+    ),
+    min_size=1, max_size=6,
+).map(lambda blocks: [min(base + i, 2**63 - 1) for base, n in blocks for i in range(n)])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    values=st.dictionaries(TAGS, st.floats(width=32) | st.booleans(), min_size=1, max_size=12),
+    steps=RUN_STEPS,
+    times=st.floats(min_value=1, max_value=4e9),  # 0 is left out by protobuf, never by us
+)
+def test_scalars_record_runs_frame_as_one_by_one(
+    values: dict[str, Any], steps: list[int], times: float
+) -> None:
+    # A run of records framed at once (numpy, the CRC from tables) equals each record
+    # expanded and framed on its own, which equals the protobuf encoding.
+    out = sl.MemoryOutput()
+    w = sl.create_writer(out)
+    with w.as_default():
+        sl.scalars(values, step=0)  # metadata first; the layout is made
+    w.close()
+    res = w._resource
+    assert res is not None
+    layout = res.scalar_layouts[tuple(values)]
+    records = [layout.pack(layout.marker, times + i, step, *values.values())
+               for i, step in enumerate(steps)]
+    events = [layout.expand(r) for r in records]
+    assert layout.frame_run(records) == frame_many(events)
+    items = list(values.items())
+    for i, (event, step) in enumerate(zip(events, steps, strict=True)):
+        from summarylib.proto import event_pb2
+
+        expected = event_pb2.Event.FromString(reference_event(step, items, set()))
+        expected.wall_time = times + i
+        assert event == expected.SerializeToString()
+
+
+def test_a_batch_of_scalars_goes_to_the_run_framer_and_reads_back() -> None:
+    # End to end: 1,000 calls queued, then written in one batch; the writer hands the
+    # runs to the layout's framer, and the file holds exactly the expected events.
+    out = sl.MemoryOutput()
+    w = sl.create_writer(out, max_queue=10**6, flush_millis=10**9)
+    res = w._resource
+    assert res is not None
+    runs: list[int] = []
+    names = [f"metric_{i}" for i in range(10)]
+    with w.as_default():
+        sl.scalars(dict.fromkeys(names, 0.0), step=0)
+        expand, frame_run = res._record_formats[0]
+        res._record_formats[0] = (expand, lambda records: runs.append(len(records))
+                                  or frame_run(records))
+        for step in range(1, 1001):
+            sl.scalars({n: step * (i + 1) / 7 for i, n in enumerate(names)}, step=step)
+            if step % 300 == 0:
+                sl.scalar("other", 1.0, step=step)  # cuts the run
+    w.close()
+    assert sum(runs) >= 990 and all(r <= 384 for r in runs)
+    got = payloads(out.getvalue())
+    scalars_events = [p for p in got if b"other" not in p]
+    assert len(scalars_events) == 1001
+    for step, payload in enumerate(scalars_events[1:], start=1):
+        items = [(n, step * (i + 1) / 7) for i, n in enumerate(names)]
+        assert payload == reference_event(step, items, set())
 
 
 @settings(max_examples=100, deadline=None)

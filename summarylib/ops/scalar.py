@@ -30,6 +30,7 @@ from summarylib.encoding.arrays import f32_bytes, scalar_float
 from summarylib.encoding.events import _STEP3_LOW, _STEP_FIELDS, step_field
 from summarylib.encoding.wire import field_bytes, pack_double, pack_float, varint
 from summarylib.ops._resolve import check_tag, resolve_step
+from summarylib.ops.scalar_record import Layout
 from summarylib.writer.context import Step, _local, condition_holds
 
 if TYPE_CHECKING:
@@ -256,14 +257,14 @@ def scalars(
     if type(values) is dict and type(step) is int:
         # The fast path (every tag already in this file, plain numbers): the caller
         # packs a compact record of the time, the step and the values as float32, and
-        # the writer thread makes the Event of it (_Layout.expand). struct checks the
+        # the writer thread makes the Event of it (see scalar_record). struct checks the
         # rest: a step beyond int64, a finite value beyond float32 (stored as ±inf by
         # the checked path) and an int beyond float raise, and the checked path decides.
         scope = st.scope
         layout = res.scalar_layouts.get((scope, tuple(values)) if scope else tuple(values))
         if layout is not None:
             vals = values.values()
-            if tuple(map(type, vals)) == layout.types or layout.accepts(vals):
+            if tuple(map(type, vals)) == layout.types or _accepts(layout, vals):
                 try:
                     record = layout.pack(layout.marker, _time(), step, *vals)
                 except (OverflowError, struct.error):
@@ -351,64 +352,20 @@ def _check_descriptions(description: Any) -> None:
             )
 
 
-# The record after its 4-byte format prefix: the wall time and the step.
-_TIME_STEP = struct.Struct("<dq")
 # Layouts kept per writer (per file): past this, new sets of tags take the checked path.
 _MAX_LAYOUTS = 1024
 
 
-class _Layout:
-    """The compact record of one set of tags in one file, and the Event it stands for.
-
-    The caller packs ``pack(marker, time, step, *values)``: the format's 4-byte
-    prefix, the wall time (``d``), the step (``q``) and each value as float32
-    (``f``). The writer thread's :meth:`expand` turns it into the Event that
-    :func:`scalars`' checked path would have written at that time and step: the
-    wall-time field, the step field, the ``Event.summary`` key and length (fixed:
-    every value is 4 bytes), then per ``Value`` its cached head (key, length, tag,
-    tensor header) and the value's 4 bytes, copied from the record. Valid only in a
-    file where every tag has its metadata, so layouts live in the writer's per-file
-    state (``scalar_layouts``), which is reset with the metadata.
-    """
-
-    __slots__ = ("marker", "pack", "template", "types", "unpack")
-
-    def __init__(self, heads: list[bytes]) -> None:
-        n = len(heads)
-        self.marker = b""  # set once the writer has registered the format
-        self.pack = struct.Struct(f"<4sdq{n}f").pack
-        # The record's time as its 8 bytes (the Event's own double), the step, and
-        # each value's 4 bytes.
-        self.unpack = struct.Struct(f"<4x8sq{'4s' * n}").unpack
-        # The Event with %s for the time, the step field and the values: the constant
-        # bytes (keys, lengths, tags, tensor headers) are in the template ("%" escaped).
-        summary_head = b"\x2a" + varint(sum(len(h) + 4 for h in heads))
-        self.template = b"\x09%s%s" + b"".join(
-            part.replace(b"%", b"%%") + b"%s" for part in [summary_head + heads[0], *heads[1:]]
-        )
-        # The last tuple of value types found packable as they are (see _fast_types):
-        # set only after the check passed, so a race between threads only repeats it.
-        self.types: tuple[type, ...] = (float,) * n
-
-    def accepts(self, values: Any) -> bool:
-        """True if the types of ``values`` go to struct's ``f`` as they are (remembered)."""
-        if _numpy_types_missing:
-            _add_numpy_types()
-        types = tuple(map(type, values))
-        if not _fast_types.issuperset(types):
-            return False
-        self.types = types
-        return True
-
-    def expand(self, record: bytes) -> bytes:
-        """The Event ``record`` stands for (on the writer thread)."""
-        fields = self.unpack(record)
-        step = fields[1]
-        return self.template % (
-            fields[0],
-            _STEP_FIELDS[step] if 0 <= step < 16384 else step_field(step),
-            *fields[2:],
-        )
+def _accepts(layout: Layout, values: Any) -> bool:
+    # True if the types of `values` go to struct's "f" as they are (see _fast_types),
+    # remembered on the layout for the next call.
+    if _numpy_types_missing:
+        _add_numpy_types()
+    types = tuple(map(type, values))
+    if not _fast_types.issuperset(types):
+        return False
+    layout.types = types
+    return True
 
 
 def _add_layout(
@@ -426,8 +383,8 @@ def _add_layout(
         if prefix is None:
             return  # a failed write reset the metadata meanwhile
         heads.append(prefix[_summary_header_len(prefix) :])
-    layout = _Layout(heads)
-    marker = res.register_record_format(layout.expand)
+    layout = Layout(heads)
+    marker = res.register_record_format(layout.expand, layout.frame_run)
     if marker is not None:
         layout.marker = marker
         layouts[key] = layout

@@ -90,14 +90,23 @@ _BLOCK_BYTES = 96 * 1024
 _POLL_SECS = 0.05
 #: After writing a batch that the queue length called for, the writer thread waits this
 #: long before the next such batch: a fast loop then gets a few large writes instead of a
-#: wake-up (and a fight for the GIL) every ``max_queue`` events. flush(), close(), a full
-#: buffer and interpreter exit never wait for it.
-COALESCE_SECS = 0.02
+#: wake-up (and a fight for the GIL) every ``max_queue`` events. Each batch costs a
+#: training loop far more than its own CPU time (the thread takes the GIL several times
+#: while the loop wants it back from torch's ops), so batches are few; TensorBoard reloads
+#: every few seconds and cannot tell. flush(), close(), a full buffer and interpreter exit
+#: never wait for it.
+COALESCE_SECS = 0.25
 # Queue entries that begin with a zero byte are compact records (see
 # register_record_format): no serialized Event begins with one, as protobuf has no
 # field number 0 (an empty Event is empty). The next 3 bytes number the format.
 _RECORD_MARK = 0
 _MAX_RECORD_FORMATS = 4096
+# (expand one record, frame a run of records or None): see register_record_format.
+_RecordFormat = tuple[Callable[[bytes], bytes], Callable[[list[bytes]], bytes] | None]
+# Runs of records of one format this long or longer go to its run framer, in pieces
+# of at most _MAX_RUN (whose framed bytes stay near _BLOCK_BYTES).
+_MIN_RUN = 8
+_MAX_RUN = 384
 # Failed batches remembered so that every flush()/close() that covered one
 # reports it, even after another call consumed the parked error.
 _LOSS_HISTORY = 64
@@ -198,7 +207,7 @@ class BufferedEventWriter:
         self.scalar_layouts: dict[Any, Any] = {}
         # Expanders of compact records, by number; only ever appended to, so that a
         # record queued before a reset still finds its format.
-        self._record_formats: list[Callable[[bytes], bytes]] = []
+        self._record_formats: list[_RecordFormat] = []
         self._init_state()
         self._closed = False
         _live.add(self)
@@ -304,21 +313,27 @@ class BufferedEventWriter:
                 return True
         return False
 
-    def register_record_format(self, expand: Callable[[bytes], bytes]) -> bytes | None:
+    def register_record_format(
+        self,
+        expand: Callable[[bytes], bytes],
+        frame_run: Callable[[list[bytes]], bytes] | None = None,
+    ) -> bytes | None:
         """The 4-byte prefix of compact records that ``expand`` turns into Events.
 
         A record is ``prefix + data``; it is appended like an Event and costs the
         caller only the packing of ``data``. The writer thread calls ``expand(record)``
         (the whole record, prefix included) and writes the Event it returns, in the
-        record's place in the file. ``expand`` must not fail for a record its caller
-        made. None when this writer has as many formats as it keeps (4096): the
-        caller then appends whole Events.
+        record's place in the file. For a run of consecutive records of the format it
+        calls ``frame_run(records)`` instead, if given, which must return exactly
+        ``frame_many([expand(r) for r in records])``. Neither may fail for records
+        their caller made. None when this writer has as many formats as it keeps
+        (4096): the caller then appends whole Events.
         """
         with self._lock:
             number = len(self._record_formats)
             if number >= _MAX_RECORD_FORMATS:
                 return None
-            self._record_formats.append(expand)
+            self._record_formats.append((expand, frame_run))
         return bytes((_RECORD_MARK,)) + number.to_bytes(3, "little")
 
     def _before_append(self) -> bool:
@@ -783,26 +798,45 @@ class BufferedEventWriter:
             size = 0
             _prepare_in_parallel(batch)
             formats = self._record_formats
-            for i, item in enumerate(batch):
+            i, n = 0, len(batch)
+            scanned = 0  # batch[:scanned] was looked at for runs already
+            while i < n:
+                item = batch[i]
                 if isinstance(item, Deferred):
                     made = self._materialize(item, first + i)
                     if made is None:
+                        i += 1
                         continue
                     payload = made
                 elif item and item[0] == _RECORD_MARK:
+                    end = i
+                    if i >= scanned and _has_run_framer(formats, item):
+                        end = scanned = _run_end(batch, i, item[:4])
+                    if end - i >= _MIN_RUN:
+                        framed = self._frame_run(formats, batch[i:end])  # type: ignore[arg-type]  # _run_end: all bytes
+                        if framed is not None:
+                            if block:
+                                out.write(frame_many(block))
+                                block = []
+                                size = 0
+                            out.write(framed)
+                            i = done = end
+                            continue
                     made = self._expand(formats, item, first + i)
                     if made is None:
+                        i += 1
                         continue
                     payload = made
                 else:
                     payload = item
                 block.append(payload)
                 size += len(payload) + 16
+                i += 1
                 if size >= _BLOCK_BYTES:
                     out.write(frame_many(block))
                     block = []
                     size = 0
-                    done = i + 1
+                    done = i
             if block:
                 out.write(frame_many(block))
             out.flush()
@@ -837,11 +871,20 @@ class BufferedEventWriter:
                 self._park(err, index, index + 1)
             return None
 
-    def _expand(
-        self, formats: list[Callable[[bytes], bytes]], record: bytes, index: int
-    ) -> bytes | None:
+    def _frame_run(self, formats: list[_RecordFormat], records: list[bytes]) -> bytes | None:
+        # A run of records of one format, framed by the format itself; None: one by one
+        # (no run framer, or it failed: then each record's own expansion decides).
+        frame_run = formats[int.from_bytes(records[0][1:4], "little")][1]
+        if frame_run is None:
+            return None
         try:
-            return formats[int.from_bytes(record[1:4], "little")](record)
+            return frame_run(records)
+        except Exception:
+            return None
+
+    def _expand(self, formats: list[_RecordFormat], record: bytes, index: int) -> bytes | None:
+        try:
+            return formats[int.from_bytes(record[1:4], "little")][0](record)
         except Exception as e:  # a bug in an expander: lose this event only, and say so
             err = SummaryError(f"summarylib: expanding a compact record failed: {e!r}")
             err.__cause__ = e
@@ -942,6 +985,23 @@ def _prepare_in_parallel(batch: list[bytes | Deferred]) -> None:
         return
     for f in futures:
         f.result()
+
+
+def _has_run_framer(formats: list[_RecordFormat], record: bytes) -> bool:
+    number = int.from_bytes(record[1:4], "little")
+    return number < len(formats) and formats[number][1] is not None
+
+
+def _run_end(batch: list[bytes | Deferred], start: int, prefix: bytes) -> int:
+    # The end of the run of records with `prefix` from batch[start], at most _MAX_RUN.
+    end = start + 1
+    stop = min(len(batch), start + _MAX_RUN)
+    while end < stop:
+        item = batch[end]
+        if type(item) is not bytes or item[:4] != prefix:
+            break
+        end += 1
+    return end
 
 
 def _remaining(deadline: float | None, default: float | None) -> float | None:
