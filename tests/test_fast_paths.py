@@ -462,3 +462,29 @@ def test_value_bytes_and_summary_event_equal_protobuf(
     assert summary_event(wall_time, step, summary.SerializeToString()) == (
         expected.SerializeToString()
     )
+
+
+def test_past_the_layout_bounds_the_checked_path_writes_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A program that logs ever new sets of tags: past the per-writer bounds (layouts,
+    # record formats) new sets take the checked path, with the same bytes.
+    from summarylib.writer import buffered
+
+    monkeypatch.setattr(scalar_mod, "_MAX_LAYOUTS", 3)
+    monkeypatch.setattr(buffered, "_MAX_RECORD_FORMATS", 2)
+    sets = [{f"k{j}_{i}": float(i + j) for i in range(3)} for j in range(5)]
+    out = sl.MemoryOutput()
+    w = sl.create_writer(out)
+    with w.as_default():
+        for step in range(3):
+            for values in sets:
+                assert sl.scalars(values, step=step)
+    res = w._resource
+    assert res is not None
+    assert len(res.scalar_layouts) == 2 and len(res._record_formats) == 2
+    w.close()
+    got = payloads(out.getvalue())
+    expected = [reference_event(step, list(values.items()), set(values) if step == 0 else set())
+                for step in range(3) for values in sets]
+    assert got == expected

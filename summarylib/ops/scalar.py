@@ -12,10 +12,12 @@ Data contract:
     file only: readers take the first and ignore the rest, and leaving it out
     saves 13 bytes per event.
 
-Hot path: after the first event of a tag, the Event bytes are wall time,
-step, a cached per-tag prefix and the 4 value bytes, made by one
-``Struct.pack`` per event. A property test proves they equal the protobuf
-encoding of ``scalar_pb``.
+Hot paths: after the first event of a tag, :func:`scalar`'s Event bytes are
+wall time, step, a cached per-tag prefix and the 4 value bytes, made by one
+``Struct.pack`` per event. After the first event of a set of tags,
+:func:`scalars` packs only a compact record (time, step, float32 values) and
+the writer thread makes the Event of it (:mod:`summarylib.ops.scalar_record`).
+Property tests prove both equal the protobuf encoding.
 """
 
 from __future__ import annotations
