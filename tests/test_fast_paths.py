@@ -488,3 +488,20 @@ def test_past_the_layout_bounds_the_checked_path_writes_the_same(
     expected = [reference_event(step, list(values.items()), set(values) if step == 0 else set())
                 for step in range(3) for values in sets]
     assert got == expected
+
+
+@pytest.mark.parametrize("scope", ["", "100%/"])
+def test_records_of_tags_with_percent_signs_and_long_tags(scope: str) -> None:
+    # The record's Event template is filled with bytes %-formatting: a "%" in a tag or
+    # scope is escaped there. Tags past ~110 bytes take two-byte Value lengths.
+    values = {"a%s": 1.0, "%": 2.0, "%%d": 3.0, "t" * 150: 4.0, "%" * 130: 5.0}
+
+    def calls() -> None:
+        with sl.name_scope(scope.rstrip("/")) if scope else contextlib.nullcontext():
+            for step in range(30):  # one checked event, then 29 records in a run
+                sl.scalars(values, step=step)
+
+    got = write(calls)
+    items = [(scope + k, v) for k, v in values.items()]
+    assert got[0] == reference_event(0, items, {t for t, _ in items})
+    assert got[1:] == [reference_event(step, items, set()) for step in range(1, 30)]

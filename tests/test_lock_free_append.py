@@ -77,7 +77,7 @@ def test_close_finished_before_the_append_raises_and_writes_nothing() -> None:
     with w.as_default(), pytest.raises(WriterClosedError):
         sl.scalar("x", 2.0, step=2)
     assert steps_in(out.getvalue()) == [0, 1]
-    assert not res._pending  # taken back: nothing left behind
+    assert not any(isinstance(e, bytes) for e in res._pending)  # taken back
 
 
 def test_close_that_drains_the_appended_event_acknowledges_it() -> None:
@@ -149,6 +149,7 @@ def test_threads_racing_a_close_are_told_the_truth() -> None:
         out = sl.MemoryOutput()
         w = sl.create_writer(out, max_queue=7, flush_millis=1)
         acknowledged: list[list[int]] = [[] for _ in range(4)]
+        refused: list[tuple[int, int, object]] = []
         started = threading.Barrier(5)
 
         def log(
@@ -156,6 +157,7 @@ def test_threads_racing_a_close_are_told_the_truth() -> None:
             w: sl.SummaryWriter = w,
             started: threading.Barrier = started,
             acknowledged: list[list[int]] = acknowledged,
+            refused: list[tuple[int, int, object]] = refused,
         ) -> None:
             with w.as_default():
                 started.wait()
@@ -171,7 +173,9 @@ def test_threads_racing_a_close_are_told_the_truth() -> None:
                             ok = sl.text("t", "x" * 5000, step=step)  # above the size limit
                         else:
                             ok = sl.scalars({"d": float(i)}, step=step)
-                        assert ok is True
+                        if ok is not True:
+                            refused.append((k, step, ok))  # checked by the main thread
+                            return
                         acknowledged[k].append(step)
                         i += 1
                 except WriterClosedError:
@@ -189,4 +193,156 @@ def test_threads_racing_a_close_are_told_the_truth() -> None:
         written = steps_in(out.getvalue())[1:]
         expected = sorted(s for steps in acknowledged for s in steps)
         assert sorted(written) == expected
+        assert not refused
         assert all(acknowledged)  # every thread got some events in
+
+
+def test_a_flush_that_counted_a_taken_back_event_still_returns() -> None:
+    # flush() counts every queued entry in its target. If one of them is then taken
+    # back (its append raced a parked error), the flush must still end, reporting
+    # the error, rather than wait for an event that will never be written.
+    from summarylib.errors import SummaryError
+    from summarylib.writer.buffered import Deferred
+
+    out = sl.MemoryOutput()
+    w = sl.create_writer(out, max_queue=10**6, flush_millis=10**9)
+    res = w._resource
+    assert res is not None
+    encoding, fail_now = threading.Event(), threading.Event()
+
+    def failing_encoder() -> bytes:
+        encoding.set()
+        fail_now.wait(TIMEOUT)
+        raise ValueError("encoder bug")
+
+    res.append(Deferred(failing_encoder, 10, "a failing event"))
+    res.start_flush()  # the writer thread takes it and blocks in the encoder
+    assert encoding.wait(TIMEOUT)
+    event = b"\x09" + bytes(8) + b"\x10\x07"
+    res._pending.append(event)  # a caller's lock-free append, before its check
+    flushed: list[BaseException | None] = []
+
+    def flush() -> None:
+        try:
+            res.flush(TIMEOUT)
+            flushed.append(None)
+        except BaseException as e:  # reported below
+            flushed.append(e)
+
+    flusher = threading.Thread(target=flush)
+    flusher.start()
+    assert wait_for(lambda: res._urgent or res._wake_requested)  # its target counts `event`
+    park = res._park
+    caller: list[BaseException] = []
+
+    def park_then_check(*args: object) -> None:
+        park(*args)  # type: ignore[arg-type]
+        res._park = park  # type: ignore[method-assign]
+        try:
+            res._settle(event)  # the caller's check, right after the error is parked
+        except SummaryError as e:
+            caller.append(e)
+
+    res._park = park_then_check  # type: ignore[method-assign]
+    fail_now.set()
+    flusher.join(TIMEOUT)
+    assert not flusher.is_alive()
+    assert len(caller) == 1 and "encoder bug" in str(caller[0])
+    assert len(flushed) == 1 and not isinstance(flushed[0], TimeoutError)
+    w.close()
+    assert steps_in(out.getvalue()) == [0]  # neither event was written
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = TIMEOUT) -> bool:
+    pause = threading.Event()
+    for _ in range(int(timeout * 100)):
+        if predicate():
+            return True
+        pause.wait(0.01)
+    return predicate()
+
+
+def test_a_failed_run_write_does_not_count_the_block_before_it_as_lost() -> None:
+    # The writer writes the plain events queued before a run of records, then the run.
+    # If the run's write fails, only the run is lost: the block before it is on file,
+    # and a flush() that covered only that block must not report a loss.
+    from summarylib.writer.output import Output
+
+    class FailingFourthWrite(Output):
+        name = "<fails on its fourth write>"
+
+        def __init__(self) -> None:
+            self.blocks: list[bytes] = []
+
+        def write(self, data: bytes) -> None:
+            if len(self.blocks) == 3:  # file version, first flush, the block, the run
+                raise OSError(28, "No space left on device")
+            self.blocks.append(data)
+
+    out = FailingFourthWrite()
+    w = sl.create_writer(out, max_queue=10**6, flush_millis=10**9)
+    res = w._resource
+    assert res is not None
+    with w.as_default():
+        sl.scalars({"a": 1.0, "b": 2.0}, step=0)  # the layout is made
+        w.flush()
+        sl.scalar("other", 5.0, step=1)  # a plain event: the block before the run
+        for step in range(2, 22):
+            sl.scalars({"a": 1.0, "b": 2.0}, step=step)  # 20 records: one run
+        with pytest.raises(WriteFailedError, match="No space left"):
+            w.flush()
+    assert b"other" in out.blocks[-1]
+    # Events are numbered from 0 (the layout's first event); "other" is number 1.
+    assert [(first, end) for first, end, _ in res._losses] == [(2, 22)]
+    w.close()  # the loss was reported by the flush that covered it
+
+
+def test_a_count_racing_an_append_counts_each_entry_once() -> None:
+    # The byte count reads the queue while callers append without the lock: an entry
+    # appended during the count is counted then or next time, never twice.
+    out = sl.MemoryOutput()
+    w = sl.create_writer(out, max_queue=10**6, flush_millis=10**9)
+    res = w._resource
+    assert res is not None
+    big = event_pb2.Event(wall_time=1.0, file_version="x" * 4980).SerializeToString()
+    racing = big[:]
+
+    class AppendDuringTheCount(list):  # type: ignore[type-arg]
+        armed = False
+
+        def __getitem__(self, index: object) -> object:
+            if AppendDuringTheCount.armed and isinstance(index, slice):
+                AppendDuringTheCount.armed = False
+                super().append(racing)  # another thread's append, just before the read
+            return super().__getitem__(index)  # type: ignore[index]
+
+    with res._lock:
+        res._pending = AppendDuringTheCount(res._pending)
+    AppendDuringTheCount.armed = True
+    res.append(big)  # above the size limit: counted at once
+    with res._lock:
+        res._account()
+        assert res._pending_bytes == sum(map(len, res._pending[: res._counted]))
+        assert res._counted == len(res._pending)
+    w.close()
+    assert len(steps_in(out.getvalue())) == 3
+
+
+@pytest.mark.parametrize(("max_queue", "flush_millis"), [(10, 0), (0, 10**6), (10, 50)])
+def test_the_write_spacing_never_delays_past_flush_millis(
+    max_queue: int, flush_millis: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Writes that the queue length calls for are spaced COALESCE_SECS apart, but never
+    # more than flush_millis, and not at all when every event is to be written at once
+    # (max_queue 0; flush_millis=0 makes it 0). With the spacing set to 600 s here, each
+    # lone event must still be on file long before that (10 s allowed, against 600).
+    from summarylib.writer import buffered
+
+    monkeypatch.setattr(buffered, "COALESCE_SECS", 600.0)
+    out = sl.MemoryOutput()
+    w = sl.create_writer(out, max_queue=max_queue, flush_millis=flush_millis)
+    with w.as_default():
+        for step in range(1, 4):
+            sl.scalar("x", 1.0, step=step)
+            assert wait_for(lambda step=step: steps_in(out.getvalue())[-1:] == [step], 10.0)
+    w.close()

@@ -101,6 +101,18 @@ COALESCE_SECS = 0.25
 # field number 0 (an empty Event is empty). The next 3 bytes number the format.
 _RECORD_MARK = 0
 _MAX_RECORD_FORMATS = 4096
+
+
+class _TakenBack:
+    """The queue's placeholder for an event taken back by its caller (see _take_back)."""
+
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        return 0
+
+
+_TAKEN_BACK = _TakenBack()
 # (expand one record, frame a run of records or None): see register_record_format.
 _RecordFormat = tuple[Callable[[bytes], bytes], Callable[[list[bytes]], bytes] | None]
 # Runs of records of one format this long or longer go to its run framer, in pieces
@@ -151,6 +163,11 @@ class Deferred:
 
     def __len__(self) -> int:
         return self.size
+
+
+# What the queue holds: serialized Events (or compact records), deferred ones, and
+# placeholders of events taken back.
+_Entry = bytes | Deferred | _TakenBack
 
 
 class BufferedEventWriter:
@@ -218,7 +235,7 @@ class BufferedEventWriter:
         self._lock = threading.RLock()
         self._work = threading.Condition(self._lock)  # the thread waits here
         self._progress = threading.Condition(self._lock)  # callers wait here
-        self._pending: list[bytes | Deferred] = []
+        self._pending: list[_Entry] = []
         self._pending_bytes = 0
         self._counted = 0  # entries of _pending already summed into _pending_bytes
         self._inflight_bytes = 0  # the batch the thread is writing (still in memory)
@@ -303,12 +320,14 @@ class BufferedEventWriter:
     def _take_back(self, payload: bytes | Deferred) -> bool:
         # Lock held: remove payload from the queue if it is still there. Other
         # threads may append meanwhile (at the end); only lock holders remove.
+        # The entry is replaced, not removed: a flush() may have counted it already,
+        # and event indices (flush targets, loss ranges) must not shift. The writer
+        # thread counts the placeholder as written and writes nothing for it.
         pending = self._pending
         for i in range(len(pending) - 1, -1, -1):
             if pending[i] is payload:
-                del pending[i]
+                pending[i] = _TAKEN_BACK
                 if i < self._counted:
-                    self._counted -= 1
                     self._pending_bytes -= len(payload)
                 return True
         return False
@@ -376,11 +395,12 @@ class BufferedEventWriter:
 
     def _account(self) -> None:
         # Lock held: add the entries appended since the last count.
-        pending = self._pending
-        n = len(pending)
-        if self._counted < n:
-            self._pending_bytes += sum(map(len, pending[self._counted :]))
-            self._counted = n
+        # One slice: callers append without the lock, so a length taken apart from
+        # the slice could count an entry twice.
+        new = self._pending[self._counted :]
+        if new:
+            self._pending_bytes += sum(map(len, new))
+            self._counted += len(new)
 
     def _set_trigger(self) -> None:
         # Lock held, every entry counted: how many appends may skip the slow
@@ -698,8 +718,11 @@ class BufferedEventWriter:
                 return
 
     def _cool_down(self) -> None:
-        # Lock held (released while waiting): see COALESCE_SECS.
-        deadline = time.monotonic() + COALESCE_SECS
+        # Lock held (released while waiting): see COALESCE_SECS. Never longer than
+        # flush_secs, and not at all with max_queue 0 (every event written at once).
+        if self._max_queue == 0:
+            return
+        deadline = time.monotonic() + min(COALESCE_SECS, self._flush_secs)
         self._cooling = True
         try:
             while not (self._urgent or self._closing):
@@ -749,7 +772,7 @@ class BufferedEventWriter:
                 self._progress.notify_all()
             _live.discard(self)
 
-    def _next_batch(self) -> tuple[list[bytes | Deferred], int, bool, bool]:
+    def _next_batch(self) -> tuple[list[_Entry], int, bool, bool]:
         # Lock held. Wait until there is a reason to write, then take the batch.
         while True:
             if self._closing:
@@ -776,7 +799,7 @@ class BufferedEventWriter:
         sync = self._sync_requested or (self._fsync and bool(batch))
         return batch, first, sync, self._closing
 
-    def _take_all(self) -> list[bytes | Deferred]:
+    def _take_all(self) -> list[_Entry]:
         # Lock held: everything queued. The list itself stays (callers append to it
         # without the lock); entries appended during the copy stay queued.
         pending = self._pending
@@ -784,7 +807,7 @@ class BufferedEventWriter:
         del pending[: len(batch)]
         return batch
 
-    def _write_batch(self, batch: list[bytes | Deferred], first: int) -> None:
+    def _write_batch(self, batch: list[_Entry], first: int) -> None:
         # Encodes deferred events, frames and writes in blocks. A failing
         # encoder loses only its own event; a failing output parks the error
         # and loses the rest of the batch (which no flush() acknowledges).
@@ -802,6 +825,9 @@ class BufferedEventWriter:
             scanned = 0  # batch[:scanned] was looked at for runs already
             while i < n:
                 item = batch[i]
+                if isinstance(item, _TakenBack):
+                    i += 1
+                    continue
                 if isinstance(item, Deferred):
                     made = self._materialize(item, first + i)
                     if made is None:
@@ -819,6 +845,7 @@ class BufferedEventWriter:
                                 out.write(frame_many(block))
                                 block = []
                                 size = 0
+                                done = i
                             out.write(framed)
                             i = done = end
                             continue
@@ -969,7 +996,7 @@ def _encoder_pool() -> Any:
         return _pool
 
 
-def _prepare_in_parallel(batch: list[bytes | Deferred]) -> None:
+def _prepare_in_parallel(batch: list[_Entry]) -> None:
     # Run the prepare step of the batch's deferred events on the pool, and wait for all
     # of them; make() then runs in file order on the writer thread. With fewer than two,
     # or no pool (one CPU, interpreter exit), make() does the whole work itself.
@@ -992,7 +1019,7 @@ def _has_run_framer(formats: list[_RecordFormat], record: bytes) -> bool:
     return number < len(formats) and formats[number][1] is not None
 
 
-def _run_end(batch: list[bytes | Deferred], start: int, prefix: bytes) -> int:
+def _run_end(batch: list[_Entry], start: int, prefix: bytes) -> int:
     # The end of the run of records with `prefix` from batch[start], at most _MAX_RUN.
     end = start + 1
     stop = min(len(batch), start + _MAX_RUN)
