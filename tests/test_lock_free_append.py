@@ -201,7 +201,6 @@ def test_a_flush_that_counted_a_taken_back_event_still_returns() -> None:
     # flush() counts every queued entry in its target. If one of them is then taken
     # back (its append raced a parked error), the flush must still end, reporting
     # the error, rather than wait for an event that will never be written.
-    from summarylib.errors import SummaryError
     from summarylib.writer.buffered import Deferred
 
     out = sl.MemoryOutput()
@@ -216,8 +215,28 @@ def test_a_flush_that_counted_a_taken_back_event_still_returns() -> None:
         raise ValueError("encoder bug")
 
     res.append(Deferred(failing_encoder, 10, "a failing event"))
-    res.start_flush()  # the writer thread takes it and blocks in the encoder
-    assert encoding.wait(TIMEOUT)
+    try:
+        _flush_the_failing_event(res, encoding, fail_now)
+    finally:
+        fail_now.set()
+        w.close()
+    assert steps_in(out.getvalue()) == [0]  # neither event was written
+
+
+def _flush_the_failing_event(
+    res: BufferedEventWriter,
+    encoding: threading.Event,
+    fail_now: threading.Event,
+) -> None:
+    from summarylib.errors import SummaryError
+
+    # The writer thread takes the failing event and blocks in its encoder. (start_flush
+    # does nothing while the just-started thread holds the lock: ask until it runs.)
+    for _ in range(int(TIMEOUT * 100)):
+        res.start_flush()
+        if encoding.wait(0.01):
+            break
+    assert encoding.is_set()
     event = b"\x09" + bytes(8) + b"\x10\x07"
     res._pending.append(event)  # a caller's lock-free append, before its check
     flushed: list[BaseException | None] = []
@@ -249,8 +268,6 @@ def test_a_flush_that_counted_a_taken_back_event_still_returns() -> None:
     assert not flusher.is_alive()
     assert len(caller) == 1 and "encoder bug" in str(caller[0])
     assert len(flushed) == 1 and not isinstance(flushed[0], TimeoutError)
-    w.close()
-    assert steps_in(out.getvalue()) == [0]  # neither event was written
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = TIMEOUT) -> bool:
@@ -346,3 +363,29 @@ def test_the_write_spacing_never_delays_past_flush_millis(
             sl.scalar("x", 1.0, step=step)
             assert wait_for(lambda step=step: steps_in(out.getvalue())[-1:] == [step], 10.0)
     w.close()
+
+
+def test_appends_after_a_count_use_up_the_window_not_add_to_it() -> None:
+    # After a count, the writer lets `step` more small appends skip the lock, sized so
+    # that they fit in the room left. Appends that other threads made between the count
+    # and the new window must use up that window: the bound in bytes holds.
+    limit = 256 * 1024
+    res = BufferedEventWriter(
+        lambda: sl.MemoryOutput(), max_queue=10**6, flush_secs=1e9, max_buffer_bytes=limit
+    )
+    res.append(b"\x09" + bytes(8))  # starts the thread, sets the first window
+    count = res._account
+
+    def count_then_other_threads_append() -> None:
+        count()
+        while len(res._pending) < res._trigger:  # lock-free appends, right after the count
+            res._pending.append(b"\x09" + bytes(res._large - 1))
+
+    res._account = count_then_other_threads_append  # type: ignore[method-assign]
+    res.append(b"\x09" + bytes(5000))  # above the size limit: this caller counts
+    res._account = count  # type: ignore[method-assign]
+    while len(res._pending) < res._trigger:  # everything the new window lets through
+        res.append(b"\x09" + bytes(res._large - 1))
+    queued = sum(map(len, res._pending)) + res._inflight_bytes
+    assert queued <= limit + 5001, queued  # at most one event over, as documented
+    res.close(TIMEOUT)

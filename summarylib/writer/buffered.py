@@ -403,15 +403,17 @@ class BufferedEventWriter:
             self._counted += len(new)
 
     def _set_trigger(self) -> None:
-        # Lock held, every entry counted: how many appends may skip the slow
-        # path, and up to what size. Skipped entries are at most _large bytes
-        # each, and step * _large <= room: the total stays within
-        # max_buffer_bytes until the next count. A nearly full buffer lowers
-        # the size limit rather than counting after every scalar.
+        # Lock held: how many appends may skip the slow path, and up to what
+        # size. Skipped entries are at most _large bytes each, and step * _large
+        # <= room: the total stays within max_buffer_bytes until the next count.
+        # A nearly full buffer lowers the size limit rather than counting after
+        # every scalar. The step counts from the entries already counted, not
+        # from the list's length: entries other threads appended since (without
+        # the lock) use up the step, they do not add to it.
         if self._error is not None or self._closing:
             self._trigger = -1  # the next append raises (or warns) first
             return
-        n = len(self._pending)
+        n = self._counted
         room = max(0, self._max_buffer_bytes - self._pending_bytes - self._inflight_bytes)
         large = min(_LARGE_PAYLOAD, max(_MIN_LARGE_PAYLOAD, room // _CHECK_EVERY))
         step = min(_CHECK_EVERY, room // large)
