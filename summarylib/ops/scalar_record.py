@@ -30,14 +30,13 @@ _VALUES_AT = 20
 _MIN_VECTOR_RUN = 8
 
 
-def _varint_tables() -> tuple[Any, Any]:
+def _varint_tables() -> None:
     # Made on first use (numpy is loaded by then): the step values from which a
     # varint takes 1..10 bytes, and the shifts of its 7-bit groups.
     global _VARINT_THRESHOLDS, _VARINT_SHIFTS
     np = numpy_if_loaded()
     _VARINT_THRESHOLDS = np.array([1] + [1 << (7 * j) for j in range(1, 10)], dtype=np.uint64)
     _VARINT_SHIFTS = np.arange(0, 70, 7, dtype=np.uint64)
-    return _VARINT_THRESHOLDS, _VARINT_SHIFTS
 
 
 _VARINT_THRESHOLDS: Any = None

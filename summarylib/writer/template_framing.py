@@ -30,7 +30,8 @@ from summarylib.writer.records import HEADER_SIZE, crc32c, mask
 
 __all__ = ["TemplateFramer", "numpy_if_loaded"]
 
-_MASK_DELTA = 0xA282EAD8
+# The mask adds a constant after the rotation: the mask of a zero CRC is that constant.
+_MASK_DELTA = mask(0)
 
 
 def numpy_if_loaded() -> Any:
