@@ -2,6 +2,7 @@
 
 ``chromium_page()`` yields a page, or skips the test with the reason when the browser or
 playwright is missing (in CI, with SUMMARYLIB_CI=1, a missing browser fails instead).
+``wait_until(page, js)`` waits for a JavaScript expression on pages whose CSP forbids eval.
 """
 
 from __future__ import annotations
@@ -50,3 +51,14 @@ def chromium_page(width: int = 1400, height: int = 900) -> Iterator[Any]:
             yield browser.new_page(viewport={"width": width, "height": height})
         finally:
             browser.close()
+
+
+def wait_until(page: Any, expression: str, timeout_ms: float = 30_000) -> Any:
+    """Waits until the JavaScript ``expression`` is truthy in ``page`` and returns its value.
+
+    Our viewer's page forbids eval by its Content-Security-Policy. Playwright evaluates a
+    bare expression with eval again at every poll, and only its first, synchronous check is
+    exempt, so a page slower than that check failed with an EvalError. A function is
+    evaluated once, in that first check, and then only called.
+    """
+    return page.wait_for_function(f"() => ({expression})", timeout=timeout_ms).json_value()

@@ -28,7 +28,7 @@ from summarylib.graph.view import GraphView, GroupNode, OpNode, build_view
 from summarylib.graph.view import layout as lay
 from summarylib.graph.view.html_export import embed_json, view_to_html
 from tests import graph_models as gm
-from tests.browser import chromium_page
+from tests.browser import chromium_page, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 F = TensorSpec((8, 3), "float32")
@@ -258,7 +258,7 @@ def _opened(html: str, path: Path) -> Iterator[Any]:
         page.on("request", lambda r: None if r.url == path.as_uri() else problems.append(
             f"request: {r.url}"))
         page.goto(path.as_uri())
-        page.wait_for_function("window.summarylibViewer && window.summarylibViewer.timing.frame")
+        wait_until(page, "window.summarylibViewer && window.summarylibViewer.timing.frame")
         yield page
         assert problems == []
 
@@ -301,6 +301,15 @@ def _check_against_compose(page: Any, view: GraphView) -> None:
     assert set(got) == set(scene.boxes)
     for name, box in scene.boxes.items():
         assert got[name] == pytest.approx(list(box), abs=1e-6), name
+
+
+def test_waits_outlast_the_first_check_under_the_pages_csp(tmp_path: Path) -> None:
+    """A condition that turns true only after the wait's first check (a slow machine drawing
+    a large graph) is still waited for: the page's CSP forbids eval at later polls."""
+    with _opened(view_to_html(build_view(_blocks_graph())), tmp_path / "late.html") as page:
+        page.evaluate("setTimeout(() => { window.lateFlag = 'set' }, 300)")
+        assert page.evaluate("window.lateFlag === undefined")
+        assert wait_until(page, "window.lateFlag") == "set"
 
 
 def test_page_opens_collapsed_and_groups_open_and_close_on_click(
@@ -485,8 +494,8 @@ def test_a_huge_flat_graph_draws_only_what_is_in_view(tmp_path: Path, artifacts:
         assert page.locator("[data-name='in']").count() == 1  # opens at the first node
         page.screenshot(path=str(artifacts / "flat-3000.png"))
         page.click("#fit")
-        page.wait_for_function(
-            f"document.querySelectorAll('[data-name]').length === {len(view.root.children)}")
+        wait_until(
+            page, f"document.querySelectorAll('[data-name]').length === {len(view.root.children)}")
         assert page.locator("#viewport text").count() == 0  # too small to read: no labels
         last = view.root.children[-1]
         page.evaluate(f"window.summarylibViewer.reveal('{last}')")
