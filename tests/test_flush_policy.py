@@ -191,9 +191,9 @@ def test_the_bound_counts_every_unwritten_event(
     waiting = [0]
     real_wait = BufferedEventWriter._wait_for_room
 
-    def noting_wait(self: BufferedEventWriter) -> None:
+    def noting_wait(self: BufferedEventWriter, payload: object) -> None:
         waiting[0] += 1  # lock held
-        real_wait(self)
+        real_wait(self, payload)  # type: ignore[arg-type]
 
     monkeypatch.setattr(BufferedEventWriter, "_wait_for_room", noting_wait)
     blob = np.zeros(900, dtype=np.float32)  # ~3.6 KB events: just under the size counted at once

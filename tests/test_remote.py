@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -339,3 +340,149 @@ def test_credentials_absent_from_repr_and_messages(s3: str) -> None:
     writer.close()
     assert all(key not in t and secret not in t for t in texts), texts
     assert read_columns("s3://logs/creds-dropin")["."]["a"].value.tolist() == [1.0]
+
+
+def test_flush_uploads_what_a_policy_write_moved_within_the_upload_window(
+    memory_logdir: str,
+) -> None:
+    # max_queue=0: the writer thread moves each event into the output as it comes, inside
+    # the 5 s window in which policy writes do not upload. flush() must upload them.
+    fs = fsspec.filesystem("memory")
+    writer = sl.create_file_writer(memory_logdir, max_queue=0)
+    with writer.as_default():
+        for step in range(6):
+            sl.scalar("loss", float(step), step=step)
+            time.sleep(0.3)  # the policy write has happened by now
+            writer.flush()
+            data = b"".join(fs.cat_file(fs._strip_protocol(u))
+                            for u in list_runs(memory_logdir)["."])
+            local = Path(os.environ.get("TMPDIR", "/tmp")) / f"flushcheck-{os.getpid()}"
+            local.write_bytes(data)
+            try:
+                from tests.helpers import tb_scalar_points
+
+                steps = [p[0] for p in tb_scalar_points(local).get("loss", [])]
+            finally:
+                local.unlink()
+            assert steps == list(range(step + 1)), f"after flush() of step {step}: {steps}"
+    writer.close()
+
+
+def test_object_names_sort_in_upload_order_past_a_million() -> None:
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from summarylib.writer.remote import object_name
+
+    @given(st.integers(0, 10**12 - 2), st.integers(1, 10**11))
+    def check(seq: int, later: int) -> None:
+        after = min(seq + later, 10**12 - 1)
+        assert object_name("base", seq) < object_name("base", after)
+
+    check()
+    assert object_name("base", 999_999) < object_name("base", 1_000_000)
+
+
+def test_a_missing_bucket_is_refused_and_not_created(s3: str) -> None:
+    import boto3
+
+    with pytest.raises(OSError, match=r"'no-such-bucket' of 's3://no-such-bucket/run' does not"):
+        sl.create_file_writer("s3://no-such-bucket/run")
+    names = [b["Name"] for b in boto3.client("s3").list_buckets()["Buckets"]]
+    assert "no-such-bucket" not in names
+
+
+def test_the_buffer_bound_holds_during_an_outage(
+    s3: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # While the store is down, the bytes waiting for upload count toward max_buffer_bytes:
+    # the logging thread waits (warn mode: with warnings) instead of piling up bytes, and
+    # everything it was told was accepted is uploaded once the store is back.
+    import threading
+    import warnings
+
+    from summarylib.writer import remote
+
+    proxy = FlakyProxy(s3)
+    monkeypatch.setattr(remote, "DEFAULT_RETRIES", 0)
+    options = {"client_kwargs": {"endpoint_url": proxy.url},
+               "config_kwargs": {"retries": {"max_attempts": 1}}}
+    bound = 16 * 1024
+    acknowledged: list[int] = []
+    stop = threading.Event()
+    try:
+        writer = sl.create_file_writer("s3://logs/outage", storage_options=options,
+                                       max_buffer_bytes=bound, on_error="warn", max_queue=10)
+
+        def log() -> None:
+            writer.set_as_default()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for step in range(1_000_000):
+                    if stop.is_set():
+                        return
+                    if sl.scalar("x", float(step), step=step):
+                        acknowledged.append(step)
+
+        proxy.failing = True
+        logger = threading.Thread(target=log, daemon=True)
+        logger.start()
+        time.sleep(2.0)
+        held_back = len(acknowledged)
+        time.sleep(1.0)
+        # Each scalar event is about 40 bytes: the logger is held near the bound.
+        assert len(acknowledged) * 30 < 2 * bound, len(acknowledged)
+        assert len(acknowledged) - held_back < bound // 30
+        proxy.failing = False
+        stop.set()
+        logger.join(30)
+        assert not logger.is_alive()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            writer.close()
+        steps = read_columns("s3://logs/outage")["."]["x"].step.tolist()
+        assert steps == acknowledged
+    finally:
+        stop.set()
+        proxy.stop()
+
+
+def test_every_step_whose_flush_returned_survives_sigkill(s3: str, tmp_path: Path) -> None:
+    """A loop that flushes every step is killed at random moments: each step whose flush()
+    returned is in the bucket (the child reports a step only after its flush())."""
+    import multiprocessing
+    import random
+    import signal
+
+    kills = int(os.environ.get("SUMMARYLIB_KILLS", "50"))
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["tests.object_store_child", "s3fs", "botocore", "aiobotocore"])
+    from tests.object_store_child import train
+
+    rng = random.Random(7)
+    reported_total = 0
+    for trial in range(kills):
+        report = tmp_path / f"report{trial}"
+        url = f"s3://logs/killed/run{trial}"
+        child = ctx.Process(target=train, args=(url, s3, str(report)))
+        child.start()
+        # Killed once it has flushed a few steps (or after 20 s: then it is stuck).
+        deadline = time.monotonic() + 20
+        want = rng.randint(1, 4)
+        while time.monotonic() < deadline:
+            if report.exists() and report.read_text().count("\n") >= want:
+                break
+            time.sleep(0.005)
+        time.sleep(rng.random() * 0.2)
+        os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]
+        child.join(10)
+        assert child.exitcode == -signal.SIGKILL
+        reported = [int(x) for x in report.read_text().split()]
+        assert reported, f"trial {trial}: no step was flushed in 20 s"
+        reported_total += len(reported)
+        data = read_columns(url, kinds=("scalars",)).get(".", {})
+        for k in range(12):
+            steps = set(data[f"metric{k}"].step.tolist()) if f"metric{k}" in data else set()
+            missing = [s for s in reported if s not in steps]
+            assert not missing, f"trial {trial}: flushed steps {missing} of metric{k} lost"
+    print(f"{kills} kills, {reported_total} flushed steps, none lost")

@@ -278,7 +278,8 @@ def test_every_flush_that_covered_lost_events_reports_it() -> None:
     assert set(results) == {"a", "b"}
     assert all(isinstance(e, sl.WriteFailedError) for e in results.values()), results
     out.fail_with = None
-    w.close()
+    with pytest.raises(sl.WriteFailedError):  # and so does this thread's close()
+        w.close()
 
 
 def test_close_reports_a_loss_even_when_a_flush_reported_it_first() -> None:

@@ -63,11 +63,11 @@ import threading
 import time
 import warnings
 import weakref
-from collections import deque
 from collections.abc import Callable
 from typing import Any, Literal
 
 from summarylib.errors import SummaryError, WriteFailedError, WriterClosedError
+from summarylib.writer.losses import LossLedger
 from summarylib.writer.output import Output
 from summarylib.writer.records import frame_many
 
@@ -119,9 +119,6 @@ _RecordFormat = tuple[Callable[[bytes], bytes], Callable[[list[bytes]], bytes] |
 # of at most _MAX_RUN (whose framed bytes stay near _BLOCK_BYTES).
 _MIN_RUN = 8
 _MAX_RUN = 384
-# Failed batches remembered so that every flush()/close() that covered one
-# reports it, even after another call consumed the parked error.
-_LOSS_HISTORY = 64
 #: How long an exit hook (interpreter exit, garbage collection, the end of a
 #: multiprocessing child) waits for a writer to finish before giving up.
 EXIT_TIMEOUT_SECS = 30.0
@@ -248,17 +245,25 @@ class BufferedEventWriter:
         self._took_urgent = False
         self._cooling = False  # the writer thread waits out COALESCE_SECS
         self._sync_requested = False
+        # Flush rounds: flush() takes a ticket (_requested); the writer thread serves every
+        # ticket issued before it took its batch, then pushes what the output holds back
+        # (object stores) and syncs if asked, and only then sets _served. A flush waits for
+        # its own ticket, so it never returns on a round that began before it was asked.
+        self._requested = 0
+        self._serving = 0
+        self._served = 0
+        # Bytes the output holds back from readers (an object store between uploads), as
+        # of the last round: a flush must push them, and they count toward the bound.
+        self._held_bytes = 0
         self._closing = False
         # Closed by an exit hook (interpreter exit, garbage collection), not by the user: a
         # thread still logging then gets False from its ops instead of an exception.
         self._closed_by_exit = False
         self._dropped_warned = False
         self._error: BaseException | None = None
-        # (first, end, error) of every event range lost since, by index as
-        # counted by _taken; _loss_count counts ranges ever recorded.
-        self._losses: deque[tuple[int, int, BaseException]] = deque(maxlen=_LOSS_HISTORY)
-        self._loss_count = 0
-        self._close_from: tuple[int, int] | None = None  # (_written, _loss_count) then
+        # Every range of events lost, for the flush()/close() calls that covered it.
+        self._losses = LossLedger()
+        self._closing_target: int | None = None  # events a close() covers
         # The writer thread has written everything and flushed, synced and
         # closed the output (close() then reports; _closed follows).
         self._finished = False
@@ -300,14 +305,14 @@ class BufferedEventWriter:
             pending = self._pending
             pending.append(payload)
             if len(pending) > self._trigger or len(payload) > self._large:
-                self._after_append()
+                self._after_append(payload)
         return True
 
     def _settle(self, payload: bytes | Deferred) -> bool:
         # Slow path of a lock-free append (payload is queued already).
         with self._lock:
             if self._trigger >= 0:
-                self._after_append()
+                self._after_append(payload)
                 return True
             # The writer closed or parked an error after this append began. Still
             # queued: take it back and decide under the lock, as if it came now.
@@ -382,15 +387,15 @@ class BufferedEventWriter:
                 stacklevel=4,
             )
 
-    def _after_append(self) -> None:
+    def _after_append(self, payload: bytes | Deferred) -> None:
         # Slow path, lock held: account bytes, start or wake the thread, bound.
         if self._thread is None:
             self._start_thread()
         if len(self._pending) > self._max_queue:
             self._wake()
         self._account()
-        if self._pending_bytes + self._inflight_bytes > self._max_buffer_bytes:
-            self._wait_for_room()
+        if self._buffered_bytes() > self._max_buffer_bytes:
+            self._wait_for_room(payload)
         self._set_trigger()
 
     def _account(self) -> None:
@@ -414,25 +419,37 @@ class BufferedEventWriter:
             self._trigger = -1  # the next append raises (or warns) first
             return
         n = self._counted
-        room = max(0, self._max_buffer_bytes - self._pending_bytes - self._inflight_bytes)
+        room = max(0, self._max_buffer_bytes - self._buffered_bytes())
         large = min(_LARGE_PAYLOAD, max(_MIN_LARGE_PAYLOAD, room // _CHECK_EVERY))
         step = min(_CHECK_EVERY, room // large)
         self._large = large
         self._trigger = min(self._max_queue, n + step) if n <= self._max_queue else n + step
 
-    def _wait_for_room(self) -> None:
+    def _buffered_bytes(self) -> int:
+        # Lock held: what the bound counts. Queued, being written, and held back by the
+        # output (an object store between uploads, or during an outage).
+        return self._pending_bytes + self._inflight_bytes + self._held_bytes
+
+    def _wait_for_room(self, payload: bytes | Deferred) -> None:
         # The caller waits (nothing is dropped) until the thread has written
-        # enough; an error or a dead thread ends the wait with an exception.
-        # Other callers append meanwhile (the wait releases the lock): their
-        # entries are counted here too.
-        while self._pending_bytes + self._inflight_bytes > self._max_buffer_bytes:
+        # enough. Other callers append meanwhile (the wait releases the lock):
+        # their entries are counted here too. A failure that lost events ends the
+        # wait (the room is free again; the next call reports it). A failure that
+        # keeps the bytes (an object store that is down) does not free room: the
+        # caller's own event is taken back and the error raised, or, with
+        # on_error="warn", the caller warns and goes on waiting while the output
+        # retries, so the bound holds through an outage of any length.
+        while self._buffered_bytes() > self._max_buffer_bytes:
             if self._inflight_bytes == 0:
                 self._wake(urgent=True)  # the thread is idle: let it take what is pending
             self._check_thread()
             if self._error is not None:
-                # A write failed: stop waiting; the next call reports it
-                # before it appends anything.
-                return
+                if self._thread_died() or self._held_bytes <= self._max_buffer_bytes:
+                    return
+                if self._on_error == "raise" and self._take_back(payload):
+                    self._surface_error()  # raises
+                    return
+                self._surface_error()  # warns (or raises if the event was already taken)
             self._progress.wait(_POLL_SECS)
             self._account()
 
@@ -464,6 +481,9 @@ class BufferedEventWriter:
         if err is None:
             return
         self._error = None
+        # This report tells the calling thread of every loss recorded so far: its later
+        # flush()/close() do not repeat them (other threads still hear of them).
+        self._losses.take_unreported(self._taken + len(self._pending))
         if not self._closing and not self._closed:
             self._trigger = 0
         if self._on_error == "warn":
@@ -474,6 +494,11 @@ class BufferedEventWriter:
     def flush(self, timeout: float | None = None, *, sync: bool = False) -> None:
         """Write every event appended before this call; return when it is written.
 
+        Also hands over what the output holds back (an object store uploads it now).
+        Raises (or warns, ``on_error="warn"``) if an event this call covers was lost,
+        even when another thread's call reported that loss first (see
+        :mod:`summarylib.writer.losses`).
+
         Args:
           timeout: give up waiting after this many seconds (``TimeoutError``).
           sync: also ``fsync`` the output once the events are written.
@@ -483,29 +508,30 @@ class BufferedEventWriter:
         try:
             if self._closed or self._finished:
                 return
-            written, losses = self._written, self._loss_count
             target = self._taken + len(self._pending)
-            if target > written or sync:
+            if target > self._written or sync or self._held_bytes:
                 if self._thread is None:
                     self._start_thread()
                 self._sync_requested = self._sync_requested or sync
+                self._requested += 1
+                ticket = self._requested
                 self._wake_requested = True
                 self._urgent = True
                 self._work.notify()
-                # Wait for the batch holding `target`; with sync, for one more
-                # round so the fsync happens after it.
-                while self._written < target or (sync and self._sync_requested):
+                # The round that serves this ticket takes its batch after this call
+                # queued its events, and pushes and syncs after writing them.
+                while self._served < ticket:
                     if self._finished:
                         break  # a close() wrote, synced and closed everything
                     self._check_thread()
-                    if self._error is not None:
+                    if self._thread_died():
                         break
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
                         raise TimeoutError(f"flushing {self.name} took longer than {timeout} s")
                     wait = _POLL_SECS if remaining is None else min(remaining, _POLL_SECS)
                     self._progress.wait(wait)
-            own = self._loss_since(written, losses, target)
+            own = self._losses.take_unreported(target)
             if self._error is not None:
                 self._surface_error()
             elif own is not None:
@@ -522,27 +548,17 @@ class BufferedEventWriter:
 
     def _park(self, err: BaseException, first: int, end: int) -> None:
         # Lock held: remember a failure that lost events [first, end); the
-        # next call reports it (the first one parked wins).
-        if end > first:
-            self._losses.append((first, end, err))
-            self._loss_count += 1
+        # next call reports it (the first one parked wins), and so does every
+        # flush()/close() that covered one of those events.
+        self._losses.record(first, end, err)
         if self._error is None:
             self._error = err
         self._trigger = -1
 
-    def _loss_since(self, written: int, losses: int, target: int) -> BaseException | None:
-        # Lock held: a failure recorded after a call saw (written, losses)
-        # that lost one of the events the call covers, [written, target).
-        new = self._loss_count - losses
-        if new <= 0:
-            return None
-        history = list(self._losses)
-        if new > len(history):
-            return history[-1][2]  # more failures than remembered: report one
-        for first, end, err in history[-new:]:
-            if first < target and end > written:
-                return err
-        return None
+    def _thread_died(self) -> bool:
+        # Lock held: the writer thread is gone (a bug), so no round will come.
+        t = self._thread
+        return t is not None and not t.is_alive() and not self._finished
 
     def _raise_or_warn(self, err: BaseException) -> None:
         if self._on_error == "warn":
@@ -610,8 +626,7 @@ class BufferedEventWriter:
         try:
             if self._closed:
                 return
-            if self._close_from is None:
-                self._close_from = (self._written, self._loss_count)
+            if not self._closing:
                 self._closing = True
                 self._trigger = -1  # no new events from here on
             self._wake_requested = True
@@ -628,8 +643,7 @@ class BufferedEventWriter:
                 if remaining is not None and remaining <= 0:
                     raise TimeoutError(f"closing {self.name} took longer than {timeout} s")
                 self._progress.wait(_POLL_SECS if remaining is None else min(remaining, _POLL_SECS))
-            written, losses = self._close_from
-            own = self._loss_since(written, losses, self._taken + len(self._pending))
+            own = self._losses.take_unreported(self._taken + len(self._pending))
             if self._closed:
                 err = None  # a concurrent close() reported the parked error
             else:
@@ -685,18 +699,23 @@ class BufferedEventWriter:
             with lock:
                 batch, first, sync, stop = self._next_batch()
                 urgent = self._took_urgent
+                serving = self._serving
+                asked = serving > self._served
             if batch:
                 self._write_batch(batch, first)
-            if urgent and not stop and self._error is None and self._output is not None:
+            output = self._output
+            held = 0
+            if (urgent or asked) and not stop and output is not None:
                 # An explicit flush: outputs that hold back data (object stores, which
-                # upload in windows) hand over everything now.
-                push = getattr(self._output, "push", None)
-                if push is not None:
-                    try:
-                        push()
-                    except Exception as e:
-                        with lock:
-                            self._park(_write_failed(self.name, e), 0, 0)
+                # upload in windows) hand over everything now. Tried even after an
+                # earlier failure: a store that is back takes the bytes it kept.
+                try:
+                    output.push()
+                except Exception as e:
+                    with lock:
+                        self._park(_write_failed(self.name, e), 0, 0)
+            if output is not None:
+                held = output.held_bytes
             sync = sync and not stop  # _finish syncs once, last
             if sync and self._error is None and self._output is not None:
                 try:
@@ -707,6 +726,8 @@ class BufferedEventWriter:
             with lock:
                 self._written += len(batch)
                 self._inflight_bytes = 0
+                self._held_bytes = held
+                self._served = max(self._served, serving)
                 if sync:
                     self._sync_requested = False
                 self._last_flush = time.monotonic()
@@ -770,6 +791,7 @@ class BufferedEventWriter:
                 self._output = None
                 self._close_error = error
                 self._finished = True
+                self._served = self._requested
                 self._sync_requested = False
                 self._progress.notify_all()
             _live.discard(self)
@@ -797,6 +819,7 @@ class BufferedEventWriter:
         self._taken += len(batch)
         self._wake_requested = False
         self._took_urgent, self._urgent = self._urgent, False
+        self._serving = self._requested
         self._set_trigger()
         sync = self._sync_requested or (self._fsync and bool(batch))
         return batch, first, sync, self._closing

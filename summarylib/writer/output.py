@@ -29,8 +29,9 @@ __all__ = ["FileOutput", "MemoryOutput", "Output", "open_event_file"]
 class Output(abc.ABC):
     """A sink for framed event records.
 
-    Subclasses implement ``write``; ``flush``, ``sync`` and ``close`` default to
-    no-ops. Methods are called from one thread at a time.
+    Subclasses implement ``write``; ``flush``, ``sync``, ``close`` and ``discard``
+    default to no-ops, ``push`` to ``flush`` and ``held_bytes`` to 0. Methods are
+    called from one thread at a time (the writer's thread).
     """
 
     #: A human-readable name used in error messages (a path for files).
@@ -41,7 +42,28 @@ class Output(abc.ABC):
         """Append ``data`` (one or more whole records), all of it or none."""
 
     def flush(self) -> None:  # noqa: B027 - optional hook
-        """Make written data visible to readers (a no-op for unbuffered outputs)."""
+        """Make written data visible to readers as the output's own policy allows.
+
+        Called after every batch the writer writes. An output may hold data back
+        here (an object store uploads in windows): see :meth:`push`.
+        """
+
+    def push(self) -> None:
+        """Make everything written so far visible to readers now.
+
+        Called for ``flush()``, exiting ``as_default()`` and ``close()``. The default
+        is :meth:`flush`; outputs that hold data back override it.
+        """
+        self.flush()
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes written but held back from readers (0 for outputs that hold nothing).
+
+        They count toward the writer's ``max_buffer_bytes``, and ``flush()`` pushes
+        them. Read by the writer thread between writes.
+        """
+        return 0
 
     def sync(self) -> None:  # noqa: B027 - optional hook
         """Make written data durable against power loss (e.g. ``fsync``)."""

@@ -4,8 +4,9 @@ Object stores cannot append, and rewriting a whole object on every flush (what T
 and TensorBoard's S3 writers do) uploads a long run's log over and over: bytes uploaded
 grow with the square of the run's length. :class:`ObjectOutput` uploads every byte once:
 each upload is a **new object** holding the records written since the previous one, named
-``<event file name>.<seq:06d>`` (``seq`` from 0), so the objects sort in write order and
-TensorBoard reads them, one after the other, as one run.
+``<event file name>.<seq:012d>`` (``seq`` from 0; twelve digits, so the names sort in write
+order for as many uploads as a run can make), and TensorBoard reads them, one after the
+other, as one run.
 
 When data becomes visible, and how many objects a run makes:
   * the first object (the file-version record) is uploaded when the writer is created;
@@ -23,6 +24,10 @@ When data becomes visible, and how many objects a run makes:
     and keeps the bytes: the next upload retries them, so nothing acknowledged is dropped
     while the process lives. A crash loses what was not yet uploaded, as a local writer
     loses what was not yet written.
+  * Bytes waiting for upload count toward the writer's ``max_buffer_bytes``: during an
+    outage, callers wait for room (nothing is dropped) as they would for a slow disk.
+  * The bucket must exist: a logger never creates one (a typo would otherwise leave logs in
+    a bucket nobody watches).
 
 fsspec and the protocol's package (s3fs, gcsfs, adlfs) are imported only for a URL logdir
 (``pip install summarylib[remote]``). Messages name the URL only, never the
@@ -37,11 +42,23 @@ from typing import Any
 from summarylib.writer.naming import event_file_name
 from summarylib.writer.output import Output
 
-__all__ = ["ObjectOutput", "event_output_opener", "is_url", "open_object_output", "split_url"]
+__all__ = [
+    "SEQUENCE_DIGITS",
+    "ObjectOutput",
+    "event_output_opener",
+    "is_url",
+    "object_name",
+    "open_object_output",
+    "split_url",
+]
 
 DEFAULT_MIN_UPLOAD_SECS = 5.0
 DEFAULT_UPLOAD_BYTES = 8 << 20
 DEFAULT_RETRIES = 5
+#: Digits of an object's sequence number: names sort in upload order up to 10**12 uploads.
+SEQUENCE_DIGITS = 12
+# Protocols whose first path component is a bucket (or container) that must exist.
+_BUCKET_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oss"})
 
 
 def is_url(path: str) -> bool:
@@ -68,6 +85,11 @@ def filesystem(url: str, storage_options: dict[str, Any] | None) -> Any:
         return fsspec.filesystem(protocol, **(storage_options or {}))
     except ValueError as e:
         raise ValueError(f"unknown URL protocol {protocol!r} in {url!r}: {e}") from None
+
+
+def object_name(base: str, seq: int) -> str:
+    """The name of the ``seq``-th object of the event file ``base`` (sorts by ``seq``)."""
+    return f"{base}.{seq:0{SEQUENCE_DIGITS}d}"
 
 
 def _redacted(error: BaseException, url: str) -> OSError:
@@ -115,6 +137,11 @@ class ObjectOutput(Output):
         if self._pending:
             self._upload()
 
+    @property
+    def held_bytes(self) -> int:
+        """Bytes written but not uploaded yet."""
+        return len(self._pending)
+
     def sync(self) -> None:
         self.push()
 
@@ -123,7 +150,7 @@ class ObjectOutput(Output):
 
     def _upload(self) -> None:
         data = bytes(self._pending)
-        path = f"{self._base}.{self._seq:06d}"
+        path = object_name(self._base, self._seq)
         delay = 0.2
         for attempt in range(self._retries + 1):
             try:
@@ -146,10 +173,23 @@ def open_object_output(url: str, suffix: str, storage_options: dict[str, Any] | 
     """An :class:`ObjectOutput` for a new event file under the URL ``url``."""
     fs = filesystem(url, storage_options)
     directory = fs._strip_protocol(url)
-    try:
-        fs.makedirs(directory, exist_ok=True)  # a no-op on object stores
-    except Exception as e:
-        raise _redacted(e, url) from None
+    protocol = split_url(url)[0]
+    if protocol in _BUCKET_PROTOCOLS:
+        # No makedirs here: on an object store it creates a missing bucket.
+        bucket = directory.split("/", 1)[0]
+        try:
+            exists = bool(bucket) and fs.exists(bucket)
+        except Exception as e:
+            raise _redacted(e, url) from None
+        if not exists:
+            raise FileNotFoundError(
+                f"the bucket {bucket!r} of {url!r} does not exist; create it first "
+                "(summarylib never creates buckets)")
+    else:
+        try:
+            fs.makedirs(directory, exist_ok=True)
+        except Exception as e:
+            raise _redacted(e, url) from None
     return ObjectOutput(fs, directory, url, suffix, **options)
 
 
