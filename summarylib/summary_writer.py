@@ -635,9 +635,9 @@ class SummaryWriter(WriterBase):
         st.writer, st.scope = target, ""  # hparams tags and metric tags are literal
         try:
             written = write_trial(values, list(metrics), hparam_domains=hparam_domain_discrete)
-            logged = target._resource.tags_with_metadata  # type: ignore[union-attr]
+            tags = target._resource.tags  # type: ignore[union-attr]
             for key, value in metrics.items():
-                if key not in logged:
+                if tags.needs_metadata(key):
                     scalar(key, value, step)
         finally:
             st.writer, st.scope = saved_writer, saved_scope

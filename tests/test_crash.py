@@ -577,7 +577,7 @@ from summarylib.writer.buffered import Deferred
 class Interrupting(Deferred):
     armed = True
     def __len__(self):
-        if Interrupting.armed and a._resource._lock._is_owned():
+        if Interrupting.armed and a._resource.lock._is_owned():
             Interrupting.armed = False
             signal.raise_signal(signal.SIGTERM)
         return self.size
@@ -619,7 +619,7 @@ flush_on_signals(timeout=1)
 """
         + _LOG
         + """
-with a._resource._lock:
+with a._resource.lock:
     print("ready", flush=True)
     for _ in range(600):
         time.sleep(0.05)
@@ -680,7 +680,7 @@ def test_a_signal_inside_a_writer_call_flushes_after_the_call() -> None:
         armed = True
 
         def __len__(self) -> int:
-            if Interrupting.armed and res._lock._is_owned():  # type: ignore[attr-defined]
+            if Interrupting.armed and res.lock._is_owned():  # type: ignore[attr-defined]
                 Interrupting.armed = False
                 inside[0] = True
                 signal.raise_signal(signal.SIGUSR1)  # the Python handler runs in here
@@ -726,7 +726,7 @@ def test_a_signal_inside_the_lock_free_append_flushes_at_once() -> None:
         armed = True
 
         def __len__(self) -> int:
-            if Interrupting.armed and not res._lock._is_owned():  # type: ignore[attr-defined]
+            if Interrupting.armed and not res.lock._is_owned():  # type: ignore[attr-defined]
                 Interrupting.armed = False
                 signal.raise_signal(signal.SIGUSR1)  # our handler, then the chained one
             return self.size

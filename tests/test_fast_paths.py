@@ -124,7 +124,7 @@ def test_scalars_every_path_equals_protobuf(
             sl.scalars(values, step=steps[0])
             # The first call made the layout: count what its records become.
             res = _local.state.writer._resource  # type: ignore[union-attr]
-            formats = res._record_formats
+            formats = res.codecs
             assert len(formats) == 1
             expand, frame_run = formats[0]
             formats[0] = (lambda record: expanded.append(expand(record)) or expanded[-1],
@@ -166,7 +166,7 @@ def test_scalars_layout_makes_the_event_itself(scope: str, values: dict[str, Any
         sl.scalars(scoped, step=0)  # metadata first; the layout is made
         res = w._resource
         assert res is not None
-        layout = res.scalar_layouts[tuple(scoped)]
+        layout = res.tags.layout_of(tuple(scoped))
     w.close()
     items = list(scoped.items())
     assert scalar_mod._accepts(layout, scoped.values())  # every fast type is taken as it is
@@ -217,7 +217,7 @@ def test_scalars_record_runs_frame_as_one_by_one(
     w.close()
     res = w._resource
     assert res is not None
-    layout = res.scalar_layouts[tuple(values)]
+    layout = res.tags.layout_of(tuple(values))
     records = [layout.pack(layout.marker, times + i, step, *values.values())
                for i, step in enumerate(steps)]
     events = [layout.expand(r) for r in records]
@@ -242,8 +242,8 @@ def test_a_batch_of_scalars_goes_to_the_run_framer_and_reads_back() -> None:
     names = [f"metric_{i}" for i in range(10)]
     with w.as_default():
         sl.scalars(dict.fromkeys(names, 0.0), step=0)
-        expand, frame_run = res._record_formats[0]
-        res._record_formats[0] = (expand, lambda records: runs.append(len(records))
+        expand, frame_run = res.codecs[0]
+        res.codecs[0] = (expand, lambda records: runs.append(len(records))
                                   or frame_run(records))
         for step in range(1, 1001):
             sl.scalars({n: step * (i + 1) / 7 for i, n in enumerate(names)}, step=step)
@@ -469,10 +469,10 @@ def test_past_the_layout_bounds_the_checked_path_writes_the_same(
 ) -> None:
     # A program that logs ever new sets of tags: past the per-writer bounds (layouts,
     # record formats) new sets take the checked path, with the same bytes.
-    from summarylib.writer import buffered
+    from summarylib.writer import batch
 
     monkeypatch.setattr(scalar_mod, "_MAX_LAYOUTS", 3)
-    monkeypatch.setattr(buffered, "_MAX_RECORD_FORMATS", 2)
+    monkeypatch.setattr(batch, "_MAX_RECORD_FORMATS", 2)
     sets = [{f"k{j}_{i}": float(i + j) for i in range(3)} for j in range(5)]
     out = sl.MemoryOutput()
     w = sl.create_writer(out)
@@ -482,7 +482,7 @@ def test_past_the_layout_bounds_the_checked_path_writes_the_same(
                 assert sl.scalars(values, step=step)
     res = w._resource
     assert res is not None
-    assert len(res.scalar_layouts) == 2 and len(res._record_formats) == 2
+    assert res.tags.layout_count() == 2 and len(res.codecs) == 2
     w.close()
     got = payloads(out.getvalue())
     expected = [reference_event(step, list(values.items()), set(values) if step == 0 else set())

@@ -189,13 +189,14 @@ def test_the_bound_counts_every_unwritten_event(
 
     res.append = counting_append  # type: ignore[method-assign]  # what ops call
     waiting = [0]
-    real_wait = BufferedEventWriter._wait_for_room
+    real_queued = BufferedEventWriter.queued
 
     def noting_wait(self: BufferedEventWriter, payload: object) -> None:
-        waiting[0] += 1  # lock held
-        real_wait(self, payload)  # type: ignore[arg-type]
+        if self.queue.over_bound():  # lock held: this caller is about to wait for room
+            waiting[0] += 1
+        real_queued(self, payload)
 
-    monkeypatch.setattr(BufferedEventWriter, "_wait_for_room", noting_wait)
+    monkeypatch.setattr(BufferedEventWriter, "queued", noting_wait)
     blob = np.zeros(900, dtype=np.float32)  # ~3.6 KB events: just under the size counted at once
 
     def produce() -> None:
@@ -282,7 +283,7 @@ def test_background_error_surfaces_on_the_next_call() -> None:
     sl.scalar("x", 1.0)
     res = w._resource
     assert res is not None
-    assert wait_until(lambda: res._error is not None)
+    assert wait_until(lambda: res.error_pending)
     with pytest.raises(sl.WriteFailedError, match="/fake/disk"):
         sl.scalar("x", 2.0)  # raised before anything is appended
     out.failing = False
@@ -358,7 +359,9 @@ def test_a_failed_background_encoding_leaves_the_metadata_to_the_next_event(
 
 
 def test_dead_writer_thread_never_hangs_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(BufferedEventWriter, "_loop", lambda self: None)  # thread exits at once
+    from summarylib.writer.worker import Worker
+
+    monkeypatch.setattr(Worker, "_loop", lambda self: None)  # the thread exits at once
     w = sl.create_writer(sl.MemoryOutput(), max_queue=10**6)
     w.set_as_default(step=0)
     sl.scalar("x", 1.0)

@@ -63,7 +63,7 @@ def test_each_byte_uploaded_once_over_thousands_of_flushes(memory_logdir: str) -
     whole-object rewrite per flush (TensorFlow's S3 writer) uploads the sum of the object's
     sizes after each flush, which grows with the square of the run."""
     writer = sl.create_file_writer(memory_logdir)
-    output = writer._resource._output  # type: ignore[union-attr]
+    output = writer._resource.output  # type: ignore[union-attr]
     with writer.as_default():
         for step in range(3000):
             sl.scalar("loss", float(step), step=step)

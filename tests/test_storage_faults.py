@@ -221,7 +221,7 @@ def test_fault_surfaces_on_the_next_op_call(logdir: Path, faults: Faults) -> Non
     sl.scalar("lost", 2.0, step=1)
     res = w._resource
     assert res is not None
-    assert wait_until(lambda: res._error is not None, TIMEOUT)
+    assert wait_until(lambda: res.error_pending, TIMEOUT)
     with pytest.raises(sl.WriteFailedError, match=str(path)):
         sl.scalar("not-even-queued", 3.0, step=2)  # raises before queueing anything
     faults.write_error = None
@@ -325,7 +325,7 @@ def test_a_caller_waiting_for_buffer_room_is_released_by_a_failure(
     res = w._resource
     assert res is not None
     # The producer waits: queued plus in-flight bytes passed the bound.
-    assert wait_until(lambda: res._pending_bytes + res._inflight_bytes > 4096, TIMEOUT)
+    assert wait_until(lambda: res.queue.buffered_bytes() > 4096, TIMEOUT)
     gate.set()
     t.join(TIMEOUT)
     assert not t.is_alive(), "the producer hung"

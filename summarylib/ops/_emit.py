@@ -39,12 +39,13 @@ def emit_value(
 ) -> bool:
     """Write one ``Summary.Value`` (serialized ``tensor`` and ``metadata``) as an Event."""
     res = _resource(writer)
-    first = metadata is not None and tag not in res.tags_with_metadata
+    tags = res.tags
+    first = metadata is not None and tags.needs_metadata(tag)
     value = value_bytes(tag, tensor, metadata if first else None)
     if not res.append(summary_event(_time(), step, field_bytes(1, value))):
         return False  # dropped: the writer was closed at exit
     if first:
-        res.tags_with_metadata.add(tag)
+        tags.metadata_written(tag)
     return True
 
 
@@ -63,7 +64,8 @@ def emit_value_deferred(
     and the event keeps its place in the file order.
     """
     res = _resource(writer)
-    first = metadata is not None and tag not in res.tags_with_metadata
+    tags = res.tags
+    first = metadata is not None and tags.needs_metadata(tag)
     wall_time = _time()
     # The encoding may run early on another thread (prepare); everything that depends on
     # file order (which event carries the tag's metadata) runs in make(), in order.
@@ -78,7 +80,8 @@ def emit_value_deferred(
     def make() -> bytes:
         # On the writer thread, in file order. The tag is unmarked here if an earlier
         # event that carried its metadata failed to encode.
-        attach = first or (metadata is not None and tag not in res.tags_with_metadata)
+        current = res.tags  # replaced if a failed write lost metadata meanwhile
+        attach = first or (metadata is not None and current.needs_metadata(tag))
         try:
             if done:
                 ok, result = done[0]
@@ -90,17 +93,17 @@ def emit_value_deferred(
             value = value_bytes(tag, tensor, metadata if attach else None)  # type: ignore[arg-type]
         except BaseException:
             if attach:
-                res.tags_with_metadata.discard(tag)  # the next event carries it
+                current.metadata_lost(tag)  # the next event carries it
             raise
         if attach:
-            res.tags_with_metadata.add(tag)
+            current.metadata_written(tag)
         return summary_event(wall_time, step, field_bytes(1, value))
 
     size = size_hint + len(tag) + 64 + (len(metadata) if metadata is not None else 0)
     if first:
         # Marked before the append: the writer thread may encode (and fail,
         # and unmark) the event before this thread runs another line.
-        res.tags_with_metadata.add(tag)
+        tags.metadata_written(tag)
     try:
         accepted = res.append(
             Deferred(make, size, f"the value of {tag!r} at step {step}", prepare)
@@ -110,7 +113,7 @@ def emit_value_deferred(
         raise
     finally:
         if first and not accepted:
-            res.tags_with_metadata.discard(tag)  # not accepted
+            tags.metadata_lost(tag)  # not accepted
     return accepted
 
 

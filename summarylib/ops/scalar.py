@@ -141,7 +141,7 @@ def scalar(
             _add_numpy_types()
         data = scalar_float(data, "scalar")
     res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
-    prefix = res.scalar_prefixes.get(tag)
+    prefix = res.tags.prefix_of(tag)
     if prefix is None:
         return _write_first(res, tag, data, step, description)
     # The whole Event in one Struct.pack: the wall-time key (9) and time, the
@@ -211,10 +211,9 @@ def _remember(res: BufferedEventWriter, tag: str, tag_field: bytes) -> None:
     # header. Only the 4 value bytes follow.
     value_len = len(tag_field) + len(_TENSOR_FIELD) + 4
     value_head = b"\x0a" + varint(value_len)
-    res.scalar_prefixes[tag] = (
-        b"\x2a" + varint(len(value_head) + value_len) + value_head + tag_field + _TENSOR_FIELD
+    res.tags.remember_prefix(
+        tag, b"\x2a" + varint(len(value_head) + value_len) + value_head + tag_field + _TENSOR_FIELD
     )
-    res.tags_with_metadata.add(tag)
 
 
 def scalars(
@@ -263,7 +262,7 @@ def scalars(
         # rest: a step beyond int64, a finite value beyond float32 (stored as ±inf by
         # the checked path) and an int beyond float raise, and the checked path decides.
         scope = st.scope
-        layout = res.scalar_layouts.get((scope, tuple(values)) if scope else tuple(values))
+        layout = res.tags.layout_of((scope, tuple(values)) if scope else tuple(values))
         if layout is not None:
             vals = values.values()
             if tuple(map(type, vals)) == layout.types or _accepts(layout, vals):
@@ -290,7 +289,7 @@ def _scalars_checked(
         raise TypeError(f"scalars: 'values' must be a mapping, got {type(values).__name__}")
     if type(step) is not int or step < _INT64_MIN or step > _INT64_MAX:
         step = resolve_step(step, None, "scalars")
-    get = res.scalar_prefixes.get
+    get = res.tags.prefix_of
     parts: list[bytes] = []
     append = parts.append
     firsts = []
@@ -374,14 +373,13 @@ def _add_layout(
     res: BufferedEventWriter, scope: str, keys: tuple[str, ...], names: list[str]
 ) -> None:
     # After a checked write of a dict: from now on its tags have their metadata here.
-    layouts = res.scalar_layouts
+    tags = res.tags
     key = (scope, keys) if scope else keys
-    if key in layouts or len(layouts) >= _MAX_LAYOUTS:
+    if tags.layout_of(key) is not None or tags.layout_count() >= _MAX_LAYOUTS:
         return
-    prefixes = res.scalar_prefixes
     heads = []
     for name in names:
-        prefix = prefixes.get(scope + name if scope else name)
+        prefix = tags.prefix_of(scope + name if scope else name)
         if prefix is None:
             return  # a failed write reset the metadata meanwhile
         heads.append(prefix[_summary_header_len(prefix) :])
@@ -389,7 +387,7 @@ def _add_layout(
     marker = res.register_record_format(layout.expand, layout.frame_run)
     if marker is not None:
         layout.marker = marker
-        layouts[key] = layout
+        tags.remember_layout(key, layout)
 
 
 def _add_numpy_types() -> None:

@@ -48,7 +48,7 @@ class Layout:
 
     ``heads[i]`` is the i-th Value's bytes before its 4 value bytes. Valid only
     in a file where every tag has its metadata, so layouts live in the writer's
-    per-file state (``scalar_layouts``), which is reset with the metadata.
+    per-file state (the writer's tag ledger), which is replaced with the metadata.
     """
 
     __slots__ = ("_framers", "_parts", "marker", "pack", "template", "types", "unpack")

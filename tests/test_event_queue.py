@@ -1,0 +1,155 @@
+"""The writer's queue through its own interface: lock-free appends and the byte bound.
+
+An :class:`EventQueue` is built here with a gate of the test's own (the writer's role),
+so each rule is checked without a writer thread: when the slow path runs, what the byte
+count holds, what a take-back leaves, and that the appends allowed between two counts
+can never take the total past ``max_buffer_bytes``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from summarylib.writer.queue import CHECK_EVERY, EventQueue, TakenBack
+
+
+class Gate:
+    """Admits everything (unless told otherwise) and notes each slow-path call."""
+
+    def __init__(self) -> None:
+        self.admitting = True
+        self.calls: list[int] = []  # the queue's counted bytes at each queued()
+        self.on_queued: Callable[[], None] | None = None
+        self.queue: EventQueue | None = None
+
+    def admit(self) -> bool:
+        if not self.admitting:
+            raise RuntimeError("refused")
+        return True
+
+    def queued(self, payload: Any) -> None:
+        assert self.queue is not None
+        self.calls.append(self.queue.buffered_bytes())
+        hook, self.on_queued = self.on_queued, None
+        if hook is not None:
+            hook()
+
+
+def make(limit: int = 1 << 20, max_queue: int = 10**6) -> tuple[EventQueue, Gate]:
+    gate = Gate()
+    queue = EventQueue(threading.RLock(), gate, max_queue=max_queue, max_buffer_bytes=limit)
+    gate.queue = queue
+    return queue, gate
+
+
+def test_the_first_append_and_large_payloads_take_the_slow_path() -> None:
+    queue, gate = make()
+    queue.append(b"x" * 10)
+    assert len(gate.calls) == 1  # the first append starts the writer
+    for _ in range(5):
+        queue.append(b"y" * 10)
+    assert len(gate.calls) == 1  # small ones skip it
+    queue.append(b"z" * (queue.fast_payload_limit + 1))
+    assert len(gate.calls) == 2 and gate.calls[-1] == sum(map(len, queue.entries))
+
+
+def test_a_count_racing_an_append_counts_each_entry_once() -> None:
+    # The count reads the list while callers append without the lock: an entry appended
+    # during the count is counted then or next time, never twice.
+    queue, _ = make()
+    racing = b"r" * 4980
+
+    class AppendDuringTheCount(list):  # type: ignore[type-arg]
+        armed = False
+
+        def __getitem__(self, index: object) -> object:
+            if AppendDuringTheCount.armed and isinstance(index, slice):
+                AppendDuringTheCount.armed = False
+                super().append(racing)  # another thread's append, just before the read
+            return super().__getitem__(index)  # type: ignore[index]
+
+    queue.entries = AppendDuringTheCount()
+    AppendDuringTheCount.armed = True
+    queue.append(b"b" * 4980)  # above the size limit: counted at once
+    queue.account()
+    assert queue.buffered_bytes() == sum(map(len, queue.entries)) == 2 * 4980
+
+
+def test_appends_after_a_count_use_up_the_window_not_add_to_it() -> None:
+    # After a count the queue lets some small appends skip the lock, sized to fit the room
+    # left. Appends other threads made between the count and the new window use it up.
+    limit = 256 * 1024
+    queue, gate = make(limit)
+    queue.append(b"\x09" + bytes(8))
+
+    def other_threads_append_right_after_the_count() -> None:
+        while queue.fast_appends_left > 0:  # appends the old window lets skip the lock
+            queue.entries.append(b"\x09" + bytes(queue.fast_payload_limit - 1))
+
+    gate.on_queued = other_threads_append_right_after_the_count
+    queue.append(b"\x09" + bytes(5000))  # above the size limit: this caller counts
+    while queue.fast_appends_left > 0:  # everything the new window lets through
+        queue.append(b"\x09" + bytes(queue.fast_payload_limit - 1))
+    assert sum(map(len, queue.entries)) <= limit + 5001
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(1, 9000), min_size=1, max_size=3000),
+       limit=st.integers(4096, 1 << 20))
+def test_the_bound_holds_at_every_count(sizes: list[int], limit: int) -> None:
+    # Nothing is ever taken out here (a stalled writer). Whenever the queue is over its
+    # bound, the gate hears of it at once: the total when it first does is at most the
+    # bound plus the one payload that crossed it.
+    queue, gate = make(limit)
+    for size in sizes:
+        queue.append(b"\x09" * size)
+        if queue.over_bound():
+            break
+    over = [c for c in gate.calls if c > limit]
+    if over:
+        assert over[0] <= limit + max(sizes)
+    queue.account()
+    if not over:
+        assert queue.buffered_bytes() <= limit
+
+
+def test_a_stopped_fast_path_asks_the_gate_and_a_refusal_queues_nothing() -> None:
+    queue, gate = make()
+    queue.append(b"a")
+    queue.stop_fast_path()  # as the writer does (with its lock) when closing
+    gate.admitting = False
+    with pytest.raises(RuntimeError, match="refused"):
+        queue.append(b"b")
+    assert queue.entries == [b"a"]
+    gate.admitting = True
+    assert queue.append(b"c") is True
+    assert queue.entries == [b"a", b"c"]
+
+
+def test_a_take_back_leaves_a_placeholder_and_its_bytes_go() -> None:
+    queue, _ = make()
+    big = b"q" * 5000
+    queue.append(b"a" * 10)
+    queue.append(big)  # counted at once
+    assert queue.buffered_bytes() == 5010
+    assert queue.take_back(big) is True
+    assert isinstance(queue.entries[1], TakenBack) and len(queue.entries) == 2
+    assert queue.buffered_bytes() == 10
+    assert queue.take_back(big) is False  # not queued any more
+
+
+def test_take_all_moves_the_bytes_in_flight_until_the_batch_is_done() -> None:
+    queue, _ = make()
+    for _ in range(CHECK_EVERY + 3):
+        queue.append(b"e" * 100)
+    batch = queue.take_all()
+    assert len(batch) == CHECK_EVERY + 3 and not queue.entries
+    assert queue.buffered_bytes() == 100 * len(batch)  # still in memory
+    queue.batch_done(held_bytes=40)
+    assert queue.buffered_bytes() == 40  # what the output holds back still counts
