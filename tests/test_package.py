@@ -11,11 +11,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import summarylib as sl
 from summarylib.reader import read_scalars
 from tests.helpers import only_file, tb_events
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser, under its PyPI name
+    tomllib = pytest.importorskip("tomli")
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -112,18 +118,72 @@ def test_lazy_names_live_in_the_modules_they_claim() -> None:
         assert hasattr(importlib.import_module(module), name), (module, name)
 
 
-def test_quickstart_example_runs_and_logs(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """The quickstart run once: its stdout and its logdir."""
+    logdir = tmp_path_factory.mktemp("quickstart")
     proc = subprocess.run(
-        [sys.executable, os.fspath(ROOT / "examples" / "quickstart.py"), os.fspath(tmp_path)],
+        [sys.executable, os.fspath(ROOT / "examples" / "quickstart.py"), os.fspath(logdir)],
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "tensorboard --logdir" in proc.stdout
-    runs = read_scalars(tmp_path)
+    return proc.stdout, logdir
+
+
+def test_quickstart_example_runs_and_logs(quickstart: tuple[str, Path]) -> None:
+    stdout, logdir = quickstart
+    assert "tensorboard --logdir" in stdout
+    runs = read_scalars(logdir)
     (series,) = runs.values()
     assert set(series) == {"loss", "accuracy", "learning_rate"}
     losses = [v for _, _, v in series["loss"]]
     assert len(losses) == 300 and losses[-1] < losses[0]
+
+
+def test_quickstart_curves_improve_over_the_whole_run(quickstart: tuple[str, Path]) -> None:
+    # The example is what a new user first opens in TensorBoard: its curves must show
+    # learning, not a line that is flat after the first few steps.
+    (series,) = read_scalars(quickstart[1]).values()
+    acc = [v for _, _, v in series["accuracy"]]
+    loss = [v for _, _, v in series["loss"]]
+    assert acc[0] < 0.7 and acc[-1] > 0.9
+    # Still climbing after the first tenth and after the first third of the run.
+    assert acc[30] < acc[-1] - 0.15 and acc[100] < acc[-1] - 0.05, (acc[30], acc[100], acc[-1])
+    assert loss[100] > 1.5 * loss[-1] and loss[-1] < 0.5 * loss[0]
+    assert len(set(np.round(acc[150:], 3))) > 3  # the second half moves too
+
+
+def _install_extras(command: str) -> set[str]:
+    """The extras of this project that a README command's ``pip install -e '.[...]'`` asks for."""
+    found = re.findall(r"pip install (?:-e )?'?\.(?:\[([\w,\s-]*)\])?'?", command)
+    assert found, command
+    return {e.strip() for group in found for e in group.split(",") if e.strip()}
+
+
+def _readme_command(marker: str) -> str:
+    text = (ROOT / "README.md").read_text()
+    m = re.search(rf"<!-- {marker} -->\n```sh\n(.*?)\n```", text, re.S)
+    assert m, marker
+    return m[1]
+
+
+def test_example_command_installs_the_command_the_quickstart_prints(
+    quickstart: tuple[str, Path],
+) -> None:
+    # The quickstart ends with a command to run; the README's example command must install it.
+    (line,) = (ln for ln in quickstart[0].splitlines() if "open it with:" in ln)
+    program = line.split("open it with:")[1].split()[0]
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    wanted = _install_extras(_readme_command("example-command"))
+    requirements = [r for e in wanted for r in extras[e]]
+    providers = []
+    for req in requirements:
+        dist = importlib.metadata.distribution(re.split(r"[<>=!~ ;\[]", req, maxsplit=1)[0])
+        scripts = {ep.name for ep in dist.entry_points if ep.group == "console_scripts"}
+        if program in scripts:
+            providers.append(req)
+    assert providers, f"`{program}` is not installed by the extras {sorted(wanted)}"
 
 
 @pytest.mark.skipif(not os.environ.get("SUMMARYLIB_CI"), reason="set by .ci/run only")
