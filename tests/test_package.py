@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import email
 import importlib
 import importlib.metadata
+import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tarfile
+import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -173,8 +179,7 @@ def test_example_command_installs_the_command_the_quickstart_prints(
     # The quickstart ends with a command to run; the README's example command must install it.
     (line,) = (ln for ln in quickstart[0].splitlines() if "open it with:" in ln)
     program = line.split("open it with:")[1].split()[0]
-    with open(ROOT / "pyproject.toml", "rb") as f:
-        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    extras = _pyproject()["project"]["optional-dependencies"]
     wanted = _install_extras(_readme_command("example-command"))
     requirements = [r for e in wanted for r in extras[e]]
     providers = []
@@ -184,6 +189,58 @@ def test_example_command_installs_the_command_the_quickstart_prints(
         if program in scripts:
             providers.append(req)
     assert providers, f"`{program}` is not installed by the extras {sorted(wanted)}"
+
+
+def _pyproject() -> dict[str, Any]:
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)
+
+
+def test_build_system_floor_reads_the_license_field() -> None:
+    # An SPDX string in `license` (PEP 639) is read from setuptools 77 on; older ones stop the
+    # build ("project.license must be valid exactly by one definition").
+    data = _pyproject()
+    (req,) = (r for r in data["build-system"]["requires"] if r.startswith("setuptools"))
+    floor = re.fullmatch(r"setuptools>=([\d.]+)", req)
+    assert floor, req
+    if isinstance(data["project"]["license"], str):
+        assert tuple(int(x) for x in floor[1].split(".")) >= (77,), req
+    assert data["project"]["license"] == "Apache-2.0"
+    assert data["project"]["license-files"] == ["LICENSE"]
+
+
+def test_sdist_and_wheel_ship_the_license(tmp_path: Path) -> None:
+    # A real build of a copy of the tree with the installed setuptools (the build backend).
+    if importlib.util.find_spec("setuptools") is None:
+        if os.environ.get("SUMMARYLIB_CI"):
+            pytest.fail("CI needs setuptools to build the sdist and wheel")
+        pytest.skip("setuptools is not installed")
+    license_text = (ROOT / "LICENSE").read_text()
+    assert license_text.split()[:4] == ["Apache", "License", "Version", "2.0,"]
+    assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in license_text
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "summarylib", src / "summarylib",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, src / name)
+    # setuptools logs to stdout too: the file names come last, marked.
+    build = ("from setuptools import build_meta as b\n"
+             "s, w = b.build_sdist('dist'), b.build_wheel('dist')\nprint('@@', s, w)")
+    proc = subprocess.run([sys.executable, "-c", build], cwd=src, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    _, sdist_name, wheel_name = proc.stdout.strip().splitlines()[-1].split()
+    with tarfile.open(src / "dist" / sdist_name) as sdist:
+        (member,) = (m for m in sdist.getnames() if m.endswith("/LICENSE"))
+        f = sdist.extractfile(member)
+        assert f is not None and f.read().decode() == license_text
+    with zipfile.ZipFile(src / "dist" / wheel_name) as wheel:
+        (meta,) = (n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
+        info = email.message_from_bytes(wheel.read(meta))
+        assert info["License-Expression"] == "Apache-2.0"
+        assert info.get_all("License-File") == ["LICENSE"]
+        dist_info = meta.rsplit("/", 1)[0]
+        assert wheel.read(f"{dist_info}/licenses/LICENSE").decode() == license_text
 
 
 @pytest.mark.skipif(not os.environ.get("SUMMARYLIB_CI"), reason="set by .ci/run only")
@@ -197,7 +254,7 @@ def test_ci_has_every_optional_tool() -> None:
         for m in ("torch", "jax", "grpc_tools", "tbparse", "pytest_timeout", "pandas",
                   "pyarrow", "playwright", "tensorboardX", "soundfile", "matplotlib", "keras",
                   "lightning", "transformers", "accelerate", "flax", "optax", "clu",
-                  "fsspec", "s3fs", "boto3", "moto", "pydot")
+                  "fsspec", "s3fs", "boto3", "moto", "pydot", "pdoc", "setuptools")
         if importlib.util.find_spec(m) is None
     ]
     assert not missing, f"CI environment lacks {missing}"
