@@ -24,11 +24,6 @@ import summarylib as sl
 from summarylib.reader import read_scalars
 from tests.helpers import only_file, tb_events
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: the same parser, under its PyPI name
-    tomllib = pytest.importorskip("tomli")
-
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -159,6 +154,16 @@ def test_quickstart_curves_improve_over_the_whole_run(quickstart: tuple[str, Pat
     assert len(set(np.round(acc[150:], 3))) > 3  # the second half moves too
 
 
+def _pyproject() -> dict[str, Any]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: the same parser under its PyPI name
+        tomllib = pytest.importorskip("tomli")
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        data: dict[str, Any] = tomllib.load(f)
+    return data
+
+
 def _install_extras(command: str) -> set[str]:
     """The extras of this project that a README command's ``pip install -e '.[...]'`` asks for."""
     found = re.findall(r"pip install (?:-e )?'?\.(?:\[([\w,\s-]*)\])?'?", command)
@@ -189,11 +194,6 @@ def test_example_command_installs_the_command_the_quickstart_prints(
         if program in scripts:
             providers.append(req)
     assert providers, f"`{program}` is not installed by the extras {sorted(wanted)}"
-
-
-def _pyproject() -> dict[str, Any]:
-    with open(ROOT / "pyproject.toml", "rb") as f:
-        return tomllib.load(f)
 
 
 def test_build_system_floor_reads_the_license_field() -> None:
