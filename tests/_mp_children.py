@@ -7,6 +7,7 @@ which import the target's module, load nothing but summarylib.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import summarylib as sl
 
@@ -15,6 +16,34 @@ def log_with_default_writer(tag: str, n: int) -> int:
     """Log ``n`` scalars to the inherited default writer; never flush or close."""
     for i in range(n):
         assert sl.scalar(tag, float(i), step=i)
+    return os.getpid()
+
+
+def log_to_own_writer(logdir: str, tag: str, n: int) -> int:
+    """Log ``n`` scalars to a writer of this call's own, closed before returning."""
+    with sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9):
+        for i in range(n):
+            assert sl.scalar(tag, float(i), step=i)
+    return os.getpid()
+
+
+_sync: tuple[Any, Any] | None = None
+
+
+def keep_sync(logged: Any, release: Any) -> None:
+    """Pool initializer: keep a queue and an event (they pass to workers only this way)."""
+    global _sync
+    _sync = (logged, release)
+
+
+def log_then_wait(tag: str, n: int) -> int:
+    """Log ``n`` scalars to the inherited default writer, report, then wait to be released."""
+    assert _sync is not None
+    logged, release = _sync
+    for i in range(n):
+        assert sl.scalar(tag, float(i), step=i)
+    logged.put(os.getpid())
+    release.wait(120)
     return os.getpid()
 
 

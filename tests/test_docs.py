@@ -91,3 +91,30 @@ def test_doc_blocks_run(doc: Path, tmp_path: Path) -> None:
 def test_every_doc_file_has_blocks_found() -> None:
     names = {p.name for p, _, _, _ in BLOCKS}
     assert {"README.md", "graphs.md", "reading.md"} <= names
+
+
+def _readme_section(title: str) -> str:
+    text = (REPO / "README.md").read_text()
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
+def test_readme_tells_how_to_install_the_system_programs_ci_installs() -> None:
+    # The suite's system programs (pip cannot install them) skip their tests when missing;
+    # the set-up section must say how to get every one that .ci/run apt-installs.
+    ci = (REPO / ".ci" / "run").read_text()
+    m = re.search(r"apt-get install -y -qq ([\w .-]+?) >", ci)
+    assert m, "no apt-get install line in .ci/run"
+    packages = m[1].split()
+    setup = " ".join(_readme_section("Set up").split())
+    installs = re.findall(r"apt-get install ([\w .-]+)", setup)
+    named = {p for found in installs for p in found.split()}
+    assert set(packages) <= named, (packages, installs)
+
+
+def test_readme_guarantees_admit_the_url_logdirs_they_document() -> None:
+    guarantees = " ".join(_readme_section("Guarantees").split())
+    assert 'create_file_writer("s3://' in guarantees  # URL logdirs are documented there
+    assert "must be local" not in guarantees
+    assert "A logdir may be a local path or a URL" in guarantees

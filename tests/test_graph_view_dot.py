@@ -32,7 +32,8 @@ def _need(what: str, ok: bool) -> None:
 
 def graphviz_json(text: str) -> dict[str, Any]:
     """The DOT text parsed (and laid out) by Graphviz: its ``-Tjson0`` output."""
-    _need("Graphviz (apt-get install graphviz)", DOT is not None)
+    # No PyPI package ships Graphviz's own `dot`, so the README's pip command cannot bring it.
+    _need("Graphviz's dot (apt-get install graphviz; pip cannot install it)", DOT is not None)
     assert DOT is not None
     r = subprocess.run([DOT, "-Tjson0"], input=text.encode(), capture_output=True,
                        timeout=120, check=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import pickle
 import re
+import signal
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,76 @@ def test_ranks_sharing_one_run_directory_never_share_a_file(tmp_path: Path) -> N
     assert len(files) == 4
     for f in files:
         assert [step for _, step in _series(f)] == list(range(20))
+
+
+# `with Pool(...)` ends with terminate(): SIGTERM to every worker, whose default action runs no
+# exit code. docs/distributed.md shows the two ways to keep the workers' events.
+def _worker_series(logdir: Path, parent: sl.SummaryWriter) -> dict[int, list[tuple[str, int]]]:
+    return {_pid_of(p): _series(p) for p in _files(logdir) if p != Path(str(parent.path))}
+
+
+def _pool_of_waiting_workers(logdir: Path, finish: bool) -> tuple[sl.SummaryWriter, set[int]]:
+    """Two pool workers log 10 events each to their inherited default writer, then wait.
+
+    The writer flushes neither by count nor by time, so what reaches a worker's file is what
+    its exit wrote. With ``finish``, the tasks are released and the pool closed and joined
+    inside the ``with``; without, the block ends while both workers are still in their task.
+    """
+    ctx = mp.get_context("fork")
+    logged, release = ctx.Queue(), ctx.Event()
+    w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+    with w.as_default(), ctx.Pool(2, children.keep_sync, (logged, release)) as pool:
+        pool.starmap_async(children.log_then_wait, [("worker", 10)] * 2, chunksize=1)
+        pids = {logged.get(timeout=TIMEOUT) for _ in range(2)}  # both have logged
+        if finish:
+            release.set()
+            pool.close()
+            pool.join()
+    w.close()
+    assert _series(Path(str(w.path))) == []
+    return w, pids
+
+
+def test_with_pool_kills_its_workers_and_loses_their_unflushed_events(logdir: Path) -> None:
+    # Leaving the block calls terminate(): SIGTERM reaches both workers inside their task.
+    # (Idle workers race it with their normal exit: see docs/distributed.md.)
+    # The workers inherit this process's SIGTERM disposition: the default one, no handler.
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    w, pids = _pool_of_waiting_workers(logdir, finish=False)
+    workers = _worker_series(logdir, w)
+    # Nothing of the 20 events: a killed worker's file, if it got as far as creating one,
+    # holds no scalar.
+    assert set(workers) <= pids
+    assert all(events == [] for events in workers.values()), workers
+
+
+def test_pool_close_and_join_inside_with_keeps_the_workers_events(logdir: Path) -> None:
+    w, pids = _pool_of_waiting_workers(logdir, finish=True)
+    workers = _worker_series(logdir, w)
+    assert set(workers) == pids
+    for events in workers.values():
+        assert events == [("worker", i) for i in range(10)]
+
+
+def test_pool_tasks_that_close_their_writer_keep_events_without_join(logdir: Path) -> None:
+    with mp.get_context("fork").Pool(2) as pool:
+        pids = pool.starmap(children.log_to_own_writer, [(str(logdir), "worker", 10)] * 4,
+                            chunksize=1)
+    files = _files(logdir)
+    assert len(files) == 4 and {_pid_of(p) for p in files} == set(pids)
+    for path in files:
+        assert _series(path) == [("worker", i) for i in range(10)]
+
+
+def test_process_pool_executor_exit_keeps_the_workers_events(logdir: Path) -> None:
+    # concurrent.futures waits for its workers to exit normally (shutdown(wait=True)).
+    from concurrent.futures import ProcessPoolExecutor
+
+    w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+    with w.as_default(), ProcessPoolExecutor(2, mp_context=mp.get_context("fork")) as ex:
+        pids = list(ex.map(children.log_with_default_writer, ["worker"] * 4, [10] * 4))
+    w.close()
+    workers = _worker_series(logdir, w)
+    assert set(workers) == set(pids)
+    for pid, events in workers.items():
+        assert events == [("worker", i) for i in range(10)] * pids.count(pid)

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import email
 import importlib
 import importlib.metadata
+import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tarfile
+import zipfile
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 import summarylib as sl
@@ -112,18 +119,128 @@ def test_lazy_names_live_in_the_modules_they_claim() -> None:
         assert hasattr(importlib.import_module(module), name), (module, name)
 
 
-def test_quickstart_example_runs_and_logs(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """The quickstart run once: its stdout and its logdir."""
+    logdir = tmp_path_factory.mktemp("quickstart")
     proc = subprocess.run(
-        [sys.executable, os.fspath(ROOT / "examples" / "quickstart.py"), os.fspath(tmp_path)],
+        [sys.executable, os.fspath(ROOT / "examples" / "quickstart.py"), os.fspath(logdir)],
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "tensorboard --logdir" in proc.stdout
-    runs = read_scalars(tmp_path)
+    return proc.stdout, logdir
+
+
+def test_quickstart_example_runs_and_logs(quickstart: tuple[str, Path]) -> None:
+    stdout, logdir = quickstart
+    assert "tensorboard --logdir" in stdout
+    runs = read_scalars(logdir)
     (series,) = runs.values()
     assert set(series) == {"loss", "accuracy", "learning_rate"}
     losses = [v for _, _, v in series["loss"]]
     assert len(losses) == 300 and losses[-1] < losses[0]
+
+
+def test_quickstart_curves_improve_over_the_whole_run(quickstart: tuple[str, Path]) -> None:
+    # The example is what a new user first opens in TensorBoard: its curves must show
+    # learning, not a line that is flat after the first few steps.
+    (series,) = read_scalars(quickstart[1]).values()
+    acc = [v for _, _, v in series["accuracy"]]
+    loss = [v for _, _, v in series["loss"]]
+    assert acc[0] < 0.7 and acc[-1] > 0.9
+    # Still climbing after the first tenth and after the first third of the run.
+    assert acc[30] < acc[-1] - 0.15 and acc[100] < acc[-1] - 0.05, (acc[30], acc[100], acc[-1])
+    assert loss[100] > 1.5 * loss[-1] and loss[-1] < 0.5 * loss[0]
+    assert len(set(np.round(acc[150:], 3))) > 3  # the second half moves too
+
+
+def _pyproject() -> dict[str, Any]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: the same parser under its PyPI name
+        tomllib = pytest.importorskip("tomli")
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        data: dict[str, Any] = tomllib.load(f)
+    return data
+
+
+def _install_extras(command: str) -> set[str]:
+    """The extras of this project that a README command's ``pip install -e '.[...]'`` asks for."""
+    found = re.findall(r"pip install (?:-e )?'?\.(?:\[([\w,\s-]*)\])?'?", command)
+    assert found, command
+    return {e.strip() for group in found for e in group.split(",") if e.strip()}
+
+
+def _readme_command(marker: str) -> str:
+    text = (ROOT / "README.md").read_text()
+    m = re.search(rf"<!-- {marker} -->\n```sh\n(.*?)\n```", text, re.S)
+    assert m, marker
+    return m[1]
+
+
+def test_example_command_installs_the_command_the_quickstart_prints(
+    quickstart: tuple[str, Path],
+) -> None:
+    # The quickstart ends with a command to run; the README's example command must install it.
+    (line,) = (ln for ln in quickstart[0].splitlines() if "open it with:" in ln)
+    program = line.split("open it with:")[1].split()[0]
+    extras = _pyproject()["project"]["optional-dependencies"]
+    wanted = _install_extras(_readme_command("example-command"))
+    requirements = [r for e in wanted for r in extras[e]]
+    providers = []
+    for req in requirements:
+        dist = importlib.metadata.distribution(re.split(r"[<>=!~ ;\[]", req, maxsplit=1)[0])
+        scripts = {ep.name for ep in dist.entry_points if ep.group == "console_scripts"}
+        if program in scripts:
+            providers.append(req)
+    assert providers, f"`{program}` is not installed by the extras {sorted(wanted)}"
+
+
+def test_build_system_floor_reads_the_license_field() -> None:
+    # An SPDX string in `license` (PEP 639) is read from setuptools 77 on; older ones stop the
+    # build ("project.license must be valid exactly by one definition").
+    data = _pyproject()
+    (req,) = (r for r in data["build-system"]["requires"] if r.startswith("setuptools"))
+    floor = re.fullmatch(r"setuptools>=([\d.]+)", req)
+    assert floor, req
+    if isinstance(data["project"]["license"], str):
+        assert tuple(int(x) for x in floor[1].split(".")) >= (77,), req
+    assert data["project"]["license"] == "Apache-2.0"
+    assert data["project"]["license-files"] == ["LICENSE"]
+
+
+def test_sdist_and_wheel_ship_the_license(tmp_path: Path) -> None:
+    # A real build of a copy of the tree with the installed setuptools (the build backend).
+    if importlib.util.find_spec("setuptools") is None:
+        if os.environ.get("SUMMARYLIB_CI"):
+            pytest.fail("CI needs setuptools to build the sdist and wheel")
+        pytest.skip("setuptools is not installed")
+    license_text = (ROOT / "LICENSE").read_text()
+    assert license_text.split()[:4] == ["Apache", "License", "Version", "2.0,"]
+    assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in license_text
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "summarylib", src / "summarylib",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, src / name)
+    # setuptools logs to stdout too: the file names come last, marked.
+    build = ("from setuptools import build_meta as b\n"
+             "s, w = b.build_sdist('dist'), b.build_wheel('dist')\nprint('@@', s, w)")
+    proc = subprocess.run([sys.executable, "-c", build], cwd=src, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    _, sdist_name, wheel_name = proc.stdout.strip().splitlines()[-1].split()
+    with tarfile.open(src / "dist" / sdist_name) as sdist:
+        (member,) = (m for m in sdist.getnames() if m.endswith("/LICENSE"))
+        f = sdist.extractfile(member)
+        assert f is not None and f.read().decode() == license_text
+    with zipfile.ZipFile(src / "dist" / wheel_name) as wheel:
+        (meta,) = (n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
+        info = email.message_from_bytes(wheel.read(meta))
+        assert info["License-Expression"] == "Apache-2.0"
+        assert info.get_all("License-File") == ["LICENSE"]
+        dist_info = meta.rsplit("/", 1)[0]
+        assert wheel.read(f"{dist_info}/licenses/LICENSE").decode() == license_text
 
 
 @pytest.mark.skipif(not os.environ.get("SUMMARYLIB_CI"), reason="set by .ci/run only")
@@ -137,7 +254,7 @@ def test_ci_has_every_optional_tool() -> None:
         for m in ("torch", "jax", "grpc_tools", "tbparse", "pytest_timeout", "pandas",
                   "pyarrow", "playwright", "tensorboardX", "soundfile", "matplotlib", "keras",
                   "lightning", "transformers", "accelerate", "flax", "optax", "clu",
-                  "fsspec", "s3fs", "boto3", "moto", "pydot")
+                  "fsspec", "s3fs", "boto3", "moto", "pydot", "pdoc", "setuptools")
         if importlib.util.find_spec(m) is None
     ]
     assert not missing, f"CI environment lacks {missing}"
