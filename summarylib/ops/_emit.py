@@ -11,6 +11,7 @@ it is encoded, in file order; a later call when it is made).
 
 from __future__ import annotations
 
+import concurrent.futures.thread  # noqa: F401  # see below
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -26,6 +27,10 @@ if TYPE_CHECKING:
 __all__ = ["emit_event_field", "emit_summary", "emit_value", "emit_value_deferred"]
 
 _time = time.time  # patched by tests that compare bytes
+# The writer thread runs the ``prepare`` of deferred events on a thread pool
+# (summarylib.writer.buffered). Its module is imported above, by the op's thread: the
+# writer thread must import nothing, as a child forked while a thread holds a module's
+# import lock waits for that lock forever when it imports the module.
 
 
 def _resource(writer: DefaultWriter) -> BufferedEventWriter:

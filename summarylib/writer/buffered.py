@@ -34,9 +34,12 @@ the child.
 
 The lock is re-entrant: code that runs on a thread while it holds the lock
 (a signal handler between two bytecodes, a warnings hook) may call the writer
-again. A signal handler never *waits* while its thread holds the lock,
-though: waiting on a condition releases the lock under the interrupted call
-(see :mod:`summarylib.writer.signals`, which uses :meth:`held_by_this_thread`).
+again. Such a re-entered call never *waits*, though: waiting on a condition
+releases the lock under the interrupted call, and a handler interrupted in
+its wait by the next signal would nest without bound. A re-entered
+``flush()`` asks the writer thread to write and returns at once; a
+re-entered append does not wait for room in the buffer (see
+:mod:`summarylib.writer.signals`, which uses :meth:`held_by_this_thread`).
 
 Hot-path design: ``append`` takes no lock. It appends to a list and compares
 its length with ``_trigger`` (and the payload's with ``_large``): both are
@@ -265,6 +268,9 @@ class BufferedEventWriter:
         self._close_error: BaseException | None = None  # that final flush/sync/close failed
         self._thread: threading.Thread | None = None
         self._last_flush = time.monotonic()
+        # Threads waiting inside a call (lock released): a call they make meanwhile
+        # (from a signal handler) is re-entered, as under the lock.
+        self._waiting: set[int] = set()
 
     # ------------------------------------------------------------------
     # Caller side
@@ -294,20 +300,22 @@ class BufferedEventWriter:
         return self._append_locked(payload)
 
     def _append_locked(self, payload: bytes | Deferred) -> bool:
+        reentered = self.held_by_this_thread()
         with self._lock:
             if self._trigger < 0 and not self._before_append():
                 return False
             pending = self._pending
             pending.append(payload)
             if len(pending) > self._trigger or len(payload) > self._large:
-                self._after_append()
+                self._after_append(reentered)
         return True
 
     def _settle(self, payload: bytes | Deferred) -> bool:
         # Slow path of a lock-free append (payload is queued already).
+        reentered = self.held_by_this_thread()
         with self._lock:
             if self._trigger >= 0:
-                self._after_append()
+                self._after_append(reentered)
                 return True
             # The writer closed or parked an error after this append began. Still
             # queued: take it back and decide under the lock, as if it came now.
@@ -382,14 +390,19 @@ class BufferedEventWriter:
                 stacklevel=4,
             )
 
-    def _after_append(self) -> None:
+    def _after_append(self, reentered: bool = False) -> None:
         # Slow path, lock held: account bytes, start or wake the thread, bound.
+        # A re-entered append (see the module docstring) does not wait for room: the
+        # bound is exceeded by its event.
         if self._thread is None:
             self._start_thread()
         if len(self._pending) > self._max_queue:
             self._wake()
         self._account()
-        if self._pending_bytes + self._inflight_bytes > self._max_buffer_bytes:
+        if reentered:
+            if self._pending_bytes + self._inflight_bytes > self._max_buffer_bytes:
+                self._wake(urgent=True)
+        elif self._pending_bytes + self._inflight_bytes > self._max_buffer_bytes:
             self._wait_for_room()
         self._set_trigger()
 
@@ -425,16 +438,21 @@ class BufferedEventWriter:
         # enough; an error or a dead thread ends the wait with an exception.
         # Other callers append meanwhile (the wait releases the lock): their
         # entries are counted here too.
-        while self._pending_bytes + self._inflight_bytes > self._max_buffer_bytes:
-            if self._inflight_bytes == 0:
-                self._wake(urgent=True)  # the thread is idle: let it take what is pending
-            self._check_thread()
-            if self._error is not None:
-                # A write failed: stop waiting; the next call reports it
-                # before it appends anything.
-                return
-            self._progress.wait(_POLL_SECS)
-            self._account()
+        me = threading.get_ident()
+        self._waiting.add(me)
+        try:
+            while self._pending_bytes + self._inflight_bytes > self._max_buffer_bytes:
+                if self._inflight_bytes == 0:
+                    self._wake(urgent=True)  # the thread is idle: let it take what is pending
+                self._check_thread()
+                if self._error is not None:
+                    # A write failed: stop waiting; the next call reports it
+                    # before it appends anything.
+                    return
+                self._progress.wait(_POLL_SECS)
+                self._account()
+        finally:
+            self._waiting.discard(me)
 
     def _wake(self, urgent: bool = False) -> None:
         # Lock held. While the writer thread cools down, a queue-length wake only marks
@@ -474,10 +492,17 @@ class BufferedEventWriter:
     def flush(self, timeout: float | None = None, *, sync: bool = False) -> None:
         """Write every event appended before this call; return when it is written.
 
+        Called re-entrantly (from a signal handler or warnings hook that runs on a
+        thread inside a call of this writer) it cannot wait: it asks the writer
+        thread to write everything now and returns at once (see the module docstring).
+
         Args:
           timeout: give up waiting after this many seconds (``TimeoutError``).
           sync: also ``fsync`` the output once the events are written.
         """
+        if self.held_by_this_thread():
+            self.start_flush(sync=sync)
+            return
         deadline = None if timeout is None else time.monotonic() + timeout
         self._acquire(deadline, "flushing", timeout)
         try:
@@ -494,17 +519,24 @@ class BufferedEventWriter:
                 self._work.notify()
                 # Wait for the batch holding `target`; with sync, for one more
                 # round so the fsync happens after it.
-                while self._written < target or (sync and self._sync_requested):
-                    if self._finished:
-                        break  # a close() wrote, synced and closed everything
-                    self._check_thread()
-                    if self._error is not None:
-                        break
-                    remaining = None if deadline is None else deadline - time.monotonic()
-                    if remaining is not None and remaining <= 0:
-                        raise TimeoutError(f"flushing {self.name} took longer than {timeout} s")
-                    wait = _POLL_SECS if remaining is None else min(remaining, _POLL_SECS)
-                    self._progress.wait(wait)
+                me = threading.get_ident()
+                self._waiting.add(me)
+                try:
+                    while self._written < target or (sync and self._sync_requested):
+                        if self._finished:
+                            break  # a close() wrote, synced and closed everything
+                        self._check_thread()
+                        if self._error is not None:
+                            break
+                        remaining = None if deadline is None else deadline - time.monotonic()
+                        if remaining is not None and remaining <= 0:
+                            raise TimeoutError(
+                                f"flushing {self.name} took longer than {timeout} s"
+                            )
+                        wait = _POLL_SECS if remaining is None else min(remaining, _POLL_SECS)
+                        self._progress.wait(wait)
+                finally:
+                    self._waiting.discard(me)
             own = self._loss_since(written, losses, target)
             if self._error is not None:
                 self._surface_error()
@@ -568,10 +600,13 @@ class BufferedEventWriter:
     def held_by_this_thread(self) -> bool:
         """True while the calling thread is inside a call of this writer.
 
-        A signal handler checks it: it must not wait for the writer thread
-        then (see :mod:`summarylib.writer.signals`).
+        That includes a wait inside a call (the lock is released then). A signal
+        handler checks it: it must not wait for the writer thread then (see
+        :mod:`summarylib.writer.signals`).
         """
-        return bool(self._lock._is_owned())  # type: ignore[attr-defined]
+        if self._lock._is_owned():  # type: ignore[attr-defined]
+            return True
+        return bool(self._waiting) and threading.get_ident() in self._waiting
 
     def flush_quietly(self, timeout: float, *, sync: bool = False) -> None:
         """Flush for a signal handler or exit hook: skip a writer being closed.
@@ -620,6 +655,7 @@ class BufferedEventWriter:
             # and closes the output (_finish), all outside the lock: so this
             # wait, and every flush() meanwhile, keeps its own deadline even
             # when the storage hangs.
+            self._waiting.add(threading.get_ident())
             while not self._finished:
                 t = self._thread
                 if t is None or not t.is_alive():
@@ -637,6 +673,7 @@ class BufferedEventWriter:
                 err, self._error = self._error, None
             close_error = self._close_error
         finally:
+            self._waiting.discard(threading.get_ident())
             self._lock.release()
         # Every close() that waited for the events reports their loss, and
         # a failed final flush/fsync/close.
@@ -1070,6 +1107,10 @@ def _close_at_exit(ref: Callable[[], BufferedEventWriter | None]) -> None:
 
 
 def _reset_after_fork() -> None:
+    global _pool_lock
+    # A thread of the parent may have held it (making the pool) at fork: it never
+    # releases it here.
+    _pool_lock = threading.Lock()
     for w in list(_live):
         w._after_fork_in_child()
 
