@@ -491,3 +491,39 @@ def test_a_fork_while_another_thread_loads_an_op_lazily(tmp_path: Path) -> None:
     )
     files = files_by_pid(tmp_path)
     assert sorted(series(p) for p in files.values()) == [[("child", 1)], [("parent", 0)]]
+
+
+def test_forks_at_many_moments_after_a_process_s_first_image(tmp_path: Path) -> None:
+    # For each delay, a fresh worker (forked before anything loaded Pillow) logs its
+    # first image and forks a child that much later; the child logs an image and must
+    # finish its flush (SIGALRM ends one that hangs, and its worker reports it).
+    out = run(
+        """
+        import signal
+        assert "PIL" not in sys.modules
+        for k in range(40):
+            worker = os.fork()
+            if worker == 0:
+                import numpy as np
+                w = sl.create_file_writer(logdir, max_queue=0)
+                w.set_as_default(step=0)
+                sl.image("worker", np.zeros((1, 8, 8, 3)))
+                time.sleep(k / 1000)
+                pid = os.fork()
+                if pid == 0:
+                    signal.alarm(20)
+                    sl.image("child", np.ones((1, 8, 8, 3)), step=1)
+                    w.flush()
+                    os._exit(0)
+                wait_child(pid)
+                w.close()
+                os._exit(0)
+            wait_child(worker)
+            print(k)
+        """,
+        tmp_path,
+    )
+    assert out.split() == [str(k) for k in range(40)]
+    files = files_by_pid(tmp_path)
+    assert len(files) == 80
+    assert sorted(map(series, files.values())) == [[("child", 1)]] * 40 + [[("worker", 0)]] * 40
