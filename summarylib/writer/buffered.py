@@ -519,30 +519,25 @@ class BufferedEventWriter:
                 self._work.notify()
                 # Wait for the batch holding `target`; with sync, for one more
                 # round so the fsync happens after it.
-                me = threading.get_ident()
-                self._waiting.add(me)
-                try:
-                    while self._written < target or (sync and self._sync_requested):
-                        if self._finished:
-                            break  # a close() wrote, synced and closed everything
-                        self._check_thread()
-                        if self._error is not None:
-                            break
-                        remaining = None if deadline is None else deadline - time.monotonic()
-                        if remaining is not None and remaining <= 0:
-                            raise TimeoutError(
-                                f"flushing {self.name} took longer than {timeout} s"
-                            )
-                        wait = _POLL_SECS if remaining is None else min(remaining, _POLL_SECS)
-                        self._progress.wait(wait)
-                finally:
-                    self._waiting.discard(me)
+                self._waiting.add(threading.get_ident())  # removed in `finally` below
+                while self._written < target or (sync and self._sync_requested):
+                    if self._finished:
+                        break  # a close() wrote, synced and closed everything
+                    self._check_thread()
+                    if self._error is not None:
+                        break
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        raise TimeoutError(f"flushing {self.name} took longer than {timeout} s")
+                    wait = _POLL_SECS if remaining is None else min(remaining, _POLL_SECS)
+                    self._progress.wait(wait)
             own = self._loss_since(written, losses, target)
             if self._error is not None:
                 self._surface_error()
             elif own is not None:
                 self._raise_or_warn(_again(own))
         finally:
+            self._waiting.discard(threading.get_ident())
             self._lock.release()
 
     def _acquire(self, deadline: float | None, doing: str, timeout: float | None) -> None:
