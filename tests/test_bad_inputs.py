@@ -237,6 +237,8 @@ ROWS = [
         TypeError, "add_scalar: 'scalar_value' is a nested (jagged) tensor", "torch"),
     Row("add_histogram-meta-tensor", lambda c: c.writer.add_histogram("h", _torch("meta")),
         TypeError, "add_histogram: 'values' is a tensor on the meta device", "torch"),
+    Row("add_histogram-bins-2**31-1", lambda c: c.writer.add_histogram("h", [1.0], bins=2**31 - 1),
+        ValueError, "add_histogram: 'bins' must be in [1, 2**24]"),
     Row("add_text-tag-surrogate", lambda c: c.writer.add_text("t\ud800", "x"), ValueError,
         "add_text: 'tag' is not valid Unicode"),
     Row("add_histogram-tag-surrogate", lambda c: c.writer.add_histogram("h\ud800", [1.0]),
