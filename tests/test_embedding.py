@@ -233,6 +233,17 @@ def test_processes_and_threads_writing_one_config_lose_no_entry(tmp_path: Path) 
     )
     assert not [p for p in files_under(tmp_path) if ".tmp" in p]
 
+
+def test_a_file_url_logdir_gets_the_files_beside_its_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # a relative "file:" directory would appear here
+    with sl.SummaryWriter(f"file://{tmp_path}/run") as w:
+        w.add_embedding(np.ones((2, 2)), tag="x")
+    assert sorted(os.listdir(tmp_path)) == ["run"]
+    assert [e.tensor_name for e in config(tmp_path / "run").embeddings] == ["x:00000"]
+    assert (tmp_path / "run/00000/x/tensors.tsv").read_text() == "1\t1\n" * 2
+
 # -- names never leave the log directory ---------------------------------------------------
 
 @pytest.mark.parametrize("tag,component", [

@@ -337,6 +337,8 @@ def embedding(
     from summarylib.proto import projector_config_pb2
 
     subdir = f"{step_:05d}/{component}"
+    if logdir.startswith("file://"):  # a local path, as the event files take it
+        logdir = logdir[len("file://"):]
     files = _Files(logdir, storage_options)
     directory = files.join(logdir, f"{step_:05d}", component)
     files.makedirs(directory)
