@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
+import threading
 from typing import TYPE_CHECKING, Any
 
 from summarylib._version import __version__
@@ -173,16 +175,57 @@ _LAZY_ATTRS = {
 }
 
 
+# fork() and lazy loading: a thread that imports a module holds that module's import
+# lock, and a child forked meanwhile inherits the lock held by a thread that does not
+# exist there: the first use of the op in the child would wait forever (or find the
+# module half initialized). So the loads below hold _lazy_lock, and fork() waits for
+# it (at most _FORK_WAIT_SECS, in case the forking thread itself holds an import lock
+# that the load needs: then the fork goes ahead as before). Only first uses take it:
+# a loaded name is a plain global afterwards. Threads of summarylib's own (the writer
+# thread, its encoders) import nothing; the op modules load what they need.
+_lazy_lock = threading.RLock()
+_FORK_WAIT_SECS = 10.0
+_held_for_fork = False
+
+
+def _before_fork() -> None:
+    global _held_for_fork
+    _held_for_fork = _lazy_lock.acquire(timeout=_FORK_WAIT_SECS)
+
+
+def _after_fork_in_parent() -> None:
+    global _held_for_fork
+    if _held_for_fork:
+        _held_for_fork = False
+        _lazy_lock.release()
+
+
+def _after_fork_in_child() -> None:
+    global _lazy_lock, _held_for_fork
+    _lazy_lock = threading.RLock()  # whoever held it does not exist here
+    _held_for_fork = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=_before_fork,
+        after_in_parent=_after_fork_in_parent,
+        after_in_child=_after_fork_in_child,
+    )
+
+
 def __getattr__(name: str) -> Any:
     module = _LAZY_MODULES.get(name)
-    if module is not None:
-        value = importlib.import_module(module)
-    elif name in _LAZY_ATTRS:
-        value = getattr(importlib.import_module(_LAZY_ATTRS[name]), name)
-        if getattr(value, "__module__", "").startswith("summarylib."):
-            value.__module__ = "summarylib"
-    else:
+    attr = module is None and name in _LAZY_ATTRS
+    if module is None and not attr:
         raise AttributeError(f"module 'summarylib' has no attribute {name!r}")
+    with _lazy_lock:
+        if module is not None:
+            value = importlib.import_module(module)
+        else:
+            value = getattr(importlib.import_module(_LAZY_ATTRS[name]), name)
+            if getattr(value, "__module__", "").startswith("summarylib."):
+                value.__module__ = "summarylib"
     globals()[name] = value
     return value
 

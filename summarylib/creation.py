@@ -14,6 +14,7 @@ from summarylib.writer.buffered import OnError
 from summarylib.writer.file_writer import check_logdir, check_settings, open_resource
 from summarylib.writer.naming import normalize_suffix
 from summarylib.writer.output import Output
+from summarylib.writer.path_safety import check_name_text
 from summarylib.writer.remote import event_output_opener
 
 __all__ = ["create_file_writer", "create_noop_writer", "create_writer"]
@@ -78,7 +79,10 @@ def create_file_writer(
     settings = check_settings(
         "create_file_writer", max_queue, flush_millis, max_buffer_bytes, on_error, fsync
     )
-    suffix = settings["filename_suffix"] = normalize_suffix(filename_suffix)
+    suffix = normalize_suffix(filename_suffix)
+    suffix = settings["filename_suffix"] = check_name_text(
+        suffix, "create_file_writer", "filename_suffix"
+    )
     if storage_options is not None:
         if not isinstance(storage_options, dict):
             raise TypeError("create_file_writer: 'storage_options' must be a dict or None")

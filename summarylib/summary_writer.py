@@ -25,12 +25,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
+from summarylib.encoding.arrays import shape_of
 from summarylib.encoding.events import event_bytes
 from summarylib.encoding.wire import field_bytes
 from summarylib.ops.scalar import scalar
 from summarylib.writer.context import Step, _local, condition_holds
 from summarylib.writer.file_writer import WriterBase, check_logdir, check_settings, open_resource
-from summarylib.writer.path_safety import safe_component
+from summarylib.writer.path_safety import check_name_text, safe_component
 from summarylib.writer.remote import event_output_opener
 
 __all__ = ["SummaryWriter"]
@@ -729,10 +730,12 @@ def _renamed(error: Exception, op_name: str, where: str) -> Exception:
 
 def _single(value: Any) -> Any:
     """A one-element array or tensor of any rank as rank 0; anything else unchanged."""
-    shape = getattr(value, "shape", ())
+    shape = shape_of(value)  # None also for torch's nested tensors, refused later
+    if shape is None:
+        return value
     size = 1
     for d in shape:
-        size *= int(d)
+        size *= d
     if size != 1 or not hasattr(value, "reshape"):
         return value
     return value.reshape(())
@@ -754,7 +757,7 @@ def _verbatim_suffix(suffix: Any, where: str) -> str:
         raise TypeError(f"{where}: 'filename_suffix' must be a str, got {type(suffix).__name__}")
     if "/" in suffix or os.sep in suffix or "\x00" in suffix:
         raise ValueError(f"{where}: 'filename_suffix' must not hold a path separator or NUL")
-    return suffix
+    return check_name_text(suffix, where, "filename_suffix")
 
 
 def _thresholds(num_thresholds: Any, where: str) -> int:

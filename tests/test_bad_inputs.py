@@ -45,6 +45,23 @@ class Row:
 
 IMG = np.zeros((1, 4, 4, 3), dtype=np.uint8)
 CLIP = np.zeros((1, 100), dtype=np.float32)
+# 2**31 + 4096 characters of text that take no memory (every row is one string): more
+# than an event can hold, refused before any of it is copied.
+HUGE_TEXT = np.broadcast_to(np.array("x" * 4096), (2**19 + 1,))
+
+
+def _torch(kind: str) -> Any:
+    """A torch tensor that holds no values numpy can take: "meta" (rank 0) or "nested"."""
+    import warnings
+
+    import torch
+
+    if kind == "meta":
+        return torch.zeros((), device="meta")
+    with warnings.catch_warnings():  # nested tensors are a prototype and say so
+        warnings.simplefilter("ignore")
+        return torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])
+
 ROWS = [
     # -- scalar: tags, data, steps, description
     Row("scalar-name-int", lambda c: sl.scalar(3, 1.0), TypeError, "scalar: 'name'"),
@@ -194,6 +211,42 @@ ROWS = [
     Row("flush_on_signals-signal-str",
         lambda c: importlib.import_module("summarylib.writer.signals").flush_on_signals(["TERM"]),
         TypeError, "'signals'"),
+    # -- refused at the call, not later on the writer thread or by a reader
+    Row("histogram-name-surrogate", lambda c: sl.histogram("h\ud800", [1.0]), ValueError,
+        "histogram: 'name' is not valid Unicode", "summarylib.ops.histogram"),
+    Row("image-name-surrogate", lambda c: sl.image("i\ud800", IMG), ValueError,
+        "image: 'name' is not valid Unicode", "summarylib.ops.image"),
+    Row("histogram-buckets-2**31-1", lambda c: sl.histogram("h", [1.0], buckets=2**31 - 1),
+        ValueError, "'buckets' must be in [1, 2**24]", "summarylib.ops.histogram"),
+    Row("pr_curve-num_thresholds-2**31-1", lambda c: sl.pr_curve("p", [True], [0.5],
+        num_thresholds=2**31 - 1), ValueError, "'num_thresholds' must be in [2, 2**24]"),
+    Row("text-more-than-an-event-holds", lambda c: sl.text("t", HUGE_TEXT), ValueError,
+        "text: 'data' holds at least 2148012033 bytes of text; an event can hold at most "
+        "2147483647"),
+    Row("text_pb-more-than-an-event-holds", lambda c: sl.text_pb("t", HUGE_TEXT), ValueError,
+        "text_pb: 'data' holds at least"),
+    Row("scalar-data-meta-tensor", lambda c: sl.scalar("x", _torch("meta")), TypeError,
+        "scalar: 'data' is a tensor on the meta device", "torch"),
+    Row("scalar-data-nested-tensor", lambda c: sl.scalar("x", _torch("nested")), TypeError,
+        "scalar: 'data' is a nested (jagged) tensor", "torch"),
+    Row("histogram-data-nested-tensor", lambda c: sl.histogram("h", _torch("nested")),
+        TypeError, "histogram: 'data' is a nested (jagged) tensor", "torch"),
+    Row("image-data-nested-tensor", lambda c: sl.image("i", _torch("nested")), TypeError,
+        "image: 'data' is a nested (jagged) tensor", "torch"),
+    Row("add_scalar-nested-tensor", lambda c: c.writer.add_scalar("x", _torch("nested")),
+        TypeError, "add_scalar: 'scalar_value' is a nested (jagged) tensor", "torch"),
+    Row("add_histogram-meta-tensor", lambda c: c.writer.add_histogram("h", _torch("meta")),
+        TypeError, "add_histogram: 'values' is a tensor on the meta device", "torch"),
+    Row("add_histogram-bins-2**31-1", lambda c: c.writer.add_histogram("h", [1.0], bins=2**31 - 1),
+        ValueError, "add_histogram: 'bins' must be in [1, 2**24]"),
+    Row("add_text-tag-surrogate", lambda c: c.writer.add_text("t\ud800", "x"), ValueError,
+        "add_text: 'tag' is not valid Unicode"),
+    Row("add_histogram-tag-surrogate", lambda c: c.writer.add_histogram("h\ud800", [1.0]),
+        ValueError, "add_histogram: 'tag' is not valid Unicode"),
+    Row("create_file_writer-suffix-surrogate", lambda c: sl.create_file_writer(c.tmp,
+        filename_suffix="x\ud800"), ValueError, "create_file_writer: 'filename_suffix'"),
+    Row("SummaryWriter-suffix-surrogate", lambda c: sl.SummaryWriter(c.tmp,
+        filename_suffix="x\ud800"), ValueError, "SummaryWriter: 'filename_suffix'"),
     # -- closed writers
     Row("closed-writer-scalar", lambda c: (c.writer.close(), sl.scalar("x", 1.0)),
         sl.WriterClosedError, "closed", closes=True),

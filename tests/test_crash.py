@@ -891,3 +891,86 @@ def test_signal_tests_pass_when_pytest_runs_in_the_background() -> None:
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "3 passed" in proc.stdout
+
+
+def test_a_flush_in_a_signal_handler_while_the_writer_thread_starts() -> None:
+    # A user's handler calls flush() and lands inside the first append, while that
+    # append starts the writer thread (Thread.start, before the thread runs). The
+    # flush must not report the thread as dead, nor raise into the interrupted call.
+    import threading
+
+    out = sl.MemoryOutput()
+    w = sl.create_writer(out, max_queue=10**6, flush_millis=10**9)
+    handled: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        w.flush()
+        handled.append(signum)
+
+    def profile(frame: object, event: str, arg: object) -> None:
+        code = frame.f_code  # type: ignore[attr-defined]
+        if event == "call" and code.co_name == "start" and code.co_filename == threading.__file__:
+            thread = frame.f_locals.get("self")  # type: ignore[attr-defined]
+            if thread is not None and thread.name.startswith("summarylib-writer"):
+                sys.setprofile(None)
+                signal.raise_signal(signal.SIGUSR1)  # the handler runs inside start()
+
+    old = signal.signal(signal.SIGUSR1, handler)
+    try:
+        w.set_as_default(step=0)
+        sys.setprofile(profile)
+        try:
+            assert sl.scalar("x", 1.0)
+        finally:
+            sys.setprofile(None)
+        assert handled == [signal.SIGUSR1]
+        sl.scalar("x", 2.0, step=1)
+        w.flush()
+    finally:
+        signal.signal(signal.SIGUSR1, old)
+    w.close()
+    assert [e.step for e in _memory_events(out.getvalue())] == [0, 0, 1]
+
+
+def test_signals_that_keep_interrupting_flushes_in_their_handler() -> None:
+    # A handler that logs and flushes, and a signal for every write: each signal lands
+    # while the main thread waits inside a flush (the previous handler's, or its own).
+    # Handlers must not nest without bound (RecursionError), and nothing is lost.
+    import threading
+
+    rounds = 1500
+    main = threading.main_thread().ident
+    assert main is not None
+    sent = [0]
+
+    class Signalling(sl.MemoryOutput):
+        def write(self, data: bytes) -> None:
+            super().write(data)
+            if 0 < sent[0] < rounds:
+                sent[0] += 1
+                signal.pthread_kill(main, signal.SIGUSR1)
+
+    out = Signalling()
+    w = sl.create_writer(out, max_queue=10**6, flush_millis=10**9)
+    handled = [0]
+
+    def handler(signum: int, frame: object) -> None:
+        handled[0] += 1
+        sl.scalar("handler", float(handled[0]), step=handled[0])
+        w.flush()
+
+    old = signal.signal(signal.SIGUSR1, handler)
+    try:
+        w.set_as_default(step=0)
+        sl.scalar("main", 0.0)
+        sent[0] = 1
+        w.flush()
+        deadline = time.monotonic() + IO_TIMEOUT
+        while handled[0] < rounds - 1 and time.monotonic() < deadline:
+            w.flush()  # every handler's flush has returned by now: write what they logged
+        assert handled[0] == rounds - 1
+    finally:
+        signal.signal(signal.SIGUSR1, old)
+    w.close()
+    steps = [e.step for e in _memory_events(out.getvalue()) if e.HasField("summary")]
+    assert steps == list(range(rounds))

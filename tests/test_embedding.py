@@ -196,6 +196,54 @@ def test_threads_writing_one_config_lose_no_entry(tmp_path: Path) -> None:
     assert names == sorted(f"t{k}:{s:05d}" for k in range(4) for s in range(5))
 
 
+
+_EMBEDDING_WORKER = """
+import sys, threading
+import numpy as np
+from summarylib.ops.embedding import embedding
+logdir, k = sys.argv[1], int(sys.argv[2])
+def work(t):
+    for step in range(10):
+        embedding(np.full((2, 2), k), tag=f"p{k}t{t}", step=step, logdir=logdir)
+threads = [threading.Thread(target=work, args=(t,)) for t in range(5)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+"""
+
+
+def test_processes_and_threads_writing_one_config_lose_no_entry(tmp_path: Path) -> None:
+    # 4 processes of 5 threads, 10 embeddings each, all at once: every one of the 200
+    # calls returned, so every one is in the config (and the config parses).
+    import subprocess
+    import sys
+
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _EMBEDDING_WORKER, str(tmp_path), str(k)],
+                         cwd=Path(__file__).resolve().parent.parent, stderr=subprocess.PIPE)
+        for k in range(4)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()
+    names = sorted(e.tensor_name for e in config(tmp_path).embeddings)
+    assert names == sorted(
+        f"p{k}t{t}:{s:05d}" for k in range(4) for t in range(5) for s in range(10)
+    )
+    assert not [p for p in files_under(tmp_path) if ".tmp" in p]
+
+
+def test_a_file_url_logdir_gets_the_files_beside_its_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # a relative "file:" directory would appear here
+    with sl.SummaryWriter(f"file://{tmp_path}/run") as w:
+        w.add_embedding(np.ones((2, 2)), tag="x")
+    assert sorted(os.listdir(tmp_path)) == ["run"]
+    assert [e.tensor_name for e in config(tmp_path / "run").embeddings] == ["x:00000"]
+    assert (tmp_path / "run/00000/x/tensors.tsv").read_text() == "1\t1\n" * 2
+
 # -- names never leave the log directory ---------------------------------------------------
 
 @pytest.mark.parametrize("tag,component", [

@@ -33,7 +33,10 @@ class Gate:
             raise RuntimeError("refused")
         return True
 
-    def queued(self, payload: Any) -> None:
+    def reentered(self) -> bool:
+        return False
+
+    def queued(self, payload: Any, reentered: bool) -> None:
         assert self.queue is not None
         self.calls.append(self.queue.buffered_bytes())
         hook, self.on_queued = self.on_queued, None

@@ -349,3 +349,181 @@ def test_a_writer_whose_close_timed_out_is_closed_in_the_child(tmp_path: Path) -
     assert out == "timed out\n"
     (path,) = files_by_pid(tmp_path).values()
     assert series(path) == [("parent", 0)]
+
+
+# An import finder that sees every module import (not those already loaded). While a
+# thread imports a module it holds that module's import lock; a child forked meanwhile
+# inherits the lock held by a thread that does not exist there, and any import of the
+# module in the child waits forever. Threads of summarylib (the writer thread, its
+# encoders) must therefore import nothing.
+_IMPORT_SPY = """
+import importlib.abc
+imports_off_main = []
+entered = threading.Event()
+gate = threading.Event()
+class Spy(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if threading.current_thread() is not threading.main_thread():
+            imports_off_main.append((threading.current_thread().name, name))
+            if not entered.is_set():  # the first one waits, holding its import lock
+                entered.set()
+                gate.wait(GATE_SECS)
+        return None
+sys.meta_path.insert(0, Spy())
+"""
+
+
+def with_import_spy(gate_secs: float, code: str) -> str:
+    """``code`` after the spy, whose first import off the main thread waits up to
+    ``gate_secs`` (or until ``gate`` is set)."""
+    return f"GATE_SECS = {gate_secs}\n" + _IMPORT_SPY + textwrap.dedent(code)
+
+
+def test_summarylib_threads_import_nothing(tmp_path: Path) -> None:
+    # Every op whose encoding runs on the writer thread (or its encoder pool), each
+    # twice in one batch so that the pool runs too, small and large images included.
+    out = run(
+        with_import_spy(
+            0,
+            """
+        import numpy as np
+        w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+        w.set_as_default(step=0)
+        rng = np.random.default_rng(0)
+        for k in range(2):
+            sl.image("small", rng.random((2, 8, 8, 3)), max_outputs=2)
+            sl.image("large", rng.random((1, 300, 300, 3)))
+            sl.audio("audio", rng.random((1, 800, 1)) * 2 - 1, sample_rate=8000)
+            sl.video("video", rng.random((3, 8, 8, 3)))
+            sl.histogram("histogram", rng.random(1000))
+            sl.histogram_raw("raw", 0, 1, 10, 5, 5, [1, 2], [3, 2])
+            sl.pr_curve("pr", rng.random(50) > 0.5, rng.random(50))
+            sl.text("text", "hello")
+            sl.scalar("scalar", 1.0)
+        w.flush()
+        w.close()
+        print(sorted({name for _, name in imports_off_main}))
+        """,
+        ),
+        tmp_path,
+    )
+    assert out.strip() == "[]"
+    (path,) = files_by_pid(tmp_path).values()
+    tags = {tag for tag, _ in series(path)}
+    assert {"small", "large", "audio", "video", "histogram", "text", "scalar"} <= tags
+
+
+def test_a_fork_while_the_writer_thread_encodes_the_first_image(tmp_path: Path) -> None:
+    # The child is forked at the worst moment: if the writer thread imports anything
+    # for the first image, the fork happens while it holds that import's lock.
+    # The child must still log images and finish its flush.
+    run(
+        with_import_spy(
+            60,
+            """
+        import numpy as np
+        w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+        w.set_as_default(step=0)
+        flushed = threading.Event()
+        sl.image("parent", np.zeros((1, 4, 4, 3)))
+        def flush():
+            w.flush()
+            flushed.set()
+        threading.Thread(target=flush, daemon=True).start()
+        for _ in range(2000):  # until the writer thread imports, or is done
+            if entered.is_set() or flushed.is_set():
+                break
+            time.sleep(0.01)
+        pid = os.fork()
+        if pid == 0:
+            # Threads that take the stacks (and so the thread ids) of the parent's
+            # threads: the writer thread started here must not happen to get the id of
+            # the thread that held the import lock, which would pass the lock to it.
+            hold = threading.Event()
+            for _ in range(8):
+                threading.Thread(target=hold.wait, daemon=True).start()
+            sl.image("child", np.ones((1, 4, 4, 3)), step=1)
+            try:
+                w.flush(timeout=20)
+            except TimeoutError:
+                os.write(2, b"the child's flush hangs\\n")
+                os._exit(5)
+            os._exit(0)
+        try:
+            wait_child(pid)
+        finally:
+            gate.set()
+        w.close()
+        """,
+        ),
+        tmp_path,
+    )
+    files = files_by_pid(tmp_path)
+    assert sorted(series(p) for p in files.values()) == [[("child", 1)], [("parent", 0)]]
+
+
+def test_a_fork_while_another_thread_loads_an_op_lazily(tmp_path: Path) -> None:
+    # summarylib loads its ops on first use (sl.image): a thread forks while another
+    # one is inside that import. The child must be able to use the op.
+    run(
+        with_import_spy(
+            1,
+            """
+        import signal
+        w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+        w.set_as_default(step=0)
+        loader = threading.Thread(target=lambda: sl.text, daemon=True)
+        loader.start()
+        assert entered.wait(60)  # the loader is inside the import now
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(20)  # ends a child that hangs
+            sl.text("child", "hello", step=1)
+            w.flush()
+            os._exit(0)
+        wait_child(pid)  # fails if SIGALRM ended the child
+        loader.join(60)
+        sl.text("parent", "hi")
+        w.close()
+        """,
+        ),
+        tmp_path,
+    )
+    files = files_by_pid(tmp_path)
+    assert sorted(series(p) for p in files.values()) == [[("child", 1)], [("parent", 0)]]
+
+
+def test_forks_at_many_moments_after_a_process_s_first_image(tmp_path: Path) -> None:
+    # For each delay, a fresh worker (forked before anything loaded Pillow) logs its
+    # first image and forks a child that much later; the child logs an image and must
+    # finish its flush (SIGALRM ends one that hangs, and its worker reports it).
+    out = run(
+        """
+        import signal
+        assert "PIL" not in sys.modules
+        for k in range(40):
+            worker = os.fork()
+            if worker == 0:
+                import numpy as np
+                w = sl.create_file_writer(logdir, max_queue=0)
+                w.set_as_default(step=0)
+                sl.image("worker", np.zeros((1, 8, 8, 3)))
+                time.sleep(k / 1000)
+                pid = os.fork()
+                if pid == 0:
+                    signal.alarm(20)
+                    sl.image("child", np.ones((1, 8, 8, 3)), step=1)
+                    w.flush()
+                    os._exit(0)
+                wait_child(pid)
+                w.close()
+                os._exit(0)
+            wait_child(worker)
+            print(k)
+        """,
+        tmp_path,
+    )
+    assert out.split() == [str(k) for k in range(40)]
+    files = files_by_pid(tmp_path)
+    assert len(files) == 80
+    assert sorted(map(series, files.values())) == [[("child", 1)]] * 40 + [[("worker", 0)]] * 40

@@ -511,9 +511,12 @@ BAD_INPUTS = [
     ({"data": None}, TypeError, r"'data'"),
     ({"data": [[1, 2], [3]]}, TypeError, r"'data'"),  # ragged
     ({"data": np.array(["2020-01-01"], "datetime64[D]")}, TypeError, r"'data'.*datetime64"),
-    ({"buckets": 0}, ValueError, r"'buckets' must be in \[1, 2\*\*31 - 1\], got 0"),
-    ({"buckets": -3}, ValueError, r"'buckets' must be in \[1, 2\*\*31 - 1\], got -3"),
+    ({"buckets": 0}, ValueError, r"'buckets' must be in \[1, 2\*\*24\], got 0"),
+    ({"buckets": -3}, ValueError, r"'buckets' must be in \[1, 2\*\*24\], got -3"),
     ({"buckets": 2**31}, ValueError, r"'buckets'.*got 2147483648"),
+    # Refused at the call: the bucketing would run out of memory on the writer thread.
+    ({"buckets": 2**31 - 1}, ValueError, r"'buckets' must be in \[1, 2\*\*24\], got 2147483647"),
+    ({"buckets": 2**24 + 1}, ValueError, r"'buckets'.*got 16777217"),
     ({"buckets": 2.0}, TypeError, r"'buckets' must be an int, got float 2.0"),
     ({"buckets": True}, TypeError, r"'buckets' must be an int, got bool"),
     ({"buckets": "30"}, TypeError, r"'buckets' must be an int, got str"),

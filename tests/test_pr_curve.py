@@ -567,10 +567,12 @@ BAD_INPUTS = [
         r"'weights' of shape \(2,\) does not broadcast .* \(3,\)",
     ),
     ({"weights": "heavy"}, TypeError, r"'weights' must hold real numbers"),
-    ({"num_thresholds": 1}, ValueError, r"'num_thresholds' must be in \[2, 2\*\*31 - 1\], got 1"),
+    ({"num_thresholds": 1}, ValueError, r"'num_thresholds' must be in \[2, 2\*\*24\], got 1"),
     ({"num_thresholds": 0}, ValueError, r"'num_thresholds'.*got 0"),
     ({"num_thresholds": -4}, ValueError, r"'num_thresholds'.*got -4"),
     ({"num_thresholds": 2**31}, ValueError, r"'num_thresholds'.*got 2147483648"),
+    # Refused at the call, not by a MemoryError of the counting (32 GiB for this one).
+    ({"num_thresholds": 2**31 - 1}, ValueError, r"'num_thresholds'.*2\*\*24\], got 2147483647"),
     ({"num_thresholds": 100.0}, TypeError, r"'num_thresholds' must be an int, got float 100.0"),
     ({"num_thresholds": True}, TypeError, r"'num_thresholds' must be an int, got bool"),
     ({"num_thresholds": None}, TypeError, r"'num_thresholds' must be an int, got NoneType"),

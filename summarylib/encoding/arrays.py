@@ -49,13 +49,20 @@ def evaluate(data: Any) -> Any:
 
 
 def shape_of(data: Any) -> tuple[int, ...] | None:
-    """The shape of an array-like, or None if it has no ``shape`` attribute."""
-    shape = getattr(data, "shape", None)
+    """The shape of an array-like, or None if it has no ``shape`` attribute.
+
+    None also when reading it fails: torch's nested (jagged) tensors raise
+    ``RuntimeError`` from ``shape``; the conversion then refuses them clearly.
+    """
+    try:
+        shape = getattr(data, "shape", None)
+    except Exception:
+        return None
     if shape is None:
         return None
     try:
         return tuple(int(d) for d in shape)
-    except TypeError:
+    except Exception:  # TypeError; AttributeError from the jagged sizes of torch.jagged
         return None
 
 
@@ -111,8 +118,8 @@ def scalar_float(data: Any, where: str, arg: str = "data") -> float:
             return value
     try:
         return float(data)
-    except (TypeError, ValueError):
-        pass
+    except (TypeError, ValueError, RuntimeError, NotImplementedError):
+        pass  # RuntimeError, NotImplementedError: torch's meta and nested tensors
     if shape is not None and not item_first:
         value = _via_item(data, t, where, arg)
         if value is not None:
@@ -221,7 +228,8 @@ def as_array(data: Any, where: str, arg: str = "data", dtype: Any = None) -> np.
     data = evaluate(data)
     try:
         return np.asarray(data, dtype=dtype)
-    except (TypeError, RuntimeError, ValueError) as first:
+    except (TypeError, RuntimeError, ValueError, NotImplementedError) as first:
+        _refuse_valueless(data, where, arg)
         converted = _via_framework(data)
         if converted is not None:
             try:
@@ -233,6 +241,22 @@ def as_array(data: Any, where: str, arg: str = "data", dtype: Any = None) -> np.
         raise TypeError(
             f"{where}: cannot convert {arg!r} ({_describe(data)}) to an array: {first}"
         ) from first
+
+
+def _refuse_valueless(data: Any, where: str, arg: str) -> None:
+    # torch tensors that hold no values numpy could take: say what they are, not what
+    # torch's conversion said (a RuntimeError, or advice to call .cpu() that fails too).
+    if getattr(data, "is_meta", False) is True:
+        raise TypeError(
+            f"{where}: {arg!r} is a tensor on the meta device ({_describe(data)}): it has a "
+            "shape but no values; log a tensor that holds data"
+        )
+    if getattr(data, "is_nested", False) is True:
+        raise TypeError(
+            f"{where}: {arg!r} is a nested (jagged) tensor of type {type(data).__name__}: "
+            "its components differ in shape; log them one by one, or pad them first "
+            "(torch.nested.to_padded_tensor)"
+        )
 
 
 def _describe(data: Any) -> str:

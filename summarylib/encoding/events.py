@@ -18,6 +18,7 @@ from summarylib.encoding.wire import field_bytes, pack_double, varint
 
 __all__ = [
     "FILE_VERSION",
+    "MAX_EVENT_BYTES",
     "event_bytes",
     "file_version_event",
     "step_field",
@@ -27,6 +28,10 @@ __all__ = [
 ]
 
 FILE_VERSION = "brain.Event:2"
+#: The largest serialized Event that readers can parse: protobuf refuses messages of
+#: 2 GiB or more (its sizes are signed 32-bit), so TensorBoard, TensorFlow and
+#: summarylib's reader would stop at a larger record. Ops refuse to write one.
+MAX_EVENT_BYTES = 2**31 - 1
 
 _WALL_TIME_KEY = b"\x09"  # field 1, fixed64
 _STEP_KEY = b"\x10"  # field 2, varint

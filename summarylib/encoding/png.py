@@ -36,6 +36,11 @@ import struct
 import zlib
 from typing import TYPE_CHECKING
 
+# Imported with this module, on the thread of the op that needs it, never by the encoder
+# on the writer thread: a thread that is importing holds the module's import lock, and a
+# child forked meanwhile would wait for that lock forever (see summarylib/__init__.py).
+from PIL import Image
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -60,8 +65,6 @@ def _chunk(kind: bytes, data: bytes) -> bytes:
 def encode_png(image: np.ndarray) -> bytes:
     """Encode one C-contiguous uint8 ``[h, w, c]`` image (c in 1..4, h and w >= 1)."""
     global _fast
-    from PIL import Image
-
     h, w, c = image.shape
     mode = _MODES[c]
     if h * w * c <= SMALL_IMAGE_BYTES:

@@ -11,11 +11,12 @@ it is encoded, in file order; a later call when it is made).
 
 from __future__ import annotations
 
+import concurrent.futures.thread  # noqa: F401  # see below
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from summarylib.encoding.events import event_bytes, summary_event, value_bytes
+from summarylib.encoding.events import MAX_EVENT_BYTES, event_bytes, summary_event, value_bytes
 from summarylib.encoding.wire import field_bytes
 from summarylib.writer.buffered import Deferred
 
@@ -23,9 +24,19 @@ if TYPE_CHECKING:
     from summarylib.writer.buffered import BufferedEventWriter
     from summarylib.writer.context import DefaultWriter
 
-__all__ = ["emit_event_field", "emit_summary", "emit_value", "emit_value_deferred"]
+__all__ = [
+    "check_event_size",
+    "emit_event_field",
+    "emit_summary",
+    "emit_value",
+    "emit_value_deferred",
+]
 
 _time = time.time  # patched by tests that compare bytes
+# The writer thread runs the ``prepare`` of deferred events on a thread pool
+# (summarylib.writer.buffered). Its module is imported above, by the op's thread: the
+# writer thread must import nothing, as a child forked while a thread holds a module's
+# import lock waits for that lock forever when it imports the module.
 
 
 def _resource(writer: DefaultWriter) -> BufferedEventWriter:
@@ -34,15 +45,32 @@ def _resource(writer: DefaultWriter) -> BufferedEventWriter:
     return res
 
 
+def check_event_size(size: int, tag: str, step: int) -> None:
+    """Raise ``ValueError`` if an event of ``size`` bytes is more than readers can parse."""
+    if size > MAX_EVENT_BYTES:
+        raise ValueError(
+            f"summarylib: the value of {tag!r} at step {step} makes an event of {size} bytes; "
+            f"readers cannot parse an event of more than {MAX_EVENT_BYTES} bytes (2 GiB, "
+            "protobuf's limit): log less data per call"
+        )
+
+
 def emit_value(
     writer: DefaultWriter, tag: str, step: int, tensor: bytes, metadata: bytes | None
 ) -> bool:
-    """Write one ``Summary.Value`` (serialized ``tensor`` and ``metadata``) as an Event."""
+    """Write one ``Summary.Value`` (serialized ``tensor`` and ``metadata``) as an Event.
+
+    Raises ``ValueError`` (nothing written) if the event would be larger than
+    :data:`~summarylib.encoding.events.MAX_EVENT_BYTES`.
+    """
     res = _resource(writer)
     tags = res.tags
     first = metadata is not None and tags.needs_metadata(tag)
     value = value_bytes(tag, tensor, metadata if first else None)
-    if not res.append(summary_event(_time(), step, field_bytes(1, value))):
+    event = summary_event(_time(), step, field_bytes(1, value))
+    if len(event) > MAX_EVENT_BYTES:
+        check_event_size(len(event), tag, step)
+    if not res.append(event):
         return False  # dropped: the writer was closed at exit
     if first:
         tags.metadata_written(tag)
@@ -60,7 +88,9 @@ def emit_value_deferred(
     """Like :func:`emit_value`, but ``make_tensor`` runs on the writer thread.
 
     Use it for expensive, infallible encoding (PNG, WAV, bucketing) of input
-    the caller has already validated and copied. The wall time is taken now,
+    the caller has already validated and copied. An event that turns out larger
+    than :data:`~summarylib.encoding.events.MAX_EVENT_BYTES` is not written: it
+    is reported as lost, like an event whose encoding failed. The wall time is taken now,
     and the event keeps its place in the file order.
     """
     res = _resource(writer)
@@ -91,13 +121,17 @@ def emit_value_deferred(
             else:
                 tensor = make_tensor()
             value = value_bytes(tag, tensor, metadata if attach else None)  # type: ignore[arg-type]
+            event = summary_event(wall_time, step, field_bytes(1, value))
+            # Too large to parse: reported as this event's loss, never written as a
+            # record that ends every reader's view of the file.
+            check_event_size(len(event), tag, step)
         except BaseException:
             if attach:
                 current.metadata_lost(tag)  # the next event carries it
             raise
         if attach:
             current.metadata_written(tag)
-        return summary_event(wall_time, step, field_bytes(1, value))
+        return event
 
     size = size_hint + len(tag) + 64 + (len(metadata) if metadata is not None else 0)
     if first:
@@ -119,9 +153,15 @@ def emit_value_deferred(
 
 def emit_summary(writer: DefaultWriter, step: int, summary: bytes) -> bool:
     """Write a serialized ``Summary`` verbatim as one Event (False: dropped at exit)."""
-    return _resource(writer).append(summary_event(_time(), step, summary))
+    event = summary_event(_time(), step, summary)
+    if len(event) > MAX_EVENT_BYTES:
+        check_event_size(len(event), "a summary", step)
+    return _resource(writer).append(event)
 
 
 def emit_event_field(writer: DefaultWriter, step: int, field: bytes) -> bool:
     """Write an Event whose ``what`` is the already encoded field (False: dropped at exit)."""
-    return _resource(writer).append(event_bytes(_time(), step, field))
+    event = event_bytes(_time(), step, field)
+    if len(event) > MAX_EVENT_BYTES:
+        check_event_size(len(event), "an event", step)
+    return _resource(writer).append(event)

@@ -13,13 +13,23 @@ __all__ = ["check_tag", "resolve", "resolve_step"]
 
 
 def check_tag(name: object, where: str, arg: str = "name") -> str:
-    """Return ``name`` if it is a non-empty str, else raise naming ``where``/``arg``."""
+    """Return ``name`` if it is a non-empty str that UTF-8 can encode, else raise
+    naming ``where``/``arg``.
+
+    A lone surrogate (``"\\ud800"``, from a mis-decoded file name) has no UTF-8 form:
+    it is refused here, at the call, not when the writer thread encodes the event.
+    """
     if type(name) is not str:
         if isinstance(name, str):
-            return str(name)
+            return check_tag(str(name), where, arg)
         raise TypeError(f"{where}: {arg!r} must be a str, got {type(name).__name__} {name!r}")
     if not name:
         raise ValueError(f"{where}: {arg!r} must be a non-empty string")
+    if not name.isascii():
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(f"{where}: {arg!r} is not valid Unicode text: {e}") from None
     return name
 
 

@@ -34,19 +34,25 @@ Data contract:
     ``%2f`` as in torch; ``..``, absolute paths, ``\\``, NUL, leading dots and Windows'
     reserved names cannot leave the logdir or name a special file). The tensor name keeps
     the tag as given.
-  * Several embeddings (tags, steps) accumulate in the config, also across writers and
-    restarts; the same tag and step again replaces its entry. The config is read,
-    changed and replaced atomically (temporary file, then ``os.replace``); files are
-    created with the process's umask. A URL logdir (``s3://``, ...) gets the same files
-    as objects, through fsspec.
+  * Several embeddings (tags, steps) accumulate in the config, also across writers,
+    threads, processes and restarts: every call that returned has its entry there; the
+    same tag and step again replaces its entry. The config is read, changed and replaced
+    atomically (temporary file, then ``os.replace``) under a lock: a lock of this process
+    and, where the platform has ``fcntl``, an exclusive ``flock`` of the log directory
+    (other processes, also other hosts on a file system whose locks are shared, as NFS).
+    Files are created with the process's umask. A URL logdir (``s3://``, ...) gets the
+    same files as objects, through fsspec; object stores offer no lock and no
+    conditional replace through fsspec, so there the config is only safe from calls of
+    one process: let one process (rank 0) write the embeddings of a run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array
@@ -62,6 +68,10 @@ CONFIG_FILE = "projector_config.pbtxt"
 MAX_SPRITE_SIDE = 8192  # the projector's frontend refuses larger sprite images
 _ROWS_PER_CHUNK = 4096
 _config_lock = threading.Lock()  # one read-modify-write of a config at a time per process
+try:
+    import fcntl as _fcntl
+except ImportError:  # pragma: no cover - Windows
+    _fcntl = None  # type: ignore[assignment]
 _ESCAPES = str.maketrans({"\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
@@ -202,6 +212,25 @@ class _Files:
         else:
             _write_file(path, data)
 
+    @contextlib.contextmanager
+    def locked(self, directory: str) -> Iterator[None]:
+        """Exclusive use of ``directory``'s config among threads and processes.
+
+        Local directories only, and only with ``fcntl`` (POSIX); elsewhere the
+        process's own lock is all there is (see the module docstring).
+        """
+        with _config_lock:
+            if self.remote or _fcntl is None:
+                yield
+                return
+            # flock on the directory itself: no lock file to leave in the logdir.
+            fd = os.open(directory, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            try:
+                _fcntl.flock(fd, _fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)  # releases the flock
+
     def read_text(self, path: str) -> str | None:
         try:
             if self.remote:
@@ -235,7 +264,7 @@ def _update_config(files: _Files, logdir: str, info: Any) -> None:
     from summarylib.proto import projector_config_pb2
 
     path = files.join(logdir, CONFIG_FILE)
-    with _config_lock:
+    with files.locked(logdir):
         config = projector_config_pb2.ProjectorConfig()
         text = files.read_text(path)
         if text is not None:
@@ -308,6 +337,8 @@ def embedding(
     from summarylib.proto import projector_config_pb2
 
     subdir = f"{step_:05d}/{component}"
+    if logdir.startswith("file://"):  # a local path, as the event files take it
+        logdir = logdir[len("file://"):]
     files = _Files(logdir, storage_options)
     directory = files.join(logdir, f"{step_:05d}", component)
     files.makedirs(directory)

@@ -10,7 +10,7 @@ Data contract:
     framework is never imported; torch bfloat16/float8 tensors through
     ``.float()``), or a zero-argument callable returning one. Strings,
     complex numbers and objects raise ``TypeError``.
-  * ``buckets`` is an int >= 1 (default 30).
+  * ``buckets`` is an int in [1, ``MAX_BUCKETS``] (2**24; default 30).
   * Bucketing is TensorFlow 2's (format.md §5.3), exactly: ``buckets``
     equal-width buckets from min to max computed in float64, the last
     bucket closed, the last right edge exactly the max. All values equal:
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_BUCKET_COUNT",
+    "MAX_BUCKETS",
     "PLUGIN_NAME",
     "create_summary_metadata",
     "histogram",
@@ -69,7 +70,11 @@ DEFAULT_BUCKET_COUNT = 30
 _PLUGIN_DATA = plugin_data_bytes(PLUGIN_NAME)  # content: HistogramPluginData{version 0} is empty
 # Inputs up to this size are copied and bucketed on the writer thread.
 _DEFER_MAX_BYTES = 1 << 20
-_INT32_MAX = (1 << 31) - 1
+#: The most buckets a histogram may have: its [k, 3] float64 tensor (24 bytes a bucket,
+#: 384 MiB here) stays well inside an event's 2 GiB and the bucketing's memory in
+#: hundreds of MiB. More would fail on the writer thread, or make an event no reader
+#: can parse; TensorBoard shows a few dozen buckets anyway.
+MAX_BUCKETS = 1 << 24
 _HEADERS: dict[int, bytes] = {}  # k -> serialized TensorProto up to tensor_content's bytes
 
 
@@ -86,7 +91,7 @@ def create_summary_metadata(description: str | None = None) -> summary_pb2.Summa
 
 
 def check_buckets(buckets: Any, where: str) -> int:
-    """``buckets`` as an int in [1, 2**31 - 1]; None means 30."""
+    """``buckets`` as an int in [1, MAX_BUCKETS] (2**24); None means 30."""
     if buckets is None:
         return DEFAULT_BUCKET_COUNT
     if type(buckets) is not int:
@@ -98,8 +103,8 @@ def check_buckets(buckets: Any, where: str) -> int:
             raise TypeError(
                 f"{where}: 'buckets' must be an int, got {type(buckets).__name__} {buckets!r}"
             ) from None
-    if buckets < 1 or buckets > _INT32_MAX:
-        raise ValueError(f"{where}: 'buckets' must be in [1, 2**31 - 1], got {buckets}")
+    if buckets < 1 or buckets > MAX_BUCKETS:
+        raise ValueError(f"{where}: 'buckets' must be in [1, 2**24], got {buckets}")
     return int(buckets)
 
 

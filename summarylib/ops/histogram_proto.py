@@ -14,7 +14,8 @@ Data contract:
     given: ``bucket_limits[i]`` is the right edge of bucket ``i``; TensorBoard takes the
     left edge of bucket 0 from ``min``.
   * :func:`histogram_bins`: ``values`` is a non-empty array of finite real numbers of any
-    shape; ``bins`` is ``"tensorflow"``, a numpy bin rule (str), an int >= 1 or a 1-D
+    shape; ``bins`` is ``"tensorflow"``, a numpy bin rule (str), an int in [1, 2**24]
+    (:data:`~summarylib.ops.histogram.MAX_BUCKETS`) or a 1-D
     increasing sequence of edges; ``max_bins`` (optional int >= 1) merges neighbouring
     buckets until at most that many remain. Buckets are made as torch's ``make_histogram``
     makes them: ``numpy.histogram`` on float64 values, then trimmed to the buckets that
@@ -33,6 +34,7 @@ from summarylib.encoding.arrays import as_array, evaluate
 from summarylib.encoding.events import summary_event
 from summarylib.encoding.wire import field_bytes, pack_double
 from summarylib.ops._resolve import check_tag, resolve
+from summarylib.ops.histogram import MAX_BUCKETS
 from summarylib.writer.buffered import Deferred
 from summarylib.writer.context import Step
 
@@ -190,8 +192,10 @@ def _check_bins(bins: Any, max_bins: Any, where: str) -> tuple[Any, int | None]:
         raise TypeError(f"{where}: 'bins' must be a str, an int or a sequence, got bool")
     elif isinstance(bins, int) or hasattr(bins, "__index__"):
         bins = operator.index(bins)
-        if bins < 1:
-            raise ValueError(f"{where}: 'bins' must be >= 1, got {bins}")
+        # Bounded as histogram()'s buckets: the bucketing on the writer thread needs
+        # memory in proportion (2**31 bins would exhaust the machine's).
+        if bins < 1 or bins > MAX_BUCKETS:
+            raise ValueError(f"{where}: 'bins' must be in [1, 2**24], got {bins}")
     else:
         edges = as_array(bins, where, "bins", dtype=np.float64)
         if edges.ndim != 1 or len(edges) < 2 or not (np.diff(edges) > 0).all():

@@ -13,8 +13,8 @@ Data contract of :func:`pr_curve`:
   * ``weights``: None (all 1), or real numbers broadcastable to ``labels``'s
     shape; used as given (negative or NaN weights give what the arithmetic
     gives).
-  * ``num_thresholds`` = T, an int >= 2 (default 201): threshold ``i`` is
-    ``i / (T - 1)``. A prediction ``p`` falls in bucket
+  * ``num_thresholds`` = T, an int in [2, ``MAX_THRESHOLDS``] (2**24; default 201):
+    threshold ``i`` is ``i / (T - 1)``. A prediction ``p`` falls in bucket
     ``floor(p * (T - 1))``, computed in ``p``'s float dtype (float32 stays
     float32, as in TensorBoard's ``pb``), so threshold ``i`` counts the
     predictions with bucket >= i.
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_NUM_THRESHOLDS",
+    "MAX_THRESHOLDS",
     "PLUGIN_NAME",
     "create_summary_metadata",
     "pr_curve",
@@ -69,7 +70,11 @@ __all__ = [
 PLUGIN_NAME = "pr_curves"
 DEFAULT_NUM_THRESHOLDS = 201
 _MINIMUM_COUNT = 1e-7  # TensorBoard's floor on the precision/recall denominators
-_MAX_THRESHOLDS = (1 << 31) - 1
+#: The most thresholds a PR curve may have: its [6, T] float32 tensor (24 bytes a
+#: threshold, 384 MiB here) stays well inside an event's 2 GiB, and the counting's
+#: memory in hundreds of MiB. More would exhaust memory or make an event no reader can
+#: parse.
+MAX_THRESHOLDS = 1 << 24
 # numpy.histogram (inside TensorBoard's pb) sums weights in blocks of this
 # many values; summing in the same blocks gives the same float64 bits.
 _BLOCK = 65536
@@ -133,7 +138,8 @@ def create_summary_metadata(
 # Validation
 # ---------------------------------------------------------------------------
 def check_num_thresholds(num_thresholds: Any, where: str) -> int:
-    """``num_thresholds`` as an int in [2, 2**31 - 1] (numpy integers accepted, bool refused)."""
+    """``num_thresholds`` as an int in [2, MAX_THRESHOLDS] (2**24; numpy integers accepted,
+    bool refused)."""
     if type(num_thresholds) is not int:
         if isinstance(num_thresholds, bool):
             raise TypeError(f"{where}: 'num_thresholds' must be an int, got bool")
@@ -144,9 +150,9 @@ def check_num_thresholds(num_thresholds: Any, where: str) -> int:
                 f"{where}: 'num_thresholds' must be an int, got "
                 f"{type(num_thresholds).__name__} {num_thresholds!r}"
             ) from None
-    if num_thresholds < 2 or num_thresholds > _MAX_THRESHOLDS:
+    if num_thresholds < 2 or num_thresholds > MAX_THRESHOLDS:
         raise ValueError(
-            f"{where}: 'num_thresholds' must be in [2, 2**31 - 1], got {num_thresholds}"
+            f"{where}: 'num_thresholds' must be in [2, 2**24], got {num_thresholds}"
         )
     return int(num_thresholds)
 

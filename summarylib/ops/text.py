@@ -13,6 +13,9 @@ Data contract:
     ``data_class`` unset; on the first value of a tag per file.
   * TensorBoard renders rank 0 as one Markdown block, ranks 1 and 2 as a
     table, and only the first 2-D slice of higher ranks.
+  * At most :data:`~summarylib.encoding.events.MAX_EVENT_BYTES` (2 GiB) in all,
+    the most an event can hold: larger text is refused with ``ValueError``,
+    checked from the lengths before anything is encoded or copied.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array, evaluate
+from summarylib.encoding.events import MAX_EVENT_BYTES
 from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.ops._emit import emit_value
 from summarylib.ops._media import metadata_bytes, plugin_data_bytes
@@ -54,14 +58,29 @@ def _utf8(s: str, where: str) -> bytes:
         raise ValueError(f"{where}: 'data' is not valid Unicode text: {e}") from None
 
 
+def _check_size(total: int, where: str) -> None:
+    # `total` counts characters (a lower bound of the UTF-8 bytes) or bytes, plus a
+    # byte per string for its framing: above the limit no event can hold the text.
+    if total > MAX_EVENT_BYTES:
+        raise ValueError(
+            f"{where}: 'data' holds at least {total} bytes of text; an event can hold at "
+            f"most {MAX_EVENT_BYTES} (2 GiB, protobuf's limit): log less text per call"
+        )
+
+
 def strings(data: Any, where: str) -> tuple[tuple[int, ...], list[bytes]]:
-    """The shape of ``data`` and its strings as UTF-8 bytes, flattened in C order."""
+    """The shape of ``data`` and its strings as UTF-8 bytes, flattened in C order.
+
+    Raises ``ValueError`` before encoding anything if the text cannot fit in an event.
+    """
     import numpy as np
 
     data = evaluate(data)
     if isinstance(data, str):
+        _check_size(len(data), where)
         return (), [_utf8(data, where)]
     if isinstance(data, (bytes, bytearray)):
+        _check_size(len(data), where)
         return (), [bytes(data)]
     if isinstance(data, (list, tuple)):
         try:
@@ -82,7 +101,14 @@ def strings(data: Any, where: str) -> tuple[tuple[int, ...], list[bytes]]:
                 else f"{type(data).__name__} {data!r:.60}"
             )
         )
+    if kind != "O":
+        # From numpy's lengths, before tolist() makes a Python string of each element
+        # (a broadcast array can stand for far more text than it takes memory).
+        _check_size(int(np.char.str_len(arr).sum(dtype=np.int64)) + arr.size, where)
     values = arr.reshape(-1).tolist()
+    if kind == "O":
+        size = sum(len(v) for v in values if isinstance(v, (str, bytes)))
+        _check_size(size + len(values), where)
     out: list[bytes] = []
     for v in values:
         if isinstance(v, bytes):

@@ -37,6 +37,8 @@ import math
 import numbers
 from typing import TYPE_CHECKING, Any
 
+from PIL import Image
+
 from summarylib.encoding.arrays import as_array, is_extended_float, widen_extended_float
 from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.ops._emit import emit_value_deferred
@@ -61,6 +63,10 @@ __all__ = [
 
 PLUGIN_NAME = "images"
 _PLUGIN_DATA = plugin_data_bytes(PLUGIN_NAME)  # content: ImagePluginData{version 0} is empty
+# Image.save loads Pillow's format plugins on first use; the GIF encoder runs on the
+# writer thread, which must import nothing (a fork while it holds an import lock would
+# hang the child), so they load now, with this module.
+Image.preinit()
 _GIF_MAX_SIDE = 65535
 
 
@@ -145,8 +151,6 @@ def prepare(data: Any, where: str) -> np.ndarray:
 
 def encode_gif(frames: np.ndarray, fps: float) -> bytes:
     """uint8 ``[T, H, W, C]`` frames (C in 1, 3, 4) as a GIF looping forever."""
-    from PIL import Image
-
     if frames.shape[3] == 1:
         images = [Image.fromarray(f[:, :, 0], "L") for f in frames]
     else:

@@ -235,6 +235,17 @@ _pool_lock = threading.Lock()
 _PARALLEL_MIN = 2
 
 
+def _new_pool_lock() -> None:
+    # In a forked child: a thread of the parent may have held the lock (making the pool)
+    # at fork, and it never releases it here.
+    global _pool_lock
+    _pool_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_pool_lock)
+
+
 def _encoder_pool() -> Any:
     global _pool, _pool_pid
     workers = min(4, os.cpu_count() or 1)

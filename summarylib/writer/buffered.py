@@ -26,8 +26,11 @@ batch that failed is dropped; waits are timed and check that the thread is alive
 After ``fork()`` the child drops the parent's pending events (the parent writes them) and
 opens its own file on first use. A writer whose output cannot be reopened (a custom
 :class:`Output`) refuses to write in the child. The lock is re-entrant: a signal handler
-or warnings hook running on a thread that holds it may call the writer again (it must not
-*wait* then: see :meth:`BufferedEventWriter.held_by_this_thread`).
+or warnings hook running on a thread inside a call may call the writer again. Such a
+re-entered call never *waits*: waiting releases the lock under the interrupted call, and a
+handler interrupted in its wait by the next signal would nest without bound. A re-entered
+``flush()`` asks the writer thread to write and returns at once; a re-entered append does
+not wait for room (see :meth:`BufferedEventWriter.held_by_this_thread`).
 """
 
 from __future__ import annotations
@@ -132,6 +135,9 @@ class BufferedEventWriter:
         self._dropped_warned = False
         self._error: BaseException | None = None
         self._losses = LossLedger()
+        # Threads waiting inside a call (the lock released): a call they make meanwhile,
+        # from a signal handler, is re-entered as one made under the lock is.
+        self._waiting: set[int] = set()
 
     @property
     def name(self) -> str:
@@ -191,14 +197,34 @@ class BufferedEventWriter:
         self._surface_error()
         return True
 
-    def queued(self, payload: Any) -> None:
-        """An entry was queued: start or wake the thread; wait while over the bound."""
+    def reentered(self) -> bool:
+        """The calling thread is inside a call of this writer (see held_by_this_thread)."""
+        return self.held_by_this_thread()
+
+    def queued(self, payload: Any, reentered: bool) -> None:
+        """An entry was queued: start or wake the thread; wait while over the bound.
+
+        A re-entered append does not wait for room: the bound is exceeded by its event.
+        """
         worker = self._worker
         if not worker.started:
             worker.start()
             lifecycle.close_at_multiprocessing_exit(self)
         if len(self._queue) > self._max_queue:
             worker.wake()
+        if reentered:
+            if self._queue.over_bound():
+                worker.wake(urgent=True)
+            return
+        me = threading.get_ident()
+        self._waiting.add(me)
+        try:
+            self._wait_for_room(payload)
+        finally:
+            self._waiting.discard(me)
+
+    def _wait_for_room(self, payload: Any) -> None:
+        worker = self._worker
         while self._queue.over_bound():
             # Nothing is dropped: the caller waits for the thread. A failure that lost
             # events freed their room; one that keeps the bytes (an object store that is
@@ -276,6 +302,8 @@ class BufferedEventWriter:
               timeout: float | None) -> None:
         # Lock held (released while waiting): until done(), the thread is gone, or the
         # deadline (TimeoutError). Short polls: a dead thread never hangs the caller.
+        # The caller counts as inside the writer meanwhile (see held_by_this_thread).
+        self._waiting.add(threading.get_ident())
         while not done():
             self._check_thread()
             if self._worker.died() or (doing == "flushing" and self._worker.finished):
@@ -299,10 +327,17 @@ class BufferedEventWriter:
         Raises (or warns) if an event it covers was lost, even when another thread's
         call reported that loss first.
 
+        Called re-entrantly (from a signal handler or warnings hook running on a thread
+        inside a call of this writer) it cannot wait: it asks the writer thread to write
+        everything now and returns at once.
+
         Args:
           timeout: give up waiting after this many seconds (``TimeoutError``).
           sync: also ``fsync`` the output once the events are written.
         """
+        if self.held_by_this_thread():
+            self.start_flush(sync=sync)
+            return
         deadline = None if timeout is None else time.monotonic() + timeout
         self._acquire(deadline, "flushing", timeout)
         try:
@@ -319,6 +354,7 @@ class BufferedEventWriter:
             elif own is not None:
                 self._raise_or_warn(_again(own))
         finally:
+            self._waiting.discard(threading.get_ident())
             self._lock.release()
 
     def start_flush(self, *, sync: bool = False) -> None:
@@ -338,10 +374,13 @@ class BufferedEventWriter:
     def held_by_this_thread(self) -> bool:
         """True while the calling thread is inside a call of this writer.
 
-        A signal handler checks it: it must not wait for the writer thread then
-        (see :mod:`summarylib.writer.signals`).
+        That includes a wait inside a call (the lock is released then). A signal
+        handler checks it: it must not wait for the writer thread then (see
+        :mod:`summarylib.writer.signals`).
         """
-        return bool(self._lock._is_owned())  # type: ignore[attr-defined]
+        if self._lock._is_owned():  # type: ignore[attr-defined]
+            return True
+        return bool(self._waiting) and threading.get_ident() in self._waiting
 
     def flush_quietly(self, timeout: float, *, sync: bool = False) -> None:
         """Flush for a signal handler or exit hook: skip a writer being closed.
@@ -383,6 +422,7 @@ class BufferedEventWriter:
                 self._closing = True
                 self._queue.stop_fast_path()  # no new events from here on
             worker.begin_close()
+            self._waiting.add(threading.get_ident())
             # The worker writes what is pending, then pushes, syncs and closes the
             # output, all outside the lock: this wait keeps its own deadline even when
             # the storage hangs (and so does every flush() meanwhile).
@@ -401,6 +441,7 @@ class BufferedEventWriter:
                 err, self._error = self._error, None
             close_error = worker.close_error
         finally:
+            self._waiting.discard(threading.get_ident())
             self._lock.release()
         if err is None and own is not None:
             err = _again(own)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["safe_component"]
+__all__ = ["check_name_text", "safe_component"]
 
 _ENCODED = re.compile(r"[%/\\:\x00-\x1f\x7f]")
 _RESERVED = re.compile(r"^(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?$", re.IGNORECASE)
@@ -55,3 +55,18 @@ def safe_component(name: object, where: str, arg: str) -> str:
     if size > 255:
         raise ValueError(f"{where}: {arg!r} is too long for a file name: {name[:40]!r}...")
     return out
+
+
+def check_name_text(name: str, where: str, arg: str) -> str:
+    """Return ``name`` if UTF-8 can encode it, else raise ``ValueError`` naming the call.
+
+    File and object names are UTF-8 on every platform summarylib writes to; a lone
+    surrogate (``"\\ud800"``) would otherwise fail later, in ``open()``, with a codec
+    error that names neither the call nor the argument.
+    """
+    if not name.isascii():
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(f"{where}: {arg!r} is not valid Unicode text: {e}") from None
+    return name

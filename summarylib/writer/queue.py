@@ -61,8 +61,13 @@ class Gate(Protocol):
     def admit(self) -> bool:
         """May an append proceed now? False drops it quietly; raising refuses it."""
 
-    def queued(self, payload: _Sized) -> None:
-        """An entry was queued and counted: start or wake the writer, wait for room."""
+    def reentered(self) -> bool:
+        """Is the calling thread already inside a call of the writer (a signal handler
+        or warnings hook interrupted it)? Asked before the lock is taken."""
+
+    def queued(self, payload: _Sized, reentered: bool) -> None:
+        """An entry was queued and counted: start or wake the writer, wait for room
+        (never when ``reentered``: that would wait under the interrupted call)."""
 
 
 class EventQueue:
@@ -103,20 +108,22 @@ class EventQueue:
 
     # -- slow path ------------------------------------------------------------------
     def _append_locked(self, payload: _Sized) -> bool:
+        reentered = self._gate.reentered()
         with self._lock:
             if self._trigger < 0 and not self._admit():
                 return False
             entries = self.entries
             entries.append(payload)
             if len(entries) > self._trigger or len(payload) > self._large:
-                self._queued(payload)
+                self._queued(payload, reentered)
         return True
 
     def settle(self, payload: _Sized) -> bool:
         """The slow path of a lock-free append (``payload`` is queued already)."""
+        reentered = self._gate.reentered()
         with self._lock:
             if self._trigger >= 0:
-                self._queued(payload)
+                self._queued(payload, reentered)
                 return True
             # The fast path closed after this append began. Still queued: take it back
             # and decide under the lock, as if it came now. Already taken by the writer:
@@ -132,9 +139,9 @@ class EventQueue:
             self._trigger = 0
         return admitted
 
-    def _queued(self, payload: _Sized) -> None:
+    def _queued(self, payload: _Sized, reentered: bool) -> None:
         self.account()
-        self._gate.queued(payload)
+        self._gate.queued(payload, reentered)
         self.place_trigger()
 
     def take_back(self, payload: _Sized) -> bool:
