@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from summarylib.encoding.events import STEP_KEY, SUMMARY_KEY, VALUE_KEY, WALL_TIME_KEY
+
 __all__ = ["ScalarTemplate", "decode_rows", "scalar_template"]
 
 
@@ -53,21 +55,21 @@ def scalar_template(ref: bytes) -> ScalarTemplate | None:
     from summarylib.proto import summary_pb2
 
     try:
-        if len(ref) < 11 or ref[0] != 0x09:
+        if len(ref) < 11 or ref[0] != WALL_TIME_KEY:
             return None
         pos = 9
         step_at = step_len = 0
-        if ref[pos] == 0x10:
+        if ref[pos] == STEP_KEY:
             _, end = _varint(ref, pos + 1)
             step_at, step_len, pos = pos + 1, end - pos - 1, end
-        if pos >= len(ref) or ref[pos] != 0x2A:
+        if pos >= len(ref) or ref[pos] != SUMMARY_KEY:
             return None
         length, pos = _varint(ref, pos + 1)
         if pos + length != len(ref):
             return None
         values = []
         while pos < len(ref):
-            if ref[pos] != 0x0A:
+            if ref[pos] != VALUE_KEY:
                 return None
             vlen, start = _varint(ref, pos + 1)
             end = start + vlen

@@ -67,9 +67,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Literal
 
+from summarylib.encoding.compact import MARK, MARKER_SIZE, format_number, marker
+from summarylib.encoding.tfrecord import frame_many
 from summarylib.errors import SummaryError, WriteFailedError, WriterClosedError
 from summarylib.writer.output import Output
-from summarylib.writer.records import frame_many
 
 __all__ = ["BufferedEventWriter", "Deferred", "OnError", "live_writers"]
 
@@ -96,10 +97,8 @@ _POLL_SECS = 0.05
 #: every few seconds and cannot tell. flush(), close(), a full buffer and interpreter exit
 #: never wait for it.
 COALESCE_SECS = 0.25
-# Queue entries that begin with a zero byte are compact records (see
-# register_record_format): no serialized Event begins with one, as protobuf has no
-# field number 0 (an empty Event is empty). The next 3 bytes number the format.
-_RECORD_MARK = 0
+# Queue entries that begin with MARK are compact records (see register_record_format
+# and summarylib.encoding.compact).
 _MAX_RECORD_FORMATS = 4096
 
 
@@ -353,7 +352,7 @@ class BufferedEventWriter:
             if number >= _MAX_RECORD_FORMATS:
                 return None
             self._record_formats.append((expand, frame_run))
-        return bytes((_RECORD_MARK,)) + number.to_bytes(3, "little")
+        return marker(number)
 
     def _before_append(self) -> bool:
         # Slow path, lock held: closed, or an error is parked. False: drop the event.
@@ -836,10 +835,10 @@ class BufferedEventWriter:
                         i += 1
                         continue
                     payload = made
-                elif item and item[0] == _RECORD_MARK:
+                elif item and item[0] == MARK:
                     end = i
                     if i >= scanned and _has_run_framer(formats, item):
-                        end = scanned = _run_end(batch, i, item[:4])
+                        end = scanned = _run_end(batch, i, item[:MARKER_SIZE])
                     if end - i >= _MIN_RUN:
                         framed = self._frame_run(formats, batch[i:end])  # type: ignore[arg-type]  # _run_end: all bytes
                         if framed is not None:
@@ -903,7 +902,7 @@ class BufferedEventWriter:
     def _frame_run(self, formats: list[_RecordFormat], records: list[bytes]) -> bytes | None:
         # A run of records of one format, framed by the format itself; None: one by one
         # (no run framer, or it failed: then each record's own expansion decides).
-        frame_run = formats[int.from_bytes(records[0][1:4], "little")][1]
+        frame_run = formats[format_number(records[0])][1]
         if frame_run is None:
             return None
         try:
@@ -913,7 +912,7 @@ class BufferedEventWriter:
 
     def _expand(self, formats: list[_RecordFormat], record: bytes, index: int) -> bytes | None:
         try:
-            return formats[int.from_bytes(record[1:4], "little")][0](record)
+            return formats[format_number(record)][0](record)
         except Exception as e:  # a bug in an expander: lose this event only, and say so
             err = SummaryError(f"summarylib: expanding a compact record failed: {e!r}")
             err.__cause__ = e
@@ -1017,7 +1016,7 @@ def _prepare_in_parallel(batch: list[_Entry]) -> None:
 
 
 def _has_run_framer(formats: list[_RecordFormat], record: bytes) -> bool:
-    number = int.from_bytes(record[1:4], "little")
+    number = format_number(record)
     return number < len(formats) and formats[number][1] is not None
 
 
@@ -1027,7 +1026,7 @@ def _run_end(batch: list[_Entry], start: int, prefix: bytes) -> int:
     stop = min(len(batch), start + _MAX_RUN)
     while end < stop:
         item = batch[end]
-        if type(item) is not bytes or item[:4] != prefix:
+        if type(item) is not bytes or item[:MARKER_SIZE] != prefix:
             break
         end += 1
     return end
