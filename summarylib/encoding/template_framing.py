@@ -17,7 +17,7 @@ payload's length per position: for a template with many positions (thousands of
 tags in one event) that is megabytes kept for the life of the file and seconds of
 work. Past ``max_table_positions`` the framer keeps no tables: it still assembles
 the payloads in numpy, and computes each record's CRC directly, which for payloads
-that large costs about the same per record.
+that large costs less per record than the table lookups.
 
 numpy must be imported by the caller (the writer thread never imports it: an
 import holds the interpreter lock for a long time); see :func:`numpy_if_loaded`.
@@ -34,8 +34,10 @@ from summarylib.encoding.tfrecord import HEADER_SIZE, crc32c, crc_tables, mask
 
 __all__ = ["MAX_TABLE_POSITIONS", "TemplateFramer", "numpy_if_loaded"]
 
-#: Templates with more variable positions than this are framed without CRC tables.
-MAX_TABLE_POSITIONS = 512
+#: Templates with more variable positions than this are framed without CRC tables: past
+#: about 20 scalars (8 time bytes, the step, 4 bytes a value) a CRC per record costs less
+#: than the table lookups, and the tables (1 KiB a position) are not worth keeping.
+MAX_TABLE_POSITIONS = 96
 
 _pack_i = struct.Struct("<I").pack
 
