@@ -41,6 +41,7 @@ from summarylib.encoding.events import (
     step_field,
     summary_event,
 )
+from summarylib.encoding.plugins import SCALARS
 from summarylib.encoding.wire import field_bytes, pack_double, pack_float, varint
 from summarylib.ops._resolve import check_tag, resolve_step
 from summarylib.ops.scalar_record import Layout
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PLUGIN_NAME", "create_summary_metadata", "scalar", "scalar_pb", "scalars"]
 
-PLUGIN_NAME = "scalars"
+PLUGIN_NAME = SCALARS.name
 
 # Value types that ``struct``'s ``f`` converts to float32 exactly as
 # scalar_float() followed by f32_bytes() would (through float(), which is
@@ -65,31 +66,12 @@ _fast_types: frozenset[type] = frozenset((float, int, bool))
 _numpy_types_missing = True
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
-_PLUGIN_DATA = field_bytes(1, field_bytes(1, PLUGIN_NAME.encode()))
-_METADATA = _PLUGIN_DATA  # SummaryMetadata with no description
 _time = time.time
-
-
-def metadata_bytes(description: str | None = None) -> bytes:
-    """Serialized ``SummaryMetadata`` for a scalar series."""
-    if not description:
-        return _METADATA
-    if not isinstance(description, str):
-        raise TypeError(
-            f"scalar: 'description' must be a str, got {type(description).__name__}"
-        )
-    return _PLUGIN_DATA + field_bytes(3, description.encode("utf-8"))
 
 
 def create_summary_metadata(description: str | None = None) -> summary_pb2.SummaryMetadata:
     """The ``SummaryMetadata`` TensorBoard expects for scalars."""
-    from summarylib.proto import summary_pb2
-
-    md = summary_pb2.SummaryMetadata()
-    md.plugin_data.plugin_name = PLUGIN_NAME
-    if description:
-        md.summary_description = description
-    return md
+    return SCALARS.create_summary_metadata(description)
 
 
 def _encode_tag(tag: str, where: str) -> bytes:
@@ -138,7 +120,7 @@ def scalar(
     if type(name) is not str or not name:
         name = check_tag(name, "scalar")
     if description is not None and type(description) is not str:
-        metadata_bytes(description)  # raises TypeError naming the argument
+        SCALARS.metadata_bytes(description, "scalar")  # raises TypeError naming the argument
     scope = st.scope
     tag = scope + name if scope else name
     t = type(data)
@@ -194,7 +176,8 @@ def _write_first(
     # prefix that every later event of the tag shares.
     value = f32_bytes(scalar_float(data, "scalar"))
     tag_field = field_bytes(1, _encode_tag(tag, "scalar"))
-    v = tag_field + SCALAR_TENSOR_HEAD + value + field_bytes(9, metadata_bytes(description))
+    md = SCALARS.metadata_bytes(description, "scalar")
+    v = tag_field + SCALAR_TENSOR_HEAD + value + field_bytes(9, md)
     if not res.append(summary_event(_time(), step, field_bytes(1, v))):
         return False
     _remember(res, tag, tag_field)
@@ -316,7 +299,8 @@ def _scalars_checked(
             desc = description.get(name) if description else None
             tag_field = field_bytes(1, _encode_tag(tag, "scalars"))
             firsts.append((tag, tag_field))
-            v = tag_field + SCALAR_TENSOR_HEAD + value + field_bytes(9, metadata_bytes(desc))
+            md = SCALARS.metadata_bytes(desc, "scalars")
+            v = tag_field + SCALAR_TENSOR_HEAD + value + field_bytes(9, md)
             append(field_bytes(1, v))
     if not parts:
         return False  # empty mapping: nothing to write
@@ -418,5 +402,5 @@ def scalar_pb(tag: str, data: Any, description: str | None = None) -> summary_pb
     v.tensor.dtype = types_pb2.DT_FLOAT
     v.tensor.tensor_shape.SetInParent()
     v.tensor.tensor_content = value
-    v.metadata.CopyFrom(create_summary_metadata(description))
+    v.metadata.CopyFrom(SCALARS.create_summary_metadata(description, "scalar_pb"))
     return summary
