@@ -109,3 +109,51 @@ def test_the_reader_sorts_what_the_ops_write_by_the_same_names(tmp_path: Path) -
     cols = read_columns(tmp_path, kinds=("scalars", "histograms", "images", "audio", "text"))
     assert sorted(cols["."]) == ["a", "h", "i", "s", "t"]
     assert cols["."]["t"].value == ["hello"]
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    name=st.text(min_size=1, max_size=12),
+    thresholds=st.integers(1, 2**31 - 1),
+    description=st.none() | st.text(max_size=20),
+)
+def test_pr_curve_metadata_equals_tensorboards(
+    name: str, thresholds: int, description: str | None
+) -> None:
+    from tensorboard.plugins.pr_curve import metadata
+
+    from summarylib.ops import pr_curve
+
+    theirs = metadata.create_summary_metadata(name, description or None, thresholds)
+    ours = pr_curve.create_summary_metadata(name, thresholds, description)
+    assert ours.SerializeToString() == theirs.SerializeToString()
+    assert plugins.PR_CURVES.parse(ours) == 0
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    name=st.text(min_size=1, max_size=12),
+    content_type=st.sampled_from([1, 2, 3]),
+    components=st.integers(1, 14),
+    shape=st.lists(st.integers(1, 10**6), min_size=3, max_size=3),
+    config=st.sampled_from(["{}", '{"camera": {"fov": 75}}']),
+    description=st.none() | st.text(max_size=20),
+)
+def test_mesh_metadata_equals_tensorboards(
+    name: str,
+    content_type: int,
+    components: int,
+    shape: list[int],
+    config: str,
+    description: str | None,
+) -> None:
+    from tensorboard.plugins.mesh import metadata
+
+    from summarylib.ops import mesh
+
+    theirs = metadata.create_summary_metadata(
+        name, None, content_type, components, shape, description or None, config
+    )
+    ours = mesh.create_summary_metadata(name, content_type, components, shape, config, description)
+    assert ours.SerializeToString() == theirs.SerializeToString()
+    assert plugins.MESH.parse(ours) == 0

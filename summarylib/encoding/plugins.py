@@ -28,6 +28,8 @@ __all__ = [
     "CUSTOM_SCALARS",
     "HISTOGRAMS",
     "IMAGES",
+    "MESH",
+    "PR_CURVES",
     "SCALARS",
     "TEXT",
     "Plugin",
@@ -127,3 +129,8 @@ AUDIO = Plugin("audio", extra=field_varint(2, 11))
 TEXT = Plugin("text")
 # The layout's value: no content at all.
 CUSTOM_SCALARS = Plugin("custom_scalars")
+# Content that differs from value to value (PrCurvePluginData's num_thresholds,
+# MeshPluginData's name, shape and components): the ops join it to the name with
+# plugin_data_bytes().
+PR_CURVES = Plugin("pr_curves")
+MESH = Plugin("mesh")
