@@ -25,6 +25,7 @@ from typing import Any
 from summarylib.encoding.wire import field_bytes, field_varint, key, pack_double, varint
 
 __all__ = [
+    "AFTER_WALL_TIME",
     "EVENT_PACKS",
     "FILE_VERSION",
     "METADATA_KEY",
@@ -36,6 +37,7 @@ __all__ = [
     "TAG_KEY",
     "TENSOR_KEY",
     "VALUE_KEY",
+    "WALL_TIME_AT",
     "WALL_TIME_KEY",
     "event_bytes",
     "event_packs",
@@ -58,6 +60,11 @@ VALUE_KEY = (1 << 3) | 2  # Summary.value, length-delimited: 0x0a
 TAG_KEY = (1 << 3) | 2  # Summary.Value.tag: 0x0a
 TENSOR_KEY = (8 << 3) | 2  # Summary.Value.tensor: 0x42
 METADATA_KEY = (9 << 3) | 2  # Summary.Value.metadata: 0x4a
+
+#: Where the wall time's 8 bytes stand in every Event written here (first, after its key),
+#: and where the field after it begins.
+WALL_TIME_AT = 1
+AFTER_WALL_TIME = WALL_TIME_AT + 8
 
 _WALL_TIME = bytes((WALL_TIME_KEY,))
 _STEP = bytes((STEP_KEY,))
