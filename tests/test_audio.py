@@ -19,6 +19,7 @@ from hypothesis.extra import numpy as hnp
 
 import summarylib as sl
 from summarylib.encoding.events import summary_event
+from summarylib.encoding.plugins import AUDIO
 from summarylib.encoding.wav import encode_wav, quantize
 from summarylib.ops import _emit
 from summarylib.ops import audio as audio_mod
@@ -261,10 +262,8 @@ def test_op_bytes_equal_audio_pb_serialization(data: np.ndarray, rate: int, step
 
 
 def test_metadata_bytes_equal_protobuf_and_tensorboard() -> None:
-    from summarylib.ops._media import metadata_bytes
-
     for desc in (None, "", "a *clip*"):
-        ours = metadata_bytes(audio_mod._PLUGIN_DATA, desc, "audio")
+        ours = AUDIO.metadata_bytes(desc, "audio")
         assert ours == audio_mod.create_summary_metadata(desc).SerializeToString()
         assert ours == tb_metadata(desc)
 

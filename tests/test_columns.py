@@ -18,10 +18,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import summarylib as sl
+from summarylib.encoding.tfrecord import frame
 from summarylib.errors import DataLossError
 from summarylib.reader import read_columns
 from summarylib.reader.runs import list_runs
-from summarylib.writer.records import frame
 from tests.helpers import only_file
 from tests.tbserver import TensorBoardServer
 

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 import summarylib as sl
 from summarylib.encoding.events import event_bytes, step_field, summary_event
+from summarylib.encoding.tfrecord import frame_many
 from summarylib.ops import scalar as scalar_mod
 from summarylib.writer.context import _local
-from summarylib.writer.records import frame_many
 
 WALL_TIME = 1712345678.25
 INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
@@ -374,9 +374,9 @@ def test_scalar_hot_path_before_the_step_table_is_built() -> None:
 
     def calls() -> None:
         sl.scalar("s", 1.0, step=0)  # the first event (step_field would build the table)
-        events._STEP3_LOW.clear()
+        events.STEP3_LOW.clear()
         sl.scalar("s", 2.0, step=20_000)  # the fallback, which builds it
-        assert len(events._STEP3_LOW) == 1 << 14
+        assert len(events.STEP3_LOW) == 1 << 14
         sl.scalar("s", 3.0, step=20_001)
 
     got = write(calls)

@@ -26,6 +26,7 @@ from hypothesis.extra import numpy as hnp
 import summarylib as sl
 from summarylib.encoding.bucketing import histogram_buckets
 from summarylib.encoding.events import summary_event
+from summarylib.encoding.plugins import HISTOGRAMS
 from summarylib.ops import _emit
 from summarylib.ops import histogram as hist_mod
 from tests.helpers import only_file, tb_events
@@ -217,13 +218,11 @@ def test_op_bytes_equal_histogram_pb_serialization(
 
 
 def test_metadata_bytes_equal_protobuf_and_tensorboard() -> None:
-    from summarylib.ops._media import metadata_bytes
-
     for desc in (None, "", "a **histogram** ✓"):
-        ours = metadata_bytes(hist_mod._PLUGIN_DATA, desc, "histogram")
+        ours = HISTOGRAMS.metadata_bytes(desc, "histogram")
         assert ours == hist_mod.create_summary_metadata(desc).SerializeToString()
         assert ours == tb_metadata(desc)
-    assert hist_mod._PLUGIN_DATA == b"\x0a\x0c\x0a\x0ahistograms"  # empty content
+    assert HISTOGRAMS.plugin_data == b"\x0a\x0c\x0a\x0ahistograms"  # empty content
 
 
 def test_summarylib_protobuf_metadata_content_is_empty_plugin_data() -> None:

@@ -28,9 +28,9 @@ from hypothesis import strategies as st
 
 import summarylib as sl
 from summarylib import cli
+from summarylib.encoding.tfrecord import frame, masked_crc32c
 from summarylib.errors import DataLossError
 from summarylib.reader import RecordReader, iter_events, list_runs, read_scalars
-from summarylib.writer.records import frame, masked_crc32c
 from tests.helpers import tb_events
 
 # Memory a read may use whatever the file: buffers, parsed messages, numpy.

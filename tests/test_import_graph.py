@@ -93,3 +93,18 @@ def test_no_module_shares_its_name_with_a_function_of_its_package() -> None:
         if attr is not None:
             assert inspect.ismodule(attr), f"{package}.{leaf} is both a module and {attr!r}"
             assert not callable(attr), f"the module {name} is callable"
+
+
+def test_the_byte_layout_depends_on_nothing_above_it() -> None:
+    # ops -> writer -> encoding -> proto: encoding (which owns the bytes) imports neither
+    # the writer, the ops nor the readers; the readers take the layout from encoding, not
+    # from the writer's framing.
+    graph = import_graph()
+    above = ("summarylib.writer", "summarylib.ops", "summarylib.reader", "summarylib.summary_")
+    for name, targets in graph.items():
+        if name.startswith("summarylib.encoding"):
+            assert not [t for t in targets if t.startswith(above)], name
+    readers = {n: t for n, t in graph.items() if n.startswith("summarylib.reader")}
+    for name, targets in readers.items():
+        assert not [t for t in targets if t.startswith(("summarylib.ops", "summarylib.writer"))
+                    and t != "summarylib.writer.remote"], name

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import summarylib as sl
+from summarylib.encoding.tfrecord import frame
 from summarylib.errors import DataLossError
 from summarylib.reader import (
     RecordReader,
@@ -23,7 +24,6 @@ from summarylib.reader import (
     list_runs,
     read_scalars,
 )
-from summarylib.writer.records import frame
 from tests.helpers import only_file, tb_events, tb_scalar_points
 
 
@@ -197,7 +197,7 @@ def test_corrupt_length_raises(tmp_path: Path) -> None:
 
 
 def test_huge_length_with_valid_crc_is_a_truncated_tail_not_an_allocation(tmp_path: Path) -> None:
-    from summarylib.writer.records import masked_crc32c
+    from summarylib.encoding.tfrecord import masked_crc32c
 
     header = struct.pack("<Q", 2**64 - 1)
     path = tmp_path / "f.tfevents"

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import summarylib as sl
+from summarylib.encoding import plugins
 from summarylib.encoding.events import summary_event
 from summarylib.ops import _emit
 from summarylib.ops import text as text_mod
@@ -122,10 +123,8 @@ def test_op_bytes_equal_text_pb_serialization(data: Any, step: int) -> None:
 def test_metadata_bytes_equal_protobuf_and_tensorboard() -> None:
     from tensorboard.plugins.text import metadata
 
-    from summarylib.ops._media import metadata_bytes
-
     for desc in (None, "", "*why*"):
-        ours = metadata_bytes(text_mod._PLUGIN_DATA, desc, "text")
+        ours = plugins.TEXT.metadata_bytes(desc, "text")
         assert ours == text_mod.create_summary_metadata(desc).SerializeToString()
         theirs = metadata.create_summary_metadata(display_name=None, description=desc)
         assert ours == theirs.SerializeToString()

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from summarylib.encoding.plugins import plugin_data_bytes
 from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.encoding.wire import field_bytes, field_varint
 from summarylib.graph.ir import Graph, TensorSpec, dtype_enum
@@ -54,7 +55,7 @@ _DEFAULT_DEVICE = "/device:CPU:0"
 
 def graph_metadata_bytes(plugin_name: str) -> bytes:
     """Serialized ``SummaryMetadata`` for one of the graph plugins (content ``b"1"``)."""
-    return field_bytes(1, field_bytes(1, plugin_name.encode()) + field_bytes(2, _CONTENT))
+    return plugin_data_bytes(plugin_name, _CONTENT)
 
 
 def string_scalar_bytes(payload: bytes) -> bytes:

@@ -47,10 +47,11 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array, is_extended_float
+from summarylib.encoding.plugins import AUDIO
 from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.encoding.wav import MAX_CHANNELS, UINT32_MAX, quantize, wav_header
 from summarylib.ops._emit import emit_value_deferred
-from summarylib.ops._media import check_max_outputs, metadata_bytes, plugin_data_bytes
+from summarylib.ops._media import check_max_outputs
 from summarylib.ops._resolve import check_tag, resolve
 from summarylib.writer.context import Step
 
@@ -61,9 +62,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PLUGIN_NAME", "audio", "audio_pb", "create_summary_metadata"]
 
-PLUGIN_NAME = "audio"
-_CONTENT = b"\x10\x0b"  # AudioPluginData{version: 0, encoding: WAV (11)}: field 2, varint
-_PLUGIN_DATA = plugin_data_bytes(PLUGIN_NAME, _CONTENT)
+PLUGIN_NAME = AUDIO.name
 # A rank-2 input with more rows than this, each of at most _SUSPECT_MAX_T
 # samples, is almost surely one [t, c] clip read as [k, t]: it warns.
 _SUSPECT_MIN_K = 1000
@@ -72,16 +71,7 @@ _SUSPECT_MAX_T = 8
 
 def create_summary_metadata(description: str | None = None) -> summary_pb2.SummaryMetadata:
     """The ``SummaryMetadata`` TensorFlow 2 writes for audio (protobuf API)."""
-    from summarylib.proto import plugin_data_pb2, summary_pb2
-
-    md = summary_pb2.SummaryMetadata()
-    md.plugin_data.plugin_name = PLUGIN_NAME
-    md.plugin_data.content = plugin_data_pb2.AudioPluginData(
-        version=0, encoding=plugin_data_pb2.AudioPluginData.WAV
-    ).SerializeToString()
-    if description:
-        md.summary_description = description
-    return md
+    return AUDIO.create_summary_metadata(description)
 
 
 def _check_encoding(encoding: Any, where: str) -> None:
@@ -212,7 +202,7 @@ def audio(
     if resolved is None:
         return False
     writer, tag, step_ = resolved
-    md = metadata_bytes(_PLUGIN_DATA, description, "audio")
+    md = AUDIO.metadata_bytes(description, "audio")
     _check_encoding(encoding, "audio")
     rate = check_sample_rate(sample_rate, "audio")
     keep = check_max_outputs(max_outputs, "audio")
@@ -240,7 +230,7 @@ def audio_pb(
     from summarylib.proto import summary_pb2, types_pb2
 
     tag = check_tag(tag, "audio_pb", "tag")
-    metadata_bytes(_PLUGIN_DATA, description, "audio_pb")  # the same checks as audio()
+    AUDIO.metadata_bytes(description, "audio_pb")  # the same checks as audio()
     _check_encoding(encoding, "audio_pb")
     rate = check_sample_rate(sample_rate, "audio_pb")
     keep = check_max_outputs(max_outputs, "audio_pb")

@@ -29,9 +29,9 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from summarylib.encoding.plugins import CUSTOM_SCALARS
 from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.ops._emit import emit_value
-from summarylib.ops._media import plugin_data_bytes
 from summarylib.ops._resolve import resolve
 from summarylib.writer.context import get_step
 
@@ -48,19 +48,14 @@ __all__ = [
     "layout_pb",
 ]
 
-PLUGIN_NAME = "custom_scalars"
+PLUGIN_NAME = CUSTOM_SCALARS.name
 CONFIG_TAG = "custom_scalars__config__"
-_METADATA = plugin_data_bytes(PLUGIN_NAME)  # no content at all, not even a version
 _LAYOUT_MESSAGES = ("summarylib.Layout", "tensorboard.Layout")
 
 
 def create_summary_metadata() -> summary_pb2.SummaryMetadata:
     """The ``SummaryMetadata`` of the layout value (protobuf API)."""
-    from summarylib.proto import summary_pb2
-
-    md = summary_pb2.SummaryMetadata()
-    md.plugin_data.plugin_name = PLUGIN_NAME
-    return md
+    return CUSTOM_SCALARS.create_summary_metadata()
 
 
 def _title(value: Any, where: str, what: str) -> str:
@@ -182,4 +177,5 @@ def custom_scalars(layout: Any, step: Step | None = None) -> bool:
         return False
     writer, tag, step_ = resolved
     serialized = layout_pb(layout, "custom_scalars").SerializeToString()
-    return emit_value(writer, tag, step_, string_tensor_bytes((), [serialized]), _METADATA)
+    tensor = string_tensor_bytes((), [serialized])
+    return emit_value(writer, tag, step_, tensor, CUSTOM_SCALARS.plugin_data)

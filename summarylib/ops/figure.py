@@ -20,12 +20,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from summarylib.encoding.plugins import IMAGES
 from summarylib.encoding.png import encode_png
 from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.ops._emit import emit_value_deferred
-from summarylib.ops._media import metadata_bytes, plugin_data_bytes
 from summarylib.ops._resolve import check_tag, resolve
-from summarylib.ops.image import create_summary_metadata as _image_metadata
 from summarylib.ops.image import image_pb
 from summarylib.writer.context import Step
 
@@ -36,13 +35,12 @@ if TYPE_CHECKING:
 
 __all__ = ["PLUGIN_NAME", "create_summary_metadata", "figure", "figure_pb", "figure_rgb"]
 
-PLUGIN_NAME = "images"
-_PLUGIN_DATA = plugin_data_bytes(PLUGIN_NAME)  # content: ImagePluginData{version 0} is empty
+PLUGIN_NAME = IMAGES.name
 
 
 def create_summary_metadata(description: str | None = None) -> summary_pb2.SummaryMetadata:
     """The ``SummaryMetadata`` of a figure value: the image plugin's (protobuf API)."""
-    return _image_metadata(description)
+    return IMAGES.create_summary_metadata(description)
 
 
 def _is_figure(obj: Any) -> bool:
@@ -132,7 +130,7 @@ def figure(
             _close(figures)
         return False
     writer, tag, step_ = resolved
-    md = metadata_bytes(_PLUGIN_DATA, description, "figure")
+    md = IMAGES.metadata_bytes(description, "figure")
     pixels = figure_rgb(figure, close, "figure")
     k, h, w, _ = pixels.shape
 
@@ -152,6 +150,6 @@ def figure_pb(
     Same data contract as :func:`figure`; ``tag`` is used as is (no name scope).
     """
     tag = check_tag(tag, "figure_pb", "tag")
-    metadata_bytes(_PLUGIN_DATA, description, "figure_pb")  # the same checks as figure()
+    IMAGES.metadata_bytes(description, "figure_pb")  # the same checks as figure()
     pixels = figure_rgb(figure, close, "figure_pb")
     return image_pb(tag, pixels, max_outputs=len(pixels), description=description)

@@ -44,10 +44,10 @@ from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array, evaluate, is_extended_float, widen_extended_float
 from summarylib.encoding.bucketing import histogram_buckets
+from summarylib.encoding.plugins import HISTOGRAMS
 from summarylib.encoding.tensor import DT_DOUBLE, shape_bytes
 from summarylib.encoding.wire import field_bytes, varint
 from summarylib.ops._emit import emit_value, emit_value_deferred
-from summarylib.ops._media import metadata_bytes, plugin_data_bytes
 from summarylib.ops._resolve import check_tag, resolve
 from summarylib.writer.context import Step
 
@@ -65,9 +65,8 @@ __all__ = [
     "histogram_pb",
 ]
 
-PLUGIN_NAME = "histograms"
+PLUGIN_NAME = HISTOGRAMS.name
 DEFAULT_BUCKET_COUNT = 30
-_PLUGIN_DATA = plugin_data_bytes(PLUGIN_NAME)  # content: HistogramPluginData{version 0} is empty
 # Inputs up to this size are copied and bucketed on the writer thread.
 _DEFER_MAX_BYTES = 1 << 20
 #: The most buckets a histogram may have: its [k, 3] float64 tensor (24 bytes a bucket,
@@ -80,14 +79,7 @@ _HEADERS: dict[int, bytes] = {}  # k -> serialized TensorProto up to tensor_cont
 
 def create_summary_metadata(description: str | None = None) -> summary_pb2.SummaryMetadata:
     """The ``SummaryMetadata`` TensorFlow 2 writes for histograms (protobuf API)."""
-    from summarylib.proto import plugin_data_pb2, summary_pb2
-
-    md = summary_pb2.SummaryMetadata()
-    md.plugin_data.plugin_name = PLUGIN_NAME
-    md.plugin_data.content = plugin_data_pb2.HistogramPluginData(version=0).SerializeToString()
-    if description:
-        md.summary_description = description
-    return md
+    return HISTOGRAMS.create_summary_metadata(description)
 
 
 def check_buckets(buckets: Any, where: str) -> int:
@@ -183,7 +175,7 @@ def histogram(
     if resolved is None:
         return False
     writer, tag, step_ = resolved
-    md = metadata_bytes(_PLUGIN_DATA, description, "histogram")
+    md = HISTOGRAMS.metadata_bytes(description, "histogram")
     k = check_buckets(buckets, "histogram")
     values, private = prepare(data, "histogram")
     if values.nbytes > _DEFER_MAX_BYTES:
@@ -207,7 +199,7 @@ def histogram_pb(
     from summarylib.proto import summary_pb2, types_pb2
 
     tag = check_tag(tag, "histogram_pb", "tag")
-    metadata_bytes(_PLUGIN_DATA, description, "histogram_pb")  # the same checks as histogram()
+    HISTOGRAMS.metadata_bytes(description, "histogram_pb")  # the same checks as histogram()
     k = check_buckets(buckets, "histogram_pb")
     values, _ = prepare(data, "histogram_pb")
     summary = summary_pb2.Summary()

@@ -34,10 +34,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array, is_extended_float, widen_extended_float
+from summarylib.encoding.plugins import MESH, metadata_bytes, plugin_data_bytes
 from summarylib.encoding.tensor import DT_FLOAT, DT_INT32, DT_UINT8, tensor_bytes
 from summarylib.encoding.wire import field_bytes, field_varint, varint
 from summarylib.ops._emit import emit_value
-from summarylib.ops._media import metadata_bytes, plugin_data_bytes
 from summarylib.ops._resolve import check_tag, resolve
 from summarylib.writer.context import Step
 
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PLUGIN_NAME", "create_summary_metadata", "mesh", "mesh_pb"]
 
-PLUGIN_NAME = "mesh"
+PLUGIN_NAME = MESH.name
 VERTEX, FACE, COLOR = 1, 2, 3  # MeshPluginData.ContentType
 _SUFFIX = {VERTEX: "VERTEX", FACE: "FACE", COLOR: "COLOR"}
 # content type -> (TF DataType, little-endian numpy dtype of the stored tensor)
@@ -66,21 +66,13 @@ def create_summary_metadata(
     description: str | None = None,
 ) -> summary_pb2.SummaryMetadata:
     """The ``SummaryMetadata`` of one component (protobuf API)."""
-    from summarylib.proto import mesh_plugin_data_pb2, summary_pb2
+    from summarylib.proto import summary_pb2
 
-    data = mesh_plugin_data_pb2.MeshPluginData()
-    data.version = 0
-    data.name = name
-    data.content_type = content_type  # type: ignore[assignment]
-    data.components = components
-    data.shape.extend(shape)
-    data.json_config = json_config
-    md = summary_pb2.SummaryMetadata()
-    md.plugin_data.plugin_name = PLUGIN_NAME
-    md.plugin_data.content = data.SerializeToString()
-    if description:
-        md.summary_description = description
-    return md
+    config = json_config.encode("utf-8")
+    content = _plugin_content(name.encode("utf-8"), content_type, components, tuple(shape), config)
+    where = "create_summary_metadata"
+    data = metadata_bytes(plugin_data_bytes(PLUGIN_NAME, content), description, where)
+    return summary_pb2.SummaryMetadata.FromString(data)
 
 
 def _plugin_content(name: bytes, content_type: int, components: int,

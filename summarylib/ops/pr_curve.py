@@ -42,10 +42,10 @@ import operator
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array, widen_extended_float
+from summarylib.encoding.plugins import PR_CURVES, metadata_bytes, plugin_data_bytes
 from summarylib.encoding.tensor import DT_FLOAT, shape_bytes
-from summarylib.encoding.wire import field_bytes, varint
+from summarylib.encoding.wire import field_bytes, field_varint, varint
 from summarylib.ops._emit import emit_value
-from summarylib.ops._media import metadata_bytes, plugin_data_bytes
 from summarylib.ops._resolve import check_tag, resolve
 from summarylib.writer.context import Step
 
@@ -67,7 +67,7 @@ __all__ = [
     "pr_curve_raw_pb",
 ]
 
-PLUGIN_NAME = "pr_curves"
+PLUGIN_NAME = PR_CURVES.name
 DEFAULT_NUM_THRESHOLDS = 201
 _MINIMUM_COUNT = 1e-7  # TensorBoard's floor on the precision/recall denominators
 #: The most thresholds a PR curve may have: its [6, T] float32 tensor (24 bytes a
@@ -92,7 +92,7 @@ _METADATA: dict[tuple[str, int, str | None], bytes] = {}  # small cache of metad
 
 def plugin_content(num_thresholds: int) -> bytes:
     """Serialized ``PrCurvePluginData{version 0, num_thresholds}`` (version 0 is implicit)."""
-    return b"\x10" + varint(num_thresholds) if num_thresholds else b""
+    return field_varint(2, num_thresholds) if num_thresholds else b""
 
 
 def _metadata(name: str, num_thresholds: int, description: str | None, where: str) -> bytes:
@@ -121,17 +121,10 @@ def create_summary_metadata(
     display_name: str, num_thresholds: int, description: str | None = None
 ) -> summary_pb2.SummaryMetadata:
     """The ``SummaryMetadata`` TensorBoard writes for PR curves (protobuf API)."""
-    from summarylib.proto import plugin_data_pb2, summary_pb2
+    from summarylib.proto import summary_pb2
 
-    md = summary_pb2.SummaryMetadata()
-    md.plugin_data.plugin_name = PLUGIN_NAME
-    md.plugin_data.content = plugin_data_pb2.PrCurvePluginData(
-        version=0, num_thresholds=num_thresholds
-    ).SerializeToString()
-    md.display_name = display_name
-    if description:
-        md.summary_description = description
-    return md
+    data = _build_metadata(display_name, num_thresholds, description, "create_summary_metadata")
+    return summary_pb2.SummaryMetadata.FromString(data)
 
 
 # ---------------------------------------------------------------------------

@@ -25,11 +25,23 @@ from __future__ import annotations
 import struct
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from summarylib.encoding import events
 from summarylib.encoding.arrays import f32_bytes, scalar_float
-from summarylib.encoding.events import _STEP3_LOW, _STEP_FIELDS, step_field
+from summarylib.encoding.events import (
+    SCALAR_TENSOR_HEAD,
+    STEP3_LOW,
+    STEP_FIELDS,
+    SUMMARY_KEY,
+    VALUE_KEY,
+    WALL_TIME_KEY,
+    event_packs,
+    step_field,
+    summary_event,
+)
+from summarylib.encoding.plugins import SCALARS
 from summarylib.encoding.wire import field_bytes, pack_double, pack_float, varint
 from summarylib.ops._resolve import check_tag, resolve_step
 from summarylib.ops.scalar_record import Layout
@@ -41,7 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PLUGIN_NAME", "create_summary_metadata", "scalar", "scalar_pb", "scalars"]
 
-PLUGIN_NAME = "scalars"
+PLUGIN_NAME = SCALARS.name
 
 # Value types that ``struct``'s ``f`` converts to float32 exactly as
 # scalar_float() followed by f32_bytes() would (through float(), which is
@@ -54,34 +66,12 @@ _fast_types: frozenset[type] = frozenset((float, int, bool))
 _numpy_types_missing = True
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
-# Summary.Value.tensor (field 8), 10 bytes long: dtype DT_FLOAT, an empty
-# tensor_shape, then tensor_content of 4 bytes, which follow.
-_TENSOR_FIELD = b"\x42\x0a\x08\x01\x12\x00\x22\x04"
-_PLUGIN_DATA = field_bytes(1, field_bytes(1, PLUGIN_NAME.encode()))
-_METADATA = _PLUGIN_DATA  # SummaryMetadata with no description
 _time = time.time
-
-
-def metadata_bytes(description: str | None = None) -> bytes:
-    """Serialized ``SummaryMetadata`` for a scalar series."""
-    if not description:
-        return _METADATA
-    if not isinstance(description, str):
-        raise TypeError(
-            f"scalar: 'description' must be a str, got {type(description).__name__}"
-        )
-    return _PLUGIN_DATA + field_bytes(3, description.encode("utf-8"))
 
 
 def create_summary_metadata(description: str | None = None) -> summary_pb2.SummaryMetadata:
     """The ``SummaryMetadata`` TensorBoard expects for scalars."""
-    from summarylib.proto import summary_pb2
-
-    md = summary_pb2.SummaryMetadata()
-    md.plugin_data.plugin_name = PLUGIN_NAME
-    if description:
-        md.summary_description = description
-    return md
+    return SCALARS.create_summary_metadata(description)
 
 
 def _encode_tag(tag: str, where: str) -> bytes:
@@ -130,7 +120,7 @@ def scalar(
     if type(name) is not str or not name:
         name = check_tag(name, "scalar")
     if description is not None and type(description) is not str:
-        metadata_bytes(description)  # raises TypeError naming the argument
+        SCALARS.metadata_bytes(description, "scalar")  # raises TypeError naming the argument
     scope = st.scope
     tag = scope + name if scope else name
     t = type(data)
@@ -144,26 +134,28 @@ def scalar(
     prefix = res.tags.prefix_of(tag)
     if prefix is None:
         return _write_first(res, tag, data, step, description)
-    # The whole Event in one Struct.pack: the wall-time key (9) and time, the
-    # step field, the cached prefix, the value as float32 (see _event_packs).
-    packs = _EVENT_PACKS.get(len(prefix)) or _event_packs(len(prefix))
+    # The whole Event in one Struct.pack: the wall-time key and time, the step
+    # field, the cached prefix, the value as float32 (see events.event_packs).
+    packs = _EVENT_PACKS.get(len(prefix)) or event_packs(len(prefix))
     try:
         if 0 <= step < 16384:
-            sf = _STEP_FIELDS[step]
-            event = packs[len(sf)](9, _time(), sf, prefix, data)
+            sf = STEP_FIELDS[step]
+            event = packs[len(sf)](WALL_TIME_KEY, _time(), sf, prefix, data)
         elif 16384 <= step < 2097152:
             # A 3-byte step: key and low 14 bits from the table, then the
             # high 7 bits as a byte. IndexError while the table is unbuilt.
-            event = packs[-1](9, _time(), _STEP3_LOW[step & 0x3FFF], step >> 14, prefix, data)
+            event = packs[-1](
+                WALL_TIME_KEY, _time(), STEP3_LOW[step & 0x3FFF], step >> 14, prefix, data
+            )
         else:
             sf = step_field(step)
-            event = packs[len(sf)](9, _time(), sf, prefix, data)
+            event = packs[len(sf)](WALL_TIME_KEY, _time(), sf, prefix, data)
     except (OverflowError, struct.error, IndexError):
         # Finite beyond float32 (stored as ±inf), an int beyond float
         # (scalar_float raises the usual ValueError), or the 3-byte step
         # table not built yet (step_field builds it).
         event = (
-            b"\x09"
+            _WALL_TIME
             + pack_double(_time())
             + step_field(step)
             + prefix
@@ -172,22 +164,13 @@ def scalar(
     return res.append(event)  # False only after an exit hook closed the writer
 
 
-# len(prefix) -> the Struct packers of scalar()'s events with that prefix
-# length: [k] for a step field of k bytes (0 to 11), [-1] for a 3-byte step
-# given as its first 3 bytes and its last byte. Fields: the wall-time key,
-# the time (d), the step field, the prefix, the value (f). Bounded: prefix
-# lengths are few, and past the bound entries are only rebuilt.
-_EVENT_PACKS: dict[int, list[Callable[..., bytes]]] = {}
-_MAX_EVENT_PACKS = 256
-
-
-def _event_packs(prefix_len: int) -> list[Callable[..., bytes]]:
-    packs = [struct.Struct(f"<Bd{k}s{prefix_len}sf").pack for k in range(12)]
-    packs.append(struct.Struct(f"<Bd3sB{prefix_len}sf").pack)
-    if len(_EVENT_PACKS) >= _MAX_EVENT_PACKS:
-        _EVENT_PACKS.clear()
-    _EVENT_PACKS[prefix_len] = packs
-    return packs
+# Assigned, not imported by name: CPython 3.11 compiles a method call on a name that an
+# import statement bound as an attribute load plus a call (as for a module), which costs
+# scalar() about 0.1 µs against the method call that a plain global gets.
+_EVENT_PACKS = events.EVENT_PACKS
+_WALL_TIME = bytes((WALL_TIME_KEY,))
+_SUMMARY = bytes((SUMMARY_KEY,))
+_VALUE = bytes((VALUE_KEY,))
 
 
 def _write_first(
@@ -197,9 +180,9 @@ def _write_first(
     # prefix that every later event of the tag shares.
     value = f32_bytes(scalar_float(data, "scalar"))
     tag_field = field_bytes(1, _encode_tag(tag, "scalar"))
-    v = tag_field + _TENSOR_FIELD + value + field_bytes(9, metadata_bytes(description))
-    summary = field_bytes(1, v)
-    if not res.append(b"\x09" + pack_double(_time()) + step_field(step) + field_bytes(5, summary)):
+    md = SCALARS.metadata_bytes(description, "scalar")
+    v = tag_field + SCALAR_TENSOR_HEAD + value + field_bytes(9, md)
+    if not res.append(summary_event(_time(), step, field_bytes(1, v))):
         return False
     _remember(res, tag, tag_field)
     return True
@@ -209,10 +192,11 @@ def _remember(res: BufferedEventWriter, tag: str, tag_field: bytes) -> None:
     # Cache the bytes every later event of `tag` in this file starts with:
     # Event.summary key and length, Value key and length, the tag, the tensor
     # header. Only the 4 value bytes follow.
-    value_len = len(tag_field) + len(_TENSOR_FIELD) + 4
-    value_head = b"\x0a" + varint(value_len)
+    value_len = len(tag_field) + len(SCALAR_TENSOR_HEAD) + 4
+    value_head = _VALUE + varint(value_len)
     res.tags.remember_prefix(
-        tag, b"\x2a" + varint(len(value_head) + value_len) + value_head + tag_field + _TENSOR_FIELD
+        tag, _SUMMARY + varint(len(value_head) + value_len) + value_head + tag_field
+        + SCALAR_TENSOR_HEAD
     )
 
 
@@ -319,12 +303,12 @@ def _scalars_checked(
             desc = description.get(name) if description else None
             tag_field = field_bytes(1, _encode_tag(tag, "scalars"))
             firsts.append((tag, tag_field))
-            v = tag_field + _TENSOR_FIELD + value + field_bytes(9, metadata_bytes(desc))
+            md = SCALARS.metadata_bytes(desc, "scalars")
+            v = tag_field + SCALAR_TENSOR_HEAD + value + field_bytes(9, md)
             append(field_bytes(1, v))
     if not parts:
         return False  # empty mapping: nothing to write
-    summary = b"".join(parts)
-    if not res.append(b"\x09" + pack_double(_time()) + step_field(step) + field_bytes(5, summary)):
+    if not res.append(summary_event(_time(), step, b"".join(parts))):
         return False
     for tag, tag_field in firsts:
         _remember(res, tag, tag_field)
@@ -384,7 +368,7 @@ def _add_layout(
             return  # a failed write reset the metadata meanwhile
         heads.append(prefix[_summary_header_len(prefix) :])
     layout = Layout(heads)
-    marker = res.register_record_format(layout.expand, layout.frame_run)
+    marker = res.register_record_format(layout.expand, layout.run_framer())
     if marker is not None:
         layout.marker = marker
         tags.remember_layout(key, layout)
@@ -399,7 +383,7 @@ def _add_numpy_types() -> None:
 
 
 def _summary_header_len(prefix: bytes) -> int:
-    # b"\x2a" then a varint length, which ends at the first byte below 0x80.
+    # The Event.summary key, then a varint length, which ends at the first byte below 0x80.
     i = 1
     while prefix[i] & 0x80:
         i += 1
@@ -421,5 +405,5 @@ def scalar_pb(tag: str, data: Any, description: str | None = None) -> summary_pb
     v.tensor.dtype = types_pb2.DT_FLOAT
     v.tensor.tensor_shape.SetInParent()
     v.tensor.tensor_content = value
-    v.metadata.CopyFrom(create_summary_metadata(description))
+    v.metadata.CopyFrom(SCALARS.create_summary_metadata(description, "scalar_pb"))
     return summary

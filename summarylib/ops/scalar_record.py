@@ -1,14 +1,17 @@
 """The compact record of a :func:`~summarylib.scalars` event, and the Event it stands for.
 
-On the fast path the caller packs only ``marker + time + step + values``
-(``<4sdq`` then one float32 per tag); the writer thread turns records into
+On the fast path the caller packs only a record: the marker of its format, the time, the
+step and one float32 per tag (``_RECORD_FIELDS``); the writer thread turns records into
 Events, one at a time (:meth:`Layout.expand`) or a run of them at once
 (:meth:`Layout.frame_run`, framed TFRecords, through
-:class:`~summarylib.writer.template_framing.TemplateFramer`). Both give the
-bytes that the op's checked path writes: the wall-time field, the step field,
-the ``Event.summary`` key and length (fixed: every value is 4 bytes), then per
-``Value`` its cached head (key, length, tag, tensor header) and the value's 4
-bytes, copied from the record.
+:class:`~summarylib.encoding.template_framing.TemplateFramer`). Both give the bytes that
+the op's checked path writes: the wall-time field, the step field, the ``Event.summary``
+key and length (fixed: every value is 4 bytes), then per ``Value`` its cached head (key,
+length, tag, tensor header) and the value's 4 bytes, copied from the record.
+
+Both the record's offsets and the Event's are derived from one definition each: the
+record's from ``_RECORD_FIELDS``, the Event's from :meth:`Layout._pieces`, which lists its
+constant bytes and the widths of what each record fills in.
 """
 
 from __future__ import annotations
@@ -17,30 +20,36 @@ import struct
 from itertools import pairwise
 from typing import Any
 
-from summarylib.encoding.events import _STEP_FIELDS, step_field
+from summarylib.encoding.compact import MARKER_FORMAT
+from summarylib.encoding.events import (
+    STEP_KEY,
+    SUMMARY_KEY,
+    WALL_TIME_KEY,
+    step_field,
+    step_varint_bytes,
+    step_varint_lengths,
+)
+from summarylib.encoding.template_framing import TemplateFramer, numpy_if_loaded
+from summarylib.encoding.tfrecord import frame_many
 from summarylib.encoding.wire import varint
-from summarylib.writer.records import frame_many
-from summarylib.writer.template_framing import TemplateFramer, numpy_if_loaded
 
 __all__ = ["Layout"]
 
-# Marker (4), time (8), step (8), then 4 bytes per value.
-_VALUES_AT = 20
+# The record: the format's marker, the Event's wall time (a double, whose 8 bytes are the
+# Event's own), its step (int64), then one float32 per value.
+_RECORD_FIELDS = (MARKER_FORMAT, "d", "q")
+_TIME_AT = struct.calcsize("<" + MARKER_FORMAT)
+_STEP_AT = struct.calcsize("<" + "".join(_RECORD_FIELDS[:2]))
+_VALUES_AT = struct.calcsize("<" + "".join(_RECORD_FIELDS))
 # Runs shorter than this are expanded one record at a time (numpy's per-call cost).
 _MIN_VECTOR_RUN = 8
+#: Events longer than this (about 500 tags) are not framed in runs: a run of hundreds
+#: of them would be megabytes held twice over, where one at a time the writer frames
+#: them in its bounded blocks.
+MAX_RUN_EVENT_BYTES = 16384
 
-
-def _varint_tables() -> None:
-    # Made on first use (numpy is loaded by then): the step values from which a
-    # varint takes 1..10 bytes, and the shifts of its 7-bit groups.
-    global _VARINT_THRESHOLDS, _VARINT_SHIFTS
-    np = numpy_if_loaded()
-    _VARINT_THRESHOLDS = np.array([1] + [1 << (7 * j) for j in range(1, 10)], dtype=np.uint64)
-    _VARINT_SHIFTS = np.arange(0, 70, 7, dtype=np.uint64)
-
-
-_VARINT_THRESHOLDS: Any = None
-_VARINT_SHIFTS: Any = None
+# A piece of an Event's bytes: constant bytes, or the width of bytes a record fills in.
+_Piece = bytes | int
 
 
 class Layout:
@@ -51,37 +60,61 @@ class Layout:
     per-file state (the writer's tag ledger), which is replaced with the metadata.
     """
 
-    __slots__ = ("_framers", "_parts", "marker", "pack", "template", "types", "unpack")
+    __slots__ = (
+        "_framers",
+        "_parts",
+        "event_size",
+        "marker",
+        "pack",
+        "template",
+        "types",
+        "unpack",
+    )
 
     def __init__(self, heads: list[bytes]) -> None:
         n = len(heads)
         self.marker = b""  # set once the writer has registered the format
-        self.pack = struct.Struct(f"<4sdq{n}f").pack
+        self.pack = struct.Struct("<" + "".join(_RECORD_FIELDS) + "f" * n).pack
         # The record's time as its 8 bytes (the Event's own double), the step, and
         # each value's 4 bytes.
-        self.unpack = struct.Struct(f"<4x8sq{'4s' * n}").unpack
-        summary_head = b"\x2a" + varint(sum(len(h) + 4 for h in heads))
+        self.unpack = struct.Struct(f"<{_TIME_AT}x8sq{'4s' * n}").unpack
+        summary_head = bytes((SUMMARY_KEY,)) + varint(sum(len(h) + 4 for h in heads))
         # The constant bytes before each value.
         self._parts = [summary_head + heads[0], *heads[1:]]
         # The Event with %s for the time, the step field and the values ("%" escaped).
-        self.template = b"\x09%s%s" + b"".join(
-            part.replace(b"%", b"%%") + b"%s" for part in self._parts
+        self.template = b"".join(
+            b"%s" if isinstance(p, int) else p.replace(b"%", b"%%") for p in self._pieces(None)
         )
+        #: The Event's length without its step field.
+        self.event_size = sum(p if isinstance(p, int) else len(p) for p in self._pieces(0))
         # The last tuple of value types found packable as they are (the op checks and
         # sets it; set only after the check passed, so a race only repeats it).
         self.types: tuple[type, ...] = (float,) * n
         # Step-field length -> the framer of Events with a step field that long.
         self._framers: dict[int, TemplateFramer] = {}
 
+    def _pieces(self, step_len: int | None) -> list[_Piece]:
+        # The Event: the wall-time key and the time's 8 bytes; the step field (its key
+        # and a varint of `step_len` bytes, nothing for 0; None: the whole field, of any
+        # length, as one piece); the summary head and the first Value's head; then each
+        # value's 4 bytes and the next Value's head.
+        pieces: list[_Piece] = [bytes((WALL_TIME_KEY,)), 8]
+        if step_len is None:
+            pieces.append(1)  # a stand-in: expand() puts the whole field there
+        elif step_len:
+            pieces += [bytes((STEP_KEY,)), step_len]
+        for part in self._parts:
+            pieces += [part, 4]
+        return pieces
+
     def expand(self, record: bytes) -> bytes:
         """The Event ``record`` stands for."""
         fields = self.unpack(record)
-        step = fields[1]
-        return self.template % (
-            fields[0],
-            _STEP_FIELDS[step] if 0 <= step < 16384 else step_field(step),
-            *fields[2:],
-        )
+        return self.template % (fields[0], step_field(fields[1]), *fields[2:])
+
+    def run_framer(self) -> Any:
+        """:meth:`frame_run`, or None for layouts whose Events are too long to frame in runs."""
+        return self.frame_run if self.event_size <= MAX_RUN_EVENT_BYTES else None
 
     def frame_run(self, records: list[bytes]) -> bytes:
         """The TFRecords of ``records`` (of this layout), in order, framed.
@@ -93,13 +126,10 @@ class Layout:
         np = numpy_if_loaded()
         if np is None or len(records) < _MIN_VECTOR_RUN:
             return frame_many([self.expand(r) for r in records])
-        n = len(self._parts)
-        if _VARINT_THRESHOLDS is None:
-            _varint_tables()
         raw = np.frombuffer(b"".join(records), dtype=np.uint8).reshape(len(records), -1)
-        steps = raw[:, 12:20].copy().view("<u8")[:, 0]  # two's complement, as varints are
-        # Varint length of each step (0 for step 0: proto3 leaves the field out).
-        lengths = np.searchsorted(_VARINT_THRESHOLDS, steps, side="right")
+        # The steps as uint64: their two's complement, as varints encode them.
+        steps = raw[:, _STEP_AT:_VALUES_AT].copy().view("<u8")[:, 0]
+        lengths = step_varint_lengths(steps)
         if lengths[0] == lengths[-1] and (lengths == lengths[0]).all():
             cuts = [0, len(records)]
         else:
@@ -112,28 +142,24 @@ class Layout:
             k = int(lengths[start])
             framer = self._framers.get(k) or self._framer(k)
             rows = raw[start:end]
-            columns = [rows[:, 4:12]]  # the time's 8 bytes
+            # The columns in the order of the pieces the framer was made of.
+            columns = [rows[:, _TIME_AT:_STEP_AT]]
             if k:
-                groups = (steps[start:end, None] >> _VARINT_SHIFTS[:k]) & np.uint64(0x7F)
-                groups[:, :-1] |= np.uint64(0x80)  # every byte but the last continues
-                columns.append(groups.astype(np.uint8))
-            columns.append(rows[:, _VALUES_AT : _VALUES_AT + 4 * n])
+                columns.append(step_varint_bytes(steps[start:end], k))
+            columns.append(rows[:, _VALUES_AT:])
             blocks.append(framer.frame(np.concatenate(columns, axis=1)))
         return b"".join(blocks)
 
     def _framer(self, k: int) -> TemplateFramer:
-        # Events whose step field has a varint of k bytes (none for k == 0).
-        step = b"\x10" + bytes(k) if k else b""
-        template = self.template % (bytes(8), step, *([bytes(4)] * len(self._parts)))
-        positions = list(range(1, 9))  # the time
-        at = 9
-        if k:
-            positions += range(at + 1, at + 1 + k)  # after the field's key, 0x10
-            at += 1 + k
-        for part in self._parts:
-            at += len(part)
-            positions += range(at, at + 4)
-            at += 4
-        framer = self._framers[k] = TemplateFramer(template, positions)
+        # Events whose step field has a varint of k bytes (none for k == 0): the template
+        # is the pieces with zeros for what records fill in, at the positions of those.
+        template = bytearray()
+        positions: list[int] = []
+        for piece in self._pieces(k):
+            if isinstance(piece, int):
+                positions += range(len(template), len(template) + piece)
+                template += bytes(piece)
+            else:
+                template += piece
+        framer = self._framers[k] = TemplateFramer(bytes(template), positions)
         return framer
-

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array, evaluate
 from summarylib.encoding.events import MAX_EVENT_BYTES
+from summarylib.encoding.plugins import TEXT
 from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.ops._emit import emit_value
-from summarylib.ops._media import metadata_bytes, plugin_data_bytes
 from summarylib.ops._resolve import check_tag, resolve
 from summarylib.writer.context import Step
 
@@ -35,20 +35,12 @@ if TYPE_CHECKING:
 
 __all__ = ["PLUGIN_NAME", "create_summary_metadata", "text", "text_pb"]
 
-PLUGIN_NAME = "text"
-_PLUGIN_DATA = plugin_data_bytes(PLUGIN_NAME)  # content: TextPluginData{version 0} is empty
+PLUGIN_NAME = TEXT.name
 
 
 def create_summary_metadata(description: str | None = None) -> summary_pb2.SummaryMetadata:
     """The ``SummaryMetadata`` TensorFlow 2 writes for text (protobuf API)."""
-    from summarylib.proto import plugin_data_pb2, summary_pb2
-
-    md = summary_pb2.SummaryMetadata()
-    md.plugin_data.plugin_name = PLUGIN_NAME
-    md.plugin_data.content = plugin_data_pb2.TextPluginData(version=0).SerializeToString()
-    if description:
-        md.summary_description = description
-    return md
+    return TEXT.create_summary_metadata(description)
 
 
 def _utf8(s: str, where: str) -> bytes:
@@ -148,7 +140,7 @@ def text(
     if resolved is None:
         return False
     writer, tag, step_ = resolved
-    md = metadata_bytes(_PLUGIN_DATA, description, "text")
+    md = TEXT.metadata_bytes(description, "text")
     shape, values = strings(data, "text")
     return emit_value(writer, tag, step_, string_tensor_bytes(shape, values), md)
 
@@ -161,7 +153,7 @@ def text_pb(tag: str, data: Any, description: str | None = None) -> summary_pb2.
     from summarylib.proto import summary_pb2, types_pb2
 
     tag = check_tag(tag, "text_pb", "tag")
-    metadata_bytes(_PLUGIN_DATA, description, "text_pb")  # the same checks as text()
+    TEXT.metadata_bytes(description, "text_pb")  # the same checks as text()
     shape, values = strings(data, "text_pb")
     summary = summary_pb2.Summary()
     v = summary.value.add()

@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING, Any
 from PIL import Image
 
 from summarylib.encoding.arrays import as_array, is_extended_float, widen_extended_float
+from summarylib.encoding.plugins import IMAGES
 from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.ops._emit import emit_value_deferred
-from summarylib.ops._media import metadata_bytes, plugin_data_bytes
 from summarylib.ops._resolve import check_tag, resolve
 from summarylib.writer.context import Step
 
@@ -61,8 +61,7 @@ __all__ = [
     "video_pb",
 ]
 
-PLUGIN_NAME = "images"
-_PLUGIN_DATA = plugin_data_bytes(PLUGIN_NAME)  # content: ImagePluginData{version 0} is empty
+PLUGIN_NAME = IMAGES.name
 # Image.save loads Pillow's format plugins on first use; the GIF encoder runs on the
 # writer thread, which must import nothing (a fork while it holds an import lock would
 # hang the child), so they load now, with this module.
@@ -72,14 +71,7 @@ _GIF_MAX_SIDE = 65535
 
 def create_summary_metadata(description: str | None = None) -> summary_pb2.SummaryMetadata:
     """The ``SummaryMetadata`` of a video value: the image plugin's (protobuf API)."""
-    from summarylib.proto import plugin_data_pb2, summary_pb2
-
-    md = summary_pb2.SummaryMetadata()
-    md.plugin_data.plugin_name = PLUGIN_NAME
-    md.plugin_data.content = plugin_data_pb2.ImagePluginData(version=0).SerializeToString()
-    if description:
-        md.summary_description = description
-    return md
+    return IMAGES.create_summary_metadata(description)
 
 
 def tile_videos(videos: np.ndarray) -> np.ndarray:
@@ -196,7 +188,7 @@ def video(
     if resolved is None:
         return False
     writer, tag, step_ = resolved
-    md = metadata_bytes(_PLUGIN_DATA, description, "video")
+    md = IMAGES.metadata_bytes(description, "video")
     rate = _check_fps(fps, "video")
     frames = prepare(data, "video")
     _, h, w, _ = frames.shape
@@ -218,7 +210,7 @@ def video_pb(
     from summarylib.proto import summary_pb2, types_pb2
 
     tag = check_tag(tag, "video_pb", "tag")
-    metadata_bytes(_PLUGIN_DATA, description, "video_pb")  # the same checks as video()
+    IMAGES.metadata_bytes(description, "video_pb")  # the same checks as video()
     rate = _check_fps(fps, "video_pb")
     frames = prepare(data, "video_pb")
     _, h, w, _ = frames.shape

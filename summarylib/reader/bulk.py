@@ -7,22 +7,22 @@ then checks thousands of records at once through strided views of the buffer (ea
 the period is a fixed stride apart). Where the pattern breaks it walks again.
 
 Checksums are checked in bulk too. CRC-32C is affine over GF(2) for a fixed length:
-``crc(x) = crc(ref) ^ L(x ^ ref)`` with ``L`` linear, so for records of one length, only the
-byte columns that differ from a reference record (the wall time, the step, the value) need a
-table lookup each; every other column is checked for equality with the reference instead.
+``crc(x) = crc(ref) ^ L(x ^ ref)`` with ``L`` linear (the tables of
+:func:`~summarylib.encoding.tfrecord.crc_tables`, which the writer's bulk framer uses too), so
+for records of one length, only the byte columns that differ from a reference record (the wall
+time, the step, the value) need a table lookup each; every other column is checked for
+equality with the reference instead.
 """
 
 from __future__ import annotations
 
-import functools
 import struct
 from dataclasses import dataclass
 
 import numpy as np
-from crc32c import crc32c
 
+from summarylib.encoding.tfrecord import crc32c, crc_tables, mask, masked_crc32c
 from summarylib.errors import DataLossError
-from summarylib.writer.records import masked_crc32c
 
 __all__ = ["Phase", "ScannedChunk", "phase_rows", "scan_chunk"]
 
@@ -30,7 +30,6 @@ _unpack_q = struct.Struct("<Q").unpack_from
 _unpack_i = struct.Struct("<I").unpack_from
 _WALK = 24  # records walked one by one before looking for a period
 _MAX_PERIOD = 12
-_MASK_DELTA = 0xA282EAD8
 # Past these, checking each record with crc32c costs less than the bulk tables.
 _MAX_BULK_LENGTH = 4096
 _MAX_VARYING = 48
@@ -186,10 +185,10 @@ def _check_data_crcs(buf: bytes, phase: Phase, path: str, base: int) -> None:
         return
     crc_ref = crc32c(bytes(ref))
     acc = np.full(len(starts), crc_ref, dtype=np.uint32)
-    for col in varying:
-        table = _linear_table(length - 1 - int(col))
-        acc ^= table[rows[:, col] ^ ref[col]]
-    masked = (((acc >> 15) | (acc << 17)) + np.uint32(_MASK_DELTA)).astype(np.uint32)
+    tables = crc_tables((length - 1 - varying).tolist())
+    for i, col in enumerate(varying.tolist()):
+        acc ^= tables[i][rows[:, col] ^ ref[col]]
+    masked = mask(acc)
     bad = np.flatnonzero(masked != footers)
     if bad.size:
         raise DataLossError(
@@ -235,13 +234,3 @@ def _strided(buf: bytes, starts: np.ndarray, length: int) -> np.ndarray:
 def _gather_u32(u8: np.ndarray, at: np.ndarray) -> np.ndarray:
     b = u8[at[:, None] + np.arange(4)].astype(np.uint32)
     return b[:, 0] | (b[:, 1] << 8) | (b[:, 2] << 16) | (b[:, 3] << 24)
-
-
-@functools.lru_cache(maxsize=512)
-def _linear_table(distance: int) -> np.ndarray:
-    # L(byte d followed by `distance` zero bytes): what flipping bits d of a byte that
-    # stands `distance` bytes before the end of a record does to its CRC-32C.
-    zeros = bytes(distance + 1)
-    base = crc32c(zeros)
-    tail = bytes(distance)
-    return np.array([crc32c(bytes([d]) + tail) ^ base for d in range(256)], dtype=np.uint32)

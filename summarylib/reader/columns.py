@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from summarylib.encoding.plugins import AUDIO, HISTOGRAMS, IMAGES, SCALARS, TEXT
 from summarylib.reader.bulk import phase_rows, scan_chunk
 from summarylib.reader.runs import is_logdir, list_runs
 from summarylib.reader.templates import decode_rows, scalar_template
@@ -29,12 +30,13 @@ Purge = Literal["eventaccumulator", "preempt", "none"]
 
 _CHUNK = 1 << 20
 _TEMPLATE_ROUNDS = 4
+# plugin name -> kind: the plugins' names as the ops write them.
 _PLUGIN_KIND = {
-    "scalars": "scalars",
-    "histograms": "histograms",
-    "images": "images",
-    "audio": "audio",
-    "text": "text",
+    SCALARS.name: "scalars",
+    HISTOGRAMS.name: "histograms",
+    IMAGES.name: "images",
+    AUDIO.name: "audio",
+    TEXT.name: "text",
 }
 _LEGACY_KIND = {
     "simple_value": "scalars",

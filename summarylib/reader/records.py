@@ -9,8 +9,8 @@ import struct
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from summarylib.encoding.tfrecord import FOOTER_SIZE, HEADER_SIZE, masked_crc32c
 from summarylib.errors import DataLossError
-from summarylib.writer.records import FOOTER_SIZE, HEADER_SIZE, masked_crc32c
 
 __all__ = ["Record", "RecordReader", "iter_records"]
 

@@ -6,6 +6,7 @@ import os
 import struct
 from typing import TYPE_CHECKING
 
+from summarylib.encoding.plugins import SCALARS
 from summarylib.reader.events import iter_summary_values
 from summarylib.reader.runs import list_runs
 
@@ -62,7 +63,7 @@ def read_scalars(logdir: str | os.PathLike[str]) -> dict[str, ScalarSeries]:
                 number: float | None
                 if kind == "simple_value":
                     number = float(value.simple_value)
-                elif kind == "tensor" and plugin_of.get(tag) == "scalars":
+                elif kind == "tensor" and plugin_of.get(tag) == SCALARS.name:
                     number = scalar_value(value.tensor)
                 else:
                     continue

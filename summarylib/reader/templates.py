@@ -15,6 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from summarylib.encoding.events import (
+    AFTER_WALL_TIME,
+    STEP_KEY,
+    SUMMARY_KEY,
+    VALUE_KEY,
+    WALL_TIME_AT,
+    WALL_TIME_KEY,
+)
+
 __all__ = ["ScalarTemplate", "decode_rows", "scalar_template"]
 
 
@@ -53,21 +62,21 @@ def scalar_template(ref: bytes) -> ScalarTemplate | None:
     from summarylib.proto import summary_pb2
 
     try:
-        if len(ref) < 11 or ref[0] != 0x09:
+        if len(ref) < 11 or ref[0] != WALL_TIME_KEY:
             return None
-        pos = 9
+        pos = AFTER_WALL_TIME
         step_at = step_len = 0
-        if ref[pos] == 0x10:
+        if ref[pos] == STEP_KEY:
             _, end = _varint(ref, pos + 1)
             step_at, step_len, pos = pos + 1, end - pos - 1, end
-        if pos >= len(ref) or ref[pos] != 0x2A:
+        if pos >= len(ref) or ref[pos] != SUMMARY_KEY:
             return None
         length, pos = _varint(ref, pos + 1)
         if pos + length != len(ref):
             return None
         values = []
         while pos < len(ref):
-            if ref[pos] != 0x0A:
+            if ref[pos] != VALUE_KEY:
                 return None
             vlen, start = _varint(ref, pos + 1)
             end = start + vlen
@@ -90,7 +99,7 @@ def scalar_template(ref: bytes) -> ScalarTemplate | None:
     if not values:
         return None
     const = np.ones(len(ref), dtype=bool)
-    const[1:9] = False
+    const[WALL_TIME_AT:AFTER_WALL_TIME] = False
     if step_len:
         const[step_at : step_at + step_len] = False
     for _, at, _ in values:
@@ -130,7 +139,7 @@ def decode_rows(
         matched &= (cont[:, : n - 1] != 0).all(axis=1) & (cont[:, n - 1] == 0)
     good = rows[matched]
     m = len(good)
-    wall = np.ascontiguousarray(good[:, 1:9]).view("<f8").reshape(m)
+    wall = np.ascontiguousarray(good[:, WALL_TIME_AT:AFTER_WALL_TIME]).view("<f8").reshape(m)
     if template.step_len:
         a, n = template.step_at, template.step_len
         step = np.zeros(m, dtype=np.uint64)

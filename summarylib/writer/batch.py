@@ -5,9 +5,9 @@ A queue entry is one of:
 * a serialized ``Event`` (bytes), framed as it is;
 * a :class:`Deferred` event, whose bytes are computed here, on the writer's thread
   (PNG/WAV encoding, bucketing, values copied from a device);
-* a compact record of a registered :class:`RecordCodecs` format (bytes whose first byte
-  is 0: no serialized Event starts with one, as protobuf has no field number 0), which
-  the format expands into an Event; runs of records of one format may be framed at once;
+* a compact record of a registered :class:`RecordCodecs` format (see
+  :mod:`summarylib.encoding.compact`), which the format expands into an Event; runs of
+  records of one format may be framed at once;
 * the queue's placeholder of an entry its caller took back, which is skipped.
 
 :class:`BatchEncoder` knows nothing of the queue, the lock or the flush protocol: it
@@ -22,18 +22,18 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from summarylib.encoding.compact import MARK, MARKER_SIZE, format_number, marker
+from summarylib.encoding.tfrecord import frame_many
 from summarylib.errors import SummaryError
 from summarylib.writer.output import Output
 from summarylib.writer.queue import TakenBack
-from summarylib.writer.records import frame_many
 
 __all__ = ["BatchEncoder", "BatchWriteError", "Deferred", "RecordCodecs"]
 
 # Blocks handed to the output stay under glibc's mmap threshold (128 KiB): bigger
 # short-lived buffers are mmapped and unmapped on every write.
 _BLOCK_BYTES = 96 * 1024
-# The first byte of a compact record (see the module docstring); 3 more number the format.
-RECORD_MARK = 0
+# Formats a writer keeps (the marker could number more).
 _MAX_RECORD_FORMATS = 4096
 # Runs of records of one format this long or longer go to its run framer, in pieces of at
 # most _MAX_RUN (whose framed bytes stay near _BLOCK_BYTES).
@@ -97,11 +97,11 @@ class RecordCodecs:
             if number >= _MAX_RECORD_FORMATS:
                 return None
             self._formats.append((expand, frame_run))
-        return bytes((RECORD_MARK,)) + number.to_bytes(3, "little")
+        return marker(number)
 
     def format_of(self, record: bytes) -> _RecordFormat:
         """The ``(expand, frame_run)`` of ``record``'s format."""
-        return self._formats[int.from_bytes(record[1:4], "little")]
+        return self._formats[format_number(record)]
 
     def __len__(self) -> int:
         """How many formats are registered."""
@@ -152,10 +152,10 @@ class BatchEncoder:
                     continue
                 if isinstance(item, Deferred):
                     payload = self._materialize(item, first + i)
-                elif item and item[0] == RECORD_MARK:
+                elif item and item[0] == MARK:
                     end = i
                     if i >= scanned and self.codecs.format_of(item)[1] is not None:
-                        end = scanned = _run_end(batch, i, item[:4])
+                        end = scanned = _run_end(batch, i, item[:MARKER_SIZE])
                     if end - i >= _MIN_RUN:
                         framed = self._frame_run(batch[i:end])
                         if framed is not None:

@@ -18,11 +18,11 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from summarylib.encoding.events import file_version_event
+from summarylib.encoding.tfrecord import frame
 from summarylib.errors import WriteFailedError, WriterClosedError
 from summarylib.writer.buffered import EXIT_TIMEOUT_SECS, BufferedEventWriter
 from summarylib.writer.context import Step, _local, check_step
 from summarylib.writer.output import Output
-from summarylib.writer.records import frame
 
 __all__ = [
     "DEFAULT_FLUSH_MILLIS",

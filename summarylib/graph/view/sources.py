@@ -456,7 +456,7 @@ def _has_graph_suffix(base: str) -> bool:
 def _looks_like_records(data: bytes) -> bool:
     # A TFRecord file starts with a length and its masked CRC: a GraphDef practically never
     # does (its first byte is a field key such as 0x0a).
-    from summarylib.writer.records import masked_crc32c
+    from summarylib.encoding.tfrecord import masked_crc32c
 
     return len(data) >= 12 and masked_crc32c(data[:8]) == int.from_bytes(data[8:12], "little")
 
