@@ -248,3 +248,47 @@ def test_tbparse_reads_our_scalars(tmp_path: Path) -> None:
             rows = sub[sub["tag"] == tag].sort_values("step")
             assert list(rows["step"]) == [s for s, _ in series]
             assert np.allclose(rows["value"], [v for _, v in series])
+
+
+def _next_counter() -> int:
+    # The counter part of the next name this process creates (its digits, whatever the
+    # letters around them), read from a fresh name.
+    from summarylib.writer.naming import event_file_name
+
+    name = event_file_name(".x", now=0)
+    counter = name.rsplit(f".{os.getpid()}.", 1)[1].removesuffix(".x")
+    return int("".join(c for c in counter if c.isdigit())) + 1
+
+
+def test_event_file_names_sort_in_creation_order_for_any_count() -> None:
+    from summarylib.writer.naming import counter_text, event_file_name
+
+    numbers = [0, 1, 9, 10, 11, 99, 100, 999, 1000, 10**6 - 1, 10**6, 2**63 - 1, 2**64]
+    assert sorted(numbers, key=counter_text) == numbers
+    assert [counter_text(n) for n in (0, 9, 10, 123)] == ["0", "9", "a10", "b123"]
+    # Names created in one second by one process, past at least one more digit.
+    names = [event_file_name(".v2", now=1_700_000_000)]
+    while len(names[-1]) == len(names[0]) or len(names) < 20:
+        names.append(event_file_name(".v2", now=1_700_000_000))
+    assert sorted(names) == names
+    assert all(n.startswith("events.out.tfevents.1700000000.") for n in names)
+
+
+def test_twelve_writers_in_one_second_are_read_in_creation_order_live(tmp_path: Path) -> None:
+    from tests.helpers import tb_directory_watcher
+
+    # Start a few writers before the counter gains a digit, so that the twelve straddle it.
+    while True:
+        n = _next_counter()
+        if 10 ** len(str(n)) - n == 5:
+            break
+    watcher = tb_directory_watcher(tmp_path)
+    seen: list[int] = []
+    for step in range(12):
+        with sl.create_file_writer(tmp_path):
+            assert sl.scalar("loss", float(step), step=step)
+        # A live TensorBoard reloads between writers: each reload sees the newest file.
+        seen += [e.step for e in watcher.Load() if e.HasField("summary")]  # type: ignore[attr-defined]
+    assert seen == list(range(12))
+    assert [e.step for e in iter_events(tmp_path) if e.HasField("summary")] == list(range(12))
+    assert [p[0] for p in read_scalars(tmp_path)["."]["loss"]] == list(range(12))
