@@ -18,6 +18,7 @@ import io
 import os
 import signal
 import struct
+import tempfile
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -309,3 +310,57 @@ def test_fifos_devices_and_dangling_links_are_not_event_files(
             with contextlib.redirect_stdout(io.StringIO()) as out:
                 assert cli.main(["verify", str(run / name)]) != 0
     assert "OK" not in out.getvalue()
+
+
+@pytest.fixture
+def deep_chain() -> Iterator[Path]:
+    """``<tmp>/logs/d/d/.../d``, 1000 deep (past Python's recursion limit); yields
+    ``<tmp>``. Made outside pytest's ``tmp_path``, whose cleanup recurses and would fail on
+    it, and removed bottom-up afterwards."""
+    base = Path(tempfile.mkdtemp(prefix="summarylib-deep-"))
+    deepest = base / "logs"
+    try:
+        deepest.mkdir()
+        for _ in range(1000):
+            deepest = deepest / "d"
+            deepest.mkdir()
+        yield base
+    finally:
+        d = deepest
+        while True:
+            for f in d.iterdir():
+                if f.is_symlink() or not f.is_dir():
+                    f.unlink()
+            d.rmdir()
+            if d == base:
+                break
+            d = d.parent
+
+
+def test_a_chain_of_a_thousand_directories_is_walked_not_recursed(deep_chain: Path) -> None:
+    from summarylib.reader import iter_run_events
+    from summarylib.reader.tailing import tail
+
+    tmp_path = deep_chain
+    logdir = tmp_path / "logs"
+    deepest = logdir.joinpath(*["d"] * 1000)
+    with sl.create_file_writer(deepest):
+        sl.scalar("loss", 0.5, step=3)
+    run = "/".join(["d"] * 1000)
+    with alarm(60):
+        assert list(list_runs(logdir)) == [run]
+        assert read_scalars(logdir)[run]["loss"][0][::2] == (3, 0.5)
+        assert [r for r, _ in iter_run_events(logdir)] == [run, run]
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            assert cli.main(["inspect", str(logdir)]) == 0
+            assert cli.main(["verify", str(logdir)]) == 0
+            assert cli.main(["export", str(logdir), "-o", str(tmp_path / "x.csv")]) == 0
+            assert cli.main(
+                ["plot", str(logdir), "--tag", "loss", "-o", str(tmp_path / "x.png")]
+            ) == 0
+        assert "OK: 1 file(s), 2 valid record(s)" in out.getvalue()
+        assert (tmp_path / "x.csv").read_text().splitlines()[1].startswith(f"{run},loss,3,")
+        polls = iter(range(2))
+        printed = io.StringIO()
+        tail(logdir, printed, interval=0, from_start=True, stop=lambda: next(polls) > 0)
+        assert printed.getvalue().split()[:4] == [run, "loss", "3", "0.5"]

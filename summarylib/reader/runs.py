@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 
 __all__ = ["event_files", "is_event_file", "list_runs"]
 
@@ -47,19 +48,7 @@ def list_runs(logdir: str | os.PathLike[str]) -> dict[str, list[str]]:
     if not os.path.isdir(root):
         raise NotADirectoryError(f"list_runs: 'logdir' is not a directory: {root!r}")
     runs: dict[str, list[str]] = {}
-    seen: set[tuple[int, int]] = set()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-        try:
-            st = os.stat(dirpath)
-        except OSError:
-            dirnames[:] = []
-            continue
-        key = (st.st_dev, st.st_ino)
-        if key in seen:
-            dirnames[:] = []  # a loop, or a second link to a directory: done already
-            continue
-        seen.add(key)
-        dirnames.sort()
+    for dirpath, filenames in _walk(root):
         paths = [os.path.join(dirpath, n) for n in sorted(filenames) if is_event_file(n)]
         paths = [p for p in paths if _is_regular(p)]
         if paths:
@@ -67,6 +56,43 @@ def list_runs(logdir: str | os.PathLike[str]) -> dict[str, list[str]]:
             run = "." if rel == "." else rel.replace(os.sep, "/")
             runs[run] = paths
     return runs
+
+
+def _walk(root: str) -> Iterator[tuple[str, list[str]]]:
+    """``(directory, names of its files)`` for ``root`` and every directory under it.
+
+    Top-down, subdirectories by name (``os.walk``'s order), following links
+    to directories, each real directory once. A stack, not recursion: a
+    chain of directories of any depth is walked. Unreadable directories are
+    skipped, as ``os.walk`` skips them.
+    """
+    seen: set[tuple[int, int]] = set()
+    stack = [root]
+    while stack:
+        dirpath = stack.pop()
+        try:
+            st = os.stat(dirpath)
+        except OSError:
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            continue  # a loop, or a second link to a directory: done already
+        seen.add(key)
+        dirs: list[str] = []
+        files: list[str] = []
+        try:
+            with os.scandir(dirpath) as entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    (dirs if is_dir else files).append(entry.name)
+        except OSError:
+            continue
+        yield dirpath, files
+        # Reversed onto the stack, so the first name is walked next.
+        stack.extend(os.path.join(dirpath, d) for d in sorted(dirs, reverse=True))
 
 
 def _list_remote_runs(url: str) -> dict[str, list[str]]:
