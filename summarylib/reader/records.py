@@ -27,38 +27,60 @@ class Record(NamedTuple):
 
 
 class RecordReader:
-    """Reads the records of one event file, as an iterable.
+    """Reads the records of one event file: an iterator that resumes as the file grows.
 
     A truncated last record (partial header, payload or footer at the end of
     the file) ends iteration quietly: it is what a file still being written
-    looks like; ``truncated_at`` then holds its offset. The file size is read
-    once, when iteration starts; bytes appended later are not read. A length
-    is never trusted beyond the bytes the file holds, so a corrupt length
-    cannot make the reader allocate more than the file's size.
+    looks like; ``truncated_at`` then holds its offset. Like TensorFlow's
+    ``tf_record_iterator`` and TensorBoard's event file loader, the reader
+    keeps its place: once exhausted, ``next()`` (or another ``for`` loop over
+    the same reader) reads from the end of the last whole record again, so it
+    yields records appended since, and a torn record once its missing bytes
+    have arrived. A length is never trusted beyond the bytes the file holds,
+    so a corrupt length cannot make the reader allocate more than the file's
+    size. The file is open only while records are being read: it is closed
+    each time the reader reaches the end.
 
     Raises (while iterating):
       DataLossError: a length or payload CRC does not match (file, offset).
+        The reader stays at that record: reading again raises again.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, check_data_crc: bool = True) -> None:
         self.path = os.fspath(path)
         self.check_data_crc = check_data_crc
-        #: Offset of a torn last record, once iteration has reached it.
+        #: Offset of a torn last record when the reader last reached the end, else None.
         self.truncated_at: int | None = None
-        #: Offset just past the last whole record read so far.
+        #: Offset just past the last whole record read so far: where reading resumes.
         self.end = 0
+        self._records: Iterator[Record] | None = None
 
-    def __iter__(self) -> Iterator[Record]:
+    def __iter__(self) -> RecordReader:
+        return self
+
+    def __next__(self) -> Record:
+        records = self._records
+        if records is None:
+            records = self._records = self._read_from(self.end)
+        try:
+            return next(records)
+        except BaseException:
+            # The end (or an error): the file is closed; the next call opens it again
+            # at `end`, with its size read afresh.
+            self._records = None
+            raise
+
+    def _read_from(self, offset: int) -> Iterator[Record]:
         name = self.path
         with _open_regular(name) as f:
             size = file_size(f)
-            offset = 0
+            if offset:
+                f.seek(offset)
             read = f.read
             while True:
                 header = read(HEADER_SIZE)
                 if len(header) < HEADER_SIZE:
-                    if header:
-                        self.truncated_at = offset
+                    self.truncated_at = offset if header else None
                     return
                 length, length_crc = _unpack_header(header)
                 if masked_crc32c(header[:8]) != length_crc:
@@ -73,9 +95,10 @@ class RecordReader:
                     return
                 if self.check_data_crc and masked_crc32c(payload) != _unpack_footer(footer)[0]:
                     raise DataLossError(name, offset, "corrupted record (bad data checksum)")
-                yield Record(offset, payload)
                 offset += HEADER_SIZE + length + FOOTER_SIZE
                 self.end = offset
+                self.truncated_at = None
+                yield Record(offset - HEADER_SIZE - length - FOOTER_SIZE, payload)
 
 
 class _InMemory(io.BufferedReader):
@@ -116,5 +139,5 @@ def _open_regular(path: str) -> io.BufferedReader:
 
 
 def iter_records(path: str | os.PathLike[str], *, check_data_crc: bool = True) -> Iterator[Record]:
-    """Yield the records of an event file in order (see :class:`RecordReader`)."""
-    return iter(RecordReader(path, check_data_crc=check_data_crc))
+    """The records of an event file in order, resuming as it grows (see :class:`RecordReader`)."""
+    return RecordReader(path, check_data_crc=check_data_crc)
