@@ -103,6 +103,18 @@ def _plot(args: argparse.Namespace) -> int:
 def _tail(args: argparse.Namespace) -> int:
     from summarylib.reader.tailing import tail
 
+    polls = 0
+
+    def stop() -> bool:
+        # Called before each poll: the second call means the first poll is done, and what
+        # was there has been read; say so, so that a user (or a script) knows tail is live.
+        nonlocal polls
+        polls += 1
+        if polls == 2:
+            print(f"summarylib tail: following {args.logdir} (Ctrl-C stops)", file=sys.stderr,
+                  flush=True)
+        return False
+
     with contextlib.suppress(KeyboardInterrupt):
         tail(
             args.logdir,
@@ -110,5 +122,6 @@ def _tail(args: argparse.Namespace) -> int:
             interval=args.interval,
             width=args.width,
             from_start=args.from_start,
+            stop=stop,
         )
     return 0
