@@ -51,6 +51,8 @@ def follow_scalars(
 ) -> Iterator[list[ScalarPoint]]:
     """Yield, once per poll, the scalar points added since the last poll (maybe none).
 
+    ``logdir`` is a logdir (every run under it) or one event file (run ``"."``).
+
     With ``from_start`` False, the points the files held at the first poll are not yielded,
     but they are read: a tag's first record carries the metadata that makes its later points
     scalars. They go to ``on_existing`` instead (in batches, before the first yield), e.g.
@@ -79,7 +81,7 @@ def follow_scalars(
     while not stop():
         points: list[ScalarPoint] = []
         skipping = first and not from_start
-        runs = list_runs(root) if is_logdir(root) else {}
+        runs = list_runs(root) if is_logdir(root) else {".": [root]}
         for run, files in runs.items():
             for path in files:
                 if path in done:
