@@ -7,9 +7,19 @@ import contextlib
 import os
 import sys
 
-__all__ = ["add_reading_parsers", "run_reading_command"]
+__all__ = ["add_follow_links", "add_reading_parsers", "missing", "run_reading_command"]
 
 COMMANDS = ("export", "plot", "tail")
+
+
+def add_follow_links(parser: argparse.ArgumentParser) -> None:
+    """Add ``--follow-links``: symbolic links that lead out of the logdir are skipped
+    unless it is given (a link to ``/`` in a logdir must not walk the whole host)."""
+    parser.add_argument(
+        "--follow-links",
+        action="store_true",
+        help="also follow symbolic links that lead outside LOGDIR (skipped by default)",
+    )
 
 
 def add_reading_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,6 +32,7 @@ def add_reading_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     p.add_argument("--tag", action="append", dest="tags", help="only this tag (repeatable)")
     p.add_argument("--run", action="append", dest="runs", help="only this run (repeatable)")
+    add_follow_links(p)
     p = sub.add_parser("plot", help="draw a tag's curves of one or more runs to a PNG")
     p.add_argument("logdir", metavar="LOGDIR_OR_FILE")
     p.add_argument("--tag", required=True)
@@ -30,11 +41,13 @@ def add_reading_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--smoothing", type=float, default=0.6, help="TensorBoard's smoothing, [0, 1)")
     p.add_argument("--log-y", action="store_true", help="logarithmic y axis")
     p.add_argument("--size", default="800x450", help="WIDTHxHEIGHT in pixels")
+    add_follow_links(p)
     p = sub.add_parser("tail", help="print new scalars as they are written, with sparklines")
     p.add_argument("logdir", metavar="LOGDIR_OR_FILE")
     p.add_argument("--interval", type=float, default=1.0, help="seconds between polls")
     p.add_argument("--from-start", action="store_true", help="print what is there first")
     p.add_argument("--width", type=int, default=20, help="sparkline length")
+    add_follow_links(p)
 
 
 def missing(path: str) -> bool:
@@ -87,7 +100,7 @@ def _export(args: argparse.Namespace) -> int:
     try:
         rows = export_scalars(
             args.logdir, target, args.format, tags=args.tags, runs=args.runs,
-            progress=bar.update,
+            progress=bar.update, follow_links=args.follow_links,
         )
     except ImportError as e:
         print(f"error: {args.format} needs pyarrow ({e})", file=sys.stderr)
@@ -114,7 +127,9 @@ def _plot(args: argparse.Namespace) -> int:
     except ValueError:
         print(f"error: --size must be WIDTHxHEIGHT, got {args.size!r}", file=sys.stderr)
         return 2
-    data = read_columns(args.logdir, ("scalars",), [args.tag], args.runs)
+    data = read_columns(
+        args.logdir, ("scalars",), [args.tag], args.runs, follow_links=args.follow_links
+    )
     series = {
         run: (tags[args.tag].step, tags[args.tag].value) for run, tags in sorted(data.items())
     }
@@ -167,5 +182,6 @@ def _tail(args: argparse.Namespace) -> int:
             width=args.width,
             from_start=args.from_start,
             stop=stop,
+            follow_links=args.follow_links,
         )
     return 0

@@ -30,6 +30,7 @@ def export_scalars(
     tags: Collection[str] | None = None,
     runs: Collection[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    follow_links: bool = True,
 ) -> int:
     """Write every scalar point of ``logdir`` to ``out``; return the number of rows.
 
@@ -40,6 +41,7 @@ def export_scalars(
     float32, ``run``/``tag`` dictionary-encoded). ``progress(done, total)`` is called per run.
     ``logdir`` may be one event file (run ``"."``). ``out`` is a path, or an open stream
     (text for CSV and JSON Lines, binary for Parquet), written to and left open.
+    ``follow_links`` as in :func:`~summarylib.reader.read_columns`.
 
     Raises:
       ValueError: an unknown format.
@@ -49,8 +51,8 @@ def export_scalars(
         raise ValueError(f"export_scalars: 'format' must be one of {FORMATS}, got {format!r}")
     target: str | IO[Any] = os.fspath(out) if isinstance(out, (str, os.PathLike)) else out
     if format == "parquet":
-        return _parquet(logdir, target, tags, runs, progress)
-    data = read_columns(logdir, ("scalars",), tags, runs)
+        return _parquet(logdir, target, tags, runs, progress, follow_links)
+    data = read_columns(logdir, ("scalars",), tags, runs, follow_links=follow_links)
     rows = 0
     with (
         open(target, "w", newline="", encoding="utf-8") if isinstance(target, str)
@@ -103,7 +105,8 @@ def _jsonl_writer(f: IO[str]) -> Callable[[str, str, Columns], int]:
 
 
 def _parquet(logdir: str | os.PathLike[str], path: str | IO[Any], tags: Collection[str] | None,
-             runs: Collection[str] | None, progress: Callable[[int, int], None] | None) -> int:
+             runs: Collection[str] | None, progress: Callable[[int, int], None] | None,
+             follow_links: bool) -> int:
     """One row group per run, sorted by run then tag. The next run is read while pyarrow
     (which releases the GIL) compresses and writes the previous one."""
     from concurrent.futures import ThreadPoolExecutor
@@ -119,7 +122,9 @@ def _parquet(logdir: str | os.PathLike[str], path: str | IO[Any], tags: Collecti
     ])
     from summarylib.reader.runs import list_runs
 
-    total = len(list_runs(logdir)) if progress is not None and os.path.isdir(logdir) else 1
+    total = 1
+    if progress is not None and os.path.isdir(logdir):
+        total = len(list_runs(logdir, follow_links=follow_links))
 
     def table(run: str, series: dict[str, Columns]) -> pa.Table:
         # run and tag as dictionary columns from int32 indices: no Python string per row.
@@ -141,7 +146,8 @@ def _parquet(logdir: str | os.PathLike[str], path: str | IO[Any], tags: Collecti
     rows = 0
     with pq.ParquetWriter(path, schema) as writer, ThreadPoolExecutor(1) as pool:
         pending = None
-        for i, (run, series) in enumerate(iter_columns(logdir, ("scalars",), tags, runs)):
+        for i, (run, series) in enumerate(iter_columns(logdir, ("scalars",), tags, runs,
+                                                             follow_links=follow_links)):
             t = table(run, series)
             rows += t.num_rows
             if pending is not None:

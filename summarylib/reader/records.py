@@ -9,14 +9,18 @@ import struct
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from crc32c import crc32c
+
 from summarylib.errors import DataLossError
-from summarylib.writer.records import FOOTER_SIZE, HEADER_SIZE, masked_crc32c
+from summarylib.writer.records import FOOTER_SIZE, HEADER_SIZE, mask, masked_crc32c
 
 __all__ = ["Record", "RecordReader", "iter_records"]
 
 _unpack_header = struct.Struct("<QI").unpack
 _unpack_footer = struct.Struct("<I").unpack
 _READ_BUFFER = 1 << 20
+#: Records longer than this have their data checksum checked before they are read whole.
+BIG_RECORD = 1 << 24
 
 
 class Record(NamedTuple):
@@ -38,8 +42,10 @@ class RecordReader:
     yields records appended since, and a torn record once its missing bytes
     have arrived. A length is never trusted beyond the bytes the file holds,
     so a corrupt length cannot make the reader allocate more than the file's
-    size. The file is open only while records are being read: it is closed
-    each time the reader reaches the end.
+    size, and a record longer than :data:`BIG_RECORD` is held in memory only
+    once its checksum (streamed from the file) matches. The file is open only
+    while records are being read: it is closed each time the reader reaches
+    the end.
 
     Raises (while iterating):
       DataLossError: a length or payload CRC does not match (file, offset).
@@ -88,6 +94,11 @@ class RecordReader:
                 if length > size - offset - HEADER_SIZE - FOOTER_SIZE:
                     self.truncated_at = offset
                     return
+                if length > BIG_RECORD and self.check_data_crc:
+                    whole = check_big_record(f, name, offset, length)
+                    if not whole:
+                        self.truncated_at = offset  # the file shrank while we read
+                        return
                 payload = read(length)
                 footer = read(FOOTER_SIZE)
                 if len(payload) < length or len(footer) < FOOTER_SIZE:
@@ -99,6 +110,37 @@ class RecordReader:
                 self.end = offset
                 self.truncated_at = None
                 yield Record(offset - HEADER_SIZE - length - FOOTER_SIZE, payload)
+
+
+def check_big_record(f: io.BufferedReader, path: str, offset: int, length: int) -> bool:
+    """Check the data CRC of the record at ``offset`` by streaming it, before it is read whole.
+
+    A record's bytes are held in memory only once they are known to be its own: a length
+    that a hole in a sparse file (or any corruption) backs costs a pass over the file, not
+    an allocation of that size. ``f`` is left where it was. False if the file ends first.
+
+    Raises:
+      DataLossError: the data checksum does not match.
+    """
+    where = f.tell()
+    f.seek(offset + HEADER_SIZE)
+    crc = 0
+    left = length
+    try:
+        while left:
+            chunk = f.read(min(left, _READ_BUFFER))
+            if not chunk:
+                return False
+            crc = crc32c(chunk, crc)
+            left -= len(chunk)
+        footer = f.read(FOOTER_SIZE)
+        if len(footer) < FOOTER_SIZE:
+            return False
+        if mask(crc) != _unpack_footer(footer)[0]:
+            raise DataLossError(path, offset, "corrupted record (bad data checksum)")
+        return True
+    finally:
+        f.seek(where)
 
 
 class _InMemory(io.BufferedReader):

@@ -48,6 +48,7 @@ def follow_scalars(
     stop: Callable[[], bool] = lambda: False,
     on_existing: Callable[[list[ScalarPoint]], None] | None = None,
     on_problem: Callable[[str], None] | None = None,
+    follow_links: bool = True,
 ) -> Iterator[list[ScalarPoint]]:
     """Yield, once per poll, the scalar points added since the last poll (maybe none).
 
@@ -60,7 +61,8 @@ def follow_scalars(
     for its missing bytes. A file that shrank (rewritten) is read again from its start. A
     corrupt record stops the reading of its file; ``on_problem`` gets one line saying so. A
     URL logdir (``s3://``, ...) is polled for new objects, each read once (objects do not
-    change). Stops when ``stop()`` returns True.
+    change). Stops when ``stop()`` returns True. ``follow_links`` as in
+    :func:`~summarylib.reader.list_runs`.
     """
     from summarylib.errors import DataLossError
     from summarylib.reader.records import RecordReader
@@ -81,7 +83,7 @@ def follow_scalars(
     while not stop():
         points: list[ScalarPoint] = []
         skipping = first and not from_start
-        runs = list_runs(root) if is_logdir(root) else {".": [root]}
+        runs = list_runs(root, follow_links=follow_links) if is_logdir(root) else {".": [root]}
         for run, files in runs.items():
             for path in files:
                 if path in done:
@@ -149,6 +151,7 @@ def tail(
     width: int = 20,
     from_start: bool = False,
     stop: Callable[[], bool] = lambda: False,
+    follow_links: bool = True,
 ) -> None:
     """Print ``run  tag  step  value  sparkline`` for each new scalar point until ``stop()``.
 
@@ -171,6 +174,7 @@ def tail(
         stop=stop,
         on_existing=seed,
         on_problem=problem,
+        follow_links=follow_links,
     ):
         for run, tag, step, value in points:
             h = history.setdefault((run, tag), deque(maxlen=width))
