@@ -42,8 +42,9 @@ class RecordReader:
     yields records appended since, and a torn record once its missing bytes
     have arrived. A length is never trusted beyond the bytes the file holds,
     so a corrupt length cannot make the reader allocate more than the file's
-    size, and a record longer than :data:`BIG_RECORD` is held in memory only
-    once its checksum (streamed from the file) matches. The file is open only
+    size, and (while data checksums are checked) a record longer than
+    :data:`BIG_RECORD` is held in memory only once its checksum, streamed from
+    the file, matches. The file is open only
     while records are being read: it is closed each time the reader reaches
     the end.
 
