@@ -12,6 +12,8 @@ naming the file and offset.
 from __future__ import annotations
 
 import argparse
+import codecs
+import io
 import json
 import os
 import sys
@@ -23,7 +25,7 @@ from typing import TextIO
 from summarylib.cli_graph import COMMANDS as GRAPH_COMMANDS
 from summarylib.cli_graph import add_graph_parsers, rewrite_argv, run_graph_command
 from summarylib.cli_reading import COMMANDS as READING_COMMANDS
-from summarylib.cli_reading import add_reading_parsers, run_reading_command
+from summarylib.cli_reading import add_follow_links, add_reading_parsers, run_reading_command
 from summarylib.errors import DataLossError
 
 __all__ = ["main"]
@@ -52,6 +54,9 @@ class RunStats:
     files: int = 0
     records: int = 0
     tags: dict[str, TagStats] = field(default_factory=dict)
+    #: Each file version string (``brain.Event:2``) and how many events state it.
+    file_versions: dict[str, int] = field(default_factory=dict)
+    #: Events other than summaries and file versions, counted by kind.
     other: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
@@ -65,18 +70,23 @@ def _legacy_plugin(kind: str | None) -> str:
     }.get(kind or "", "(no metadata)")
 
 
-def inspect_logdir(logdir: str) -> dict[str, RunStats]:
-    """Summarize every run of ``logdir``. Corrupt files are noted, not raised."""
+def inspect_logdir(logdir: str, *, follow_links: bool = True) -> dict[str, RunStats]:
+    """Summarize every run of ``logdir`` (or one event file, as run ``"."``).
+
+    Corrupt files are noted, not raised.
+    """
     from google.protobuf.message import DecodeError
 
     from summarylib.progress import Progress
     from summarylib.proto import event_pb2
     from summarylib.reader.records import RecordReader
-    from summarylib.reader.runs import list_runs
+    from summarylib.reader.runs import is_logdir, list_runs
 
     out: dict[str, RunStats] = {}
     bar = Progress("inspect")
-    all_runs = list_runs(logdir)
+    all_runs = (
+        list_runs(logdir, follow_links=follow_links) if is_logdir(logdir) else {".": [logdir]}
+    )
     for done, (run, files) in enumerate(all_runs.items()):
         bar.update(done, len(all_runs))
         stats = out[run] = RunStats(files=len(files))
@@ -92,6 +102,10 @@ def inspect_logdir(logdir: str) -> dict[str, RunStats]:
                         stats.problems.append(f"{path}: record at offset {offset} is not an Event")
                         continue
                     what = event.WhichOneof("what")
+                    if what == "file_version":
+                        version = event.file_version
+                        stats.file_versions[version] = stats.file_versions.get(version, 0) + 1
+                        continue
                     if what != "summary":
                         key = what or "empty"
                         stats.other[key] = stats.other.get(key, 0) + 1
@@ -129,6 +143,9 @@ def _print_inspect(stats: dict[str, RunStats], out: TextIO) -> None:
         return
     for run, rs in stats.items():
         print(f"run {run!r}: {rs.files} file(s), {rs.records} record(s)", file=out)
+        for version, n in sorted(rs.file_versions.items()):
+            times = "" if n == 1 else f" ({n} files)"
+            print(f"  file_version: {version}{times}", file=out)
         for key, n in sorted(rs.other.items()):
             print(f"  {key}: {n}", file=out)
         width = max([len(t) for t in rs.tags] + [3])
@@ -149,7 +166,7 @@ def _print_inspect(stats: dict[str, RunStats], out: TextIO) -> None:
             print(f"  ! {p}", file=out)
 
 
-def verify(paths: Sequence[str], out: TextIO) -> int:
+def verify(paths: Sequence[str], out: TextIO, *, follow_links: bool = True) -> int:
     """Check every record of the given files/logdirs; return the exit status."""
     from google.protobuf.message import DecodeError
 
@@ -160,7 +177,7 @@ def verify(paths: Sequence[str], out: TextIO) -> int:
     files: list[str] = []
     for p in paths:
         if is_logdir(p):
-            for run_files in list_runs(p).values():
+            for run_files in list_runs(p, follow_links=follow_links).values():
                 files.extend(run_files)
         elif is_remote(p) or os.path.lexists(p):
             files.append(p)  # not a regular file? the reader says so
@@ -204,6 +221,57 @@ def verify(paths: Sequence[str], out: TextIO) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status.
+
+    A reader that closes the pipe early (``summarylib tail logs | head -2``) ends the
+    command quietly with status 141, as a program killed by SIGPIPE reports it.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        # File, run and tag names come from untrusted files and directories: print them
+        # whatever the locale, never fail on them (see _unencodable).
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors=_UNENCODABLE)
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # here, not at exit, where a closed pipe would print a traceback
+        return status
+    except BrokenPipeError:
+        _drop_stdout()
+        return 141
+
+
+def _unencodable(error: UnicodeError) -> tuple[str | bytes, int]:
+    # A file name that is not valid in the file system's encoding reaches Python as
+    # surrogate escapes: write its own bytes back, as `ls` does, so that the name printed
+    # is the name on disk. Anything else the locale cannot encode becomes a backslash
+    # escape.
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    text = error.object[error.start : error.end]
+    if all(0xDC80 <= ord(c) <= 0xDCFF for c in text):
+        return bytes(ord(c) - 0xDC00 for c in text), error.end
+    return codecs.backslashreplace_errors(error)
+
+
+_UNENCODABLE = "summarylib.names"
+codecs.register_error(_UNENCODABLE, _unencodable)
+
+
+def _drop_stdout() -> None:
+    # Whatever is still buffered for the closed pipe would fail again when Python flushes
+    # stdout at exit: point the descriptor at /dev/null so that last flush succeeds.
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(
         prog="summarylib",
         description="Inspect, verify, export, plot and follow TensorBoard event files; "
@@ -211,10 +279,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     p_inspect = sub.add_parser("inspect", help="list runs, tags, counts, steps and times")
-    p_inspect.add_argument("logdir")
+    p_inspect.add_argument("logdir", metavar="LOGDIR_OR_FILE")
     p_inspect.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_follow_links(p_inspect)
     p_verify = sub.add_parser("verify", help="check every record; exit 1 on corruption")
     p_verify.add_argument("paths", nargs="+", metavar="LOGDIR_OR_FILE")
+    add_follow_links(p_verify)
     add_reading_parsers(sub)
     add_graph_parsers(sub)
     args = parser.parse_args(rewrite_argv(sys.argv[1:] if argv is None else argv))
@@ -223,16 +293,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in GRAPH_COMMANDS:
         return run_graph_command(args)
     if args.command == "inspect":
-        from summarylib.reader.runs import is_logdir
+        from summarylib.cli_reading import missing
 
-        if not is_logdir(args.logdir):
-            print(f"error: not a directory: {args.logdir}", file=sys.stderr)
+        if missing(args.logdir):
+            print(f"error: no such file or directory: {args.logdir}", file=sys.stderr)
             return 2
-        stats = inspect_logdir(args.logdir)
+        stats = inspect_logdir(args.logdir, follow_links=args.follow_links)
         if args.json:
             json.dump({run: asdict(rs) for run, rs in stats.items()}, sys.stdout, indent=2)
             print()
         else:
             _print_inspect(stats, sys.stdout)
         return 0
-    return verify(args.paths, sys.stdout)
+    return verify(args.paths, sys.stdout, follow_links=args.follow_links)

@@ -37,7 +37,9 @@ def create_file_writer(
     The directory is created if missing. The new file,
     ``events.out.tfevents.<secs>.<host>.<pid>.<n><suffix>``, holds its first
     event (``file_version="brain.Event:2"``, ``source_metadata.writer =
-    "summarylib"``) on disk when this returns. Every call makes a new file.
+    "summarylib"``) on disk when this returns. Every call makes a new file; the
+    files of one process sort by name in creation order (see
+    :mod:`summarylib.writer.naming`).
 
     Events are written by a background thread: when more than ``max_queue``
     are pending, at most ``flush_millis`` after the previous write, and on

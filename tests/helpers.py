@@ -74,3 +74,18 @@ def torch_warns_always() -> Iterator[None]:
         yield
     finally:
         torch.set_warn_always(before)
+
+
+def tb_directory_watcher(directory: str | os.PathLike[str]) -> object:
+    """TensorBoard's Python ``DirectoryWatcher`` on one run directory, as its multiplexer
+    builds it: files in name order, each read through ``EventFileLoader``, and never a file
+    that sorts before the one being read. Call ``.Load()`` once per reload."""
+    from tensorboard.backend.event_processing import (
+        directory_watcher,
+        event_file_loader,
+        io_wrapper,
+    )
+
+    return directory_watcher.DirectoryWatcher(
+        os.fspath(directory), event_file_loader.EventFileLoader, io_wrapper.IsSummaryEventsFile
+    )

@@ -15,7 +15,7 @@ from summarylib.reader import iter_records
 from tests.helpers import only_file, tb_events
 
 NAME = re.compile(
-    r"^events\.out\.tfevents\.(\d{10})\.(?P<host>.+)\.(?P<pid>\d+)\.(?P<n>\d+)(?P<suffix>.*)$"
+    r"^events\.out\.tfevents\.(\d{10})\.(?P<host>.+)\.(?P<pid>\d+)\.(?P<n>\d|[a-z]\d{2,})(?P<suffix>.*)$"
 )
 
 

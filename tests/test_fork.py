@@ -50,7 +50,7 @@ def run(code: str, logdir: Path) -> str:
 def files_by_pid(logdir: Path) -> dict[int, Path]:
     out = {}
     for p in sorted(logdir.iterdir()):
-        m = re.match(r"events\.out\.tfevents\.\d{10}\..+\.(\d+)\.(\d+)\.v2$", p.name)
+        m = re.match(r"events\.out\.tfevents\.\d{10}\..+\.(\d+)\.(\d|[a-z]\d{2,})\.v2$", p.name)
         assert m, p.name
         assert int(m[1]) not in out, "two files of one process"
         out[int(m[1])] = p

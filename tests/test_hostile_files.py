@@ -18,6 +18,7 @@ import io
 import os
 import signal
 import struct
+import tempfile
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -309,3 +310,259 @@ def test_fifos_devices_and_dangling_links_are_not_event_files(
             with contextlib.redirect_stdout(io.StringIO()) as out:
                 assert cli.main(["verify", str(run / name)]) != 0
     assert "OK" not in out.getvalue()
+
+
+@pytest.fixture
+def deep_chain() -> Iterator[Path]:
+    """``<tmp>/logs/d/d/.../d``, 1000 deep (past Python's recursion limit); yields
+    ``<tmp>``. Made outside pytest's ``tmp_path``, whose cleanup recurses and would fail on
+    it, and removed bottom-up afterwards."""
+    base = Path(tempfile.mkdtemp(prefix="summarylib-deep-"))
+    deepest = base / "logs"
+    try:
+        deepest.mkdir()
+        for _ in range(1000):
+            deepest = deepest / "d"
+            deepest.mkdir()
+        yield base
+    finally:
+        d = deepest
+        while True:
+            for f in d.iterdir():
+                if f.is_symlink() or not f.is_dir():
+                    f.unlink()
+            d.rmdir()
+            if d == base:
+                break
+            d = d.parent
+
+
+def test_a_chain_of_a_thousand_directories_is_walked_not_recursed(deep_chain: Path) -> None:
+    from summarylib.reader import iter_run_events
+    from summarylib.reader.tailing import tail
+
+    tmp_path = deep_chain
+    logdir = tmp_path / "logs"
+    deepest = logdir.joinpath(*["d"] * 1000)
+    with sl.create_file_writer(deepest):
+        sl.scalar("loss", 0.5, step=3)
+    run = "/".join(["d"] * 1000)
+    with alarm(60):
+        assert list(list_runs(logdir)) == [run]
+        assert read_scalars(logdir)[run]["loss"][0][::2] == (3, 0.5)
+        assert [r for r, _ in iter_run_events(logdir)] == [run, run]
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            assert cli.main(["inspect", str(logdir)]) == 0
+            assert cli.main(["verify", str(logdir)]) == 0
+            assert cli.main(["export", str(logdir), "-o", str(tmp_path / "x.csv")]) == 0
+            assert cli.main(
+                ["plot", str(logdir), "--tag", "loss", "-o", str(tmp_path / "x.png")]
+            ) == 0
+        assert "OK: 1 file(s), 2 valid record(s)" in out.getvalue()
+        assert (tmp_path / "x.csv").read_text().splitlines()[1].startswith(f"{run},loss,3,")
+        polls = iter(range(2))
+        printed = io.StringIO()
+        tail(logdir, printed, interval=0, from_start=True, stop=lambda: next(polls) > 0)
+        assert printed.getvalue().split()[:4] == [run, "loss", "3", "0.5"]
+
+
+# -- hostile files on the command line ------------------------------------------------------
+
+# The child's own peak RSS after running commands: python, numpy, protobuf and pillow take
+# well under this; the failures it guards against took gigabytes.
+RSS_BOUND = 400 << 20
+_PEAK_RSS = """
+import contextlib, io, resource, sys
+from summarylib import cli
+from summarylib.reader import RecordReader
+from summarylib.errors import DataLossError
+logdir, file, out = sys.argv[1:4]
+with contextlib.suppress(DataLossError):
+    for _ in RecordReader(file):
+        pass
+for args in (["verify", logdir], ["inspect", logdir], ["export", logdir, "-o", out + ".csv"],
+             ["plot", logdir, "--tag", "loss", "-o", out + ".png"]):
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        status = cli.main(args)
+    print(args[0], status, printed.getvalue().replace(chr(10), " | "))
+print("peak", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+
+def _peak_rss(logdir: Path, file: Path, out: Path) -> tuple[int, str]:
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", _PEAK_RSS, str(logdir), str(file), str(out)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    peak = int(proc.stdout.rsplit("peak ", 1)[1])
+    return peak, proc.stdout + proc.stderr
+
+
+def _huge_header(length: int) -> bytes:
+    header = struct.pack("<Q", length)
+    return header + struct.pack("<I", masked_crc32c(header))
+
+
+def test_a_sparse_file_claiming_a_gigabyte_record_costs_no_gigabyte(
+    tmp_path: Path, valid: bytes
+) -> None:
+    # A whole record, length CRC and all, whose payload is a hole: 1 GiB of zeros that take
+    # no disk. Its data CRC is wrong, which can only be known by reading it: streamed.
+    path = _put(tmp_path, valid + _huge_header(1 << 30))
+    with open(path, "r+b") as f:
+        f.truncate(len(valid) + 12 + (1 << 30) + 4)
+    peak, printed = _peak_rss(path.parent, path, tmp_path / "out")
+    assert peak < RSS_BOUND, printed
+    assert f"CORRUPT {path}: corrupted record (bad data checksum) at offset {len(valid)}" in (
+        printed
+    )
+
+
+def test_a_torn_record_claiming_hundreds_of_megabytes_is_not_read(
+    tmp_path: Path, valid: bytes
+) -> None:
+    path = _put(tmp_path, valid + _huge_header(300 << 20))
+    with open(path, "ab") as f:
+        f.write(b"\1" * (200 << 20))  # only 200 MB of its 300 arrived: a torn tail
+    peak, printed = _peak_rss(path.parent, path, tmp_path / "out")
+    assert peak < RSS_BOUND, printed
+    assert "export 0" in printed and "plot 0" in printed and "verify 0" in printed
+    assert (tmp_path / "out.csv").read_text().count("loss") == 5
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    dims=st.lists(st.one_of(st.integers(0, 4), st.integers(0, 2**63 - 1)), max_size=4),
+    dtype=st.sampled_from([1, 2, 3, 7, 9, 19]),
+    values=st.integers(0, 2),
+)
+def test_tensor_shapes_are_never_trusted(dims: list[int], dtype: int, values: int) -> None:
+    from summarylib.proto import tensor_pb2
+    from summarylib.reader.tensors import tensor_array, tensor_strings
+
+    tensor = tensor_pb2.TensorProto(dtype=dtype)
+    for d in dims:
+        tensor.tensor_shape.dim.add(size=d)
+    if dtype == 7:
+        tensor.string_val.extend([b"x"] * values)
+    elif dtype == 9:
+        tensor.int64_val.extend([1] * values)
+    elif dtype == 2:
+        tensor.double_val.extend([1.0] * values)
+    elif dtype == 3:
+        tensor.int_val.extend([1] * values)
+    elif dtype == 19:
+        tensor.half_val.extend([1] * values)
+    else:
+        tensor.float_val.extend([1.0] * values)
+    tracemalloc.start()
+    try:
+        with alarm():
+            array = tensor_array(tensor)
+            strings = tensor_strings(tensor)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < (1 << 24) * 8 + SLACK
+    if array is not None:
+        assert list(array.shape) == dims
+    if strings is not None:
+        assert dtype == 7
+
+
+def test_scalars_and_histograms_claiming_huge_shapes_are_skipped_by_every_command(
+    tmp_path: Path, valid: bytes
+) -> None:
+    from summarylib.proto import event_pb2
+    from summarylib.reader import KINDS, read_columns
+
+    events = []
+    for tag, plugin, dims in (
+        ("loss", "scalars", [2**62, 4]),
+        ("h", "histograms", [2**32, 2**32]),
+        ("t", "text", [2**62, 0, 5]),
+    ):
+        event = event_pb2.Event(step=9, wall_time=1.0)
+        value = event.summary.value.add(tag=tag)
+        value.metadata.plugin_data.plugin_name = plugin
+        value.tensor.dtype = 7 if plugin == "text" else 1
+        for d in dims:
+            value.tensor.tensor_shape.dim.add(size=d)
+        events.append(frame(event.SerializeToString()))
+    path = _put(tmp_path, valid + b"".join(events))
+    with alarm(60):
+        data = read_columns(path, KINDS)
+        assert list(data["."]["loss"].step) == list(range(5))
+        for args in (
+            ["verify", str(path)],
+            ["inspect", str(path)],
+            ["export", str(path), "-o", str(tmp_path / "x.csv")],
+            ["plot", str(path), "--tag", "loss", "-o", str(tmp_path / "x.png")],
+        ):
+            with contextlib.redirect_stdout(io.StringIO()):
+                assert cli.main(args) == 0, args
+
+
+def test_links_out_of_the_logdir_are_followed_only_when_asked(
+    tmp_path: Path, valid: bytes
+) -> None:
+    logdir = tmp_path / "logs"
+    (logdir / "run").mkdir(parents=True)
+    (logdir / "run" / "events.out.tfevents.1.h.1.0.v2").write_bytes(valid)
+    elsewhere = tmp_path / "elsewhere" / "run"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "events.out.tfevents.1.h.1.0.v2").write_bytes(valid)
+    (logdir / "host").symlink_to("/", target_is_directory=True)  # the whole machine
+    (logdir / "other").symlink_to(elsewhere, target_is_directory=True)
+    (logdir / "zz").symlink_to(logdir / "run", target_is_directory=True)  # inside: followed
+    with alarm(30):
+        assert sorted(list_runs(logdir, follow_links=False)) == ["run"]
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            assert cli.main(["verify", str(logdir)]) == 0
+        assert "OK: 1 file(s)" in out.getvalue()
+        (logdir / "host").unlink()
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            assert cli.main(["verify", "--follow-links", str(logdir)]) == 0
+            assert cli.main(["inspect", "--follow-links", str(logdir)]) == 0
+            assert cli.main(["export", str(logdir), "-o", str(tmp_path / "x.csv")]) == 0
+        assert "OK: 2 file(s)" in out.getvalue()
+        assert "run 'other'" in out.getvalue()
+        rows = (tmp_path / "x.csv").read_text().splitlines()[1:]
+        assert {line.split(",")[0] for line in rows} == {"run"}
+        # The library keeps TensorBoard's way by default: every link is followed.
+        assert sorted(list_runs(logdir)) == ["other", "run"]
+
+
+def test_names_that_are_not_utf8_are_printed_as_they_are(tmp_path: Path, valid: bytes) -> None:
+    import subprocess
+    import sys
+
+    logdir = tmp_path / "logs"
+    run = os.path.join(os.fsencode(logdir), b"run\xff")
+    os.makedirs(run)
+    name = b"events.out.tfevents.1.h\xfe.1.0.v2"
+    with open(os.path.join(run, name), "wb") as f:
+        f.write(valid[:-3])  # torn: verify names the file
+    # What a UTF-8 locale gives (this machine may lack one, and Python then escapes).
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"}
+    verify = subprocess.run(
+        [sys.executable, "-m", "summarylib", "verify", str(logdir)],
+        capture_output=True, timeout=120, env=env,
+    )
+    assert verify.returncode == 0, verify.stderr
+    assert os.path.join(run, name) in verify.stdout and b"Traceback" not in verify.stderr
+    with subprocess.Popen(
+        [sys.executable, "-m", "summarylib", "tail", "--from-start", str(logdir)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    ) as tail:
+        assert tail.stdout is not None and tail.stderr is not None
+        first = tail.stdout.readline()
+        tail.terminate()
+        err = tail.stderr.read()
+    assert first.split()[:2] == [b"run\xff", b"loss"], (first, err)
+    assert b"Traceback" not in err

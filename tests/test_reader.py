@@ -248,3 +248,101 @@ def test_tbparse_reads_our_scalars(tmp_path: Path) -> None:
             rows = sub[sub["tag"] == tag].sort_values("step")
             assert list(rows["step"]) == [s for s, _ in series]
             assert np.allclose(rows["value"], [v for _, v in series])
+
+
+def _next_counter() -> int:
+    # The counter part of the next name this process creates (its digits, whatever the
+    # letters around them), read from a fresh name.
+    from summarylib.writer.naming import event_file_name
+
+    name = event_file_name(".x", now=0)
+    counter = name.rsplit(f".{os.getpid()}.", 1)[1].removesuffix(".x")
+    return int("".join(c for c in counter if c.isdigit())) + 1
+
+
+def test_event_file_names_sort_in_creation_order_for_any_count() -> None:
+    from summarylib.writer.naming import counter_text, event_file_name
+
+    numbers = [0, 1, 9, 10, 11, 99, 100, 999, 1000, 10**6 - 1, 10**6, 2**63 - 1, 2**64]
+    assert sorted(numbers, key=counter_text) == numbers
+    assert [counter_text(n) for n in (0, 9, 10, 123)] == ["0", "9", "a10", "b123"]
+    # Names created in one second by one process, past at least one more digit.
+    names = [event_file_name(".v2", now=1_700_000_000)]
+    while len(names[-1]) == len(names[0]) or len(names) < 20:
+        names.append(event_file_name(".v2", now=1_700_000_000))
+    assert sorted(names) == names
+    assert all(n.startswith("events.out.tfevents.1700000000.") for n in names)
+
+
+def test_twelve_writers_in_one_second_are_read_in_creation_order_live(tmp_path: Path) -> None:
+    from tests.helpers import tb_directory_watcher
+
+    # Start a few writers before the counter gains a digit, so that the twelve straddle it.
+    while True:
+        n = _next_counter()
+        if 10 ** len(str(n)) - n == 5:
+            break
+    watcher = tb_directory_watcher(tmp_path)
+    seen: list[int] = []
+    for step in range(12):
+        with sl.create_file_writer(tmp_path):
+            assert sl.scalar("loss", float(step), step=step)
+        # A live TensorBoard reloads between writers: each reload sees the newest file.
+        seen += [e.step for e in watcher.Load() if e.HasField("summary")]  # type: ignore[attr-defined]
+    assert seen == list(range(12))
+    assert [e.step for e in iter_events(tmp_path) if e.HasField("summary")] == list(range(12))
+    assert [p[0] for p in read_scalars(tmp_path)["."]["loss"]] == list(range(12))
+
+
+def _drain(it: object) -> list:
+    return list(it)  # type: ignore[call-overload]
+
+
+@settings(max_examples=30, deadline=None)
+@given(cuts=st.lists(st.floats(0, 1), max_size=8))
+def test_readers_resume_on_a_growing_file_as_tensorboards_loader(
+    tmp_path_factory: pytest.TempPathFactory, cuts: list[float]
+) -> None:
+    from tensorboard.backend.event_processing import event_file_loader
+
+    tmp = tmp_path_factory.mktemp("grow")
+    data = _write_run(tmp / "src", {"x": [(s, float(s)) for s in range(5)], "y": [(0, 1.0)]})
+    data_bytes = data.read_bytes()
+    path = tmp / "events.out.tfevents.grow"
+    path.write_bytes(b"")
+    records = iter_records(path)
+    events = iter_events(path)
+    theirs_loader = event_file_loader.LegacyEventFileLoader(str(path))
+    got_records: list = []
+    got_events: list = []
+    got_theirs: list = []
+    for cut in [*sorted(int(c * len(data_bytes)) for c in cuts), len(data_bytes)]:
+        with open(path, "r+b") as f:  # grow the file to `cut` bytes (appending only)
+            f.seek(0, os.SEEK_END)
+            f.write(data_bytes[f.tell() : max(cut, f.tell())])
+        got_records += _drain(records)
+        got_events += _drain(events)
+        got_theirs += _drain(theirs_loader.Load())
+        assert [e.SerializeToString() for e in got_events] == [
+            e.SerializeToString() for e in got_theirs
+        ]
+        assert [r.payload for r in got_records] == [e.SerializeToString() for e in got_events]
+    assert [r.payload for r in got_records] == [r.payload for r in iter_records(data)]
+
+
+def test_a_torn_record_is_held_back_until_whole_then_read(tmp_path: Path) -> None:
+    path = tmp_path / "f.tfevents"
+    whole = frame(b"first") + frame(b"second")
+    path.write_bytes(whole[:-3])
+    reader = RecordReader(path)
+    assert [r.payload for r in reader] == [b"first"]
+    assert reader.truncated_at == len(frame(b"first")) == reader.end
+    assert next(reader, None) is None  # still torn: nothing, and it stays put
+    assert reader.truncated_at == len(frame(b"first"))
+    with open(path, "ab") as f:
+        f.write(whole[-3:] + frame(b"third"))
+    assert [(r.offset, r.payload) for r in reader] == [
+        (len(frame(b"first")), b"second"),
+        (len(whole), b"third"),
+    ]
+    assert reader.truncated_at is None and reader.end == path.stat().st_size

@@ -12,6 +12,7 @@ own loader in test_columns.py instead).
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -338,7 +339,8 @@ def test_tail_prints_new_scalars_as_they_arrive(tmp_path: Path) -> None:
     )
     os.close(slave)
     try:
-        time.sleep(1.0)  # its first poll skips what is there
+        # Its first poll reads what is there (printing none of it), then it says it follows.
+        assert "following" in _read_until(master, "following", 60)
         with w.as_default():
             for s in range(1, 9):
                 sl.scalar("loss", float(s), step=s)
@@ -374,3 +376,35 @@ def test_progress_bar_only_on_a_terminal() -> None:
     screen = _read_until(master, "\x1b[K", 5)
     os.close(master)
     assert "verify [" in screen and "2/4" in screen and "#" * 15 in screen
+
+
+def test_tail_of_a_run_already_written_prints_its_new_points(tmp_path: Path) -> None:
+    from summarylib.reader.tailing import tail
+
+    logdir = tmp_path / "logs"
+    w = sl.create_file_writer(str(logdir / "train"))
+    with w.as_default():
+        for s in range(4):  # the tag's first record (with its metadata) is among these
+            sl.scalar("loss", float(s), step=s)
+    w.flush()
+    polls = 0
+
+    def stop() -> bool:
+        nonlocal polls
+        polls += 1
+        if polls == 2:  # after tail's first poll: the run goes on
+            with w.as_default():
+                for s in range(4, 8):
+                    sl.scalar("loss", float(s), step=s)
+            w.flush()
+        return polls > 2
+
+    out = io.StringIO()
+    tail(logdir, out, interval=0, width=8, stop=stop)
+    w.close()
+    lines = out.getvalue().splitlines()
+    assert [line.split()[:4] for line in lines] == [
+        ["train", "loss", str(s), str(s)] for s in range(4, 8)
+    ]
+    # The sparklines start with the values that were already there.
+    assert lines[-1].rstrip().endswith("▁▂▃▄▅▆▇█")

@@ -2,8 +2,9 @@
 
 Files are treated as untrusted input: both CRCs of every record are checked, a
 length is never trusted beyond what the file holds, a torn last record (a file
-still being written) ends iteration quietly, and anything else that is wrong
-raises :class:`~summarylib.errors.DataLossError` naming the file and offset.
+still being written) ends iteration quietly (the record and event iterators of
+one file resume there as it grows), and anything else that is wrong raises
+:class:`~summarylib.errors.DataLossError` naming the file and offset.
 
     >>> from summarylib.reader import read_scalars
     >>> read_scalars("logs")            # doctest: +SKIP

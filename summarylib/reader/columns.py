@@ -88,6 +88,7 @@ def read_columns(
     *,
     purge: Purge = "eventaccumulator",
     check_crc: bool = True,
+    follow_links: bool = True,
 ) -> dict[str, dict[str, Columns]]:
     """Return ``{run: {tag: Columns}}`` for the chosen kinds, tags and runs.
 
@@ -110,6 +111,8 @@ def read_columns(
         data server does: a point drops every earlier point of its tag with a step >= its own
         (a repeated step keeps the last value). ``"none"`` keeps every point in file order.
       check_crc: check both checksums of every record (the default).
+      follow_links: follow symbolic links to directories outside the logdir too (the
+        default, as TensorBoard does); links inside it are always followed.
 
     Points are in file order within a run (files in name order).
 
@@ -126,7 +129,7 @@ def read_columns(
             f"read_columns: 'purge' must be 'eventaccumulator', 'preempt' or 'none', got {purge!r}"
         )
     return dict(iter_columns(logdir_or_file, kinds, tags, runs, purge=purge,
-                             check_crc=check_crc))
+                             check_crc=check_crc, follow_links=follow_links))
 
 
 def iter_columns(
@@ -137,11 +140,12 @@ def iter_columns(
     *,
     purge: Purge = "eventaccumulator",
     check_crc: bool = True,
+    follow_links: bool = True,
 ) -> Iterator[tuple[str, dict[str, Columns]]]:
     """:func:`read_columns` one run at a time: ``(run, {tag: Columns})`` for each run with
     data, runs sorted by name (arguments checked by the caller)."""
     path = os.fspath(logdir_or_file)
-    run_files = list_runs(path) if is_logdir(path) else {".": [path]}
+    run_files = list_runs(path, follow_links=follow_links) if is_logdir(path) else {".": [path]}
     tag_set = None if tags is None else set(tags)
     for run, files in sorted(run_files.items()):
         if runs is not None and run not in runs:
@@ -177,7 +181,12 @@ class _RunBuilder:
 
     # -- reading -------------------------------------------------------------
     def read_file(self, file: str, check_crc: bool) -> None:
-        from summarylib.reader.records import _open_regular, file_size
+        from summarylib.reader.records import (
+            BIG_RECORD,
+            _open_regular,
+            check_big_record,
+            file_size,
+        )
 
         with _open_regular(file) as f:
             size = file_size(f)
@@ -198,11 +207,20 @@ class _RunBuilder:
                 if not data:
                     break  # EOF: what is left is a torn last record (ignored, as TensorBoard)
                 # A record longer than a chunk is read whole at once (not grown chunk by
-                # chunk), but never past the file's size, whatever its length claims.
+                # chunk). One that the file cannot hold is a torn tail: never read. A long
+                # one has its checksum streamed first, so that memory only ever holds bytes
+                # known to be a record's (a sparse file's hole can claim gigabytes).
                 want = _CHUNK
-                if len(carry) >= 8:
-                    need = 16 + int.from_bytes(carry[:8], "little") - len(carry)
-                    want = max(_CHUNK, min(need, size - base - len(carry)))
+                if len(carry) >= 12:
+                    scan_chunk(carry[:12], file, base, check_crc=True)  # its length's CRC
+                    length = int.from_bytes(carry[:8], "little")
+                    if base + 16 + length > size:
+                        break
+                    if length > BIG_RECORD and check_crc and not check_big_record(
+                        f, file, base, length
+                    ):
+                        break
+                    want = max(_CHUNK, 16 + length - len(carry))
 
     def _peek_version(self, head: bytes) -> None:
         # The file version decides how this file's events purge (EventAccumulator's rule);

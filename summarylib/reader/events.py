@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from summarylib.errors import DataLossError
-from summarylib.reader.records import iter_records
+from summarylib.reader.records import RecordReader
 from summarylib.reader.runs import event_files, list_runs
 
 if TYPE_CHECKING:
@@ -19,17 +19,22 @@ __all__ = ["iter_events", "iter_run_events", "iter_summary_values"]
 def iter_events(path: str | os.PathLike[str]) -> Iterator[event_pb2.Event]:
     """Yield the Events of an event file, or of one run directory.
 
-    A directory is read as a single run: the event files directly in it, in
-    name (= creation) order. Runs in its subdirectories are not read; use
-    :func:`iter_run_events` for a logdir that holds several runs.
+    For one file, the iterator resumes as the file grows, as TensorFlow's
+    ``summary_iterator`` and TensorBoard's loader do: once exhausted, ``next()``
+    yields the events appended since (a torn last record is held back until
+    it is whole; see :class:`~summarylib.reader.RecordReader`).
+
+    A directory is read as a single run, once: the event files directly in
+    it, in name (= creation) order. Runs in its subdirectories are not read;
+    use :func:`iter_run_events` for a logdir that holds several runs.
 
     Raises:
       DataLossError: a corrupt record, or one that is not an ``Event``.
     """
     name = os.fspath(path)
-    files = event_files(name) if os.path.isdir(name) else [name]
-    for file in files:
-        yield from _file_events(file)
+    if not os.path.isdir(name):
+        return _FileEvents(name)
+    return (event for file in event_files(name) for event in _FileEvents(file))
 
 
 def iter_run_events(logdir: str | os.PathLike[str]) -> Iterator[tuple[str, event_pb2.Event]]:
@@ -45,7 +50,7 @@ def iter_run_events(logdir: str | os.PathLike[str]) -> Iterator[tuple[str, event
     """
     for run, files in list_runs(logdir).items():
         for file in files:
-            for event in _file_events(file):
+            for event in _FileEvents(file):
                 yield run, event
 
 
@@ -59,15 +64,25 @@ def iter_summary_values(
                 yield event, value
 
 
-def _file_events(file: str) -> Iterator[event_pb2.Event]:
-    from google.protobuf.message import DecodeError
+class _FileEvents:
+    """The events of one file: an iterator that resumes as the file grows."""
 
-    from summarylib.proto import event_pb2
+    def __init__(self, file: str) -> None:
+        self.records = RecordReader(file)
 
-    for offset, payload in iter_records(file):
+    def __iter__(self) -> _FileEvents:
+        return self
+
+    def __next__(self) -> event_pb2.Event:
+        from google.protobuf.message import DecodeError
+
+        from summarylib.proto import event_pb2
+
+        offset, payload = next(self.records)
         event = event_pb2.Event()
         try:
             event.ParseFromString(payload)
         except DecodeError as e:
-            raise DataLossError(file, offset, f"record is not an Event ({e})") from None
-        yield event
+            reason = f"record is not an Event ({e})"
+            raise DataLossError(self.records.path, offset, reason) from None
+        return event

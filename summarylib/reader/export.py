@@ -7,12 +7,13 @@ Parquet needs pyarrow (imported only for it).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
 import os
 from collections.abc import Callable, Collection
-from typing import IO
+from typing import IO, Any
 
 from summarylib.reader.columns import Columns, iter_columns, read_columns
 
@@ -23,12 +24,13 @@ FORMATS = ("csv", "jsonl", "parquet")
 
 def export_scalars(
     logdir: str | os.PathLike[str],
-    out: str | os.PathLike[str],
+    out: str | os.PathLike[str] | IO[Any],
     format: str = "csv",
     *,
     tags: Collection[str] | None = None,
     runs: Collection[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    follow_links: bool = True,
 ) -> int:
     """Write every scalar point of ``logdir`` to ``out``; return the number of rows.
 
@@ -37,6 +39,9 @@ def export_scalars(
     as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``, since JSON has no such
     numbers) or ``"parquet"`` (pyarrow; ``step`` int64, ``wall_time`` float64, ``value``
     float32, ``run``/``tag`` dictionary-encoded). ``progress(done, total)`` is called per run.
+    ``logdir`` may be one event file (run ``"."``). ``out`` is a path, or an open stream
+    (text for CSV and JSON Lines, binary for Parquet), written to and left open.
+    ``follow_links`` as in :func:`~summarylib.reader.read_columns`.
 
     Raises:
       ValueError: an unknown format.
@@ -44,12 +49,15 @@ def export_scalars(
     """
     if format not in FORMATS:
         raise ValueError(f"export_scalars: 'format' must be one of {FORMATS}, got {format!r}")
-    path = os.fspath(out)
+    target: str | IO[Any] = os.fspath(out) if isinstance(out, (str, os.PathLike)) else out
     if format == "parquet":
-        return _parquet(logdir, path, tags, runs, progress)
-    data = read_columns(logdir, ("scalars",), tags, runs)
+        return _parquet(logdir, target, tags, runs, progress, follow_links)
+    data = read_columns(logdir, ("scalars",), tags, runs, follow_links=follow_links)
     rows = 0
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with (
+        open(target, "w", newline="", encoding="utf-8") if isinstance(target, str)
+        else contextlib.nullcontext(target)
+    ) as f:
         write = _csv_writer(f) if format == "csv" else _jsonl_writer(f)
         for i, run in enumerate(sorted(data)):
             for tag in sorted(data[run]):
@@ -96,8 +104,9 @@ def _jsonl_writer(f: IO[str]) -> Callable[[str, str, Columns], int]:
     return write
 
 
-def _parquet(logdir: str | os.PathLike[str], path: str, tags: Collection[str] | None,
-             runs: Collection[str] | None, progress: Callable[[int, int], None] | None) -> int:
+def _parquet(logdir: str | os.PathLike[str], path: str | IO[Any], tags: Collection[str] | None,
+             runs: Collection[str] | None, progress: Callable[[int, int], None] | None,
+             follow_links: bool) -> int:
     """One row group per run, sorted by run then tag. The next run is read while pyarrow
     (which releases the GIL) compresses and writes the previous one."""
     from concurrent.futures import ThreadPoolExecutor
@@ -113,7 +122,9 @@ def _parquet(logdir: str | os.PathLike[str], path: str, tags: Collection[str] | 
     ])
     from summarylib.reader.runs import list_runs
 
-    total = len(list_runs(logdir)) if progress is not None and os.path.isdir(logdir) else 1
+    total = 1
+    if progress is not None and os.path.isdir(logdir):
+        total = len(list_runs(logdir, follow_links=follow_links))
 
     def table(run: str, series: dict[str, Columns]) -> pa.Table:
         # run and tag as dictionary columns from int32 indices: no Python string per row.
@@ -135,7 +146,8 @@ def _parquet(logdir: str | os.PathLike[str], path: str, tags: Collection[str] | 
     rows = 0
     with pq.ParquetWriter(path, schema) as writer, ThreadPoolExecutor(1) as pool:
         pending = None
-        for i, (run, series) in enumerate(iter_columns(logdir, ("scalars",), tags, runs)):
+        for i, (run, series) in enumerate(iter_columns(logdir, ("scalars",), tags, runs,
+                                                             follow_links=follow_links)):
             t = table(run, series)
             rows += t.num_rows
             if pending is not None:

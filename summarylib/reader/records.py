@@ -9,7 +9,9 @@ import struct
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from summarylib.encoding.tfrecord import FOOTER_SIZE, HEADER_SIZE, masked_crc32c
+from crc32c import crc32c
+
+from summarylib.encoding.tfrecord import FOOTER_SIZE, HEADER_SIZE, mask, masked_crc32c
 from summarylib.errors import DataLossError
 
 __all__ = ["Record", "RecordReader", "iter_records"]
@@ -17,6 +19,8 @@ __all__ = ["Record", "RecordReader", "iter_records"]
 _unpack_header = struct.Struct("<QI").unpack
 _unpack_footer = struct.Struct("<I").unpack
 _READ_BUFFER = 1 << 20
+#: Records longer than this have their data checksum checked before they are read whole.
+BIG_RECORD = 1 << 24
 
 
 class Record(NamedTuple):
@@ -27,38 +31,63 @@ class Record(NamedTuple):
 
 
 class RecordReader:
-    """Reads the records of one event file, as an iterable.
+    """Reads the records of one event file: an iterator that resumes as the file grows.
 
     A truncated last record (partial header, payload or footer at the end of
     the file) ends iteration quietly: it is what a file still being written
-    looks like; ``truncated_at`` then holds its offset. The file size is read
-    once, when iteration starts; bytes appended later are not read. A length
-    is never trusted beyond the bytes the file holds, so a corrupt length
-    cannot make the reader allocate more than the file's size.
+    looks like; ``truncated_at`` then holds its offset. Like TensorFlow's
+    ``tf_record_iterator`` and TensorBoard's event file loader, the reader
+    keeps its place: once exhausted, ``next()`` (or another ``for`` loop over
+    the same reader) reads from the end of the last whole record again, so it
+    yields records appended since, and a torn record once its missing bytes
+    have arrived. A length is never trusted beyond the bytes the file holds,
+    so a corrupt length cannot make the reader allocate more than the file's
+    size, and (while data checksums are checked) a record longer than
+    :data:`BIG_RECORD` is held in memory only once its checksum, streamed from
+    the file, matches. The file is open only
+    while records are being read: it is closed each time the reader reaches
+    the end.
 
     Raises (while iterating):
       DataLossError: a length or payload CRC does not match (file, offset).
+        The reader stays at that record: reading again raises again.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, check_data_crc: bool = True) -> None:
         self.path = os.fspath(path)
         self.check_data_crc = check_data_crc
-        #: Offset of a torn last record, once iteration has reached it.
+        #: Offset of a torn last record when the reader last reached the end, else None.
         self.truncated_at: int | None = None
-        #: Offset just past the last whole record read so far.
+        #: Offset just past the last whole record read so far: where reading resumes.
         self.end = 0
+        self._records: Iterator[Record] | None = None
 
-    def __iter__(self) -> Iterator[Record]:
+    def __iter__(self) -> RecordReader:
+        return self
+
+    def __next__(self) -> Record:
+        records = self._records
+        if records is None:
+            records = self._records = self._read_from(self.end)
+        try:
+            return next(records)
+        except BaseException:
+            # The end (or an error): the file is closed; the next call opens it again
+            # at `end`, with its size read afresh.
+            self._records = None
+            raise
+
+    def _read_from(self, offset: int) -> Iterator[Record]:
         name = self.path
         with _open_regular(name) as f:
             size = file_size(f)
-            offset = 0
+            if offset:
+                f.seek(offset)
             read = f.read
             while True:
                 header = read(HEADER_SIZE)
                 if len(header) < HEADER_SIZE:
-                    if header:
-                        self.truncated_at = offset
+                    self.truncated_at = offset if header else None
                     return
                 length, length_crc = _unpack_header(header)
                 if masked_crc32c(header[:8]) != length_crc:
@@ -66,6 +95,11 @@ class RecordReader:
                 if length > size - offset - HEADER_SIZE - FOOTER_SIZE:
                     self.truncated_at = offset
                     return
+                if length > BIG_RECORD and self.check_data_crc:
+                    whole = check_big_record(f, name, offset, length)
+                    if not whole:
+                        self.truncated_at = offset  # the file shrank while we read
+                        return
                 payload = read(length)
                 footer = read(FOOTER_SIZE)
                 if len(payload) < length or len(footer) < FOOTER_SIZE:
@@ -73,9 +107,41 @@ class RecordReader:
                     return
                 if self.check_data_crc and masked_crc32c(payload) != _unpack_footer(footer)[0]:
                     raise DataLossError(name, offset, "corrupted record (bad data checksum)")
-                yield Record(offset, payload)
                 offset += HEADER_SIZE + length + FOOTER_SIZE
                 self.end = offset
+                self.truncated_at = None
+                yield Record(offset - HEADER_SIZE - length - FOOTER_SIZE, payload)
+
+
+def check_big_record(f: io.BufferedReader, path: str, offset: int, length: int) -> bool:
+    """Check the data CRC of the record at ``offset`` by streaming it, before it is read whole.
+
+    A record's bytes are held in memory only once they are known to be its own: a length
+    that a hole in a sparse file (or any corruption) backs costs a pass over the file, not
+    an allocation of that size. ``f`` is left where it was. False if the file ends first.
+
+    Raises:
+      DataLossError: the data checksum does not match.
+    """
+    where = f.tell()
+    f.seek(offset + HEADER_SIZE)
+    crc = 0
+    left = length
+    try:
+        while left:
+            chunk = f.read(min(left, _READ_BUFFER))
+            if not chunk:
+                return False
+            crc = crc32c(chunk, crc)
+            left -= len(chunk)
+        footer = f.read(FOOTER_SIZE)
+        if len(footer) < FOOTER_SIZE:
+            return False
+        if mask(crc) != _unpack_footer(footer)[0]:
+            raise DataLossError(path, offset, "corrupted record (bad data checksum)")
+        return True
+    finally:
+        f.seek(where)
 
 
 class _InMemory(io.BufferedReader):
@@ -116,5 +182,5 @@ def _open_regular(path: str) -> io.BufferedReader:
 
 
 def iter_records(path: str | os.PathLike[str], *, check_data_crc: bool = True) -> Iterator[Record]:
-    """Yield the records of an event file in order (see :class:`RecordReader`)."""
-    return iter(RecordReader(path, check_data_crc=check_data_crc))
+    """The records of an event file in order, resuming as it grows (see :class:`RecordReader`)."""
+    return RecordReader(path, check_data_crc=check_data_crc)

@@ -1,15 +1,17 @@
 """Runs as TensorBoard defines them: directories that directly hold event files.
 
-Directories are untrusted too: symbolic links are followed, but each real
-directory is visited once (a link loop cannot multiply runs or recurse
-forever), and only regular files count as event files (a FIFO would block a
-reader forever; a dangling link or a device holds no events).
+Directories are untrusted too: symbolic links are followed (unless asked to
+leave links that lead outside the logdir alone), but each real directory is
+visited once (a link loop cannot multiply runs or recurse forever), and only
+regular files count as event files (a FIFO would block a reader forever; a
+dangling link or a device holds no events).
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 
 __all__ = ["event_files", "is_event_file", "list_runs"]
 
@@ -33,13 +35,18 @@ def event_files(directory: str | os.PathLike[str]) -> list[str]:
     return [os.path.join(d, n) for n in names if _is_regular(os.path.join(d, n))]
 
 
-def list_runs(logdir: str | os.PathLike[str]) -> dict[str, list[str]]:
+def list_runs(
+    logdir: str | os.PathLike[str], *, follow_links: bool = True
+) -> dict[str, list[str]]:
     """Map each run name to its event files.
 
     A run is every directory under ``logdir`` (itself included) that directly
     holds an event file; its name is the path relative to ``logdir`` with
     ``/`` separators, and ``"."`` for ``logdir`` itself. A directory reached
     twice through symbolic links is listed once, under the first name found.
+    With ``follow_links`` False, a link to a directory outside ``logdir`` is not
+    followed (a link to ``/`` would otherwise walk the whole host); links that
+    stay inside are.
     """
     root = os.fspath(logdir)
     if "://" in root and not root.startswith("file://"):
@@ -47,19 +54,7 @@ def list_runs(logdir: str | os.PathLike[str]) -> dict[str, list[str]]:
     if not os.path.isdir(root):
         raise NotADirectoryError(f"list_runs: 'logdir' is not a directory: {root!r}")
     runs: dict[str, list[str]] = {}
-    seen: set[tuple[int, int]] = set()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-        try:
-            st = os.stat(dirpath)
-        except OSError:
-            dirnames[:] = []
-            continue
-        key = (st.st_dev, st.st_ino)
-        if key in seen:
-            dirnames[:] = []  # a loop, or a second link to a directory: done already
-            continue
-        seen.add(key)
-        dirnames.sort()
+    for dirpath, filenames in _walk(root, follow_links):
         paths = [os.path.join(dirpath, n) for n in sorted(filenames) if is_event_file(n)]
         paths = [p for p in paths if _is_regular(p)]
         if paths:
@@ -67,6 +62,53 @@ def list_runs(logdir: str | os.PathLike[str]) -> dict[str, list[str]]:
             run = "." if rel == "." else rel.replace(os.sep, "/")
             runs[run] = paths
     return runs
+
+
+def _walk(root: str, follow_links: bool = True) -> Iterator[tuple[str, list[str]]]:
+    """``(directory, names of its files)`` for ``root`` and every directory under it.
+
+    Top-down, subdirectories by name (``os.walk``'s order), following links
+    to directories, each real directory once. A stack, not recursion: a
+    chain of directories of any depth is walked. Unreadable directories are
+    skipped, as ``os.walk`` skips them. With ``follow_links`` False, links to
+    directories outside ``root`` are skipped.
+    """
+    real_root = os.path.realpath(root)
+    seen: set[tuple[int, int]] = set()
+    stack = [root]
+    while stack:
+        dirpath = stack.pop()
+        try:
+            st = os.stat(dirpath)
+        except OSError:
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            continue  # a loop, or a second link to a directory: done already
+        seen.add(key)
+        dirs: list[str] = []
+        files: list[str] = []
+        try:
+            with os.scandir(dirpath) as entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir()
+                        if is_dir and not follow_links and entry.is_symlink():
+                            is_dir = _inside(os.path.realpath(entry.path), real_root)
+                            if not is_dir:
+                                continue  # outside the logdir: neither a run nor a file
+                    except OSError:
+                        is_dir = False
+                    (dirs if is_dir else files).append(entry.name)
+        except OSError:
+            continue
+        yield dirpath, files
+        # Reversed onto the stack, so the first name is walked next.
+        stack.extend(os.path.join(dirpath, d) for d in sorted(dirs, reverse=True))
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _list_remote_runs(url: str) -> dict[str, list[str]]:

@@ -6,6 +6,7 @@ shape), and only the dtypes a summary can hold are decoded.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,6 +32,8 @@ _DTYPES: dict[int, tuple[str, str]] = {
     23: ("<u8", "uint64_val"),
 }
 _DT_STRING = 7
+# The most elements a single value, or none, may fill (TensorFlow's rule) from a claimed shape.
+_MAX_FILL = 1 << 24
 
 
 def _shape(tensor: tensor_pb2.TensorProto) -> tuple[int, ...] | None:
@@ -45,7 +48,7 @@ def tensor_array(tensor: tensor_pb2.TensorProto) -> np.ndarray | None:
     if entry is None or shape is None:
         return None
     dtype, field = entry
-    n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    n = math.prod(shape)  # Python ints: a product of claimed dims must not wrap around
     content = tensor.tensor_content
     if content:
         if len(content) != n * np.dtype(dtype).itemsize:
@@ -55,11 +58,13 @@ def tensor_array(tensor: tensor_pb2.TensorProto) -> np.ndarray | None:
     values: Any = getattr(tensor, field)
     if field == "half_val":
         values = np.asarray(values, dtype=np.uint16).view(np.float16)
+    if n == 0 and max(shape) > _MAX_FILL:
+        return None  # an empty tensor, but with a dim numpy cannot even describe
     if len(values) == n:
         return np.asarray(values, dtype=dtype).reshape(shape)
-    if len(values) == 1 and n <= 1 << 24:  # one value fills the shape, as in TensorFlow
+    if len(values) == 1 and n <= _MAX_FILL:  # one value fills the shape, as in TensorFlow
         return np.full(shape, values[0], dtype=dtype)
-    if not len(values) and n <= 1 << 24:
+    if not len(values) and n <= _MAX_FILL:
         return np.zeros(shape, dtype=dtype)
     return None
 
@@ -72,14 +77,14 @@ def tensor_strings(tensor: tensor_pb2.TensorProto) -> list[Any] | None:
     values = list(tensor.string_val)
     if shape is None:
         return None
-    n = 1
-    for d in shape:
-        n *= d
+    n = math.prod(shape)
     if len(values) != n:
         if len(values) == 1 and n <= 1 << 20:
             values = values * n
         else:
             return None
+    if any(math.prod(shape[:k]) > max(n, 1 << 20) for k in range(1, len(shape))):
+        return None  # no strings, yet a claimed shape of countless empty lists
     nested: list[Any] = _nest(values, shape)
     return nested
 
