@@ -508,9 +508,9 @@ def test_fx_profile_times_every_module_function_and_method_node() -> None:
 
 
 def test_jit_fallback_profile_is_empty_with_one_warning(monkeypatch: pytest.MonkeyPatch) -> None:
-    import summarylib.graph.adapters.torch_fx as torch_fx
+    import summarylib.graph.adapters.torch_capture as torch_capture
 
-    monkeypatch.setattr(torch_fx, "_warned_jit_profile", False)
+    monkeypatch.setattr(torch_capture, "_warned_jit_profile", False)
     torch.manual_seed(0)
     model, x = Branchy(), torch.ones(2, 4)
     with pytest.warns(GraphCaptureWarning) as rec:
@@ -530,12 +530,12 @@ def test_jit_fallback_profile_is_empty_with_one_warning(monkeypatch: pytest.Monk
 def test_trace_failure_warns_and_returns_the_real_result(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import summarylib.graph.adapters.torch_fx as torch_fx
+    import summarylib.graph.adapters.torch_capture as torch_capture
 
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("tracer exploded")
 
-    monkeypatch.setattr(torch_fx, "_capture", boom)
+    monkeypatch.setattr(torch_capture, "_capture", boom)
     torch.manual_seed(0)
     model = Branchy()
     x = torch.ones(1, 4)
@@ -622,7 +622,7 @@ def test_graph_trace_finds_the_torch_adapter_in_a_fresh_process(logdir: Path) ->
     # Nothing imported the adapter yet: summarylib.graph.trace must import it by itself.
     code = (
         "import sys, torch, summarylib as sl, summarylib.graph as sg\n"
-        "assert 'summarylib.graph.adapters.torch_fx' not in sys.modules\n"
+        "assert 'summarylib.graph.adapters.torch_capture' not in sys.modules\n"
         "m = sg.trace(torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU()))\n"
         f"with sl.create_file_writer({str(logdir)!r}).as_default():\n"
         "    sg.trace_on()\n"
@@ -635,3 +635,28 @@ def test_graph_trace_finds_the_torch_adapter_in_a_fresh_process(logdir: Path) ->
     rm = config_pb2.RunMetadata.FromString(tensor_util.make_ndarray(value.tensor).item())
     ops = [n.op for n in rm.function_graphs[0].pre_optimization_graph.node]
     assert any("linear" in op.lower() or "matmul" in op.lower() for op in ops), ops
+
+
+@pytest.mark.parametrize("method", ["export", "fx"])
+def test_profile_runs_leave_rng_and_buffers_as_they_were(method: str) -> None:
+    # Export and fx graphs are timed by the same run: no_grad, the RNG state and every
+    # buffer restored afterwards, one NodeStats per timed graph node.
+    from summarylib.graph.adapters.torch_fx import profile_torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5),
+                                torch.nn.BatchNorm1d(4))
+    model.train()
+    x = torch.randn(3, 4)
+    torch.manual_seed(1)
+    rng = torch.get_rng_state()
+    stats_before = [b.clone() for b in model[2].buffers()]
+    g, stats = profile_torch(model, (x,), method=method)
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert all(torch.equal(a, b) for a, b in zip(model[2].buffers(), stats_before, strict=True))
+    assert stats and {s.node_name for s in stats} <= {n.name for n in g}
+    for s in stats:
+        assert s.duration_micros >= 0 and s.start_micros > 1_600_000_000_000_000
+    by_name = {s.node_name: s for s in stats}
+    linear = next(n for n in g if n.op in ("aten::linear", "Linear"))
+    assert by_name[linear.name].output_bytes == 3 * 4 * 4

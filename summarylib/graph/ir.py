@@ -247,7 +247,7 @@ _MOVED = ("GRAPH_DEF_PRODUCER", "f32_shortest")
 
 def __getattr__(name: str) -> object:
     if name in _MOVED:
-        from summarylib.graph import conversion
+        import summarylib.graph.conversion
 
-        return getattr(conversion, name)
+        return getattr(summarylib.graph.conversion, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
