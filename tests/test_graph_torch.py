@@ -508,9 +508,9 @@ def test_fx_profile_times_every_module_function_and_method_node() -> None:
 
 
 def test_jit_fallback_profile_is_empty_with_one_warning(monkeypatch: pytest.MonkeyPatch) -> None:
-    import summarylib.graph.adapters.torch_capture as torch_capture
+    import summarylib.graph.adapters.torch_dispatch as torch_dispatch
 
-    monkeypatch.setattr(torch_capture, "_warned_jit_profile", False)
+    monkeypatch.setattr(torch_dispatch, "_warned_jit_profile", False)
     torch.manual_seed(0)
     model, x = Branchy(), torch.ones(2, 4)
     with pytest.warns(GraphCaptureWarning) as rec:
@@ -530,12 +530,12 @@ def test_jit_fallback_profile_is_empty_with_one_warning(monkeypatch: pytest.Monk
 def test_trace_failure_warns_and_returns_the_real_result(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import summarylib.graph.adapters.torch_capture as torch_capture
+    import summarylib.graph.adapters.torch_dispatch as torch_dispatch
 
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("tracer exploded")
 
-    monkeypatch.setattr(torch_capture, "_capture", boom)
+    monkeypatch.setattr(torch_dispatch, "_capture", boom)
     torch.manual_seed(0)
     model = Branchy()
     x = torch.ones(1, 4)
@@ -622,7 +622,7 @@ def test_graph_trace_finds_the_torch_adapter_in_a_fresh_process(logdir: Path) ->
     # Nothing imported the adapter yet: summarylib.graph.trace must import it by itself.
     code = (
         "import sys, torch, summarylib as sl, summarylib.graph as sg\n"
-        "assert 'summarylib.graph.adapters.torch_capture' not in sys.modules\n"
+        "assert 'summarylib.graph.adapters.torch_dispatch' not in sys.modules\n"
         "m = sg.trace(torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU()))\n"
         f"with sl.create_file_writer({str(logdir)!r}).as_default():\n"
         "    sg.trace_on()\n"

@@ -51,7 +51,7 @@ __all__ = ["GraphCaptureWarning", "capture", "module_tree", "trace"]
 F = TypeVar("F")
 
 _ADAPTERS = {
-    "torch": "summarylib.graph.adapters.torch_capture",
+    "torch": "summarylib.graph.adapters.torch_dispatch",
     "jax": "summarylib.graph.adapters.jax",
 }
 
@@ -111,7 +111,7 @@ def capture(
     """
     fw = _framework(model_or_fn, (example_inputs, example_kwargs), framework, "capture")
     if fw == "torch":
-        from summarylib.graph.adapters.torch_capture import capture_torch
+        from summarylib.graph.adapters.torch_dispatch import capture_torch
 
         return capture_torch(model_or_fn, example_inputs, example_kwargs, **options)
     from summarylib.graph.adapters.jax import capture_jax
@@ -151,7 +151,7 @@ def _record(obj: Any, fw: str | None, args: tuple[Any, ...], kwargs: dict[str, A
             fw = _framework(obj, (args, kwargs), None, "trace")
         stats = None
         if fw == "torch" and tracing.profiler_enabled():
-            from summarylib.graph.adapters.torch_capture import profile_torch
+            from summarylib.graph.adapters.torch_dispatch import profile_torch
 
             graph, stats = profile_torch(obj, args, kwargs or None, **options)
         elif fw == "jax" and tracing.profiler_enabled():

@@ -22,7 +22,7 @@ from summarylib.graph.adapters.torch_walk import (
 )
 from summarylib.graph.ir import DType, Graph, TensorSpec
 
-__all__ = ["ep_graph", "from_exported_program", "profile_ep"]
+__all__ = ["from_exported_program", "profile_ep", "translate_ep"]
 
 
 # --- torch.export ----------------------------------------------------------------------
@@ -35,10 +35,10 @@ def from_exported_program(ep: Any, *, device: str | None = None,
     ``forward`` (the exported callable) names positional inputs; ``device`` overrides the
     device recorded on the tensors.
     """
-    return ep_graph(ep, device, forward)[0]
+    return translate_ep(ep, device, forward)[0]
 
 
-def ep_graph(ep: Any, device: str | None, forward: Any) -> tuple[Graph, dict[Hashable, str]]:
+def translate_ep(ep: Any, device: str | None, forward: Any) -> tuple[Graph, dict[Hashable, str]]:
     with gc_paused():  # see gc_paused: thousands of nodes, a large heap
         return _walk_ep(ep, device, forward)
 
@@ -160,7 +160,7 @@ def _assign(w: Walker, leaf: Any, ospec: Any, dev: str, sig: Any) -> None:
 def profile_ep(ep: Any, module: Any, names: dict[Hashable, str], args: tuple[Any, ...],
                kwargs: dict[str, Any]) -> list[Any]:
     """One timed run of ``ep`` on the example inputs: a ``NodeStats`` per op node of the
-    graph :func:`ep_graph` built (``names``: its pending keys -> node names).
+    graph :func:`translate_ep` built (``names``: its pending keys -> node names).
 
     The run is :func:`~summarylib.graph.adapters.torch_interpreter.run_nodes`'s, the same
     timer as fx graphs; ``no_grad``, and the RNG state and buffers are restored afterwards.

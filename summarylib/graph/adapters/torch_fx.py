@@ -36,7 +36,7 @@ Data contract of :func:`capture_torch` (graph-pipeline.md §3.3, §5.3):
 * :func:`profile_torch` also times the graph's nodes (export and fx; not the jit
   fallback, see there).
 
-The code is split by concept: :mod:`~summarylib.graph.adapters.torch_capture` (the entry
+The code is split by concept: :mod:`~summarylib.graph.adapters.torch_dispatch` (the entry
 points: arguments, tracer choice, fallback), :mod:`~summarylib.graph.adapters.torch_export`
 and :mod:`~summarylib.graph.adapters.torch_fx_graph` (the two translations, over the
 shared :mod:`~summarylib.graph.adapters.torch_walk`) and
@@ -47,7 +47,6 @@ This module keeps the names it always exported.
 from __future__ import annotations
 
 from summarylib.graph.adapters import GraphCaptureWarning
-from summarylib.graph.adapters.torch_capture import capture_torch, profile_torch
 from summarylib.graph.adapters.torch_common import (
     arg_names,
     device_string,
@@ -55,6 +54,7 @@ from summarylib.graph.adapters.torch_common import (
     module_path,
     spec_of,
 )
+from summarylib.graph.adapters.torch_dispatch import capture_torch, profile_torch
 from summarylib.graph.adapters.torch_export import from_exported_program
 from summarylib.graph.adapters.torch_fx_graph import from_fx
 

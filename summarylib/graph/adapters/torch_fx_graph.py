@@ -29,7 +29,7 @@ from summarylib.graph.adapters.torch_walk import (
 )
 from summarylib.graph.ir import DType, Graph, TensorSpec
 
-__all__ = ["from_fx", "fx_graph"]
+__all__ = ["from_fx", "translate_fx"]
 
 
 # --- torch.fx (module level) -----------------------------------------------------------
@@ -43,11 +43,11 @@ def from_fx(gm: Any, example_inputs: Sequence[Any] = (), *, device: str | None =
     with no inputs, from ``meta["tensor_meta"]`` if a ``ShapeProp`` ran before, else
     unknown). ``root`` is the original module (for class names and parameters).
     """
-    return fx_graph(gm, example_inputs, device, root, False)[0]
+    return translate_fx(gm, example_inputs, device, root, False)[0]
 
 
 # Node kinds that run code: the ones a profile times.
-def fx_graph(gm: Any, example_inputs: Sequence[Any], device: str | None, root: Any,
+def translate_fx(gm: Any, example_inputs: Sequence[Any], device: str | None, root: Any,
              timed: bool) -> tuple[Graph, list[Any] | None]:
     """:func:`from_fx`, plus (when ``timed``) a ``NodeStats`` per timed op of the run that
     found the shapes (None if that run failed: fake tensors are not timed)."""

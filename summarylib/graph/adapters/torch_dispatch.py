@@ -19,8 +19,8 @@ from typing import Any
 from summarylib.graph.adapters import warn_capture
 from summarylib.graph.adapters.leaf_modules import merge_single_op_modules
 from summarylib.graph.adapters.torch_common import torch_module
-from summarylib.graph.adapters.torch_export import ep_graph, profile_ep
-from summarylib.graph.adapters.torch_fx_graph import fx_graph
+from summarylib.graph.adapters.torch_export import profile_ep, translate_ep
+from summarylib.graph.adapters.torch_fx_graph import translate_fx
 from summarylib.graph.adapters.torch_walk import example_device
 from summarylib.graph.ir import Graph
 
@@ -120,7 +120,7 @@ def _capture(model: Any, example_inputs: Any, example_kwargs: dict[str, Any] | N
         if kwargs:
             raise ValueError("capture: method='fx' takes positional example inputs only")
         gm = torch.fx.symbolic_trace(module)
-        return fx_graph(gm, args, dev, module, profile)
+        return translate_fx(gm, args, dev, module, profile)
     if method == "jit":
         from summarylib.graph.adapters.torch_jit import capture_jit
 
@@ -141,7 +141,7 @@ def _capture(model: Any, example_inputs: Any, example_kwargs: dict[str, Any] | N
         from summarylib.graph.adapters.torch_jit import capture_jit
 
         return _no_profile(capture_jit(module, args, kwargs, device=dev), profile)
-    graph, names = ep_graph(ep, dev, forward)
+    graph, names = translate_ep(ep, dev, forward)
     if not profile:
         return graph, None
     return graph, profile_ep(ep, module, names, args, kwargs)
