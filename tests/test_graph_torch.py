@@ -660,3 +660,23 @@ def test_profile_runs_leave_rng_and_buffers_as_they_were(method: str) -> None:
     by_name = {s.node_name: s for s in stats}
     linear = next(n for n in g if n.op in ("aten::linear", "Linear"))
     assert by_name[linear.name].output_bytes == 3 * 4 * 4
+
+
+def test_module_tree_looks_through_a_long_chain_of_the_parents_own_ops() -> None:
+    # b reads a's output through 3,000 ops of the parent's forward (and the model input
+    # through a residual at the end of the chain): far deeper than Python's recursion limit.
+    from summarylib.graph import GraphBuilder
+
+    model = torch.nn.Sequential()
+    model.add_module("a", torch.nn.Linear(2, 2))
+    model.add_module("b", torch.nn.Linear(2, 2))
+    gb = GraphBuilder()
+    x = gb.placeholder((1, 2), name="x")
+    y = gb.op("Linear", [x], name="a/Linear")
+    for _ in range(3000):
+        y = gb.op("Mul", [y], name="mul")
+    y = gb.op("Add", [y, x], name="add")
+    gb.op("Linear", [y], name="b/Linear")
+    tree = module_tree(model, gb.graph)
+    assert {c.name: c.inputs for c in tree.children} == {
+        "a": [sg.PARENT_INPUT], "b": ["a", sg.PARENT_INPUT]}
