@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.tensor import data_type, data_type_name
-from summarylib.graph.ir import DType, Node, TensorSpec
+from summarylib.graph.elements import DType, Node, TensorSpec
 
 if TYPE_CHECKING:
     from summarylib.proto import attr_value_pb2, graph_pb2, tensor_shape_pb2

@@ -24,6 +24,8 @@ Data contract (what TensorBoard's graph dashboard reads, graph-pipeline.md §2.2
 * Dtypes are numpy-style names (``"float32"``, ``"int64"``, ``"bool"``, ``"string"``...);
   an unknown name is written as ``DT_INVALID`` and reported by :func:`summarylib.graph.lint.check`.
 
+:class:`Node`, :class:`TensorSpec` and :class:`DType` are defined in
+:mod:`summarylib.graph.elements` and exported here with :class:`Graph`.
 ``GraphDef.library`` (function definitions) is not represented. The conversion itself is
 :mod:`summarylib.graph.conversion`, which imports protobuf and numpy on first use; dtype
 numbers come from the library's one registry, :mod:`summarylib.encoding.tensor`.
@@ -32,23 +34,32 @@ numbers come from the library's one registry, :mod:`summarylib.encoding.tensor`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 # One dtype registry for the library; the old names of its lookups stay importable here.
 from summarylib.encoding.tensor import data_type as dtype_enum
 from summarylib.encoding.tensor import data_type_name as dtype_name
+from summarylib.graph.conversion import (
+    GRAPH_DEF_PRODUCER,
+    f32_shortest,
+    graph_def_bytes,
+    graph_def_message,
+    nodes_from_graph_def,
+)
+from summarylib.graph.elements import DType, Node, TensorSpec, nodes_equal
 
 if TYPE_CHECKING:
     from summarylib.proto import graph_pb2
 
 __all__ = [
+    "GRAPH_DEF_PRODUCER",
     "DType",
     "Graph",
     "Node",
     "TensorSpec",
     "dtype_enum",
     "dtype_name",
+    "f32_shortest",
     "split_input",
 ]
 
@@ -58,58 +69,6 @@ def split_input(inp: str) -> tuple[str, int]:
     if sep and slot.isdigit():
         return name, int(slot)
     return inp, 0
-
-
-@dataclass(frozen=True)
-class TensorSpec:
-    """Static shape and dtype of one tensor.
-
-    ``shape`` None means unknown rank; a None dimension means unknown size (written as -1).
-    ``()`` is a scalar. ``dtype`` is a numpy-style name or None (unknown).
-    """
-
-    shape: tuple[int | None, ...] | None
-    dtype: str | None = None
-
-    def __post_init__(self) -> None:
-        # Accept lists (and numpy ints) from adapters, but store a hashable tuple.
-        if self.shape is not None and not isinstance(self.shape, tuple):
-            object.__setattr__(self, "shape", tuple(self.shape))
-        if self.shape is not None and any(d is not None and type(d) is not int for d in self.shape):
-            dims = tuple(None if d is None else int(d) for d in self.shape)
-            object.__setattr__(self, "shape", dims)
-
-
-@dataclass(frozen=True)
-class DType:
-    """An attr value that is a dtype (GraphDef ``AttrValue.type``), e.g. ``DType("float32")``."""
-
-    name: str
-
-
-@dataclass(eq=False)
-class Node:
-    """One op of the graph; see the module docstring for the meaning of each field.
-
-    Nodes compare equal when every field is equal (numpy attrs by dtype and content).
-    """
-
-    name: str
-    op: str
-    inputs: list[str] = field(default_factory=list)
-    control_inputs: list[str] = field(default_factory=list)
-    attrs: dict[str, object] = field(default_factory=dict)
-    outputs: list[TensorSpec] = field(default_factory=list)
-    device: str = ""
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Node) and _node_equal(self, other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def output(self, k: int = 0) -> str:
-        """The input string that refers to output ``k`` of this node (``name`` or ``name:k``)."""
-        return self.name if k == 0 else f"{self.name}:{k}"
 
 
 class Graph:
@@ -172,22 +131,18 @@ class Graph:
         return f"Graph({len(self.nodes)} nodes)"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Graph) and _nodes_equal(self.nodes, other.nodes)
+        return isinstance(other, Graph) and nodes_equal(self.nodes, other.nodes)
 
     __hash__ = None  # type: ignore[assignment]
 
     def to_graph_def(self) -> graph_pb2.GraphDef:
         """This graph as a ``GraphDef`` message (``versions.producer`` = GRAPH_DEF_PRODUCER;
         see :mod:`summarylib.graph.conversion`)."""
-        from summarylib.graph.conversion import graph_def_message
-
         return graph_def_message(self.nodes)
 
     def to_bytes(self) -> bytes:
         """The serialized ``GraphDef``: the message :meth:`to_graph_def` builds, encoded
         without building it (see :func:`summarylib.graph.conversion.graph_def_bytes`)."""
-        from summarylib.graph.conversion import graph_def_bytes
-
         return graph_def_bytes(self.nodes)
 
     @classmethod
@@ -197,57 +152,4 @@ class Graph:
         Duplicate node names raise ValueError (use ``lint.check`` on the GraphDef to list
         them instead).
         """
-        from summarylib.graph.conversion import nodes_from_graph_def
-
         return cls(nodes_from_graph_def(gd))
-
-
-def _nodes_equal(a: list[Node], b: list[Node]) -> bool:
-    if len(a) != len(b):
-        return False
-    return all(_node_equal(x, y) for x, y in zip(a, b, strict=True))
-
-
-def _node_equal(x: Node, y: Node) -> bool:
-    if (x.name, x.op, x.inputs, x.control_inputs, x.outputs, x.device) != (
-        y.name,
-        y.op,
-        y.inputs,
-        y.control_inputs,
-        y.outputs,
-        y.device,
-    ):
-        return False
-    if x.attrs.keys() != y.attrs.keys():
-        return False
-    return all(_attr_equal(x.attrs[k], y.attrs[k]) for k in x.attrs)
-
-
-def _attr_equal(a: object, b: object) -> bool:
-    # numpy arrays do not compare with ==; compare dtype, shape and content.
-    if type(a).__module__ == "numpy" or type(b).__module__ == "numpy":
-        import numpy as np
-
-        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-            return (
-                isinstance(a, np.ndarray)
-                and isinstance(b, np.ndarray)
-                and a.dtype == b.dtype
-                and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
-            )
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_attr_equal(p, q) for p, q in zip(a, b, strict=True))
-    return a == b
-
-
-# Names that moved to summarylib.graph.conversion, still importable from here. Resolved on
-# first use: conversion imports this module.
-_MOVED = ("GRAPH_DEF_PRODUCER", "f32_shortest")
-
-
-def __getattr__(name: str) -> object:
-    if name in _MOVED:
-        import summarylib.graph.conversion
-
-        return getattr(summarylib.graph.conversion, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
