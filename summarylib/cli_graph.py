@@ -17,7 +17,6 @@ unreadable file, unwritable output), with a message on standard error.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -199,9 +198,9 @@ def _view(args: argparse.Namespace) -> int:
 
         text = view_to_html(view, title=args.title or loaded.description)
     elif fmt == "json":
-        from summarylib.graph.view import view_to_json
+        from summarylib.graph.view.json_export import json_text, view_to_json
 
-        text = json.dumps(view_to_json(view), allow_nan=False) + "\n"
+        text = json_text(view_to_json(view), separators=(", ", ": ")) + "\n"
     elif fmt == "dot":
         from summarylib.graph.view.dot_export import view_to_dot
 
@@ -248,7 +247,9 @@ def _diff(args: argparse.Namespace) -> int:
     elif fmt == "json":
         data = diff_to_json(d)
         data["a"], data["b"] = la.description, lb.description
-        text = json.dumps(data, indent=1) + "\n"
+        from summarylib.graph.view.json_export import json_text
+
+        text = json_text(data, separators=(",", ": "), indent=1) + "\n"
         default = None
     else:
         text = diff_to_html(d, va, vb, names=(la.description, lb.description))

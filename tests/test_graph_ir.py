@@ -344,6 +344,33 @@ def test_dtype_names_match_tensorflow_enums() -> None:
     assert split_input("a:b") == ("a:b", 0)
 
 
+def test_one_dtype_registry_shared_with_tensor_encoding() -> None:
+    from summarylib.encoding import tensor
+    from summarylib.graph import conversion, ir
+
+    # The graph's lookups are the tensor encoder's, over one table.
+    assert ir.dtype_enum is tensor.data_type and ir.dtype_name is tensor.data_type_name
+    tf_names = {"float32": "FLOAT", "float64": "DOUBLE", "float16": "HALF",
+                "float8_e5m2": "FLOAT8_E5M2", "float8_e4m3fn": "FLOAT8_E4M3FN"}
+    for name, enum in tensor.DATA_TYPES.items():
+        assert tb_types.DataType.Value("DT_" + tf_names.get(name, name.upper())) == enum
+        assert tensor.data_type(name) == enum and tensor.data_type_name(enum) == name
+    for name in ("float32", "float64", "float16", "int8", "uint16", "int64", "bool",
+                 "complex64", "complex128", "uint64"):
+        assert tensor.dtype_enum(np.dtype(name)) == tensor.data_type(name)
+    assert tensor.dtype_enum(np.dtype("U3")) == tensor.data_type("string")
+    # The conversion module is what Graph's methods use.
+    g = Graph([Node("a", "Const", attrs={"dtype": DType("half")},
+                    outputs=[TensorSpec((2,), "float16")])])
+    assert conversion.graph_def_bytes(g.nodes) == g.to_bytes()
+    assert conversion.graph_def_message(g.nodes) == g.to_graph_def()
+    assert g.to_graph_def().node[0].attr["dtype"].type == tb_types.DT_HALF
+    assert Graph(conversion.nodes_from_graph_def(g.to_bytes())) == Graph.from_graph_def(
+        g.to_graph_def())
+    assert ir.GRAPH_DEF_PRODUCER == conversion.GRAPH_DEF_PRODUCER == 22
+    assert ir.f32_shortest is conversion.f32_shortest
+
+
 def test_import_stays_light() -> None:
     code = (
         "import sys, summarylib.graph as g\n"

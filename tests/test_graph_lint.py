@@ -165,7 +165,7 @@ SIZE_CASES = {
 
 @pytest.mark.parametrize("key", sorted(SIZE_CASES))
 def test_attr_size_is_the_serialized_size(key: str) -> None:
-    from summarylib.graph.ir import _attr_to_proto
+    from summarylib.graph.conversion import _attr_to_proto
     from summarylib.graph.lint import attr_size
     from summarylib.proto import attr_value_pb2
 

@@ -508,9 +508,9 @@ def test_fx_profile_times_every_module_function_and_method_node() -> None:
 
 
 def test_jit_fallback_profile_is_empty_with_one_warning(monkeypatch: pytest.MonkeyPatch) -> None:
-    import summarylib.graph.adapters.torch_fx as torch_fx
+    import summarylib.graph.adapters.torch_dispatch as torch_dispatch
 
-    monkeypatch.setattr(torch_fx, "_warned_jit_profile", False)
+    monkeypatch.setattr(torch_dispatch, "_warned_jit_profile", False)
     torch.manual_seed(0)
     model, x = Branchy(), torch.ones(2, 4)
     with pytest.warns(GraphCaptureWarning) as rec:
@@ -530,12 +530,12 @@ def test_jit_fallback_profile_is_empty_with_one_warning(monkeypatch: pytest.Monk
 def test_trace_failure_warns_and_returns_the_real_result(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import summarylib.graph.adapters.torch_fx as torch_fx
+    import summarylib.graph.adapters.torch_dispatch as torch_dispatch
 
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("tracer exploded")
 
-    monkeypatch.setattr(torch_fx, "_capture", boom)
+    monkeypatch.setattr(torch_dispatch, "_capture", boom)
     torch.manual_seed(0)
     model = Branchy()
     x = torch.ones(1, 4)
@@ -622,7 +622,7 @@ def test_graph_trace_finds_the_torch_adapter_in_a_fresh_process(logdir: Path) ->
     # Nothing imported the adapter yet: summarylib.graph.trace must import it by itself.
     code = (
         "import sys, torch, summarylib as sl, summarylib.graph as sg\n"
-        "assert 'summarylib.graph.adapters.torch_fx' not in sys.modules\n"
+        "assert 'summarylib.graph.adapters.torch_dispatch' not in sys.modules\n"
         "m = sg.trace(torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU()))\n"
         f"with sl.create_file_writer({str(logdir)!r}).as_default():\n"
         "    sg.trace_on()\n"
@@ -635,3 +635,48 @@ def test_graph_trace_finds_the_torch_adapter_in_a_fresh_process(logdir: Path) ->
     rm = config_pb2.RunMetadata.FromString(tensor_util.make_ndarray(value.tensor).item())
     ops = [n.op for n in rm.function_graphs[0].pre_optimization_graph.node]
     assert any("linear" in op.lower() or "matmul" in op.lower() for op in ops), ops
+
+
+@pytest.mark.parametrize("method", ["export", "fx"])
+def test_profile_runs_leave_rng_and_buffers_as_they_were(method: str) -> None:
+    # Export and fx graphs are timed by the same run: no_grad, the RNG state and every
+    # buffer restored afterwards, one NodeStats per timed graph node.
+    from summarylib.graph.adapters.torch_fx import profile_torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5),
+                                torch.nn.BatchNorm1d(4))
+    model.train()
+    x = torch.randn(3, 4)
+    torch.manual_seed(1)
+    rng = torch.get_rng_state()
+    stats_before = [b.clone() for b in model[2].buffers()]
+    g, stats = profile_torch(model, (x,), method=method)
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert all(torch.equal(a, b) for a, b in zip(model[2].buffers(), stats_before, strict=True))
+    assert stats and {s.node_name for s in stats} <= {n.name for n in g}
+    for s in stats:
+        assert s.duration_micros >= 0 and s.start_micros > 1_600_000_000_000_000
+    by_name = {s.node_name: s for s in stats}
+    linear = next(n for n in g if n.op in ("aten::linear", "Linear"))
+    assert by_name[linear.name].output_bytes == 3 * 4 * 4
+
+
+def test_module_tree_looks_through_a_long_chain_of_the_parents_own_ops() -> None:
+    # b reads a's output through 3,000 ops of the parent's forward (and the model input
+    # through a residual at the end of the chain): far deeper than Python's recursion limit.
+    from summarylib.graph import GraphBuilder
+
+    model = torch.nn.Sequential()
+    model.add_module("a", torch.nn.Linear(2, 2))
+    model.add_module("b", torch.nn.Linear(2, 2))
+    gb = GraphBuilder()
+    x = gb.placeholder((1, 2), name="x")
+    y = gb.op("Linear", [x], name="a/Linear")
+    for _ in range(3000):
+        y = gb.op("Mul", [y], name="mul")
+    y = gb.op("Add", [y, x], name="add")
+    gb.op("Linear", [y], name="b/Linear")
+    tree = module_tree(model, gb.graph)
+    assert {c.name: c.inputs for c in tree.children} == {
+        "a": [sg.PARENT_INPUT], "b": ["a", sg.PARENT_INPUT]}

@@ -25,12 +25,15 @@ if TYPE_CHECKING:
     from summarylib.proto import tensor_pb2
 
 __all__ = [
+    "DATA_TYPES",
     "DT_BOOL",
     "DT_DOUBLE",
     "DT_FLOAT",
     "DT_INT32",
     "DT_INT64",
     "DT_STRING",
+    "data_type",
+    "data_type_name",
     "dtype_enum",
     "make_ndarray",
     "make_tensor_proto",
@@ -40,46 +43,102 @@ __all__ = [
     "to_numeric_or_string_array",
 ]
 
-DT_FLOAT = 1
-DT_DOUBLE = 2
-DT_INT32 = 3
-DT_UINT8 = 4
-DT_INT16 = 5
-DT_INT8 = 6
-DT_STRING = 7
-DT_COMPLEX64 = 8
-DT_INT64 = 9
-DT_BOOL = 10
-DT_BFLOAT16 = 14
-DT_UINT16 = 17
-DT_COMPLEX128 = 18
-DT_HALF = 19
-DT_UINT32 = 22
-DT_UINT64 = 23
+# numpy-style dtype name <-> TensorFlow DataType (types.proto): the one table of the
+# library (graph attrs and output dtypes use it too).
+DATA_TYPES: dict[str, int] = {
+    "float32": 1,
+    "float64": 2,
+    "int32": 3,
+    "uint8": 4,
+    "int16": 5,
+    "int8": 6,
+    "string": 7,
+    "complex64": 8,
+    "int64": 9,
+    "bool": 10,
+    "qint8": 11,
+    "quint8": 12,
+    "qint32": 13,
+    "bfloat16": 14,
+    "qint16": 15,
+    "quint16": 16,
+    "uint16": 17,
+    "complex128": 18,
+    "float16": 19,
+    "resource": 20,
+    "variant": 21,
+    "uint32": 22,
+    "uint64": 23,
+    "float8_e5m2": 24,
+    "float8_e4m3fn": 25,
+    "int4": 29,
+    "uint4": 30,
+}
+_DATA_TYPE_NAMES = {v: k for k, v in DATA_TYPES.items()}
+# Other spellings of a name in DATA_TYPES (Python types, torch's "half").
+_ALIASES = {"str": "string", "bytes": "string", "object": "string", "half": "float16"}
 
-# numpy dtype name -> (TF DataType, little-endian numpy dtype string)
+DT_FLOAT = DATA_TYPES["float32"]
+DT_DOUBLE = DATA_TYPES["float64"]
+DT_INT32 = DATA_TYPES["int32"]
+DT_UINT8 = DATA_TYPES["uint8"]
+DT_INT16 = DATA_TYPES["int16"]
+DT_INT8 = DATA_TYPES["int8"]
+DT_STRING = DATA_TYPES["string"]
+DT_COMPLEX64 = DATA_TYPES["complex64"]
+DT_INT64 = DATA_TYPES["int64"]
+DT_BOOL = DATA_TYPES["bool"]
+DT_BFLOAT16 = DATA_TYPES["bfloat16"]
+DT_UINT16 = DATA_TYPES["uint16"]
+DT_COMPLEX128 = DATA_TYPES["complex128"]
+DT_HALF = DATA_TYPES["float16"]
+DT_UINT32 = DATA_TYPES["uint32"]
+DT_UINT64 = DATA_TYPES["uint64"]
+
+# The dtypes a TensorProto's tensor_content can hold: name -> (TF DataType, little-endian
+# numpy dtype string; None for ml_dtypes' bfloat16, stored as its raw 2-byte values).
 _NUMERIC = {
-    "float32": (DT_FLOAT, "<f4"),
-    "float64": (DT_DOUBLE, "<f8"),
-    "float16": (DT_HALF, "<f2"),
-    "int32": (DT_INT32, "<i4"),
-    "int64": (DT_INT64, "<i8"),
-    "int16": (DT_INT16, "<i2"),
-    "int8": (DT_INT8, "i1"),
-    "uint8": (DT_UINT8, "u1"),
-    "uint16": (DT_UINT16, "<u2"),
-    "uint32": (DT_UINT32, "<u4"),
-    "uint64": (DT_UINT64, "<u8"),
-    "bool": (DT_BOOL, "?"),
-    "complex64": (DT_COMPLEX64, "<c8"),
-    "complex128": (DT_COMPLEX128, "<c16"),
-    "bfloat16": (DT_BFLOAT16, None),  # ml_dtypes' bfloat16: raw 2-byte values
+    name: (DATA_TYPES[name], le)
+    for name, le in (
+        ("float32", "<f4"),
+        ("float64", "<f8"),
+        ("float16", "<f2"),
+        ("int32", "<i4"),
+        ("int64", "<i8"),
+        ("int16", "<i2"),
+        ("int8", "i1"),
+        ("uint8", "u1"),
+        ("uint16", "<u2"),
+        ("uint32", "<u4"),
+        ("uint64", "<u8"),
+        ("bool", "?"),
+        ("complex64", "<c8"),
+        ("complex128", "<c16"),
+        ("bfloat16", None),
+    )
 }
 _BY_ENUM = {enum: name for name, (enum, _) in _NUMERIC.items()}
 
 
+def data_type(name: str | None) -> int:
+    """The TF ``DataType`` of a numpy-style dtype name (``"float32"``, ``"string"``; also
+    ``"str"``, ``"bytes"``, ``"object"``, ``"half"``); 0 (``DT_INVALID``) if unknown or None."""
+    if name is None:
+        return 0
+    return DATA_TYPES.get(_ALIASES.get(name, name), 0)
+
+
+def data_type_name(enum: int) -> str | None:
+    """The numpy-style name of a TF ``DataType``; None for ``DT_INVALID`` or an unknown one."""
+    return _DATA_TYPE_NAMES.get(enum)
+
+
 def dtype_enum(dtype: Any) -> int:
-    """The TF ``DataType`` for a numpy dtype (``DT_STRING`` for str/bytes/object)."""
+    """The TF ``DataType`` for a numpy dtype (``DT_STRING`` for str/bytes/object).
+
+    TypeError for a dtype a TensorProto cannot hold (:func:`data_type` takes a name and
+    returns 0 instead).
+    """
     import numpy as np
 
     dt = np.dtype(dtype)

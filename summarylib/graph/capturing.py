@@ -51,7 +51,7 @@ __all__ = ["GraphCaptureWarning", "capture", "module_tree", "trace"]
 F = TypeVar("F")
 
 _ADAPTERS = {
-    "torch": "summarylib.graph.adapters.torch_fx",
+    "torch": "summarylib.graph.adapters.torch_dispatch",
     "jax": "summarylib.graph.adapters.jax",
 }
 
@@ -111,7 +111,7 @@ def capture(
     """
     fw = _framework(model_or_fn, (example_inputs, example_kwargs), framework, "capture")
     if fw == "torch":
-        from summarylib.graph.adapters.torch_fx import capture_torch
+        from summarylib.graph.adapters.torch_dispatch import capture_torch
 
         return capture_torch(model_or_fn, example_inputs, example_kwargs, **options)
     from summarylib.graph.adapters.jax import capture_jax
@@ -151,7 +151,7 @@ def _record(obj: Any, fw: str | None, args: tuple[Any, ...], kwargs: dict[str, A
             fw = _framework(obj, (args, kwargs), None, "trace")
         stats = None
         if fw == "torch" and tracing.profiler_enabled():
-            from summarylib.graph.adapters.torch_fx import profile_torch
+            from summarylib.graph.adapters.torch_dispatch import profile_torch
 
             graph, stats = profile_torch(obj, args, kwargs or None, **options)
         elif fw == "jax" and tracing.profiler_enabled():
@@ -383,22 +383,29 @@ class _Flow:
         return head if sep else ""
 
     def _sources(self, path: str, node: Any, names: list[str], seen: set[str]) -> list[str]:
+        # Depth first through the parent's own ops, in input order. A stack of input
+        # iterators, not recursion: a forward may chain thousands of its own ops.
         out: list[str] = []
-        for inp in node.inputs:
-            src = inp.rpartition(":")[0] if inp.rpartition(":")[2].isdigit() else inp
-            if src in seen or src not in self.graph:
-                continue
-            seen.add(src)
-            src_node = self.graph[src]
-            if src_node.op == "Const":
-                continue
-            child = self._child(path, src)
-            if child is None or self._is_input(child, src_node):
-                out.append("<input>")
-            elif child == "" or child not in names:
-                out.extend(self._sources(path, src_node, names, seen))  # the parent's own op
+        stack = [iter(node.inputs)]
+        while stack:
+            for inp in stack[-1]:
+                src = inp.rpartition(":")[0] if inp.rpartition(":")[2].isdigit() else inp
+                if src in seen or src not in self.graph:
+                    continue
+                seen.add(src)
+                src_node = self.graph[src]
+                if src_node.op == "Const":
+                    continue
+                child = self._child(path, src)
+                if child is None or self._is_input(child, src_node):
+                    out.append("<input>")
+                elif child == "" or child not in names:
+                    stack.append(iter(src_node.inputs))  # the parent's own op: look through
+                    break
+                else:
+                    out.append(child)
             else:
-                out.append(child)
+                stack.pop()
         return out
 
     @staticmethod

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from summarylib.graph.ir import dtype_enum
+from summarylib.encoding.tensor import data_type
 from summarylib.writer.context import Step
 
 __all__ = ["PARENT_INPUT", "Module", "keras_json", "write_conceptual_graph"]
@@ -82,7 +82,7 @@ def _as_module(obj: object, where: str, path: str) -> Module:
         )
     if not isinstance(m.class_name, str) or not m.class_name:
         raise ValueError(f"{where}: module {m.name!r} needs a non-empty class_name")
-    if m.dtype is not None and not dtype_enum(m.dtype):
+    if m.dtype is not None and not data_type(m.dtype):
         raise ValueError(f"{where}: module {m.name!r} has unknown dtype {m.dtype!r}")
     return m
 

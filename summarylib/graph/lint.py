@@ -47,8 +47,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from summarylib.encoding.tensor import data_type
 from summarylib.graph.builder import _FORBIDDEN, _GOOD_NAME, NAME_RULE
-from summarylib.graph.ir import DType, Graph, Node, TensorSpec, dtype_enum, split_input
+from summarylib.graph.ir import DType, Graph, Node, TensorSpec, split_input
 
 __all__ = ["ATTR_LIMIT", "MAX_CHILDREN", "Issue", "attr_size", "check"]
 
@@ -101,7 +102,7 @@ def _ir_view(node: Node) -> _View:
 # --- exact serialized sizes of IR attrs -------------------------------------------------
 # Computed from the wire format (format.md §8.1) instead of building an AttrValue per attr:
 # lint runs over every attr of graphs with tens of thousands of nodes. Each function
-# mirrors what ir._attr_to_proto / encoding.tensor.array_tensor_bytes write, byte for
+# mirrors what conversion._attr_to_proto / encoding.tensor.array_tensor_bytes write, byte for
 # byte (tests/test_graph_lint.py compares them with AttrValue.ByteSize()).
 
 
@@ -168,7 +169,7 @@ def _tensor_payload(arr: Any) -> int | None:
 
 
 def _list_payload(values: list[Any] | tuple[Any, ...]) -> int | None:
-    from summarylib.graph.ir import _list_kind, _plain
+    from summarylib.graph.conversion import _list_kind, _plain
 
     if not values:
         return 0
@@ -194,7 +195,7 @@ def _list_payload(values: list[Any] | tuple[Any, ...]) -> int | None:
     elif kind == "b":
         packed = len(items)
     elif kind == "type":
-        packed = sum(_vlen(dtype_enum(v.name)) for v in items)
+        packed = sum(_vlen(data_type(v.name)) for v in items)
     else:  # "i"
         if any(not -(1 << 63) <= v < (1 << 63) for v in items):
             return None
@@ -218,7 +219,7 @@ def attr_size(value: object) -> int:
     if isinstance(value, float):
         return 5
     if isinstance(value, DType):
-        return 1 + _vlen(dtype_enum(value.name))
+        return 1 + _vlen(data_type(value.name))
     if isinstance(value, TensorSpec):
         return _field(_shape_payload(value.shape))
     if isinstance(value, (list, tuple)):
@@ -341,7 +342,7 @@ def check(
                 )
             )
         for d in v.dtypes:
-            if d is not None and not dtype_enum(d):
+            if d is not None and not data_type(d):
                 add(
                     Issue(
                         "unknown-dtype",

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.plugins import plugin_data_bytes
-from summarylib.encoding.tensor import string_tensor_bytes
+from summarylib.encoding.tensor import data_type, string_tensor_bytes
 from summarylib.encoding.wire import field_bytes, field_varint
-from summarylib.graph.ir import Graph, TensorSpec, dtype_enum
+from summarylib.graph.ir import Graph, TensorSpec
 from summarylib.writer.context import Step
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ def _tensor_description(spec: TensorSpec) -> bytes:
             field_bytes(2, field_varint(1, -1 if d is None else d) if d != 0 else b"")
             for d in spec.shape
         )
-    out = field_varint(1, dtype_enum(spec.dtype)) if dtype_enum(spec.dtype) else b""
+    out = field_varint(1, data_type(spec.dtype)) if data_type(spec.dtype) else b""
     out += field_bytes(2, shape)
     size = _itemsize(spec.dtype)
     if size is not None and spec.shape is not None and None not in spec.shape:

@@ -254,7 +254,7 @@ def capture_jit(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | Non
     torch = torch_module("torch")
 
     forward = getattr(module, "forward", module)
-    fn = getattr(module, "fn", None)  # torch_fx._as_module's wrapper of a plain function
+    fn = getattr(module, "fn", None)  # torch_dispatch._as_module's wrapper of a plain function
     flat = _Flat(args, dict(kwargs or {}), fn if callable(fn) else forward)
     buffers = {name: b.detach().clone() for name, b in module.named_buffers()}
     with warnings.catch_warnings(record=True) as caught, torch.random.fork_rng(devices=[]):

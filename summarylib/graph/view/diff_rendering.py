@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import html
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from summarylib.graph.view.diffing import (
@@ -132,12 +132,21 @@ def diff_to_json(d: GraphDiff) -> dict[str, Any]:
     fields (tuples as lists), children nested."""
 
     def scope(s: ScopeDiff) -> dict[str, Any]:
-        out = asdict(s)
-        out["children"] = [scope(c) for c in s.children]
+        # Its own fields; the loop below fills "children" (scopes nest as deep as the
+        # graph's names: no recursion over them).
+        out: dict[str, Any] = _lists(asdict(replace(s, children=[])))
         return out
 
+    root = scope(d.root)
+    todo = [(d.root, root["children"])]
+    while todo:
+        s, children = todo.pop()
+        for c in s.children:
+            child = scope(c)
+            children.append(child)
+            todo.append((c, child["children"]))
     return {"format": "summarylib.graph.diff", "version": 1, "identical": d.identical,
-            "stats": dict(d.stats), "renamed": dict(d.renamed), "root": _lists(scope(d.root))}
+            "stats": dict(d.stats), "renamed": dict(d.renamed), "root": root}
 
 
 def _lists(value: Any) -> Any:
@@ -199,7 +208,26 @@ def diff_to_html(d: GraphDiff, a: GraphView | None = None, b: GraphView | None =
     return "\n".join(parts) + "\n"
 
 
-def _html_scope(s: ScopeDiff, parts: list[str], open_: bool) -> None:
+def _html_scope(top: ScopeDiff, parts: list[str], open_: bool) -> None:
+    """``top`` and the scopes below it as nested ``<details>``, depth first (a stack of
+    scopes and closing tags, not recursion: scopes nest as deep as the graph's names)."""
+    todo: list[ScopeDiff | str] = [top]
+    first = True
+    while todo:
+        s = todo.pop()
+        if isinstance(s, str):
+            parts.append(s)
+            continue
+        children = _html_one_scope(s, parts, open_ and first)
+        first = False
+        if children is not None:
+            todo.append("</details>")
+            todo.extend(reversed(children))
+
+
+def _html_one_scope(s: ScopeDiff, parts: list[str], open_: bool) -> list[ScopeDiff] | None:
+    """One scope's ``<details>``: closed here when added or removed (None), else left open
+    for its children (returned)."""
     title = s.name or "(root)"
     if s.status != "matched":
         cls, sign = ("add", "+") if s.status == "added" else ("rem", "-")
@@ -210,7 +238,7 @@ def _html_scope(s: ScopeDiff, parts: list[str], open_: bool) -> None:
         for k, (x, y) in s.histogram.items():
             parts.append(f'<div class="row {cls}">{_h(k)}: {max(x, y)}</div>')
         parts.append("</details>")
-        return
+        return None
     note = []  # HTML: every untrusted part escaped here
     if s.renamed:
         note.append(f"renamed from {_h(s.old_name or '(root)')}/")
@@ -239,6 +267,4 @@ def _html_scope(s: ScopeDiff, parts: list[str], open_: bool) -> None:
         parts.append(f'<div class="row add">+ edge {_h(_edge_text(e))}</div>')
     for e in s.removed_edges:
         parts.append(f'<div class="row rem">- edge {_h(_edge_text(e))}</div>')
-    for c in s.children:
-        _html_scope(c, parts, open_=False)
-    parts.append("</details>")
+    return s.children

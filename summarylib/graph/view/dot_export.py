@@ -290,26 +290,49 @@ def view_to_dot(view: GraphView, depth: int = 1, rankdir: str | None = None) -> 
 
 def _dot_group(view: GraphView, name: str, vis: _Visible, out: list[str], ind: str,
                counter: list[int]) -> None:
-    """The children of the open group ``name`` (main part, then its side-panel cluster)."""
+    """The children of the open group ``name`` (main part, then its side-panel cluster),
+    open groups among them drawn as clusters holding their own children.
+
+    The same depth-first order a recursion would give, kept on a stack of steps
+    (``group``: a group's children; ``panel``: its side-panel cluster; ``child``: one
+    child; ``line``: text), since open groups nest as deep as the graph's scopes.
+    """
+    todo: list[tuple[str, str, str]] = [("group", name, ind)]
+    while todo:
+        step, n, ind = todo.pop()
+        if step == "line":
+            out.append(n)
+            continue
+        steps: list[tuple[str, str, str]] = []
+        if step == "group":
+            main, panel = _split_panel(view, n)
+            steps = [("child", c, ind) for c in main]
+            if panel:
+                steps.append(("panel", n, ind))
+        elif step == "panel":
+            counter[0] += 1
+            out.append(f"{ind}subgraph \"cluster_{counter[0]}\" {{")
+            title = f"{_label(n) or 'root'}: side panel"
+            out.append(f"{ind}  label={dot_quote(title)}; style=dashed; color=\"#999999\";")
+            steps = [("child", c, ind + "  ") for c in dict.fromkeys(_split_panel(view, n)[1])]
+            steps.append(("line", f"{ind}}}", ind))
+        elif _dot_child(view, n, vis, out, ind, counter):
+            steps = [("group", n, ind + "  "), ("line", f"{ind}}}", ind)]
+        todo.extend(reversed(steps))
+
+
+def _split_panel(view: GraphView, name: str) -> tuple[list[str], list[str]]:
+    """Group ``name``'s children: ``(main part, side panel)``."""
     group = view.nodes[name]
     assert isinstance(group, GroupNode)
     panel = [c for side in ("in", "out") for c in group.side_panel.get(side, [])
              if c in group.children]
-    main = [c for c in group.children if c not in panel]
-    for c in main:
-        _dot_child(view, c, vis, out, ind, counter)
-    if panel:
-        counter[0] += 1
-        out.append(f"{ind}subgraph \"cluster_{counter[0]}\" {{")
-        title = f"{_label(name) or 'root'}: side panel"
-        out.append(f"{ind}  label={dot_quote(title)}; style=dashed; color=\"#999999\";")
-        for c in dict.fromkeys(panel):
-            _dot_child(view, c, vis, out, ind + "  ", counter)
-        out.append(f"{ind}}}")
+    return [c for c in group.children if c not in panel], panel
 
 
 def _dot_child(view: GraphView, name: str, vis: _Visible, out: list[str], ind: str,
-               counter: list[int]) -> None:
+               counter: list[int]) -> bool:
+    """One child: a node line, or (True) the opening lines of an open group's cluster."""
     node = view.nodes[name]
     if isinstance(node, GroupNode) and name in vis.opened:
         counter[0] += 1
@@ -318,9 +341,7 @@ def _dot_child(view: GraphView, name: str, vis: _Visible, out: list[str], ind: s
         colour = _template_colour(node.template)
         out.append(f"{ind}  label={dot_quote(_label(name))}; tooltip={dot_quote(_tooltip(node))};"
                    f" style=\"{style}\"; fillcolor=\"{colour}40\"; color=\"#888888\";")
-        _dot_group(view, name, vis, out, ind + "  ", counter)
-        out.append(f"{ind}}}")
-        return
+        return True
     lines = _node_lines(node) + _annotations(vis.notes.get(name, []))
     attrs = [f"label={_lines(lines)}", f"tooltip={dot_quote(_tooltip(node))}"]
     if isinstance(node, GroupNode):
@@ -332,6 +353,7 @@ def _dot_child(view: GraphView, name: str, vis: _Visible, out: list[str], ind: s
     else:
         attrs.append("shape=ellipse")
     out.append(f"{ind}{dot_quote(name)} [{' '.join(attrs)}];")
+    return False
 
 
 def _annotations(lines: list[str]) -> list[str]:

@@ -108,17 +108,20 @@ def add_nodes(tree: Tree, ops: dict[str, OpNode]) -> None:
 
 
 def _chain(tree: Tree, scope: str, chains: dict[str, list[GroupNode]]) -> list[GroupNode]:
-    # Groups root..scope, creating missing ones in path order (as addNodes does).
-    parent = scope_of(scope) if scope != EMPTY else ROOT
-    above = chains.get(parent)
-    if above is None:
-        above = _chain(tree, parent, chains)
-    node = tree.nodes.get(scope)
-    if not isinstance(node, GroupNode):
-        node = tree.new_group(scope, parent)
-    chain = [*above, node]
-    chains[scope] = chain
-    return chain
+    # Groups root..scope, creating missing ones in path order (as addNodes does). A loop,
+    # not recursion: a name may be thousands of scopes deep.
+    missing = []
+    while scope not in chains:
+        missing.append(scope)
+        scope = scope_of(scope) if scope != EMPTY else ROOT
+    above = chains[scope]
+    for name in reversed(missing):
+        node = tree.nodes.get(name)
+        if not isinstance(node, GroupNode):
+            node = tree.new_group(name, scope)
+        above = chains[name] = [*above, node]
+        scope = name
+    return above
 
 
 def output_size(op: OpNode) -> int:

@@ -18,12 +18,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-import json
-import math
 from importlib import resources
 from typing import Any
 
 from summarylib.graph._gc import gc_paused
+from summarylib.graph.view.json_export import json_text, view_to_json
 from summarylib.graph.view.layout import (
     CHAR_W,
     HEADER,
@@ -47,17 +46,6 @@ def _asset(name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _finite(obj: Any) -> Any:
-    """``obj`` with NaN and infinities replaced by None (JSON has no such numbers)."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
-
-
 def embed_json(obj: Any) -> str:
     """``obj`` as JSON that is safe between ``<script type="application/json">`` tags.
 
@@ -66,10 +54,7 @@ def embed_json(obj: Any) -> str:
     means the same character, so ``JSON.parse`` gets the original text back while the
     HTML parser never sees ``</script>`` or ``<!--``.
     """
-    try:
-        text = json.dumps(obj, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
-    except ValueError:
-        text = json.dumps(_finite(obj), ensure_ascii=True, separators=(",", ":"))
+    text = json_text(obj, nan="null")  # JSON has no NaN or infinities
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
@@ -92,8 +77,6 @@ def view_to_html(view: GraphView, title: str | None = None, colour: str = "struc
 
 
 def _html(view: GraphView, title: str | None, colour: str) -> str:
-    from summarylib.graph.view.json_export import view_to_json
-
     page_title = title if title is not None else "Graph"
     payload = {
         "title": page_title,

@@ -372,9 +372,29 @@ class _Placed:
 
 
 def _place(
+    view: GraphView, layouts: dict[str, GroupLayout], top: str, expanded: Collection[str],
+    cache: dict[str, _Placed],
+) -> _Placed:
+    """Place ``top`` and every open group inside it into ``cache``, inner groups first.
+
+    A loop over an explicit list, not recursion: open groups nest as deep as the scopes.
+    """
+    order = [top]
+    for name in order:  # grows while it is read: every open group below top, parents first
+        group = view.nodes[name]
+        assert isinstance(group, GroupNode)
+        order.extend(c for c in group.children
+                     if c in expanded and isinstance(view.nodes[c], GroupNode))
+    for name in reversed(order):
+        _place_group(view, layouts, name, expanded, cache)
+    return cache[top]
+
+
+def _place_group(
     view: GraphView, layouts: dict[str, GroupLayout], name: str, expanded: Collection[str],
     cache: dict[str, _Placed],
 ) -> _Placed:
+    """Place group ``name``'s children; its open child groups are already in ``cache``."""
     lay = layouts[name]
     group = view.nodes[name]
     assert isinstance(group, GroupNode)
@@ -382,7 +402,7 @@ def _place(
     for c in group.children:
         b = lay.nodes[c]
         if c in expanded and isinstance(view.nodes[c], GroupNode):
-            p = _place(view, layouts, c, expanded, cache)
+            p = cache[c]
             size[c] = (p.w, p.h)
         else:
             size[c] = (b.w, b.h)

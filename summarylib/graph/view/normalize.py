@@ -47,7 +47,9 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from summarylib.graph.ir import DType, Graph, TensorSpec, dtype_name, f32_shortest
+from summarylib.encoding.tensor import data_type_name
+from summarylib.graph.conversion import f32_shortest
+from summarylib.graph.ir import DType, Graph, TensorSpec
 from summarylib.graph.view.model import BaseEdge, Embedding, OpNode, Shape
 from summarylib.graph.view.options import ViewOptions
 
@@ -331,7 +333,7 @@ def _short(text: str) -> str:
 
 
 def _dtype_text(enum: int) -> str:
-    return dtype_name(enum) or f"DT_{enum}"
+    return data_type_name(enum) or f"DT_{enum}"
 
 
 def _shape_text(sh: Any) -> str:

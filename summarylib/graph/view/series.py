@@ -79,13 +79,29 @@ def group_op_series(tree: Tree, min_size: int = 5) -> None:
     _group_ops(tree, ROOT, min_size)
 
 
-def _group_ops(tree: Tree, g: str, min_size: int) -> None:
+def _group_ops(tree: Tree, top: str, min_size: int) -> None:
+    # Groups in post-order (each child group's subtree before the group itself, in child
+    # order: the order series are made in), with a stack rather than recursion, as names
+    # may be thousands of scopes deep.
     nodes = tree.nodes
-    order = tree.children(g)
-    for child in order:
-        node = nodes[child]
-        if isinstance(node, GroupNode) and node.kind == "meta":
-            _group_ops(tree, child, min_size)
+    top_order = tree.children(top)
+    stack = [(top, top_order, iter(top_order))]
+    while stack:
+        g, order, pending = stack[-1]
+        for child in pending:
+            node = nodes[child]
+            if isinstance(node, GroupNode) and node.kind == "meta":
+                child_order = tree.children(child)
+                stack.append((child, child_order, iter(child_order)))
+                break
+        else:
+            stack.pop()
+            _series_in(tree, g, order, min_size)
+
+
+def _series_in(tree: Tree, g: str, order: list[str], min_size: int) -> None:
+    """Series among group ``g``'s own ops (``order``: its children)."""
+    nodes = tree.nodes
     clusters: dict[str, list[str]] = {}
     for child in order:
         node = nodes[child]
