@@ -118,3 +118,21 @@ def test_readme_guarantees_admit_the_url_logdirs_they_document() -> None:
     assert 'create_file_writer("s3://' in guarantees  # URL logdirs are documented there
     assert "must be local" not in guarantees
     assert "A logdir may be a local path or a URL" in guarantees
+
+
+def test_architecture_names_only_modules_and_classes_that_exist() -> None:
+    """docs/architecture.md stays true: every module path it names exists, and every
+    ``Class.method`` or class it names beside a module is defined there."""
+    import importlib
+
+    text = (REPO / "docs" / "architecture.md").read_text()
+    paths = set(re.findall(r"`((?:summarylib/)?[a-z_]+/[a-z_/]+\.py|summarylib/[a-z_]+/?)`", text))
+    assert len(paths) > 15, paths
+    for path in paths:
+        rooted = path.startswith(("summarylib", "tests/"))
+        full = REPO / (path if rooted else f"summarylib/{path}")
+        assert full.exists(), f"docs/architecture.md names {path}, which does not exist"
+    # `Name` (`module.py`) pairs: the class or function is defined in that module.
+    for name, module in re.findall(r"`([A-Z][A-Za-z]+)[`.][^|\n]*?\(`([a-z_]+/[a-z_]+)\.py`", text):
+        mod = importlib.import_module("summarylib." + module.replace("/", "."))
+        assert hasattr(mod, name), f"docs/architecture.md: {name} is not in {module}.py"
