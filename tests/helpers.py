@@ -48,6 +48,24 @@ def tb_scalar_points(path: str | os.PathLike[str]) -> dict[str, list[tuple[int, 
     return out
 
 
+def record_payloads(data: bytes, *, whole: bool = True) -> list[bytes]:
+    """The payloads of the TFRecords in ``data``, in order (checksums are not checked:
+    the readers under test do that). ``whole``: ``data`` must end at a record boundary;
+    otherwise a torn last record is left out."""
+    import struct
+
+    out, pos = [], 0
+    while pos + 12 <= len(data):
+        (n,) = struct.unpack_from("<Q", data, pos)
+        if not whole and pos + 16 + n > len(data):
+            break
+        out.append(data[pos + 12 : pos + 12 + n])
+        pos += n + 16
+    if whole:
+        assert pos == len(data), f"{len(data) - pos} bytes after the last whole record"
+    return out
+
+
 def only_file(logdir: str | os.PathLike[str]) -> Path:
     files = [p for p in Path(logdir).iterdir() if "tfevents" in p.name]
     assert len(files) == 1, files

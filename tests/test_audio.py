@@ -23,7 +23,7 @@ from summarylib.encoding.plugins import AUDIO
 from summarylib.encoding.wav import encode_wav, quantize
 from summarylib.ops import _emit
 from summarylib.ops import audio as audio_mod
-from tests.helpers import only_file
+from tests.helpers import only_file, record_payloads
 from tests.tbserver import TensorBoardServer
 
 
@@ -86,13 +86,7 @@ def check_value(value: Any, data: np.ndarray, rate: int, max_outputs: int) -> No
 
 
 def payloads(data: bytes) -> list[bytes]:
-    out = []
-    pos = 0
-    while pos < len(data):
-        (n,) = struct.unpack_from("<Q", data, pos)
-        out.append(data[pos + 12 : pos + 12 + n])
-        pos += n + 16
-    return out
+    return record_payloads(data)
 
 
 def raw_values(data: bytes) -> list[tuple[int, Any]]:

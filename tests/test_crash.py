@@ -29,7 +29,7 @@ import pytest
 import summarylib as sl
 from summarylib import cli
 from summarylib.reader import RecordReader, iter_events
-from tests.helpers import tb_events
+from tests.helpers import record_payloads, tb_events
 
 REPO = Path(__file__).resolve().parent.parent
 ROUNDS = int(os.environ.get("SUMMARYLIB_CRASH_ROUNDS", "200"))
@@ -363,14 +363,7 @@ def test_a_close_that_timed_out_is_finished_at_exit(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "timed out\n"
-    data = out.read_bytes()
-    records = 0
-    pos = 0
-    while pos < len(data):
-        (n,) = struct.unpack_from("<Q", data, pos)
-        records += 1
-        pos += n + 16
-    assert pos == len(data) and records == 21  # file version + 20 events
+    assert len(record_payloads(out.read_bytes())) == 21  # file version + 20 events
 
 
 def test_interpreter_exit_gives_up_on_an_fsync_that_hangs() -> None:
@@ -754,13 +747,7 @@ def test_a_signal_inside_the_lock_free_append_flushes_at_once() -> None:
 def _memory_events(data: bytes) -> list:
     from summarylib.proto import event_pb2
 
-    events, pos = [], 0
-    while pos < len(data):
-        (n,) = struct.unpack_from("<Q", data, pos)
-        events.append(event_pb2.Event.FromString(data[pos + 12 : pos + 12 + n]))
-        pos += n + 16
-    assert pos == len(data)
-    return events
+    return [event_pb2.Event.FromString(p) for p in record_payloads(data)]
 
 
 def test_flush_on_signals_restore_and_validation() -> None:

@@ -25,6 +25,7 @@ from summarylib.encoding.events import event_bytes, step_field, summary_event
 from summarylib.encoding.tfrecord import frame_many
 from summarylib.ops import scalar as scalar_mod
 from summarylib.writer.context import _local
+from tests.helpers import record_payloads
 
 WALL_TIME = 1712345678.25
 INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
@@ -85,12 +86,7 @@ def reference_event(step: int, items: list[tuple[str, Any]], with_metadata: set[
 
 
 def payloads(data: bytes) -> list[bytes]:
-    out, pos = [], 0
-    while pos < len(data):
-        (n,) = struct.unpack_from("<Q", data, pos)
-        out.append(data[pos + 12 : pos + 12 + n])
-        pos += n + 16
-    return out[1:]  # without the file-version event
+    return record_payloads(data)[1:]  # without the file-version event
 
 
 @pytest.fixture(autouse=True)

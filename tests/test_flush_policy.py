@@ -12,7 +12,7 @@ import pytest
 import summarylib as sl
 from summarylib.reader import iter_records
 from summarylib.writer.buffered import BufferedEventWriter
-from tests.helpers import only_file, tb_events, wait_until
+from tests.helpers import only_file, record_payloads, tb_events, wait_until
 
 
 def n_records(path: Path) -> int:
@@ -191,10 +191,10 @@ def test_the_bound_counts_every_unwritten_event(
     waiting = [0]
     real_queued = BufferedEventWriter.queued
 
-    def noting_wait(self: BufferedEventWriter, payload: object) -> None:
+    def noting_wait(self: BufferedEventWriter, payload: object, reentered: bool) -> None:
         if self.queue.over_bound():  # lock held: this caller is about to wait for room
             waiting[0] += 1
-        real_queued(self, payload)
+        real_queued(self, payload, reentered)
 
     monkeypatch.setattr(BufferedEventWriter, "queued", noting_wait)
     blob = np.zeros(900, dtype=np.float32)  # ~3.6 KB events: just under the size counted at once
@@ -225,15 +225,7 @@ def test_the_bound_counts_every_unwritten_event(
 
 
 def _events(data: bytes) -> list[bytes]:
-    import struct
-
-    out = []
-    pos = 0
-    while pos < len(data):
-        (n,) = struct.unpack_from("<Q", data, pos)
-        out.append(data[pos + 12 : pos + 12 + n])
-        pos += n + 16
-    return out
+    return record_payloads(data)
 
 
 # -- background errors ------------------------------------------------------------
@@ -383,14 +375,7 @@ def test_flush_timeout() -> None:
 
 
 def _records(data: bytes) -> list[bytes]:
-    import struct
-
-    out, off = [], 0
-    while off + 12 <= len(data):
-        (length,) = struct.unpack_from("<Q", data, off)
-        out.append(data[off + 12 : off + 12 + length])
-        off += 16 + length
-    return out
+    return record_payloads(data, whole=False)
 
 
 class _CountingOutput(sl.MemoryOutput):

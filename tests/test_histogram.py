@@ -12,7 +12,6 @@ domain summarylib's documented choices are tested on their own.
 from __future__ import annotations
 
 import math
-import struct
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from summarylib.encoding.events import summary_event
 from summarylib.encoding.plugins import HISTOGRAMS
 from summarylib.ops import _emit
 from summarylib.ops import histogram as hist_mod
-from tests.helpers import only_file, tb_events
+from tests.helpers import only_file, record_payloads, tb_events
 from tests.tbserver import TensorBoardServer
 
 DTYPES = ["float16", "float32", "float64", "int8", "int32", "int64", "uint8", "uint64", "bool"]
@@ -111,13 +110,7 @@ def as_tb_value(summary: Any) -> Any:
 
 
 def payloads(data: bytes) -> list[bytes]:
-    out = []
-    pos = 0
-    while pos < len(data):
-        (n,) = struct.unpack_from("<Q", data, pos)
-        out.append(data[pos + 12 : pos + 12 + n])
-        pos += n + 16
-    return out
+    return record_payloads(data)
 
 
 def file_values(logdir: Path) -> list[tuple[int, Any]]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import math
-import struct
 import zlib
 from pathlib import Path
 from typing import Any, Literal
@@ -21,7 +20,7 @@ import summarylib as sl
 from summarylib.encoding.events import summary_event
 from summarylib.ops import _emit
 from summarylib.ops import image as image_mod
-from tests.helpers import only_file, tb_events
+from tests.helpers import only_file, record_payloads, tb_events
 from tests.tbserver import TensorBoardServer
 
 INT_DTYPES = ["uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64"]
@@ -112,13 +111,7 @@ def memory_writer() -> tuple[sl.SummaryWriter, sl.MemoryOutput]:
 
 
 def payloads(data: bytes) -> list[bytes]:
-    out = []
-    pos = 0
-    while pos < len(data):
-        (n,) = struct.unpack_from("<Q", data, pos)
-        out.append(data[pos + 12 : pos + 12 + n])
-        pos += n + 16
-    return out
+    return record_payloads(data)
 
 
 def tb_values(data: bytes) -> list[Any]:

@@ -9,7 +9,6 @@ call that raised is. A stress test does the same with real threads.
 
 from __future__ import annotations
 
-import struct
 import threading
 from collections.abc import Callable
 
@@ -19,19 +18,14 @@ import summarylib as sl
 from summarylib.errors import WriteFailedError, WriterClosedError
 from summarylib.proto import event_pb2
 from summarylib.writer.buffered import BufferedEventWriter
+from tests.helpers import record_payloads
 
 TIMEOUT = 60.0
 
 
 def steps_in(data: bytes) -> list[int]:
     """The step of every event in TFRecord ``data`` (the file-version event first)."""
-    steps, pos = [], 0
-    while pos < len(data):
-        (n,) = struct.unpack_from("<Q", data, pos)
-        steps.append(event_pb2.Event.FromString(data[pos + 12 : pos + 12 + n]).step)
-        pos += n + 16
-    assert pos == len(data)
-    return steps
+    return [event_pb2.Event.FromString(p).step for p in record_payloads(data)]
 
 
 class HookedQueue(list):  # type: ignore[type-arg]

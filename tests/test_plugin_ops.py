@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import re
-import struct
 import threading
 import types
 from collections.abc import Callable, Iterator
@@ -29,6 +28,7 @@ from summarylib.ops.figure import figure, figure_pb, figure_rgb
 from summarylib.ops.mesh import mesh, mesh_pb
 from summarylib.ops.video import encode_gif, prepare, video, video_pb
 from summarylib.proto import custom_scalar_pb2, summary_pb2
+from tests.helpers import record_payloads
 from tests.tbserver import TensorBoardServer
 
 FIXED_TIME = 1712345678.25
@@ -36,12 +36,7 @@ FIXED_TIME = 1712345678.25
 
 # -- helpers ------------------------------------------------------------------------------
 def payloads(data: bytes) -> list[bytes]:
-    out, pos = [], 0
-    while pos < len(data):
-        (n,) = struct.unpack_from("<Q", data, pos)
-        out.append(data[pos + 12 : pos + 12 + n])
-        pos += n + 16
-    return out
+    return record_payloads(data)
 
 
 def written(call: Callable[[], Any], step: int | None = None) -> list[bytes]:

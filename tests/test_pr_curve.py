@@ -11,7 +11,6 @@ every line of their arithmetic is TensorBoard's.
 from __future__ import annotations
 
 import contextlib
-import struct
 import sys
 import types
 from collections.abc import Iterator
@@ -28,7 +27,7 @@ import summarylib as sl
 from summarylib.encoding.events import summary_event
 from summarylib.ops import _emit
 from summarylib.ops import pr_curve as pr_mod
-from tests.helpers import only_file, tb_events
+from tests.helpers import only_file, record_payloads, tb_events
 from tests.tbserver import TensorBoardServer
 
 # Typed loosely: the tests pass the six vectors as *lists and **dicts.
@@ -130,13 +129,7 @@ def theirs(
 
 
 def payloads(data: bytes) -> list[bytes]:
-    out = []
-    pos = 0
-    while pos < len(data):
-        (n,) = struct.unpack_from("<Q", data, pos)
-        out.append(data[pos + 12 : pos + 12 + n])
-        pos += n + 16
-    return out
+    return record_payloads(data)
 
 
 def file_values(logdir: Path) -> list[tuple[int, Any]]:

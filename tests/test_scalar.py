@@ -17,7 +17,13 @@ from summarylib.encoding.arrays import scalar_float
 from summarylib.encoding.events import summary_event
 from summarylib.ops import scalar as scalar_mod
 from summarylib.reader import iter_records, read_scalars
-from tests.helpers import only_file, tb_events, tb_scalar_points, torch_warns_always
+from tests.helpers import (
+    only_file,
+    record_payloads,
+    tb_events,
+    tb_scalar_points,
+    torch_warns_always,
+)
 
 INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 TAGS = st.text(min_size=1, max_size=40)
@@ -30,13 +36,7 @@ def memory_writer(**kw: object) -> tuple[sl.SummaryWriter, sl.MemoryOutput]:
 
 
 def payloads(data: bytes) -> list[bytes]:
-    out = []
-    pos = 0
-    while pos < len(data):
-        (n,) = struct.unpack_from("<Q", data, pos)
-        out.append(data[pos + 12 : pos + 12 + n])
-        pos += n + 16
-    return out
+    return record_payloads(data)
 
 
 def test_scalar_record_matches_tensorflow_bytes(monkeypatch: pytest.MonkeyPatch) -> None:

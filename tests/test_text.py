@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import html
-import struct
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from summarylib.encoding import plugins
 from summarylib.encoding.events import summary_event
 from summarylib.ops import _emit
 from summarylib.ops import text as text_mod
-from tests.helpers import only_file
+from tests.helpers import only_file, record_payloads
 from tests.tbserver import TensorBoardServer
 
 TEXT = st.text(max_size=12)  # any Unicode scalar values, no lone surrogates
@@ -33,13 +32,7 @@ def tb_text_pb(tag: str, data: Any, description: str | None = None) -> bytes:
 
 
 def payloads(data: bytes) -> list[bytes]:
-    out = []
-    pos = 0
-    while pos < len(data):
-        (n,) = struct.unpack_from("<Q", data, pos)
-        out.append(data[pos + 12 : pos + 12 + n])
-        pos += n + 16
-    return out
+    return record_payloads(data)
 
 
 def raw_values(logdir: Path) -> list[tuple[int, Any]]:

@@ -21,7 +21,7 @@ import pytest
 import summarylib as sl
 from summarylib.reader import RecordReader, iter_events
 from summarylib.writer.buffered import Deferred
-from tests.helpers import only_file, tb_events, wait_until
+from tests.helpers import only_file, record_payloads, tb_events, wait_until
 
 JOIN = 60.0
 
@@ -157,13 +157,7 @@ class GateOutput(sl.MemoryOutput):
 
 
 def _records(data: bytes) -> int:
-    n = pos = 0
-    while pos < len(data):
-        (length,) = struct.unpack_from("<Q", data, pos)
-        pos += length + 16
-        n += 1
-    assert pos == len(data)
-    return n
+    return len(record_payloads(data))
 
 
 def test_a_second_concurrent_close_waits_until_the_data_is_written() -> None:
