@@ -30,7 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import f32_bytes, scalar_float
 from summarylib.encoding.events import _STEP3_LOW, _STEP_FIELDS, step_field
+from summarylib.encoding.pending import device_kind
 from summarylib.encoding.wire import field_bytes, pack_double, pack_float, varint
+from summarylib.ops._device import defers_device_values, scalar_values_deferred
 from summarylib.ops._resolve import check_tag, resolve_step
 from summarylib.ops.scalar_record import Layout
 from summarylib.writer.context import Step, _local, condition_holds
@@ -38,6 +40,7 @@ from summarylib.writer.context import Step, _local, condition_holds
 if TYPE_CHECKING:
     from summarylib.proto import summary_pb2
     from summarylib.writer.buffered import BufferedEventWriter
+    from summarylib.writer.context import DefaultWriter
 
 __all__ = ["PLUGIN_NAME", "create_summary_metadata", "scalar", "scalar_pb", "scalars"]
 
@@ -126,6 +129,8 @@ def scalar(
     if step is None:
         step = st.step
     if type(step) is not int or step < _INT64_MIN or step > _INT64_MAX:
+        if device_kind(step) is not None and defers_device_values(writer):
+            return _scalar_deferred(writer, name, data, step, description, st.scope)
         step = resolve_step(step, None, "scalar")
     if type(name) is not str or not name:
         name = check_tag(name, "scalar")
@@ -139,6 +144,8 @@ def scalar(
         # "f" as they are (see _fast_types).
         if _numpy_types_missing:
             _add_numpy_types()
+        if device_kind(data) is not None and defers_device_values(writer):
+            return _scalar_deferred(writer, name, data, step, description, scope)
         data = scalar_float(data, "scalar")
     res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
     prefix = res.scalar_prefixes.get(tag)
@@ -170,6 +177,17 @@ def scalar(
             + f32_bytes(scalar_float(data, "scalar"))
         )
     return res.append(event)  # False only after an exit hook closed the writer
+
+
+def _scalar_deferred(
+    writer: DefaultWriter, name: Any, data: Any, step: Any, description: str | None, scope: str
+) -> bool:
+    # A device value or step: captured now, written when ready (see ops._device).
+    if type(name) is not str or not name:
+        name = check_tag(name, "scalar")
+    tag = scope + name if scope else name
+    entries = [(tag, data, "scalar", metadata_bytes(description))]
+    return scalar_values_deferred(writer, entries, step, "scalar")
 
 
 # len(prefix) -> the Struct packers of scalar()'s events with that prefix
@@ -273,11 +291,11 @@ def scalars(
                     pass
                 else:
                     return res.append(record)
-    return _scalars_checked(res, values, step, description, st.scope)
+    return _scalars_checked(writer, values, step, description, st.scope)
 
 
 def _scalars_checked(
-    res: BufferedEventWriter,
+    writer: DefaultWriter,
     values: Mapping[str, Any],
     step: Any,
     description: Mapping[str, str | None] | None,
@@ -288,6 +306,11 @@ def _scalars_checked(
     # path once every tag has its metadata in this file.
     if type(values) is not dict and not isinstance(values, Mapping):
         raise TypeError(f"scalars: 'values' must be a mapping, got {type(values).__name__}")
+    if (device_kind(step) is not None or any(map(device_kind, values.values()))) and (
+        defers_device_values(writer)
+    ):
+        return _scalars_deferred(writer, values, step, description, scope)
+    res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
     if type(step) is not int or step < _INT64_MIN or step > _INT64_MAX:
         step = resolve_step(step, None, "scalars")
     get = res.scalar_prefixes.get
@@ -332,6 +355,26 @@ def _scalars_checked(
     if type(values) is dict:
         _add_layout(res, scope, tuple(values), names)
     return True
+
+
+def _scalars_deferred(
+    writer: DefaultWriter,
+    values: Mapping[str, Any],
+    step: Any,
+    description: Mapping[str, str | None] | None,
+    scope: str,
+) -> bool:
+    # Some values (or the step) live on a device: one Event, written when they are ready.
+    entries = []
+    for name, data in values.items():
+        if type(name) is not str or not name:
+            name = check_tag(name, "scalars", "values key")
+        desc = description.get(name) if description else None
+        tag = scope + name if scope else name
+        entries.append((tag, data, f"scalars: values[{name!r}]", metadata_bytes(desc)))
+    if not entries:
+        return False
+    return scalar_values_deferred(writer, entries, step, "scalars")
 
 
 def _check_descriptions(description: Any) -> None:
