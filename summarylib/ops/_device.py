@@ -28,7 +28,7 @@ from summarylib.encoding.pending import (
     is_integer_dtype,
     is_real_dtype,
 )
-from summarylib.encoding.wire import field_bytes, pack_double
+from summarylib.encoding.wire import field_bytes, pack_double, varint
 from summarylib.ops._resolve import resolve_step
 from summarylib.writer.buffered import Deferred
 
@@ -37,7 +37,14 @@ if TYPE_CHECKING:
 
     from summarylib.writer.context import DefaultWriter
 
-__all__ = ["DeviceStep", "defers_device_values", "device_step", "scalar_values_deferred"]
+__all__ = [
+    "DeviceStep",
+    "defers_device_values",
+    "device_step",
+    "scalar_prefix",
+    "scalar_value_deferred",
+    "scalar_values_deferred",
+]
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
@@ -95,6 +102,40 @@ def _check_device_scalar(data: Any, where: str) -> None:
         raise ValueError(f"{where}: 'data' must be a scalar (rank 0), got shape {shape}")
     if not is_real_dtype(data.dtype):
         raise TypeError(f"{where}: 'data' must be a real number, got dtype {data.dtype}")
+
+
+def scalar_prefix(tag_field: bytes) -> bytes:
+    """The bytes every scalar Event of a tag shares after its step (no metadata).
+
+    ``Event.summary`` key and length, ``Value`` key and length, the tag field, the
+    tensor header; only the 4 float32 bytes of the value follow.
+    """
+    value_len = len(tag_field) + len(_TENSOR_FIELD) + 4
+    value_head = b"\x0a" + varint(value_len)
+    return b"\x2a" + varint(len(value_head) + value_len) + value_head + tag_field + _TENSOR_FIELD
+
+
+def scalar_value_deferred(
+    writer: DefaultWriter, prefix: bytes, tag: str, data: Any, step: int
+) -> bool | None:
+    """The common case, lean: one device scalar, an int step, a tag already in the file.
+
+    ``prefix`` is the tag's :func:`scalar_prefix`. None: ``data`` is not captured
+    (a layout the capture does not take); use the ordinary path.
+    """
+    if data.shape or not is_real_dtype(data.dtype):
+        _check_device_scalar(data, "scalar")  # raises
+    pending = capture(data)
+    if pending is None:
+        return None
+    head = b"\x09" + pack_double(_time()) + step_field(step)
+
+    def make() -> bytes:
+        return head + prefix + f32_bytes(float(pending.result()))
+
+    res = writer._resource
+    assert res is not None, "ops never see the no-op writer"
+    return res.append(Deferred(make, len(prefix) + 32, f"the value of {tag!r} at step {step}"))
 
 
 def scalar_values_deferred(
@@ -156,6 +197,10 @@ def scalar_values_deferred(
                 res.tags_with_metadata.discard(tag)  # the next event of each carries it
             raise
         res.tags_with_metadata.update(attach)
+        prefixes = res.scalar_prefixes
+        for i, (tag, _, _, _) in enumerate(entries):
+            if tag in attach:  # later values of the tag take the lean path
+                prefixes[tag] = scalar_prefix(tag_fields[i])
         summary = b"".join(parts)
         return b"\x09" + pack_double(wall_time) + step_field(s) + field_bytes(5, summary)
 

@@ -31,8 +31,13 @@ from typing import TYPE_CHECKING, Any
 from summarylib.encoding.arrays import f32_bytes, scalar_float
 from summarylib.encoding.events import _STEP3_LOW, _STEP_FIELDS, step_field
 from summarylib.encoding.pending import device_kind
-from summarylib.encoding.wire import field_bytes, pack_double, pack_float, varint
-from summarylib.ops._device import defers_device_values, scalar_values_deferred
+from summarylib.encoding.wire import field_bytes, pack_double, pack_float
+from summarylib.ops._device import (
+    defers_device_values,
+    scalar_prefix,
+    scalar_value_deferred,
+    scalar_values_deferred,
+)
 from summarylib.ops._resolve import check_tag, resolve_step
 from summarylib.ops.scalar_record import Layout
 from summarylib.writer.context import Step, _local, condition_holds
@@ -186,6 +191,14 @@ def _scalar_deferred(
     if type(name) is not str or not name:
         name = check_tag(name, "scalar")
     tag = scope + name if scope else name
+    if type(step) is int and _INT64_MIN <= step <= _INT64_MAX:
+        if description is not None and type(description) is not str:
+            metadata_bytes(description)  # raises TypeError naming the argument
+        prefix = writer._resource.scalar_prefixes.get(tag)  # type: ignore[union-attr]
+        if prefix is not None:
+            done = scalar_value_deferred(writer, prefix, tag, data, step)
+            if done is not None:
+                return done
     entries = [(tag, data, "scalar", metadata_bytes(description))]
     return scalar_values_deferred(writer, entries, step, "scalar")
 
@@ -227,11 +240,7 @@ def _remember(res: BufferedEventWriter, tag: str, tag_field: bytes) -> None:
     # Cache the bytes every later event of `tag` in this file starts with:
     # Event.summary key and length, Value key and length, the tag, the tensor
     # header. Only the 4 value bytes follow.
-    value_len = len(tag_field) + len(_TENSOR_FIELD) + 4
-    value_head = b"\x0a" + varint(value_len)
-    res.scalar_prefixes[tag] = (
-        b"\x2a" + varint(len(value_head) + value_len) + value_head + tag_field + _TENSOR_FIELD
-    )
+    res.scalar_prefixes[tag] = scalar_prefix(tag_field)
     res.tags_with_metadata.add(tag)
 
 
