@@ -335,7 +335,7 @@ def test_jax_arrays_have_no_device_table() -> None:
         assert histogram_table(jnp.ones(4), 3) is None
 
 
-@given(hnp.arrays(np.float32, st.integers(0, 50),
+@given(hnp.arrays(st.sampled_from([np.float32, np.float16]), st.integers(0, 50),
                   elements={"allow_nan": True, "allow_infinity": True}))
 def test_device_uint8_pixels_equal_the_host_conversion(values: np.ndarray) -> None:
     torch = pytest.importorskip("torch")
@@ -343,6 +343,32 @@ def test_device_uint8_pixels_equal_the_host_conversion(values: np.ndarray) -> No
     from summarylib.encoding.pixels import to_uint8
 
     expected = to_uint8(values)
-    got_jax = np.asarray(images_uint8(jnp.asarray(values)))
-    np.testing.assert_array_equal(got_jax, expected)
-    del torch  # torch CPU tensors are host data: images_uint8 leaves them as they are
+    np.testing.assert_array_equal(np.asarray(images_uint8(jnp.asarray(values))), expected)
+    np.testing.assert_array_equal(images_uint8(torch.from_numpy(values)).numpy(), expected)
+    # bfloat16 converts as its exact float32 values, from either framework.
+    bf = torch.from_numpy(values.astype(np.float32)).to(torch.bfloat16)
+    as_f32 = bf.float().numpy()
+    np.testing.assert_array_equal(images_uint8(bf).numpy(), to_uint8(as_f32))
+    np.testing.assert_array_equal(
+        np.asarray(images_uint8(jnp.asarray(as_f32, jnp.bfloat16))), to_uint8(as_f32))
+
+
+def test_image_does_not_wait_and_equals_the_host_image(logdir: Path) -> None:
+    writer = sl.create_file_writer(logdir)
+    seen: list[Any] = []
+
+    def log(matrix: Any) -> None:
+        images = jnp.reshape(matrix[:96, :64], (2, 8, 8, 48))[..., :3] * 40.0
+        seen.append(images)
+        sl.image("img", images, step=len(seen), max_outputs=1)
+
+    with writer.as_default():
+        assert not_ready_after(log, computing)
+        with pytest.raises(ValueError, match=r"image: 'data' must have shape \[k, h, w, c\]"):
+            sl.image("img", jnp.zeros((2, 3)), step=0)
+    writer.close()
+    written = [e.summary.value[0].tensor.string_val for e in tb_events(only_file(logdir))
+               if e.summary.value]
+    expected = [sl.image_pb("img", np.asarray(x), max_outputs=1).value[0].tensor.string_val
+                for x in seen]
+    assert written == expected

@@ -79,15 +79,16 @@ def _torch_table(tensor: Any, k: int) -> Any:
 def images_uint8(data: Any) -> Any:
     """Float pixels of a device array as uint8 on the device (saturating), else ``data``.
 
+    ``data``: a JAX array or a torch tensor (on any device; tests use the CPU).
+
     The rule of :func:`summarylib.encoding.pixels.to_uint8` for floats:
     ``trunc(clip(x * 255.5, 0, 255))`` in the input's float type (bfloat16 and float8
     as float32), NaN as 0. Other dtypes are returned as they are (the host converts
     them after the copy).
     """
     kind = device_kind(data)
-    if kind == "torch":
-        import torch
-
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(data, torch.Tensor):
         if not data.is_floating_point():
             return data
         x = data.detach()
