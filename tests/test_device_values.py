@@ -372,3 +372,26 @@ def test_image_does_not_wait_and_equals_the_host_image(logdir: Path) -> None:
     expected = [sl.image_pb("img", np.asarray(x), max_outputs=1).value[0].tensor.string_val
                 for x in seen]
     assert written == expected
+
+
+def test_add_histogram_does_not_wait_and_checks_values_when_ready(logdir: Path) -> None:
+    writer = sl.SummaryWriter(logdir)
+    seen: list[Any] = []
+
+    def log(matrix: Any) -> None:
+        seen.append(matrix)
+        writer.add_histogram("w", matrix, len(seen))
+
+    assert not_ready_after(log, computing)
+    writer.flush()
+    writer.add_histogram("bad", computing()[0] * jnp.nan, 99)  # torch's rule: finite only
+    with pytest.raises(SummaryError, match=r"'bad'.*must be finite"):
+        writer.flush()
+    writer.close()
+    written = [e.summary.value[0].histo.SerializeToString()
+               for e in tb_events(only_file(logdir)) if e.summary.value]
+    expected = [sl.histogram_bins_pb("w", np.asarray(m)).value[0].histo.SerializeToString()
+                for m in seen]
+    assert len(written) == len(expected)
+    for got, want in zip(written, expected, strict=True):
+        assert got == want
