@@ -52,7 +52,9 @@ def _torch_table(tensor: Any, k: int) -> Any:
     x = torch.cat([x, torch.full((1,), float("nan"), dtype=f64, device=dev)])
 
     def const(v: float) -> Any:
-        return torch.tensor(v, dtype=f64, device=dev)
+        # A fill kernel: torch.tensor(v, device=...) would copy from pageable host
+        # memory, which synchronizes.
+        return torch.full((), v, dtype=f64, device=dev)
 
     finite = torch.isfinite(x)
     lo = torch.where(finite, x, const(float("inf"))).amin()
