@@ -395,3 +395,44 @@ def test_add_histogram_does_not_wait_and_checks_values_when_ready(logdir: Path) 
     assert len(written) == len(expected)
     for got, want in zip(written, expected, strict=True):
         assert got == want
+
+
+# ----------------------------------------------------------------------------
+# CUDA (skipped without a GPU)
+# ----------------------------------------------------------------------------
+def _cuda() -> Any:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    return torch
+
+
+def test_cuda_values_are_captured_without_a_sync_and_in_stream_order(logdir: Path) -> None:
+    torch = _cuda()
+    writer = sl.create_file_writer(logdir)
+    w = torch.randn(300, 300, device="cuda")
+    loss = w.sum()
+    kept_loss, kept_w = [], []
+    with writer.as_default():
+        for i in range(5):
+            step = torch.full((), i, dtype=torch.int64, device="cuda")
+            torch.cuda.set_sync_debug_mode("error")
+            try:
+                sl.scalar("loss", loss, step=i)
+                sl.scalars({"a": loss, "b": loss * 2}, step=step)
+                sl.histogram("w", w, step=i)
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+            kept_loss.append(loss.clone())
+            kept_w.append(w.clone())
+            w.mul_(1.5)  # in place, right after the calls
+            loss.add_(1.0)
+    writer.close()
+    got = scalar_values(only_file(logdir))
+    losses = [f32(x.cpu()) for x in kept_loss]
+    assert [v for _, tag, v in got if tag == "loss"] == losses
+    assert [v for _, tag, v in got if tag == "a"] == losses
+    hists = [e.summary.value[0].tensor.tensor_content for e in tb_events(only_file(logdir))
+             if e.summary.value and e.summary.value[0].tag == "w"]
+    assert hists == [sl.histogram_pb("w", x.cpu().numpy()).value[0].tensor.tensor_content
+                     for x in kept_w]
