@@ -436,3 +436,32 @@ def test_cuda_values_are_captured_without_a_sync_and_in_stream_order(logdir: Pat
              if e.summary.value and e.summary.value[0].tag == "w"]
     assert hists == [sl.histogram_pb("w", x.cpu().numpy()).value[0].tensor.tensor_content
                      for x in kept_w]
+
+
+def test_add_image_and_add_images_do_not_wait_and_equal_the_host_images(
+    tmp_path: Path,
+) -> None:
+    device, host = sl.SummaryWriter(tmp_path / "device"), sl.SummaryWriter(tmp_path / "host")
+    seen: list[Any] = []
+
+    def log(matrix: Any) -> None:
+        chw = jnp.reshape(matrix[:48, :64], (3, 32, 32)) * 3.0 - 0.5  # some out of [0, 1]
+        batch = jnp.reshape(matrix[:80, :80], (5, 1, 32, 40))  # 5 grey images: a 2-row grid
+        seen.append((chw, batch))
+        device.add_image("one", chw, len(seen))
+        device.add_images("grid", batch, len(seen))
+        device.add_image("hw", chw[0], len(seen), dataformats="HW")
+
+    assert not_ready_after(log, computing)
+    for i, (chw, batch) in enumerate(seen):
+        host.add_image("one", np.asarray(chw), i + 1)
+        host.add_images("grid", np.asarray(batch), i + 1)
+        host.add_image("hw", np.asarray(chw[0]), i + 1, dataformats="HW")
+    device.close()
+    host.close()
+
+    def images(d: Path) -> list[tuple[int, str, bytes]]:
+        return [(e.step, v.tag, v.tensor.SerializeToString())
+                for e in tb_events(only_file(d)) for v in e.summary.value]
+
+    assert images(tmp_path / "device") == images(tmp_path / "host")
