@@ -50,6 +50,7 @@ __all__ = [
     "capture",
     "capture_stacked",
     "device_kind",
+    "is_integer_dtype",
     "is_real_dtype",
 ]
 

@@ -3,7 +3,10 @@
 Data contract:
   * ``data`` is rank 0: a Python bool/int/float, a numpy scalar or 0-d array,
     or a 0-d framework tensor (read through ``__float__``/``item()``/
-    ``__array__``; the framework is never imported).
+    ``__array__``; the framework is never imported). A device array (JAX,
+    torch CUDA, CuPy) is not read at the call: its rank and dtype are checked,
+    its copy to the host starts, and the writer thread writes it once ready
+    (:mod:`summarylib.ops._device`); a device scalar may also be the step.
   * It is stored as a rank-0 ``DT_FLOAT`` tensor in ``tensor_content`` (4
     little-endian bytes), the only scalar form TensorBoard's fast loader
     accepts. Values beyond float32's range become ±inf; NaN and ±inf are kept.
