@@ -465,3 +465,23 @@ def test_add_image_and_add_images_do_not_wait_and_equal_the_host_images(
                 for e in tb_events(only_file(d)) for v in e.summary.value]
 
     assert images(tmp_path / "device") == images(tmp_path / "host")
+
+
+def test_video_does_not_wait_and_equals_the_host_video(logdir: Path) -> None:
+    writer = sl.create_file_writer(logdir)
+    seen: list[Any] = []
+
+    def log(matrix: Any) -> None:
+        clips = jnp.reshape(matrix[:120, :64], (2, 5, 8, 32, 3)) * 2.0 - 0.3
+        seen.append(clips)
+        sl.video("v", clips, step=len(seen), fps=5)
+
+    with writer.as_default():
+        assert not_ready_after(log, computing)
+        with pytest.raises(TypeError, match="video: 'data' must be uint8"):
+            sl.video("v", jnp.zeros((2, 4, 4, 3), jnp.int32), step=0)
+    writer.close()
+    written = [e.summary.value[0].tensor.string_val for e in tb_events(only_file(logdir))
+               if e.summary.value]
+    expected = [sl.video_pb("v", np.asarray(x), fps=5).value[0].tensor.string_val for x in seen]
+    assert written == expected

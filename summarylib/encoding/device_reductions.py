@@ -25,7 +25,7 @@ from typing import Any
 
 from summarylib.encoding.pending import PendingValue, TorchPending, device_kind
 
-__all__ = ["histogram_table", "images_uint8"]
+__all__ = ["histogram_table", "images_uint8", "scaled_uint8"]
 
 _UNDERFLOW_SCALE = 2.0**1000
 
@@ -108,3 +108,22 @@ def images_uint8(data: Any) -> Any:
             scaled = jnp.clip(jnp.nan_to_num(arr * 255.5, nan=0.0), 0, 255)
             return scaled.astype(jnp.uint8)
     return data
+
+
+def scaled_uint8(data: Any) -> Any:
+    """torch's pixel rule on the device: uint8 kept, else ``trunc(clip(float32(x) * 255))``.
+
+    NaN becomes 0. ``data``: a JAX array or a torch tensor (any device).
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(data, torch.Tensor):
+        if data.dtype == torch.uint8:
+            return data
+        scaled = torch.nan_to_num(data.detach().float() * 255, nan=0.0).clamp(0, 255)
+        return scaled.to(torch.uint8)
+    import jax.numpy as jnp
+
+    if data.dtype == jnp.uint8:
+        return data
+    scaled_j = jnp.clip(jnp.nan_to_num(data.astype(jnp.float32) * 255, nan=0.0), 0, 255)
+    return scaled_j.astype(jnp.uint8)
