@@ -31,6 +31,7 @@ def create_file_writer(
     on_error: OnError = "raise",
     fsync: bool = False,
     storage_options: dict[str, Any] | None = None,
+    sync_device_values: bool = False,
 ) -> SummaryWriter:
     """Create a writer of a new event file in ``logdir``.
 
@@ -71,6 +72,11 @@ def create_file_writer(
         power loss, not only a crash of the process. ``close()`` always syncs.
       storage_options: keyword arguments of the fsspec filesystem of a URL ``logdir``
         (credentials, endpoint); never shown in messages.
+      sync_device_values: read arrays that live on an accelerator (JAX arrays, torch
+        CUDA tensors, CuPy arrays) at the call, waiting for the device, as other
+        loggers do. By default they are captured without waiting (their copy to the
+        host starts at the call) and written once ready; errors of the device then
+        surface from a later call, ``flush()`` or ``close()``. For debugging.
 
     Raises:
       ValueError, TypeError: a bad argument (named in the message).
@@ -84,6 +90,9 @@ def create_file_writer(
     suffix = normalize_suffix(filename_suffix)
     suffix = settings["filename_suffix"] = check_name_text(
         suffix, "create_file_writer", "filename_suffix"
+    )
+    settings["sync_device_values"] = _check_switch(
+        "create_file_writer", "sync_device_values", sync_device_values
     )
     if storage_options is not None:
         if not isinstance(storage_options, dict):
@@ -102,6 +111,7 @@ def create_writer(
     max_buffer_bytes: int | None = None,
     on_error: OnError = "raise",
     fsync: bool = False,
+    sync_device_values: bool = False,
 ) -> SummaryWriter:
     """Create a writer of event records to any :class:`~summarylib.Output`.
 
@@ -121,6 +131,9 @@ def create_writer(
     settings = check_settings(
         "create_writer", max_queue, flush_millis, max_buffer_bytes, on_error, fsync
     )
+    settings["sync_device_values"] = _check_switch(
+        "create_writer", "sync_device_values", sync_device_values
+    )
     resource = open_resource(lambda: output, None, settings, reopenable=False)
     return SummaryWriter._wrap(resource, None, settings)
 
@@ -135,3 +148,9 @@ def create_noop_writer() -> SummaryWriter:
     leaks into that one.
     """
     return SummaryWriter._wrap(None, None, {})
+
+
+def _check_switch(where: str, arg: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{where}: {arg!r} must be a bool, got {type(value).__name__}")
+    return value

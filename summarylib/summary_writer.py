@@ -360,7 +360,7 @@ class SummaryWriter(WriterBase):
         """
         from summarylib.torch_conventions import image_hwc
 
-        hwc = image_hwc(img_tensor, dataformats, "add_image")
+        hwc = image_hwc(img_tensor, dataformats, "add_image", on_device=True)
         return self._image(tag, hwc, global_step, walltime, "add_image")
 
     def add_images(self, tag: str, img_tensor: Any, global_step: Step | None = None,
@@ -377,7 +377,7 @@ class SummaryWriter(WriterBase):
         ) == 3:
             dataformats = "N" + dataformats
 
-        hwc = image_hwc(img_tensor, dataformats, "add_images")
+        hwc = image_hwc(img_tensor, dataformats, "add_images", on_device=True)
         return self._image(tag, hwc, global_step, walltime, "add_images")
 
     def add_image_with_boxes(

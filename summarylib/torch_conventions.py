@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array
+from summarylib.encoding.pending import device_kind, is_real_dtype
 
 if TYPE_CHECKING:
     import numpy as np
@@ -85,14 +86,20 @@ def _check_format(dataformats: Any, ndim: int, where: str) -> str:
     return fmt
 
 
-def image_hwc(img: Any, dataformats: str, where: str, arg: str = "img_tensor") -> np.ndarray:
+def image_hwc(
+    img: Any, dataformats: str, where: str, arg: str = "img_tensor", *, on_device: bool = False
+) -> np.ndarray:
     """An image (or batch, tiled) as ``[H, W, C]`` uint8 exactly as torch converts it.
 
     ``img``: numbers in ``dataformats`` layout; uint8 taken as 0..255, any other real
     dtype as 0..1 (scaled by 255, clipped, truncated). C is 1, 3 or 4 (1 becomes 3).
+    With ``on_device``, a device array (JAX, torch CUDA) is converted where it lives and
+    the result is a device array of that framework (no wait; NaN becomes 0).
     """
     import numpy as np
 
+    if on_device and device_kind(img) is not None:
+        return _device_hwc(img, dataformats, where, arg)  # type: ignore[no-any-return]
     arr = as_array(img, where, arg)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{where}: {arg!r} must hold real numbers, got dtype {arr.dtype}")
@@ -122,6 +129,93 @@ def image_hwc(img: Any, dataformats: str, where: str, arg: str = "img_tensor") -
     if hwc.dtype.kind == "f" and np.isnan(hwc).any():
         raise ValueError(f"{where}: {arg!r} holds NaN")
     return _to_uint8(hwc)
+
+
+def _device_hwc(img: Any, dataformats: str, where: str, arg: str) -> Any:
+    # image_hwc on the device (JAX, torch CUDA): the same layout and uint8 rule, computed
+    # where the data lives, so only the uint8 picture crosses, without waiting (the image
+    # op captures it). NaN, which the host path refuses (it would need the values now),
+    # becomes 0.
+    shape = tuple(int(d) for d in img.shape)
+    if not is_real_dtype(img.dtype):
+        raise TypeError(f"{where}: {arg!r} must hold real numbers, got dtype {img.dtype}")
+    fmt = _check_format(dataformats, len(shape), where)
+    ops = _DeviceOps(img)
+    if len(fmt) == 4:
+        nchw = ops.permute(img, [fmt.find(c) for c in "NCHW"])
+        n, c, h, w = (int(d) for d in nchw.shape)
+        if c not in (1, 3):
+            raise ValueError(
+                f"{where}: {arg!r} must have 1 or 3 channels for a batch, got shape {shape}"
+            )
+        if n == 0:
+            raise ValueError(f"{where}: {arg!r} holds no images, got shape {shape}")
+        if c == 1:
+            nchw = ops.cat([nchw, nchw, nchw], 1)
+        ncols = min(n, 8)
+        nrows = -(-n // ncols)
+        if nrows * ncols > n:
+            nchw = ops.cat([nchw, ops.zeros(nchw, (nrows * ncols - n, 3, h, w))], 0)
+        grid = ops.reshape(nchw, (nrows, ncols, 3, h, w))
+        hwc = ops.reshape(ops.permute(grid, [0, 3, 1, 4, 2]), (nrows * h, ncols * w, 3))
+    elif len(fmt) == 3:
+        hwc = ops.permute(img, [fmt.find(c) for c in "HWC"])
+        channels = int(hwc.shape[2])
+        if channels == 1:
+            hwc = ops.cat([hwc, hwc, hwc], 2)
+        elif channels not in (3, 4):
+            raise ValueError(f"{where}: {arg!r} must have 1, 3 or 4 channels, got shape {shape}")
+    else:
+        hw = ops.permute(img, [fmt.find(c) for c in "HW"])
+        hwc = ops.stack([hw, hw, hw], 2)
+    if int(hwc.shape[0]) == 0 or int(hwc.shape[1]) == 0:
+        raise ValueError(f"{where}: {arg!r} is empty, got shape {shape}")
+    return ops.to_uint8(hwc)
+
+
+class _DeviceOps:
+    """The few array operations of :func:`_device_hwc`, for torch and JAX arrays."""
+
+    def __init__(self, sample: Any) -> None:
+        self.torch = device_kind(sample) == "torch"
+        if self.torch:
+            import torch
+
+            self.xp: Any = torch
+        else:
+            import jax.numpy as jnp
+
+            self.xp = jnp
+
+    def permute(self, a: Any, axes: list[int]) -> Any:
+        return a.permute(*axes) if self.torch else self.xp.transpose(a, axes)
+
+    def cat(self, parts: list[Any], axis: int) -> Any:
+        return self.xp.cat(parts, axis) if self.torch else self.xp.concatenate(parts, axis)
+
+    def stack(self, parts: list[Any], axis: int) -> Any:
+        return self.xp.stack(parts, axis)
+
+    def reshape(self, a: Any, shape: tuple[int, ...]) -> Any:
+        return a.reshape(shape)
+
+    def zeros(self, like: Any, shape: tuple[int, ...]) -> Any:
+        if self.torch:
+            return self.xp.zeros(shape, dtype=like.dtype, device=like.device)
+        return self.xp.zeros(shape, like.dtype)
+
+    def to_uint8(self, a: Any) -> Any:
+        # torch's rule: uint8 kept; anything else as float32 times 255, clipped, truncated.
+        xp = self.xp
+        if self.torch:
+            if a.dtype == xp.uint8:
+                return a
+            scaled = xp.nan_to_num(a.float() * 255, nan=0.0).clamp(0, 255)
+            return scaled.to(xp.uint8)
+        if a.dtype == xp.uint8:
+            return a
+        scaled = xp.clip(xp.nan_to_num(a.astype(xp.float32) * 255, nan=0.0), 0, 255)
+        return scaled.astype(xp.uint8)
 
 
 def boxed_image(

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import summarylib as sl
+from tests.helpers import only_file, tb_events
 from tests.observe import observe
 
 torch = pytest.importorskip("torch")
@@ -104,3 +105,16 @@ def test_steps_in_between_read_no_tensor(tmp_path: Path) -> None:
     unwatch()
     writer.close()
     assert observe(tmp_path)["."]["gradients/weight"].steps == [0, 50, 100]
+
+
+def test_logging_steps_do_not_flush_the_writer(tmp_path: Path) -> None:
+    """A logging step queues its histograms; nothing waits for the writer (or a device)."""
+    model = torch.nn.Linear(4, 2)
+    writer = sl.create_file_writer(tmp_path, max_queue=1000)
+    watch(model, log="all", log_freq=1, writer=writer)
+    train(model, 2)
+    unwatch()
+    assert [e for e in tb_events(only_file(tmp_path)) if e.summary.value] == []
+    writer.flush()
+    assert len([e for e in tb_events(only_file(tmp_path)) if e.summary.value]) == 8
+    writer.close()

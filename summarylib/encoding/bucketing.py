@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["histogram_buckets"]
+__all__ = ["bucket_scaling", "buckets_from_table", "histogram_buckets"]
 
 # Values per chunk: the float64 and index scratch (1 MiB together) stay in
 # cache, and per-chunk Python overhead is negligible (~150 chunks for 10M).
@@ -77,14 +77,62 @@ def histogram_buckets(values: np.ndarray, k: int) -> np.ndarray:
         out[:, 1] = hi
         out[-1, 2] = values.size
         return out
+    scale, lo_s, width = bucket_scaling(lo, hi, k)
+    out[:, 2] = _counts(values, lo_s, width, k, scale)
+    _fill_edges(out, lo, hi, k, scale, lo_s, width)
+    return out
+
+
+def buckets_from_table(table: np.ndarray, k: int) -> np.ndarray:
+    """The result of :func:`histogram_buckets` from a reduction computed elsewhere.
+
+    ``table`` is float64 ``[lo, hi, n, count_0, ..., count_{k-1}]``: the min and max
+    of the finite values, their number, and the count of each bucket computed with
+    the arithmetic of this module (``floor((x * scale - lo * scale) / width)`` in
+    float64, indices from ``k`` on in the last bucket; see :func:`bucket_scaling`).
+    Device reductions produce it; the edges are computed here, as for host data.
+    """
+    import numpy as np
+
+    out = np.zeros((k, 3), dtype=np.float64)
+    n = float(table[2])
+    if n == 0:
+        return out
+    lo = float(table[0])
+    hi = float(table[1])
+    if hi - lo == 0.0:
+        out[:, 0] = hi
+        out[:, 1] = hi
+        out[-1, 2] = n
+        return out
+    scale, lo_s, width = bucket_scaling(lo, hi, k)
+    out[:, 2] = table[3 : 3 + k]
+    _fill_edges(out, lo, hi, k, scale, lo_s, width)
+    return out
+
+
+def bucket_scaling(lo: float, hi: float, k: int) -> tuple[float, float, float]:
+    """``(scale, lo * scale, width)`` of data from ``lo`` to ``hi`` (``lo < hi``) in ``k`` buckets.
+
+    Value ``x`` goes to bucket ``min(floor((x * scale - lo * scale) / width), k - 1)``
+    (float64 throughout; ``x * 1.0`` is ``x``). ``scale`` is 1 except where the range
+    overflows (0.5) or the width underflows (2**1000): see the module docstring.
+    """
+    range_ = hi - lo
     scale = 1.0
     if math.isinf(range_):
         scale = 0.5
     elif range_ / k == 0.0:
         scale = _UNDERFLOW_SCALE
     lo_s = lo * scale
-    width = (hi * scale - lo_s) / k
-    out[:, 2] = _counts(values, lo_s, width, k, scale)
+    return scale, lo_s, (hi * scale - lo_s) / k
+
+
+def _fill_edges(
+    out: np.ndarray, lo: float, hi: float, k: int, scale: float, lo_s: float, width: float
+) -> None:
+    import numpy as np
+
     # edges[i] = lo + width * i for i < k; edges[k] is hi itself (width * k
     # may round above the largest float).
     edges = np.empty(k + 1, dtype=np.float64)
@@ -97,7 +145,6 @@ def histogram_buckets(values: np.ndarray, k: int) -> np.ndarray:
     edges[k] = hi
     out[:, 0] = edges[:-1]
     out[:, 1] = edges[1:]
-    return out
 
 
 def _counts(values: np.ndarray, lo: float, width: float, k: int, scale: float) -> np.ndarray:

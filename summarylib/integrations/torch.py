@@ -17,6 +17,9 @@ backward pass (``log="gradients"``) are written as histograms under
 ``parameters/<name>`` and ``gradients/<name>``, at that step (or the writer's default
 step, when ``summarylib.set_step`` set one on the thread that calls the model). On the
 steps in between the hooks only count: no tensor is read, so nothing waits for the device.
+On logging steps nothing waits either: CUDA tensors are captured without a sync (large
+ones bucketed on the device, so only bucket tables cross to the host) and written once
+ready; the writer is not flushed.
 
 The writer is the one passed, else the default writer of the thread calling ``watch``
 (hooks can run on autograd's threads, which have no default writer of their own).
@@ -92,11 +95,21 @@ class Watch:
 
     def _write(self, kind: str, tensors: dict[str, Any]) -> None:
         import summarylib as sl
+        from summarylib.writer.context import _local
 
-        with self.writer.as_default():
+        # The writer as the thread's default for these calls, without as_default(): its
+        # exit flushes, and a flush waits for every pending device value (a sync per
+        # logging step). CUDA tensors are captured without waiting (large ones bucketed
+        # on the device); the writer thread writes them once ready.
+        st = _local.state
+        saved = st.writer
+        st.writer = self.writer._as_context_writer()
+        try:
             for name, tensor in tensors.items():
                 sl.histogram(f"{self.prefix}{kind}/{name}", tensor.detach(),
                              step=self.logged_step)
+        finally:
+            st.writer = saved
 
     def attach(self) -> None:
         self._handles.append(self.model.register_forward_hook(self._forward))

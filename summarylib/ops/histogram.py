@@ -29,6 +29,12 @@ Differences from TensorFlow: NaN/Inf handling (above), and ``buckets <= 0``
 raises ``ValueError`` (TensorFlow writes a ``[0, 3]`` tensor, which
 TensorBoard shows as nothing).
 
+Device arrays (JAX arrays, torch CUDA tensors, CuPy arrays) are never read on the
+caller's thread: large torch tensors are bucketed on the device with the same
+float64 arithmetic (only the bucket table is copied; see
+:mod:`summarylib.encoding.device_reductions`), other arrays are copied
+asynchronously, and the writer thread writes the histogram once the device is done.
+
 Work split: the input is validated and flattened on the caller's thread. Up
 to 1 MiB of data is copied (unless it is already private to this call) and
 bucketed by the writer's background thread, so the caller may reuse its
@@ -43,10 +49,13 @@ import operator
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array, evaluate, is_extended_float, widen_extended_float
-from summarylib.encoding.bucketing import histogram_buckets
+from summarylib.encoding.bucketing import buckets_from_table, histogram_buckets
+from summarylib.encoding.device_reductions import histogram_table
+from summarylib.encoding.pending import capture, device_kind, is_real_dtype
 from summarylib.encoding.plugins import HISTOGRAMS
 from summarylib.encoding.tensor import DT_DOUBLE, shape_bytes
 from summarylib.encoding.wire import field_bytes, varint
+from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import emit_value, emit_value_deferred
 from summarylib.ops._resolve import check_tag, resolve
 from summarylib.writer.context import Step
@@ -55,6 +64,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from summarylib.proto import summary_pb2
+    from summarylib.writer.context import DefaultWriter
 
 __all__ = [
     "DEFAULT_BUCKET_COUNT",
@@ -74,6 +84,9 @@ _DEFER_MAX_BYTES = 1 << 20
 #: hundreds of MiB. More would fail on the writer thread, or make an event no reader
 #: can parse; TensorBoard shows a few dozen buckets anyway.
 MAX_BUCKETS = 1 << 24
+# Device arrays of at least this many values are bucketed on the device: below it, the
+# dozen kernels of the reduction cost the caller more than copying the values.
+_DEVICE_REDUCE_MIN = 1 << 14
 _HEADERS: dict[int, bytes] = {}  # k -> serialized TensorProto up to tensor_content's bytes
 
 
@@ -131,6 +144,10 @@ def prepare(data: Any, where: str) -> tuple[np.ndarray, bool]:
 def _tensor(values: np.ndarray, k: int) -> bytes:
     # The serialized TensorProto: a header that depends on k only, then the
     # 24 * k bytes of tensor_content.
+    return _header(k) + _le_bytes(histogram_buckets(values, k))
+
+
+def _header(k: int) -> bytes:
     header = _HEADERS.get(k)
     if header is None:
         # dtype, tensor_shape [k, 3], then tensor_content's key and length.
@@ -138,7 +155,7 @@ def _tensor(values: np.ndarray, k: int) -> bytes:
         header = b"\x08" + varint(DT_DOUBLE) + shape + b"\x22" + varint(24 * k)
         if len(_HEADERS) < 64:
             _HEADERS[k] = header
-    return header + _le_bytes(histogram_buckets(values, k))
+    return header
 
 
 def _le_bytes(buckets: np.ndarray) -> bytes:
@@ -177,6 +194,9 @@ def histogram(
     writer, tag, step_ = resolved
     md = HISTOGRAMS.metadata_bytes(description, "histogram")
     k = check_buckets(buckets, "histogram")
+    data = evaluate(data)
+    if device_kind(data) is not None and defers_device_values(writer):
+        return _histogram_deferred(writer, tag, step_, data, k, md)
     values, private = prepare(data, "histogram")
     if values.nbytes > _DEFER_MAX_BYTES:
         return emit_value(writer, tag, step_, _tensor(values, k), md)
@@ -187,6 +207,39 @@ def histogram(
         return _tensor(values, k)
 
     return emit_value_deferred(writer, tag, step_, make_tensor, md, values.nbytes + 24 * k + 16)
+
+
+def _histogram_deferred(
+    writer: DefaultWriter, tag: str, step: int, data: Any, k: int, md: bytes
+) -> bool:
+    # A device array: bucketed on the device (only the table crosses) when it is large
+    # and the device computes in float64, else copied whole; never waited for here.
+    if not is_real_dtype(data.dtype):
+        raise TypeError(
+            f"histogram: 'data' must hold real numbers, got dtype {data.dtype} "
+            f"(shape {tuple(data.shape)})"
+        )
+    n = 1
+    for d in data.shape:
+        n *= int(d)
+    table = histogram_table(data, k) if n >= _DEVICE_REDUCE_MIN else None
+    if table is not None:
+        header = _header(k)
+
+        def make_from_table() -> bytes:
+            return header + _le_bytes(buckets_from_table(table.result(), k))
+
+        return emit_value_deferred(writer, tag, step, make_from_table, md, 8 * (k + 3) + 24 * k)
+    pending = capture(data)
+    if pending is None:  # a layout the capture does not take: the host path
+        values, _ = prepare(data, "histogram")
+        return emit_value(writer, tag, step, _tensor(values, k), md)
+
+    def make_from_values() -> bytes:
+        values, _ = prepare(pending.result(), "histogram")
+        return _tensor(values, k)
+
+    return emit_value_deferred(writer, tag, step, make_from_values, md, pending.nbytes + 24 * k)
 
 
 def histogram_pb(

@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array, evaluate
 from summarylib.encoding.events import summary_event
+from summarylib.encoding.pending import capture, device_kind, is_real_dtype
 from summarylib.encoding.wire import field_bytes, pack_double
+from summarylib.ops._device import defers_device_values
 from summarylib.ops._resolve import check_tag, resolve
 from summarylib.ops.histogram import MAX_BUCKETS
 from summarylib.writer.buffered import Deferred
@@ -297,12 +299,28 @@ def histogram_bins(
         return False
     writer, tag, step_ = resolved
     bins, max_bins = _check_bins(bins, max_bins, "histogram_bins")
-    flat = _check_values(values, "histogram_bins")
-    _check_inside(flat, bins, "histogram_bins")
+    values = evaluate(values)
+    pending = None
+    if device_kind(values) is not None and defers_device_values(writer):
+        # A device array: shape and dtype checked now, the values (copied
+        # asynchronously) checked and bucketed on the writer thread once ready.
+        if not is_real_dtype(values.dtype):
+            raise TypeError(f"histogram_bins: 'values' must hold real numbers, got dtype "
+                            f"{values.dtype}")
+        if 0 in tuple(values.shape):
+            raise ValueError("histogram_bins: 'values' is empty")
+        pending = capture(values)
+    if pending is None:
+        flat = _check_values(values, "histogram_bins")
+        _check_inside(flat, bins, "histogram_bins")
     wall_time = _time()
     encoded_tag = tag.encode("utf-8")
 
     def make() -> bytes:
+        nonlocal flat
+        if pending is not None:
+            flat = _check_values(pending.result(), "histogram_bins")
+            _check_inside(flat, bins, "histogram_bins")
         histo = make_histogram(flat, bins, max_bins)
         value = field_bytes(1, encoded_tag) + field_bytes(5, histo)
         return summary_event(wall_time, step_, field_bytes(1, value))

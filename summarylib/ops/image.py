@@ -26,6 +26,11 @@ Data contract:
     Metadata: ``plugin_name="images"``, empty content (``ImagePluginData``
     version 0), ``data_class`` unset; on the first value of a tag per file.
 
+Device arrays (JAX arrays, torch CUDA tensors, CuPy arrays) are not read on the
+caller's thread: their shape and dtype are checked, the kept images are converted
+to uint8 on the device (the same rule) and copied asynchronously, and the writer
+thread encodes them once the device is done.
+
 Work split: :func:`image` validates the input, converts the kept images to a
 fresh uint8 copy on the caller's thread (so the caller may reuse its buffer at
 once), and leaves the PNG encoding to the writer's background thread.
@@ -35,10 +40,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import as_array, is_extended_float, widen_extended_float
+from summarylib.encoding.arrays import (
+    as_array,
+    evaluate,
+    is_extended_float,
+    widen_extended_float,
+)
+from summarylib.encoding.device_reductions import images_uint8
+from summarylib.encoding.pending import capture, device_kind, is_real_dtype
 from summarylib.encoding.pixels import DATAFORMATS, is_pixel_dtype, to_nhwc, to_uint8
 from summarylib.encoding.png import encode_png
 from summarylib.encoding.tensor import string_tensor_bytes
+from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import emit_value_deferred
 from summarylib.ops._media import check_max_outputs, metadata_bytes, plugin_data_bytes
 from summarylib.ops._resolve import check_tag, resolve
@@ -48,6 +61,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from summarylib.proto import summary_pb2
+    from summarylib.writer.context import DefaultWriter
 
 __all__ = ["PLUGIN_NAME", "create_summary_metadata", "image", "image_pb"]
 
@@ -90,21 +104,9 @@ def prepare(
             f"{where}: 'data' must hold real numbers (pixel values), got dtype {arr.dtype} "
             f"(shape {arr.shape})"
         )
-    axes, layout = DATAFORMATS[fmt]
-    c_axis = axes[3]  # where the channels are in the input, None for "HW"
-    rank = sum(a is not None for a in axes)
-    if arr.ndim != rank or (c_axis is not None and arr.shape[c_axis] not in (1, 2, 3, 4)):
-        with_fmt = "" if fmt == "NHWC" else f" with dataformats={fmt!r}"
-        channels = "" if c_axis is None else " with c in (1, 2, 3, 4)"
-        raise ValueError(
-            f"{where}: 'data'{with_fmt} must have shape {layout}{channels}, got {arr.shape}"
-        )
+    _check_shape(arr.shape, fmt, where)
     batch = to_nhwc(arr, fmt)
     _, h, w, _ = batch.shape
-    if h == 0 or w == 0:
-        raise ValueError(
-            f"{where}: 'data' must have images of at least 1x1 pixels, got shape {arr.shape}"
-        )
     kept = batch[:max_outputs]
     if extended:
         # ml_dtypes' floats (bfloat16 from JAX, float8) convert as their exact
@@ -112,6 +114,23 @@ def prepare(
         # so one picture gives the same pixels from any framework.
         kept = widen_extended_float(kept)
     return to_uint8(kept), w, h
+
+
+def _check_shape(shape: tuple[int, ...], fmt: str, where: str) -> None:
+    axes, layout = DATAFORMATS[fmt]
+    c_axis = axes[3]  # where the channels are in the input, None for "HW"
+    rank = sum(a is not None for a in axes)
+    if len(shape) != rank or (c_axis is not None and shape[c_axis] not in (1, 2, 3, 4)):
+        with_fmt = "" if fmt == "NHWC" else f" with dataformats={fmt!r}"
+        channels = "" if c_axis is None else " with c in (1, 2, 3, 4)"
+        raise ValueError(
+            f"{where}: 'data'{with_fmt} must have shape {layout}{channels}, got {shape}"
+        )
+    h_axis, w_axis = axes[1], axes[2]
+    if shape[h_axis] == 0 or shape[w_axis] == 0:  # type: ignore[index]
+        raise ValueError(
+            f"{where}: 'data' must have images of at least 1x1 pixels, got shape {shape}"
+        )
 
 
 def _tensor_values(pixels: np.ndarray, w: int, h: int) -> list[bytes]:
@@ -152,6 +171,11 @@ def image(
     writer, tag, step_ = resolved
     md = metadata_bytes(_PLUGIN_DATA, description, "image")
     keep = check_max_outputs(max_outputs, "image")
+    data = evaluate(data)
+    if device_kind(data) is not None and defers_device_values(writer):
+        done = _image_deferred(writer, tag, step_, data, keep, dataformats, md)
+        if done is not None:
+            return done
     pixels, w, h = prepare(data, keep, dataformats, "image")
     n = len(pixels)
 
@@ -160,6 +184,34 @@ def image(
 
     # Noise-like images barely compress: the raw size bounds the PNG size.
     return emit_value_deferred(writer, tag, step_, make_tensor, md, pixels.nbytes + 64 * n + 32)
+
+
+def _image_deferred(
+    writer: DefaultWriter, tag: str, step: int, data: Any, keep: int, dataformats: Any,
+    md: bytes,
+) -> bool | None:
+    # A device array: checked by shape and dtype now, the kept images converted to uint8
+    # on the device, copied asynchronously; the writer thread encodes them once ready.
+    # None: a layout the capture does not take (the host path then runs).
+    fmt = _check_dataformats(dataformats, "image")
+    shape = tuple(int(d) for d in data.shape)
+    if not is_real_dtype(data.dtype):
+        raise TypeError(
+            f"image: 'data' must hold real numbers (pixel values), got dtype {data.dtype} "
+            f"(shape {shape})"
+        )
+    _check_shape(shape, fmt, "image")
+    if DATAFORMATS[fmt][0][0] is not None:  # the batch axis is the first
+        data = data[:keep]
+    pending = capture(images_uint8(data))
+    if pending is None:
+        return None
+
+    def make_tensor() -> bytes:
+        pixels, w, h = prepare(pending.result(), keep, fmt, "image")
+        return string_tensor_bytes((2 + len(pixels),), _tensor_values(pixels, w, h))
+
+    return emit_value_deferred(writer, tag, step, make_tensor, md, pending.nbytes + 64 * keep + 32)
 
 
 def image_pb(

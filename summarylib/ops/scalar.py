@@ -3,7 +3,10 @@
 Data contract:
   * ``data`` is rank 0: a Python bool/int/float, a numpy scalar or 0-d array,
     or a 0-d framework tensor (read through ``__float__``/``item()``/
-    ``__array__``; the framework is never imported).
+    ``__array__``; the framework is never imported). A device array (JAX,
+    torch CUDA, CuPy) is not read at the call: its rank and dtype are checked,
+    its copy to the host starts, and the writer thread writes it once ready
+    (:mod:`summarylib.ops._device`); a device scalar may also be the step.
   * It is stored as a rank-0 ``DT_FLOAT`` tensor in ``tensor_content`` (4
     little-endian bytes), the only scalar form TensorBoard's fast loader
     accepts. Values beyond float32's range become ±inf; NaN and ±inf are kept.
@@ -34,15 +37,20 @@ from summarylib.encoding.events import (
     SCALAR_TENSOR_HEAD,
     STEP3_LOW,
     STEP_FIELDS,
-    SUMMARY_KEY,
-    VALUE_KEY,
     WALL_TIME_KEY,
     event_packs,
     step_field,
     summary_event,
 )
+from summarylib.encoding.pending import device_kind
 from summarylib.encoding.plugins import SCALARS
-from summarylib.encoding.wire import field_bytes, pack_double, pack_float, varint
+from summarylib.encoding.wire import field_bytes, pack_double, pack_float
+from summarylib.ops._device import (
+    defers_device_values,
+    scalar_prefix,
+    scalar_value_deferred,
+    scalar_values_deferred,
+)
 from summarylib.ops._resolve import check_tag, resolve_step
 from summarylib.ops.scalar_record import Layout
 from summarylib.writer.context import Step, _local, condition_holds
@@ -50,6 +58,7 @@ from summarylib.writer.context import Step, _local, condition_holds
 if TYPE_CHECKING:
     from summarylib.proto import summary_pb2
     from summarylib.writer.buffered import BufferedEventWriter
+    from summarylib.writer.context import DefaultWriter
 
 __all__ = ["PLUGIN_NAME", "create_summary_metadata", "scalar", "scalar_pb", "scalars"]
 
@@ -116,6 +125,8 @@ def scalar(
     if step is None:
         step = st.step
     if type(step) is not int or step < _INT64_MIN or step > _INT64_MAX:
+        if device_kind(step) is not None and defers_device_values(writer):
+            return _scalar_deferred(writer, name, data, step, description, st.scope)
         step = resolve_step(step, None, "scalar")
     if type(name) is not str or not name:
         name = check_tag(name, "scalar")
@@ -129,6 +140,8 @@ def scalar(
         # "f" as they are (see _fast_types).
         if _numpy_types_missing:
             _add_numpy_types()
+        if device_kind(data) is not None and defers_device_values(writer):
+            return _scalar_deferred(writer, name, data, step, description, scope)
         data = scalar_float(data, "scalar")
     res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
     prefix = res.tags.prefix_of(tag)
@@ -169,8 +182,25 @@ def scalar(
 # scalar() about 0.1 µs against the method call that a plain global gets.
 _EVENT_PACKS = events.EVENT_PACKS
 _WALL_TIME = bytes((WALL_TIME_KEY,))
-_SUMMARY = bytes((SUMMARY_KEY,))
-_VALUE = bytes((VALUE_KEY,))
+
+
+def _scalar_deferred(
+    writer: DefaultWriter, name: Any, data: Any, step: Any, description: str | None, scope: str
+) -> bool:
+    # A device value or step: captured now, written when ready (see ops._device).
+    if type(name) is not str or not name:
+        name = check_tag(name, "scalar")
+    tag = scope + name if scope else name
+    if type(step) is int and _INT64_MIN <= step <= _INT64_MAX:
+        if description is not None and type(description) is not str:
+            SCALARS.metadata_bytes(description, "scalar")  # raises TypeError naming it
+        prefix = writer._resource.tags.prefix_of(tag)  # type: ignore[union-attr]
+        if prefix is not None:
+            done = scalar_value_deferred(writer, prefix, tag, data, step)
+            if done is not None:
+                return done
+    entries = [(tag, data, "scalar", SCALARS.metadata_bytes(description, "scalar"))]
+    return scalar_values_deferred(writer, entries, step, "scalar")
 
 
 def _write_first(
@@ -192,12 +222,7 @@ def _remember(res: BufferedEventWriter, tag: str, tag_field: bytes) -> None:
     # Cache the bytes every later event of `tag` in this file starts with:
     # Event.summary key and length, Value key and length, the tag, the tensor
     # header. Only the 4 value bytes follow.
-    value_len = len(tag_field) + len(SCALAR_TENSOR_HEAD) + 4
-    value_head = _VALUE + varint(value_len)
-    res.tags.remember_prefix(
-        tag, _SUMMARY + varint(len(value_head) + value_len) + value_head + tag_field
-        + SCALAR_TENSOR_HEAD
-    )
+    res.tags.remember_prefix(tag, scalar_prefix(tag_field))
 
 
 def scalars(
@@ -256,11 +281,11 @@ def scalars(
                     pass
                 else:
                     return res.append(record)
-    return _scalars_checked(res, values, step, description, st.scope)
+    return _scalars_checked(writer, values, step, description, st.scope)
 
 
 def _scalars_checked(
-    res: BufferedEventWriter,
+    writer: DefaultWriter,
     values: Mapping[str, Any],
     step: Any,
     description: Mapping[str, str | None] | None,
@@ -271,6 +296,11 @@ def _scalars_checked(
     # path once every tag has its metadata in this file.
     if type(values) is not dict and not isinstance(values, Mapping):
         raise TypeError(f"scalars: 'values' must be a mapping, got {type(values).__name__}")
+    if (device_kind(step) is not None or any(map(device_kind, values.values()))) and (
+        defers_device_values(writer)
+    ):
+        return _scalars_deferred(writer, values, step, description, scope)
+    res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
     if type(step) is not int or step < _INT64_MIN or step > _INT64_MAX:
         step = resolve_step(step, None, "scalars")
     get = res.tags.prefix_of
@@ -315,6 +345,27 @@ def _scalars_checked(
     if type(values) is dict:
         _add_layout(res, scope, tuple(values), names)
     return True
+
+
+def _scalars_deferred(
+    writer: DefaultWriter,
+    values: Mapping[str, Any],
+    step: Any,
+    description: Mapping[str, str | None] | None,
+    scope: str,
+) -> bool:
+    # Some values (or the step) live on a device: one Event, written when they are ready.
+    entries = []
+    for name, data in values.items():
+        if type(name) is not str or not name:
+            name = check_tag(name, "scalars", "values key")
+        desc = description.get(name) if description else None
+        tag = scope + name if scope else name
+        md = SCALARS.metadata_bytes(desc, "scalars")
+        entries.append((tag, data, f"scalars: values[{name!r}]", md))
+    if not entries:
+        return False
+    return scalar_values_deferred(writer, entries, step, "scalars")
 
 
 def _check_descriptions(description: Any) -> None:

@@ -39,9 +39,17 @@ from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
-from summarylib.encoding.arrays import as_array, is_extended_float, widen_extended_float
+from summarylib.encoding.arrays import (
+    as_array,
+    evaluate,
+    is_extended_float,
+    widen_extended_float,
+)
+from summarylib.encoding.device_reductions import scaled_uint8
+from summarylib.encoding.pending import capture, device_kind, is_real_dtype
 from summarylib.encoding.plugins import IMAGES
 from summarylib.encoding.tensor import string_tensor_bytes
+from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import emit_value_deferred
 from summarylib.ops._resolve import check_tag, resolve
 from summarylib.writer.context import Step
@@ -50,6 +58,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from summarylib.proto import summary_pb2
+    from summarylib.writer.context import DefaultWriter
 
 __all__ = [
     "PLUGIN_NAME",
@@ -190,6 +199,11 @@ def video(
     writer, tag, step_ = resolved
     md = IMAGES.metadata_bytes(description, "video")
     rate = _check_fps(fps, "video")
+    data = evaluate(data)
+    if device_kind(data) is not None and defers_device_values(writer):
+        done = _video_deferred(writer, tag, step_, data, rate, md)
+        if done is not None:
+            return done
     frames = prepare(data, "video")
     _, h, w, _ = frames.shape
 
@@ -198,6 +212,36 @@ def video(
                                           encode_gif(frames, rate)])
 
     return emit_value_deferred(writer, tag, step_, make_tensor, md, _size_hint(frames))
+
+
+def _video_deferred(
+    writer: DefaultWriter, tag: str, step: int, data: Any, rate: float, md: bytes
+) -> bool | None:
+    # A device array: shape and dtype checked now, converted to uint8 on the device and
+    # copied asynchronously; tiled, checked for GIF's size and encoded on the writer
+    # thread once ready. None: a layout the capture does not take (the host path runs).
+    shape = tuple(int(d) for d in data.shape)
+    if len(shape) not in (4, 5) or shape[-1] not in (1, 3, 4) or 0 in shape:
+        raise ValueError(
+            f"video: 'data' must have shape [T, H, W, C] or [N, T, H, W, C] with C in "
+            f"(1, 3, 4) and N, T, H, W >= 1, got {shape}")
+    dtype = data.dtype
+    if str(dtype) not in ("uint8", "torch.uint8") and not (
+        is_real_dtype(dtype) and "float" in str(dtype)
+    ):
+        raise TypeError(f"video: 'data' must be uint8 (0..255) or floats in [0, 1], got "
+                        f"dtype {dtype}")
+    pending = capture(scaled_uint8(data))
+    if pending is None:
+        return None
+
+    def make_tensor() -> bytes:
+        frames = prepare(pending.result(), "video")
+        _, h, w, _ = frames.shape
+        return string_tensor_bytes((3,), [str(w).encode(), str(h).encode(),
+                                          encode_gif(frames, rate)])
+
+    return emit_value_deferred(writer, tag, step, make_tensor, md, 2 * pending.nbytes + 800)
 
 
 def video_pb(

@@ -70,6 +70,8 @@ class WriterBase:
         self._resource = resource
         self._logdir = logdir
         self._settings = settings
+        # Ops read device arrays at the call (and wait for the device) when True.
+        self._sync_device_values = bool(settings.get("sync_device_values", False))
         self._context_stack: list[Any] = []
         if resource is not None:
             self._finalizer = weakref.finalize(self, _close_quietly, resource)
