@@ -283,3 +283,64 @@ def test_write_raw_pb_merges_summaries(logdir: Path) -> None:
     assert ev.step == 9
     assert [v.tag for v in ev.summary.value] == ["a", "b"]
     assert ev.summary.value[1].metadata.display_name == "B"
+
+
+@pytest.mark.parametrize("kind", ["torch", "numpy", "jax", "object"])
+def test_record_if_rereads_a_condition_changed_in_place(logdir: Path, kind: str) -> None:
+    # tf.summary.record_if(variable) reads the variable at each op, not once on entry.
+    import numpy as np
+
+    class Flag:
+        def __init__(self) -> None:
+            self.on = False
+
+        def __bool__(self) -> bool:
+            return self.on
+
+    if kind == "torch":
+        torch = pytest.importorskip("torch")
+        cond: object = torch.tensor(False)
+
+        def set_cond(on: bool) -> None:
+            cond.fill_(on)  # type: ignore[attr-defined]
+    elif kind == "numpy":
+        cond = np.array(False)
+
+        def set_cond(on: bool) -> None:
+            cond[...] = on  # type: ignore[index]
+    elif kind == "jax":
+        pytest.importorskip("jax")
+        import jax.numpy as jnp
+
+        # JAX arrays are immutable: the condition is a holder whose __bool__ reads one.
+        box = [jnp.asarray(False)]
+
+        class JaxFlag:
+            def __bool__(self) -> bool:
+                return bool(box[0])
+
+        cond = JaxFlag()
+
+        def set_cond(on: bool) -> None:
+            box[0] = jnp.asarray(on)
+    else:
+        cond = Flag()
+
+        def set_cond(on: bool) -> None:
+            cond.on = on  # type: ignore[attr-defined]
+
+    with sl.create_file_writer(logdir).as_default() as w, sl.record_if(cond):
+        for i in range(4):
+            set_cond(i % 2 == 1)
+            assert sl.should_record_summaries() is (i % 2 == 1)
+            assert sl.scalar("x", float(i), step=i) is (i % 2 == 1)
+            assert sl.text("t", "hi", step=i) is (i % 2 == 1)
+    w.close()
+    assert [s for t, s in tags_and_steps(only_file(logdir)) if t == "x"] == [1, 3]
+
+
+def test_record_if_rejects_a_condition_with_no_truth_value() -> None:
+    import numpy as np
+
+    with pytest.raises(ValueError, match="record_if: 'condition'"), sl.record_if(np.ones(3)):
+        pass

@@ -13,6 +13,7 @@ import operator
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, SupportsIndex
 
 if TYPE_CHECKING:
@@ -37,7 +38,11 @@ __all__ = [
 #: integer tensors). It is read again on every op, so a mutable counter works.
 Step = int | SupportsIndex
 #: A recording condition: a bool, or a zero-argument callable returning one.
+#: ``record_if`` also takes any object with a truth value, read by each op.
 Condition = bool | Callable[[], Any]
+
+# Condition types whose truth value cannot change after record_if() is entered.
+_IMMUTABLE = frozenset({int, float, complex, str, bytes})
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
@@ -120,19 +125,39 @@ def get_step() -> Step | None:
 
 
 @contextmanager
-def record_if(condition: Condition) -> Iterator[None]:
+def record_if(condition: object) -> Iterator[None]:
     """Record summaries inside the block only when ``condition`` holds.
 
-    ``condition`` is a bool or a zero-argument callable, called by each op (so
-    ``record_if(lambda: step % 100 == 0)`` works). A nested ``record_if``
-    replaces the outer condition (it does not AND with it); the outer one is
-    restored on exit.
+    ``condition`` is a bool, a zero-argument callable called by each op (so
+    ``record_if(lambda: step % 100 == 0)`` works), or any object with a truth
+    value (a 0-d torch tensor, numpy or JAX array, an object with
+    ``__bool__``), which each op reads again, as TensorFlow reads a variable:
+    a tensor changed in place (``flag.fill_(1)``) takes effect at the next op.
+    A nested ``record_if`` replaces the outer condition (it does not AND with
+    it); the outer one is restored on exit.
+
+    Raises:
+      ValueError: ``condition`` has no truth value (an array of several elements).
     """
-    if not callable(condition):
-        condition = bool(condition)
+    cond: Condition
+    if type(condition) is bool or callable(condition):
+        cond = condition
+    else:
+        try:
+            value = bool(condition)
+        except Exception as e:
+            raise ValueError(
+                f"record_if: 'condition' must have a truth value, got "
+                f"{type(condition).__name__}: {e}"
+            ) from None
+        # Values that cannot change are read once; anything else is read by each op.
+        if condition is None or type(condition) in _IMMUTABLE:
+            cond = value
+        else:
+            cond = partial(bool, condition)
     st = _local.state
     saved = st.condition
-    st.condition = condition
+    st.condition = cond
     try:
         yield
     finally:
