@@ -182,8 +182,6 @@ ROWS = [
     Row("set_step-str", lambda c: sl.set_step("1"), TypeError, "set_step: 'step'"),
     Row("name_scope-int", lambda c: sl.name_scope(3).__enter__(), TypeError,
         "name_scope: 'name'"),
-    Row("name_scope-empty", lambda c: sl.name_scope("").__enter__(), ValueError,
-        "name_scope: 'name'"),
     Row("flush-timeout-str", lambda c: c.writer.flush(timeout="1"), TypeError,
         "flush: 'timeout'"),
     Row("flush-timeout-negative", lambda c: c.writer.flush(timeout=-1), ValueError,

@@ -197,8 +197,6 @@ def test_name_scope_prefixes_tags(logdir: Path) -> None:
         "raw",
         "loss",
     ]
-    with pytest.raises(ValueError, match="'name'"), sl.name_scope(""):
-        pass
     with pytest.raises(TypeError, match="'name'"), sl.name_scope(3):  # type: ignore[arg-type]
         pass
 
@@ -344,3 +342,17 @@ def test_record_if_rejects_a_condition_with_no_truth_value() -> None:
 
     with pytest.raises(ValueError, match="record_if: 'condition'"), sl.record_if(np.ones(3)):
         pass
+
+
+def test_empty_name_scope_goes_to_the_root(logdir: Path) -> None:
+    # As tf.name_scope(""): the block runs at the root scope; the outer one comes back after.
+    with sl.create_file_writer(logdir).as_default(step=0) as w, sl.name_scope("outer"):
+        with sl.name_scope("") as scope:
+            assert scope == ""
+            sl.scalar("top", 1.0)
+            with sl.name_scope("inner") as inner:
+                assert inner == "inner/"
+                sl.scalar("x", 1.0)
+        sl.scalar("y", 1.0)
+    w.close()
+    assert [t for t, _ in tags_and_steps(only_file(logdir))] == ["top", "inner/x", "outer/y"]

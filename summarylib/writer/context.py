@@ -185,17 +185,19 @@ def condition_holds(cond: Condition) -> bool:
 def name_scope(name: str) -> Iterator[str]:
     """Prefix the tags of ops inside the block with ``name/``.
 
-    Scopes nest (``a/b/loss``). A name ending in ``/`` replaces the current
-    scope instead of nesting, as in TensorFlow; ``"/"`` alone clears it.
-    Yields the new prefix.
+    Scopes nest (``a/b/loss``). As in TensorFlow, a name ending in ``/``
+    replaces the current scope instead of nesting, and ``""`` (or ``"/"``)
+    goes to the root scope: tags inside are not prefixed. Yields the new
+    prefix (``""`` at the root).
     """
     if not isinstance(name, str):
         raise TypeError(f"name_scope: 'name' must be a str, got {type(name).__name__}")
-    if not name:
-        raise ValueError("name_scope: 'name' must be a non-empty string")
     st = _local.state
     saved = st.scope
-    st.scope = ("" if name == "/" else name) if name.endswith("/") else saved + name + "/"
+    if not name or name == "/":
+        st.scope = ""
+    else:
+        st.scope = name if name.endswith("/") else saved + name + "/"
     try:
         yield st.scope
     finally:
