@@ -36,6 +36,7 @@ from summarylib.writer.context import (
     record_if,
     set_step,
     should_record_summaries,
+    summary_scope,
 )
 from summarylib.writer.file_writer import flush
 from summarylib.writer.output import FileOutput, MemoryOutput, Output
@@ -109,6 +110,7 @@ __all__ = [
     "scalars",
     "set_step",
     "should_record_summaries",
+    "summary_scope",
     "text",
     "text_pb",
     "trace_export",

@@ -356,3 +356,43 @@ def test_empty_name_scope_goes_to_the_root(logdir: Path) -> None:
         sl.scalar("y", 1.0)
     w.close()
     assert [t for t, _ in tags_and_steps(only_file(logdir))] == ["top", "inner/x", "outer/y"]
+
+
+def test_summary_scope_yields_tag_and_scope(logdir: Path) -> None:
+    # tf.summary.experimental.summary_scope: the tag keeps the name as given (characters
+    # a scope cannot hold, no uniquifying); the scope drops those characters.
+    with sl.create_file_writer(logdir).as_default(step=0) as w:
+        with sl.summary_scope("loss (train)") as (tag, scope):
+            assert (tag, scope) == ("loss (train)", "losstrain/")
+            assert sl.write(tag, 1.0)
+            assert sl.scalar("x", 1.0)
+        with sl.name_scope("outer"):
+            for _ in range(2):  # the same name twice: the same tag and scope
+                with sl.summary_scope("my op", "Default", values=[1.0]) as (tag, scope):
+                    assert (tag, scope) == ("outer/my op", "outer/myop/")
+            with sl.summary_scope(None, "MyOp") as (tag, scope):
+                assert (tag, scope) == ("outer/MyOp", "outer/MyOp/")
+            with sl.summary_scope("(?)", "Def") as (tag, scope):
+                assert (tag, scope) == ("outer/(?)", "outer/Def/")
+            with sl.summary_scope("é") as (tag, scope):  # nothing legal, no default: the root
+                assert (tag, scope) == ("outer/é", "")
+            with sl.summary_scope("a.b-c_d/e") as (tag, scope):
+                assert (tag, scope) == ("outer/a.b-c_d/e", "outer/a.b-c_d/e/")
+    w.close()
+    assert [t for t, _ in tags_and_steps(only_file(logdir))] == ["loss (train)", "losstrain/x"]
+    with pytest.raises(TypeError, match="summary_scope: 'name'"), sl.summary_scope(None):
+        pass
+    with pytest.raises(TypeError, match="summary_scope: 'name'"), sl.summary_scope(3):  # type: ignore[arg-type]
+        pass
+
+
+def test_writer_init_is_a_no_op_until_closed(logdir: Path) -> None:
+    w = sl.create_file_writer(logdir)
+    assert w.init() is None
+    with w.as_default(step=0):
+        sl.scalar("x", 1.0)
+    w.init()  # changes nothing: the same file goes on
+    w.close()
+    with pytest.raises(sl.WriterClosedError, match="init"):
+        w.init()
+    assert tags_and_steps(only_file(logdir)) == [("x", 0)]

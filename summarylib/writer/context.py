@@ -32,6 +32,7 @@ __all__ = [
     "set_step",
     "should_record_summaries",
     "state",
+    "summary_scope",
 ]
 
 #: A step: an ``int`` or anything with ``__index__`` (numpy integers, 0-d
@@ -43,6 +44,8 @@ Condition = bool | Callable[[], Any]
 
 # Condition types whose truth value cannot change after record_if() is entered.
 _IMMUTABLE = frozenset({int, float, complex, str, bytes})
+# What summary_scope() keeps of a name to make its scope (TensorFlow's rule).
+_LEGAL_IN_SCOPE = frozenset("-_/.ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
@@ -202,3 +205,41 @@ def name_scope(name: str) -> Iterator[str]:
         yield st.scope
     finally:
         st.scope = saved
+
+
+@contextmanager
+def summary_scope(
+    name: str | None, default_name: str | None = None, values: object = None
+) -> Iterator[tuple[str, str]]:
+    """Open a name scope for a custom summary op; yield ``(tag, scope)``.
+
+    As ``tf.summary.experimental.summary_scope``: ``tag`` is ``name`` (or
+    ``default_name`` if ``name`` is empty or None) inside the current name
+    scope, kept as given: it is not made unique and keeps characters a scope
+    cannot hold. The block runs in the name scope ``name`` with every
+    character other than ``A-Z a-z 0-9 - _ . /`` removed; if none is left,
+    in ``default_name``, and without one at the root scope. ``scope`` is that
+    scope's prefix (``"a/my_op/"``; ``""`` at the root). Write the op's value
+    with ``write(tag, ...)``, which takes the tag as it is.
+
+    ``values`` is accepted for TensorFlow compatibility and ignored.
+
+    Raises:
+      TypeError: ``name`` and ``default_name`` are neither a non-empty str.
+    """
+    del values  # graph tensors pick the graph in TensorFlow; there is no graph here
+    for arg, given in (("name", name), ("default_name", default_name)):
+        if given is not None and not isinstance(given, str):
+            raise TypeError(
+                f"summary_scope: {arg!r} must be a str or None, got {type(given).__name__}"
+            )
+    chosen = name or default_name
+    if not chosen:
+        raise TypeError(
+            f"summary_scope: 'name' or 'default_name' must be a non-empty str, "
+            f"got {name!r} and {default_name!r}"
+        )
+    tag = _local.state.scope + chosen
+    scope_name = "".join(c for c in chosen if c in _LEGAL_IN_SCOPE) or default_name or ""
+    with name_scope(scope_name) as scope:
+        yield tag, scope

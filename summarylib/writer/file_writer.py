@@ -152,6 +152,17 @@ class WriterBase:
             self.close()
 
     # -- lifecycle -----------------------------------------------------------
+    def init(self) -> None:
+        """Do nothing: the event file is already open (``tf.summary``'s ``init()``).
+
+        Kept so that code written for ``tf.summary``, which calls it to
+        initialize a writer, runs unchanged.
+
+        Raises:
+          WriterClosedError: the writer is closed (TensorFlow raises there too).
+        """
+        self._check_open("init")
+
     def flush(self, timeout: float | None = None) -> None:
         """Write every event logged so far to the file; return once it is there.
 
