@@ -201,19 +201,45 @@ def test_name_scope_prefixes_tags(logdir: Path) -> None:
         pass
 
 
-def test_noop_writer_records_nothing(logdir: Path) -> None:
+def test_noop_writer_is_transparent_inside_a_real_writer(logdir: Path) -> None:
+    # As TensorFlow's no-op writer: as_default() and set_as_default() change nothing, so
+    # ops inside still write to the outer writer (and its step) and return True.
     real = sl.create_file_writer(logdir)
     noop = sl.create_noop_writer()
     with real.as_default(step=0):
-        with noop.as_default(step=5):
-            assert not sl.should_record_summaries()
-            assert sl.scalar("x", 1.0) is False
-            assert sl.get_step() == 5
+        with noop.as_default(step=5) as entered:
+            assert entered is noop
+            assert sl.should_record_summaries()
+            assert sl.get_step() == 0
+            assert sl.scalar("x", 1.0) is True
             noop.flush()
-        assert sl.scalar("y", 1.0)
-    noop.close()
+            noop.init()
+        noop.set_as_default(step=7)
+        assert sl.get_step() == 0
+        assert sl.scalar("y", 1.0) is True
+        noop.close()
+        assert sl.scalar("z", 1.0) is True
     real.close()
-    assert tags_and_steps(only_file(logdir)) == [("y", 0)]
+    assert tags_and_steps(only_file(logdir)) == [("x", 0), ("y", 0), ("z", 0)]
+
+
+def test_noop_writer_alone_records_nothing() -> None:
+    noop = sl.create_noop_writer()
+    with noop.as_default(step=3):
+        assert not sl.should_record_summaries()
+        assert sl.scalar("x", 1.0) is False
+        assert sl.get_step() is None
+    noop.set_as_default(step=1)
+    assert sl.scalar("x", 1.0) is False
+    assert sl.get_step() is None
+    noop.flush()
+    noop.init()
+    noop.close()
+    noop.close()
+    noop.init()  # never closed: it holds nothing
+    assert not noop.closed
+    with noop:  # enters and closes: still nothing
+        assert sl.scalar("x", 1.0, step=0) is False
 
 
 def test_module_flush_uses_default_writer(logdir: Path) -> None:

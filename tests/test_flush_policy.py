@@ -97,10 +97,8 @@ def test_garbage_collected_writer_is_flushed(logdir: Path) -> None:
     import gc
 
     w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
-    w.set_as_default(step=0)
-    for i in range(3):
-        sl.scalar("x", float(i))
-    sl.create_noop_writer().set_as_default()  # drop the context's reference
+    for i in range(3):  # add_scalar: no default writer holds a reference to w
+        w.add_scalar("x", float(i), i)
     del w
     gc.collect()
     assert wait_until(lambda: n_records(only_file(logdir)) == 4)

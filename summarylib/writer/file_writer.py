@@ -97,15 +97,21 @@ class WriterBase:
         On exit the writer is flushed, then the previous default writer (and,
         if ``step`` was given, the previous default step) is restored.
 
+        On the no-op writer it does nothing at all, as in TensorFlow: inside
+        another writer's block, ops keep writing to that writer.
+
         Raises:
           WriterClosedError: the writer is closed.
         """
+        if self._resource is None:
+            yield self
+            return
         self._check_open("as_default")
         if step is not None:
             check_step(step, "as_default")
         st = _local.state
         saved_writer, saved_step = st.writer, st.step
-        st.writer = self._as_context_writer()
+        st.writer = self
         if step is not None:
             st.step = step
         try:
@@ -121,17 +127,16 @@ class WriterBase:
 
         Args:
           step: if not None, also set the thread's default step.
+
+        On the no-op writer it does nothing, as in TensorFlow.
         """
+        if self._resource is None:
+            return
         self._check_open("set_as_default")
         if step is not None:
             check_step(step, "set_as_default")
             _local.state.step = step
-        _local.state.writer = self._as_context_writer()
-
-    def _as_context_writer(self) -> WriterBase | None:
-        # Ops treat "no default writer" as "do nothing"; that is all a writer without a
-        # resource (the no-op writer) has to be.
-        return self if self._resource is not None else None
+        _local.state.writer = self
 
     def __enter__(self: W) -> W:
         cm = self.as_default()
