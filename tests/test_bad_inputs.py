@@ -90,7 +90,7 @@ ROWS = [
         "summarylib.ops.histogram"),
     Row("histogram-data-complex", lambda c: sl.histogram("h", [1j]), TypeError, "'data'",
         "summarylib.ops.histogram"),
-    Row("histogram-buckets-0", lambda c: sl.histogram("h", [1.0], buckets=0), ValueError,
+    Row("histogram-buckets-negative", lambda c: sl.histogram("h", [1.0], buckets=-1), ValueError,
         "'buckets'", "summarylib.ops.histogram"),
     Row("histogram-buckets-nan", lambda c: sl.histogram("h", [1.0], buckets=math.nan),
         TypeError, "'buckets'", "summarylib.ops.histogram"),

@@ -10,7 +10,9 @@ Data contract:
     framework is never imported; torch bfloat16/float8 tensors through
     ``.float()``), or a zero-argument callable returning one. Strings,
     complex numbers and objects raise ``TypeError``.
-  * ``buckets`` is an int >= 1 (default 30).
+  * ``buckets`` is an int >= 0 (default 30). 0 writes an empty ``[0, 3]``
+    tensor, as TensorFlow does (TensorBoard shows nothing for it); the data
+    is still checked.
   * Bucketing is TensorFlow 2's (format.md §5.3), exactly: ``buckets``
     equal-width buckets from min to max computed in float64, the last
     bucket closed, the last right edge exactly the max. All values equal:
@@ -25,9 +27,8 @@ Data contract:
     ``plugin_name="histograms"``, empty content (``HistogramPluginData``
     version 0), ``data_class`` unset; on the first value of a tag per file.
 
-Differences from TensorFlow: NaN/Inf handling (above), and ``buckets <= 0``
-raises ``ValueError`` (TensorFlow writes a ``[0, 3]`` tensor, which
-TensorBoard shows as nothing).
+Differences from TensorFlow: NaN/Inf handling (above), and ``buckets < 0``
+raises ``ValueError`` (TensorFlow takes it as 0, which hides the mistake).
 
 Work split: the input is validated and flattened on the caller's thread. Up
 to 1 MiB of data is copied (unless it is already private to this call) and
@@ -86,7 +87,7 @@ def create_summary_metadata(description: str | None = None) -> summary_pb2.Summa
 
 
 def check_buckets(buckets: Any, where: str) -> int:
-    """``buckets`` as an int in [1, 2**31 - 1]; None means 30."""
+    """``buckets`` as an int in [0, 2**31 - 1]; None means 30."""
     if buckets is None:
         return DEFAULT_BUCKET_COUNT
     if type(buckets) is not int:
@@ -98,8 +99,8 @@ def check_buckets(buckets: Any, where: str) -> int:
             raise TypeError(
                 f"{where}: 'buckets' must be an int, got {type(buckets).__name__} {buckets!r}"
             ) from None
-    if buckets < 1 or buckets > _INT32_MAX:
-        raise ValueError(f"{where}: 'buckets' must be in [1, 2**31 - 1], got {buckets}")
+    if buckets < 0 or buckets > _INT32_MAX:
+        raise ValueError(f"{where}: 'buckets' must be in [0, 2**31 - 1], got {buckets}")
     return int(buckets)
 
 
@@ -138,9 +139,13 @@ def _tensor(values: np.ndarray, k: int) -> bytes:
     if header is None:
         # dtype, tensor_shape [k, 3], then tensor_content's key and length.
         shape = field_bytes(2, shape_bytes((k, 3)))
-        header = b"\x08" + varint(DT_DOUBLE) + shape + b"\x22" + varint(24 * k)
+        header = b"\x08" + varint(DT_DOUBLE) + shape
+        if k:  # a [0, 3] tensor has no tensor_content at all, as TensorFlow writes it
+            header += b"\x22" + varint(24 * k)
         if len(_HEADERS) < 64:
             _HEADERS[k] = header
+    if not k:
+        return header
     return header + _le_bytes(histogram_buckets(values, k))
 
 
@@ -163,7 +168,7 @@ def histogram(
       data: real numbers of any shape (see the module docstring), or a
         zero-argument callable returning them, called only when recording.
       step: an int64 step; defaults to the thread's default step.
-      buckets: the number of buckets, >= 1; default 30.
+      buckets: the number of buckets, >= 0 (0: an empty histogram); default 30.
       description: Markdown shown in TensorBoard (kept from the first event).
 
     Returns:
@@ -181,7 +186,7 @@ def histogram(
     md = metadata_bytes(_PLUGIN_DATA, description, "histogram")
     k = check_buckets(buckets, "histogram")
     values, private = prepare(data, "histogram")
-    if values.nbytes > _DEFER_MAX_BYTES:
+    if values.nbytes > _DEFER_MAX_BYTES or not k:
         return emit_value(writer, tag, step_, _tensor(values, k), md)
     if not private:
         values = values.copy()
@@ -211,6 +216,7 @@ def histogram_pb(
     v.tensor.dtype = types_pb2.DT_DOUBLE
     v.tensor.tensor_shape.dim.add().size = k
     v.tensor.tensor_shape.dim.add().size = 3
-    v.tensor.tensor_content = _le_bytes(histogram_buckets(values, k))
+    if k:
+        v.tensor.tensor_content = _le_bytes(histogram_buckets(values, k))
     v.metadata.CopyFrom(create_summary_metadata(description))
     return summary
