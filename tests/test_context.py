@@ -422,3 +422,26 @@ def test_writer_init_is_a_no_op_until_closed(logdir: Path) -> None:
     with pytest.raises(sl.WriterClosedError, match="init"):
         w.init()
     assert tags_and_steps(only_file(logdir)) == [("x", 0)]
+
+
+def test_write_takes_metadata_in_a_0d_bytes_array(logdir: Path) -> None:
+    # tf.summary.write accepts the metadata as a scalar string tensor of serialized bytes.
+    import numpy as np
+    from tensorboard.compat.proto import summary_pb2 as tb_summary
+
+    md = tb_summary.SummaryMetadata(display_name="T")
+    md.plugin_data.plugin_name = "custom"
+    md.data_class = tb_summary.DATA_CLASS_TENSOR
+    raw = md.SerializeToString()
+    with sl.create_file_writer(logdir).as_default(step=1) as w:
+        assert sl.write("a", 1.0, metadata=np.array(raw))
+        assert sl.write("b", 1.0, metadata=np.array(raw, dtype=object))
+        with pytest.raises(ValueError, match="write: 'metadata' is not a serialized"):
+            sl.write("c", 1.0, metadata=np.array(b"\xff\xff"))
+        with pytest.raises(TypeError, match="write: 'metadata'"):
+            sl.write("c", 1.0, metadata=np.array(3))
+        with pytest.raises(TypeError, match="write: 'metadata'"):
+            sl.write("c", 1.0, metadata=np.array([raw, raw]))
+    w.close()
+    values = [v for ev in tb_events(only_file(logdir)) for v in ev.summary.value]
+    assert [(v.tag, v.metadata) for v in values] == [("a", md), ("b", md)]
