@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from summarylib._version import __version__
 from summarylib.creation import create_file_writer, create_noop_writer, create_writer
-from summarylib.errors import DataLossError, SummaryError, WriteFailedError, WriterClosedError
+from summarylib.errors import (
+    ArgumentError,
+    DataLossError,
+    SummaryError,
+    WriteFailedError,
+    WriterClosedError,
+)
 from summarylib.ops.scalar import scalar, scalar_pb, scalars
 from summarylib.ops.write import write, write_raw_pb
 from summarylib.summary_writer import SummaryWriter
@@ -63,6 +69,7 @@ if TYPE_CHECKING:
     from summarylib.writer.signals import flush_on_signals
 
 __all__ = [
+    "ArgumentError",
     "DataLossError",
     "FileOutput",
     "MemoryOutput",

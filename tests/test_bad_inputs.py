@@ -244,3 +244,52 @@ def test_bad_input(row: Row, tmp_path: Path, request: pytest.FixtureRequest) -> 
     assert [(v.tag, e.step) for e in iter_events(path) for v in e.summary.value] == expected
     assert [(v.tag, e.step) for e in tb_events(path) for v in e.summary.value] == expected
     assert list(logdir.iterdir()) == [path]  # no stray files
+
+
+# Where TensorFlow raises ValueError and we raised TypeError: the error is both, so that
+# `except ValueError` (code written for tf.summary) and `except TypeError` both catch it.
+BOTH = {
+    "scalar-data-str": lambda c: sl.scalar("x", "abc", step=0),
+    "scalar-data-bytes": lambda c: sl.scalar("x", b"abc", step=0),
+    "scalar-data-str-array": lambda c: sl.scalar("x", np.array("abc"), step=0),
+    "scalars-value-str": lambda c: sl.scalars({"x": "abc"}, step=0),
+    "add_scalar-str": lambda c: c.writer.add_scalar("x", "abc", 0),
+    "module-flush-writer-int": lambda c: sl.flush(writer=3),
+    "module-flush-writer-str": lambda c: sl.flush(writer="logs"),
+    "write_graph-str": lambda c: sl.write_graph("hello"),
+    "name_scope-int": lambda c: sl.name_scope(3).__enter__(),
+}
+
+
+@pytest.mark.parametrize("call", list(BOTH.values()), ids=list(BOTH))
+def test_tensorflow_value_errors_are_value_errors_too(call: Callable[[Ctx], Any],
+                                                      tmp_path: Path) -> None:
+    writer = sl.create_file_writer(tmp_path)
+    with writer.as_default(step=0):
+        with pytest.raises(ValueError) as info:
+            call(Ctx(writer, tmp_path))
+        assert isinstance(info.value, TypeError)
+        assert isinstance(info.value, sl.ArgumentError)
+        assert isinstance(info.value, sl.SummaryError)
+    writer.close()
+
+
+@pytest.mark.parametrize("data", [b"hello", b"\x00\x01garbage", "hello"])
+def test_write_raw_pb_names_the_data_that_is_not_a_summary(data: Any, tmp_path: Path) -> None:
+    writer = sl.create_file_writer(tmp_path)
+    with writer.as_default(step=0):
+        shown = re.escape(repr(data.encode() if isinstance(data, str) else data))
+        with pytest.raises(ValueError, match=f"write_raw_pb: 'tensor' .*{shown}"):
+            sl.write_raw_pb(data)
+    writer.close()
+    assert [e for e in tb_events(only_file(tmp_path)) if e.HasField("summary")] == []
+
+
+def test_write_graph_rejects_bytes_that_are_not_a_graph_def(tmp_path: Path) -> None:
+    writer = sl.create_file_writer(tmp_path)
+    with writer.as_default(step=0), pytest.raises(
+        ValueError, match=r"write_graph: 'graph' .*b'\\xff\\xff'"
+    ):
+        sl.write_graph(b"\xff\xff")
+    writer.close()
+    assert [e for e in tb_events(only_file(tmp_path)) if e.HasField("graph_def")] == []

@@ -90,9 +90,11 @@ def write_raw_pb(
     """Write serialized ``Summary`` protos as one event, metadata and all, verbatim.
 
     Args:
-      tensor: a ``Summary`` (ours or TensorBoard's), its serialized bytes, or a
+      tensor: a ``Summary`` (ours or TensorBoard's), its serialized bytes (a
+        str counts as its UTF-8 bytes, as a TensorFlow string tensor), or a
         list of either (merged into one event), or a callable returning any
-        of these.
+        of these. Bytes that are not a ``Summary`` raise ``ValueError``
+        showing their start.
       step: int64 step; defaults to the thread's default step.
       name: accepted for ``tf.summary`` compatibility; unused.
 
@@ -106,9 +108,14 @@ def write_raw_pb(
     writer, _, step_ = resolved
     value = evaluate(tensor)
     items: Iterable[Any] = value if isinstance(value, (list, tuple)) else (value,)
-    summary = b"".join(_serialized(item, "write_raw_pb", "tensor") for item in items)
+    summary = b"".join(_serialized(_utf8(item), "write_raw_pb", "tensor") for item in items)
     _check_summary(summary)
     return emit_summary(writer, step_, summary)
+
+
+def _utf8(item: Any) -> Any:
+    # A str is a string tensor to TensorFlow: its UTF-8 bytes (then checked to parse).
+    return item.encode("utf-8", "surrogateescape") if isinstance(item, str) else item
 
 
 def _check_summary(data: bytes) -> None:
@@ -123,4 +130,7 @@ def _check_parses(data: bytes, message: str, where: str, arg: str) -> None:
     try:
         getattr(summary_pb2, message).FromString(data)
     except DecodeError as e:
-        raise ValueError(f"{where}: {arg!r} is not a serialized {message}: {e}") from None
+        shown = f"{data[:32]!r}{'...' if len(data) > 32 else ''}"
+        raise ValueError(
+            f"{where}: {arg!r} is not a serialized {message} ({shown}): {e}"
+        ) from None

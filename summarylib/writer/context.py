@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, SupportsIndex
 
+from summarylib.errors import ArgumentError
+
 if TYPE_CHECKING:
     from summarylib.writer.buffered import BufferedEventWriter
 
@@ -194,7 +196,8 @@ def name_scope(name: str) -> Iterator[str]:
     prefix (``""`` at the root).
     """
     if not isinstance(name, str):
-        raise TypeError(f"name_scope: 'name' must be a str, got {type(name).__name__}")
+        # TensorFlow raises ValueError: the error is both.
+        raise ArgumentError(f"name_scope: 'name' must be a str, got {type(name).__name__}")
     st = _local.state
     saved = st.scope
     if not name or name == "/":

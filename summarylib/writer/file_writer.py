@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from summarylib.encoding.events import file_version_event
-from summarylib.errors import WriteFailedError, WriterClosedError
+from summarylib.errors import ArgumentError, WriteFailedError, WriterClosedError
 from summarylib.writer.buffered import EXIT_TIMEOUT_SECS, BufferedEventWriter
 from summarylib.writer.context import Step, _local, check_step
 from summarylib.writer.output import Output
@@ -387,7 +387,7 @@ def flush(writer: WriterBase | None = None) -> None:
     if target is None:
         return
     if not isinstance(target, WriterBase):
-        raise TypeError(
+        raise ArgumentError(  # TensorFlow raises ValueError: both
             f"flush: 'writer' must be a SummaryWriter or None, got {type(target).__name__}"
         )
     target.flush()
