@@ -193,11 +193,11 @@ ROWS = [
         lambda c: importlib.import_module("summarylib.writer.signals").flush_on_signals(["TERM"]),
         TypeError, "'signals'"),
     # -- closed writers
-    Row("closed-writer-scalar", lambda c: (c.writer.close(), sl.scalar("x", 1.0)),
+    Row("closed-writer-scalar", lambda c: (c.writer.close(), c.writer.add_scalar("x", 1.0)),
         sl.WriterClosedError, "closed", closes=True),
     Row("closed-writer-as_default", lambda c: (c.writer.close(), c.writer.as_default().__enter__()),
         sl.WriterClosedError, "as_default", closes=True),
-    Row("closed-writer-text", lambda c: (c.writer.close(), sl.text("t", "hi")),
+    Row("closed-writer-text", lambda c: (c.writer.close(), c.writer.add_text("t", "hi")),
         sl.WriterClosedError, "closed", "summarylib.ops.text", closes=True),
 ]
 

@@ -445,3 +445,66 @@ def test_write_takes_metadata_in_a_0d_bytes_array(logdir: Path) -> None:
     w.close()
     values = [v for ev in tb_events(only_file(logdir)) for v in ev.summary.value]
     assert [(v.tag, v.metadata) for v in values] == [("a", md), ("b", md)]
+
+
+def quiet_scalar(name: str, value: float, step: int | None = None) -> bool:
+    """scalar() with summarylib's no-default-writer hint silenced."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return sl.scalar(name, value, step=step)
+
+
+def test_closing_the_default_writer_clears_it(tmp_path: Path) -> None:
+    a = sl.create_file_writer(tmp_path / "a")
+    a.set_as_default(step=0)
+    assert sl.scalar("x", 1.0)
+    a.close()
+    assert not sl.should_record_summaries()
+    b = sl.create_file_writer(tmp_path / "b")  # a new writer, not made the default
+    assert quiet_scalar("x", 1.0) is False  # no WriterClosedError naming a's file
+    b.set_as_default(step=0)
+    assert sl.scalar("y", 1.0)
+    b.close()
+    assert quiet_scalar("y", 1.0) is False
+
+    # Closed while it is the default of another thread.
+    c = sl.create_file_writer(tmp_path / "c")
+    ready, closed = threading.Event(), threading.Event()
+    seen: list[object] = []
+
+    def other() -> None:
+        c.set_as_default(step=0)
+        seen.append(sl.scalar("z", 1.0))
+        ready.set()
+        closed.wait(10)
+        seen.append(sl.should_record_summaries())
+        seen.append(quiet_scalar("z", 2.0))
+
+    t = threading.Thread(target=other)
+    t.start()
+    assert ready.wait(10)
+    c.close()
+    closed.set()
+    t.join(10)
+    assert seen == [True, False, False]
+
+    # Closed inside its own as_default() block, and inside another writer's block.
+    d = sl.create_file_writer(tmp_path / "d")
+    e = sl.create_file_writer(tmp_path / "e")
+    with d.as_default(step=0):
+        d.close()
+        assert not sl.should_record_summaries()
+        assert quiet_scalar("w", 1.0) is False
+    e.set_as_default(step=0)
+    inner = sl.create_file_writer(tmp_path / "inner")
+    with inner.as_default():
+        e.close()
+        assert sl.scalar("v", 1.0)  # inner is still the default here
+    assert not sl.should_record_summaries()  # e, closed meanwhile, is not restored
+    inner.close()
+    assert [t for t, _ in tags_and_steps(only_file(tmp_path / "a"))] == ["x"]
+    assert [t for t, _ in tags_and_steps(only_file(tmp_path / "b"))] == ["y"]
+    assert [t for t, _ in tags_and_steps(only_file(tmp_path / "c"))] == ["z"]
+    assert [t for t, _ in tags_and_steps(only_file(tmp_path / "inner"))] == ["v"]

@@ -76,8 +76,9 @@ def test_close_flushes_and_is_idempotent(logdir: Path) -> None:
     assert n_records(only_file(logdir)) == 2
     w.close()  # no-op
     w.flush()  # no-op
+    assert sl.scalar("x", 2.0) is False  # no longer the default writer
     with pytest.raises(sl.WriterClosedError):
-        sl.scalar("x", 2.0)
+        w.add_scalar("x", 2.0)
     with pytest.raises(sl.WriterClosedError), w.as_default():
         pass
     with pytest.raises(sl.WriterClosedError):

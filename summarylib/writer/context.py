@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import operator
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -28,6 +29,7 @@ __all__ = [
     "Step",
     "check_step",
     "condition_holds",
+    "forget_writer",
     "get_step",
     "name_scope",
     "record_if",
@@ -64,17 +66,26 @@ class DefaultWriter(Protocol):
     @property
     def _resource(self) -> BufferedEventWriter | None: ...
 
+    @property
+    def closed(self) -> bool: ...
+
 
 class State:
     """One thread's summary context. Ops read it on every call."""
 
-    __slots__ = ("condition", "scope", "step", "writer")
+    __slots__ = ("__weakref__", "condition", "scope", "step", "writer")
 
     def __init__(self) -> None:
         self.writer: DefaultWriter | None = None
         self.step: Step | None = None
         self.condition: Condition = True
         self.scope = ""  # "" or a prefix ending in "/"
+        _states.add(self)
+
+
+# Every thread's context (a thread's goes when the thread ends), so that closing a
+# writer can stop it being the default of every thread, not only the closing one's.
+_states: weakref.WeakSet[State] = weakref.WeakSet()
 
 
 class _Local(threading.local):
@@ -111,6 +122,17 @@ def check_step(step: object, where: str) -> int:
     if not _INT64_MIN <= value <= _INT64_MAX:
         raise ValueError(f"{where}: 'step' must fit in int64, got {value}")
     return value
+
+
+def forget_writer(writer: DefaultWriter) -> None:
+    """Stop ``writer`` being the default writer of any thread (it is being closed).
+
+    Those threads then have no default writer, as if none had been set; an
+    ``as_default()`` block still restores its outer writer on exit.
+    """
+    for st in list(_states):
+        if st.writer is writer:
+            st.writer = None
 
 
 def set_step(step: Step | None) -> None:

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from summarylib.encoding.events import file_version_event
 from summarylib.errors import ArgumentError, WriteFailedError, WriterClosedError
 from summarylib.writer.buffered import EXIT_TIMEOUT_SECS, BufferedEventWriter
-from summarylib.writer.context import Step, _local, check_step
+from summarylib.writer.context import Step, _local, check_step, forget_writer
 from summarylib.writer.output import Output
 from summarylib.writer.records import frame
 
@@ -117,7 +117,8 @@ class WriterBase:
         try:
             yield self
         finally:
-            st.writer = saved_writer
+            # A writer closed meanwhile is no one's default any more: not restored.
+            st.writer = None if saved_writer is None or saved_writer.closed else saved_writer
             if step is not None:
                 st.step = saved_step
             self.flush()
@@ -191,8 +192,12 @@ class WriterBase:
         """Write every pending event, ``fsync`` the file and close it.
 
         Returns once that is done; a concurrent call waits for the same, and
-        a later one does nothing. After ``close()`` began, ops writing to
-        this writer raise :class:`~summarylib.errors.WriterClosedError`.
+        a later one does nothing. The writer stops being the default writer
+        of every thread at once (ops there then find no default writer, as
+        before one was set; a surrounding ``as_default()`` block of another
+        writer is restored when it ends). Ops that still write to it (an op
+        racing with ``close()``, ``add_*`` methods) raise
+        :class:`~summarylib.errors.WriterClosedError`.
 
         Raises:
           WriteFailedError: an event logged before ``close()`` could not be
@@ -203,6 +208,7 @@ class WriterBase:
         """
         _check_timeout("close", timeout)
         if self._resource is not None:
+            forget_writer(self)
             try:
                 self._resource.close(timeout)
             finally:
