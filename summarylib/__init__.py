@@ -29,6 +29,7 @@ from summarylib.creation import create_file_writer, create_noop_writer, create_w
 from summarylib.errors import (
     ArgumentError,
     DataLossError,
+    NoDefaultWriterWarning,
     SummaryError,
     WriteFailedError,
     WriterClosedError,
@@ -73,6 +74,7 @@ __all__ = [
     "DataLossError",
     "FileOutput",
     "MemoryOutput",
+    "NoDefaultWriterWarning",
     "Output",
     "SummaryError",
     "SummaryWriter",

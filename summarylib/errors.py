@@ -24,6 +24,7 @@ from __future__ import annotations
 __all__ = [
     "ArgumentError",
     "DataLossError",
+    "NoDefaultWriterWarning",
     "SummaryError",
     "WriteFailedError",
     "WriterClosedError",
@@ -40,6 +41,18 @@ class ArgumentError(SummaryError, TypeError, ValueError):
     Both a ``TypeError`` (what Python code expects for a wrong type) and a
     ``ValueError`` (what ``tf.summary`` raises), so ``except`` clauses written
     for either keep working. The message names the function and the argument.
+    """
+
+
+class NoDefaultWriterWarning(UserWarning):
+    """An op wrote nothing because its thread has no default writer, while one is open.
+
+    Issued once per process. Ops without a default writer return False by
+    design (library code may log unconditionally); when a writer is open that
+    is usually a forgotten ``set_as_default()``/``as_default()``, or logging
+    from a thread other than the one that set it (the default is per thread).
+    Silence it with ``warnings.filterwarnings("ignore",
+    category=summarylib.NoDefaultWriterWarning)``.
     """
 
 

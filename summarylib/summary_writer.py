@@ -126,8 +126,11 @@ class SummaryWriter(WriterBase):
         """Run ``op`` with this writer as the thread's default writer.
 
         Errors of the op are re-raised naming ``where`` (the method) and torch's argument
-        names instead of the op's.
+        names instead of the op's. A writer that writes nothing (``write_to_disk=False``)
+        returns False without running the op, as the op would with no writer.
         """
+        if self._target is None:
+            return False
         st = _local.state
         saved = st.writer
         st.writer = self._target
@@ -217,6 +220,8 @@ class SummaryWriter(WriterBase):
 
             return self._write_pb(lambda t: scalar_pb(t, scalar_value), tag, global_step,
                                   walltime, "add_scalar")
+        if self._target is None:
+            return False
         st = _local.state
         saved = st.writer
         st.writer = self._target

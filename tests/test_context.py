@@ -508,3 +508,91 @@ def test_closing_the_default_writer_clears_it(tmp_path: Path) -> None:
     assert [t for t, _ in tags_and_steps(only_file(tmp_path / "b"))] == ["y"]
     assert [t for t, _ in tags_and_steps(only_file(tmp_path / "c"))] == ["z"]
     assert [t for t, _ in tags_and_steps(only_file(tmp_path / "inner"))] == ["v"]
+
+
+def run_fresh(code: str, logdir: Path) -> list[str]:
+    """Run ``code`` in a new interpreter (the hint is once per process); its stdout lines."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    prelude = (
+        "import threading, warnings\n"
+        "import summarylib as sl\n"
+        "warnings.simplefilter('always')\n"  # show every warning issued: 'once' is ours
+        f"logdir = {str(logdir)!r}\n"
+        "got = []\n"
+        "warnings.showwarning = lambda m, c, f, n, *a: got.append((c.__name__, str(m), f))\n"
+    )
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root}
+    done = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=root)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_no_default_writer_hint_once_while_a_writer_is_open(logdir: Path) -> None:
+    out = run_fresh(
+        """
+        assert sl.scalar("x", 1.0, step=0) is False  # no writer anywhere: silent
+        w = sl.create_noop_writer()
+        with w.as_default():
+            assert sl.scalar("x", 1.0, step=0) is False  # a no-op writer is not open
+        assert got == []
+        w = sl.create_file_writer(logdir)  # the classic mistake: never made the default
+        assert sl.scalar("loss", 1.0, step=0) is False
+        assert sl.histogram("h", [1.0], step=0) is False
+        assert sl.scalars({"a": 1.0}, step=0) is False
+        for category, message, filename in got:
+            print(category)
+            print(message)
+            print(filename)
+        """,
+        logdir,
+    )
+    category, message, filename = out
+    assert category == "NoDefaultWriterWarning"
+    assert "scalar() wrote nothing" in message and str(logdir) in message
+    assert "set_as_default()" in message and "as_default()" in message
+    assert "per thread" in message
+    assert filename == "<string>"  # points at the caller's line, not at summarylib
+
+
+def test_no_default_writer_hint_for_another_thread(logdir: Path) -> None:
+    out = run_fresh(
+        """
+        w = sl.create_file_writer(logdir)
+        w.set_as_default(step=0)
+        assert sl.scalar("main", 1.0)
+        assert got == []  # the path with a writer set never warns
+        results = []
+        t = threading.Thread(target=lambda: results.append(sl.text("t", "hi", step=0)))
+        t.start(); t.join()
+        print(results, [c for c, _, _ in got])
+        w.close()
+        assert sl.scalar("after", 1.0, step=0) is False  # closed: no writer open any more
+        print(len(got))
+        """,
+        logdir,
+    )
+    assert out == ["[False] ['NoDefaultWriterWarning']", "1"]
+
+
+def test_no_hint_once_every_writer_is_closed(logdir: Path) -> None:
+    out = run_fresh(
+        """
+        w = sl.create_file_writer(logdir)
+        w.close()
+        assert sl.scalar("x", 1.0, step=0) is False
+        off = sl.SummaryWriter(logdir, write_to_disk=False)
+        other = sl.create_file_writer(logdir)
+        assert off.add_scalar("x", 1.0, 0) is False  # writes nothing by design: no hint
+        assert off.add_text("x", "t", 0) is False
+        print(len(got))
+        other.close()
+        """,
+        logdir,
+    )
+    assert out == ["0"]

@@ -33,7 +33,7 @@ from summarylib.encoding.events import _STEP3_LOW, _STEP_FIELDS, step_field
 from summarylib.encoding.wire import field_bytes, pack_double, pack_float, varint
 from summarylib.ops._resolve import check_tag, resolve_step
 from summarylib.ops.scalar_record import Layout
-from summarylib.writer.context import Step, _local, condition_holds
+from summarylib.writer.context import Step, _local, condition_holds, no_default_writer
 
 if TYPE_CHECKING:
     from summarylib.proto import summary_pb2
@@ -119,7 +119,7 @@ def scalar(
     st = _local.state
     writer = st.writer
     if writer is None:
-        return False
+        return no_default_writer("scalar")
     cond = st.condition
     if cond is not True and not condition_holds(cond):
         return False
@@ -247,7 +247,7 @@ def scalars(
     st = _local.state
     writer = st.writer
     if writer is None:
-        return False
+        return no_default_writer("scalars")
     cond = st.condition
     if cond is not True and not condition_holds(cond):
         return False

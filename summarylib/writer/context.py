@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import operator
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, SupportsIndex
 
-from summarylib.errors import ArgumentError
+from summarylib.errors import ArgumentError, NoDefaultWriterWarning
 
 if TYPE_CHECKING:
     from summarylib.writer.buffered import BufferedEventWriter
@@ -32,11 +33,13 @@ __all__ = [
     "forget_writer",
     "get_step",
     "name_scope",
+    "no_default_writer",
     "record_if",
     "set_step",
     "should_record_summaries",
     "state",
     "summary_scope",
+    "writer_opened",
 ]
 
 #: A step: an ``int`` or anything with ``__index__`` (numpy integers, 0-d
@@ -124,15 +127,54 @@ def check_step(step: object, where: str) -> int:
     return value
 
 
+# Writers open in this process (each until its close() begins, or it is collected):
+# an op that finds no default writer while one of them exists hints at the fix.
+_open_writers: weakref.WeakSet[DefaultWriter] = weakref.WeakSet()
+_hint_pending = True  # the hint is given once per process
+
+
+def writer_opened(writer: DefaultWriter) -> None:
+    """Count ``writer`` as open (for the no-default-writer hint)."""
+    _open_writers.add(writer)
+
+
 def forget_writer(writer: DefaultWriter) -> None:
     """Stop ``writer`` being the default writer of any thread (it is being closed).
 
     Those threads then have no default writer, as if none had been set; an
     ``as_default()`` block still restores its outer writer on exit.
     """
+    _open_writers.discard(writer)
     for st in list(_states):
         if st.writer is writer:
             st.writer = None
+
+
+def no_default_writer(where: str, stacklevel: int = 3) -> bool:
+    """What an op returns when its thread has no default writer: False.
+
+    The first time in the process that this happens while a writer is open,
+    it warns (:class:`~summarylib.errors.NoDefaultWriterWarning`) naming the
+    fix: the op wrote nothing, which is tf.summary's rule, and is usually a
+    forgotten ``set_as_default()`` or a thread other than the one that set
+    it. Only ops that find no writer come here: the path with a writer set
+    pays nothing.
+    """
+    global _hint_pending
+    if not _hint_pending or not _open_writers:
+        return False
+    _hint_pending = False
+    example = next(iter(list(_open_writers)), None)
+    where_to = getattr(example, "logdir", None) or getattr(example, "path", None)
+    warnings.warn(
+        f"summarylib: {where}() wrote nothing: this thread has no default writer, although "
+        f"a writer is open ({where_to}). Make it the default on the thread that logs, with "
+        "`with writer.as_default():` or `writer.set_as_default()` (the default writer is "
+        "per thread), or call its add_* methods. Shown once per process.",
+        NoDefaultWriterWarning,
+        stacklevel=stacklevel,
+    )
+    return False
 
 
 def set_step(step: Step | None) -> None:

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from summarylib.encoding.events import file_version_event
 from summarylib.errors import ArgumentError, WriteFailedError, WriterClosedError
 from summarylib.writer.buffered import EXIT_TIMEOUT_SECS, BufferedEventWriter
-from summarylib.writer.context import Step, _local, check_step, forget_writer
+from summarylib.writer.context import Step, _local, check_step, forget_writer, writer_opened
 from summarylib.writer.output import Output
 from summarylib.writer.records import frame
 
@@ -73,6 +73,7 @@ class WriterBase:
         self._context_stack: list[Any] = []
         if resource is not None:
             self._finalizer = weakref.finalize(self, _close_quietly, resource)
+            writer_opened(self)
 
     @classmethod
     def _wrap(
