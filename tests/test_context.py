@@ -596,3 +596,73 @@ def test_no_hint_once_every_writer_is_closed(logdir: Path) -> None:
         logdir,
     )
     assert out == ["0"]
+
+
+class GatedOutput(sl.MemoryOutput):
+    """Writes after the first record (the file's header) wait for ``gate``."""
+
+    def __init__(self) -> None:
+        super().__init__(name="/gated/events.out.tfevents.test")
+        self.gate = threading.Event()
+        self.writing = threading.Event()
+        self.writes = 0
+
+    def write(self, data: bytes) -> None:
+        if self.writes:
+            self.writing.set()
+            assert self.gate.wait(60)
+        self.writes += 1
+        super().write(data)
+
+
+def count_records(data: bytes) -> int:
+    import struct
+
+    pos = n = 0
+    while pos < len(data):
+        pos += struct.unpack_from("<Q", data, pos)[0] + 16
+        n += 1
+    return n
+
+
+def test_leaving_as_default_asks_for_the_write_without_waiting() -> None:
+    out = GatedOutput()
+    # No policy would write these events: only the end of the block asks for it.
+    w = sl.create_writer(out, max_queue=10**6, flush_millis=10**9)
+    left = threading.Event()
+
+    def one_step() -> None:
+        with w.as_default(step=0):
+            assert sl.scalar("x", 1.0)
+        left.set()
+
+    t = threading.Thread(target=one_step)
+    t.start()
+    try:
+        assert left.wait(30)  # the block ended while the write is held at the gate
+        assert out.writing.wait(30)  # and the writer thread was asked to write at once
+    finally:
+        out.gate.set()
+        t.join(30)
+    w.flush()  # flush() still waits for the write
+    assert count_records(out.getvalue()) == 2
+    w.close()
+
+
+def test_an_unreferenced_writer_is_written_when_its_block_ends(logdir: Path) -> None:
+    # The tf.summary idiom: nothing keeps the writer after the block, so it is closed
+    # (its events written) as soon as the block ends, not when the garbage collector runs.
+    import gc
+
+    gc.disable()  # only reference counting may close it
+    try:
+        with sl.create_file_writer(logdir).as_default(step=3):
+            assert sl.scalar("x", 1.0)
+        assert tags_and_steps(only_file(logdir)) == [("x", 3)]
+        out = sl.MemoryOutput()
+        with sl.create_writer(out).as_default(step=3):
+            assert sl.scalar("x", 1.0)
+        assert out.closed  # closed, not merely flushed
+        assert count_records(out.getvalue()) == 2
+    finally:
+        gc.enable()

@@ -60,10 +60,11 @@ def test_flush_returns_when_data_is_in_the_file(logdir: Path) -> None:
 
 
 def test_as_default_exit_flushes(logdir: Path) -> None:
+    # Leaving the block asks the writer thread to write at once (without waiting for it).
     w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
     with w.as_default(step=1):
         sl.scalar("x", 1.0)
-    assert n_records(only_file(logdir)) == 2
+    assert wait_until(lambda: n_records(only_file(logdir)) == 2)
     w.close()
 
 
