@@ -28,7 +28,14 @@ from typing import TYPE_CHECKING, Any
 
 from summarylib._version import __version__
 from summarylib.creation import create_file_writer, create_noop_writer, create_writer
-from summarylib.errors import DataLossError, SummaryError, WriteFailedError, WriterClosedError
+from summarylib.errors import (
+    ArgumentError,
+    DataLossError,
+    NoDefaultWriterWarning,
+    SummaryError,
+    WriteFailedError,
+    WriterClosedError,
+)
 from summarylib.ops.scalar import scalar, scalar_pb, scalars
 from summarylib.ops.write import write, write_raw_pb
 from summarylib.summary_writer import SummaryWriter
@@ -38,6 +45,7 @@ from summarylib.writer.context import (
     record_if,
     set_step,
     should_record_summaries,
+    summary_scope,
 )
 from summarylib.writer.file_writer import flush
 from summarylib.writer.output import FileOutput, MemoryOutput, Output
@@ -64,9 +72,11 @@ if TYPE_CHECKING:
     from summarylib.writer.signals import flush_on_signals
 
 __all__ = [
+    "ArgumentError",
     "DataLossError",
     "FileOutput",
     "MemoryOutput",
+    "NoDefaultWriterWarning",
     "Output",
     "SummaryError",
     "SummaryWriter",
@@ -111,6 +121,7 @@ __all__ = [
     "scalars",
     "set_step",
     "should_record_summaries",
+    "summary_scope",
     "text",
     "text_pb",
     "trace_export",

@@ -139,13 +139,15 @@ def create_writer(
 
 
 def create_noop_writer() -> SummaryWriter:
-    """A writer that records nothing.
+    """A writer that records nothing, as ``tf.summary.create_noop_writer``.
 
-    While it is the default writer, ops write nothing and return False (as
-    with no default writer), and its ``add_*`` methods do nothing. Useful for
-    processes that must not log, e.g. every rank but 0. Unlike TensorFlow's,
-    ``as_default()`` on it *does* replace an outer default writer, so nothing
-    leaks into that one.
+    Its ``as_default()``, ``set_as_default()``, ``init()``, ``flush()`` and
+    ``close()`` do nothing, and its ``add_*`` methods write nothing and return
+    False. Used alone, ops then find no default writer and return False:
+    useful for processes that must not log, e.g. every rank but 0. As in
+    TensorFlow it is transparent: inside another writer's ``as_default()``
+    block, ``with noop.as_default():`` changes nothing and ops keep writing
+    to the outer writer (to silence a block, use ``record_if(False)``).
     """
     return SummaryWriter._wrap(None, None, {})
 

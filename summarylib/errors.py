@@ -5,22 +5,55 @@ and, where one fits, from the matching builtin, so existing ``except`` clauses
 keep working::
 
     SummaryError(Exception)
+     ├── ArgumentError(SummaryError, TypeError, ValueError)  see below
      ├── DataLossError(SummaryError, OSError)       corrupt or unreadable event data
      ├── WriterClosedError(SummaryError, RuntimeError)  use of a closed writer
      └── WriteFailedError(SummaryError, OSError)    background I/O failed (names the file)
 
 Bad arguments raise plain ``TypeError``/``ValueError`` whose message names the
 function, the argument and what was wrong, e.g.
-``ValueError: scalar: 'data' must be rank 0, got shape (3,)``.
+``ValueError: scalar: 'data' must be rank 0, got shape (3,)``. Where the
+argument's type is wrong and ``tf.summary`` raises ``ValueError`` for it
+(string data to ``scalar``, a ``writer`` that is not one), the error is an
+:class:`ArgumentError`, both a ``TypeError`` and a ``ValueError``, so code
+written for either catches it.
 """
 
 from __future__ import annotations
 
-__all__ = ["DataLossError", "SummaryError", "WriteFailedError", "WriterClosedError"]
+__all__ = [
+    "ArgumentError",
+    "DataLossError",
+    "NoDefaultWriterWarning",
+    "SummaryError",
+    "WriteFailedError",
+    "WriterClosedError",
+]
 
 
 class SummaryError(Exception):
     """Base class of every error summarylib raises on purpose."""
+
+
+class ArgumentError(SummaryError, TypeError, ValueError):
+    """An argument of the wrong type, where TensorFlow raises ``ValueError`` for it.
+
+    Both a ``TypeError`` (what Python code expects for a wrong type) and a
+    ``ValueError`` (what ``tf.summary`` raises), so ``except`` clauses written
+    for either keep working. The message names the function and the argument.
+    """
+
+
+class NoDefaultWriterWarning(UserWarning):
+    """An op wrote nothing because its thread has no default writer, while one is open.
+
+    Issued once per process. Ops without a default writer return False by
+    design (library code may log unconditionally); when a writer is open that
+    is usually a forgotten ``set_as_default()``/``as_default()``, or logging
+    from a thread other than the one that set it (the default is per thread).
+    Silence it with ``warnings.filterwarnings("ignore",
+    category=summarylib.NoDefaultWriterWarning)``.
+    """
 
 
 class DataLossError(SummaryError, OSError):

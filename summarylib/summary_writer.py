@@ -115,7 +115,9 @@ class SummaryWriter(WriterBase):
 
     def _setup(self, resource: Any, logdir: str | None, settings: dict[str, Any]) -> None:
         super()._setup(resource, logdir, settings)
-        self._target = self if resource is not None else None
+        # No reference to itself (a cycle would keep an unreferenced writer, and its
+        # unwritten events, alive until the cyclic garbage collector runs).
+        self._silent = resource is None  # write_to_disk=False: add_* write nothing
         self._children: dict[str, SummaryWriter] = {}  # sub-runs, by directory name
         self._scalar_runs: list[SummaryWriter] = []  # those of add_scalars, in order
         self._trials: list[SummaryWriter] = []
@@ -127,11 +129,14 @@ class SummaryWriter(WriterBase):
         """Run ``op`` with this writer as the thread's default writer.
 
         Errors of the op are re-raised naming ``where`` (the method) and torch's argument
-        names instead of the op's.
+        names instead of the op's. A writer that writes nothing (``write_to_disk=False``)
+        returns False without running the op, as the op would with no writer.
         """
+        if self._silent:
+            return False
         st = _local.state
         saved = st.writer
-        st.writer = self._target
+        st.writer = self
         try:
             return op(*args, **kwargs)
         except (TypeError, ValueError) as e:
@@ -173,7 +178,7 @@ class SummaryWriter(WriterBase):
         if isinstance(walltime, bool) or not isinstance(walltime, (int, float)):
             raise TypeError(f"{where}: 'walltime' must be a number, got {walltime!r}")
         st = _local.state
-        if self._target is None or (st.condition is not True and not condition_holds(
+        if self._silent or (st.condition is not True and not condition_holds(
             st.condition
         )):
             return False
@@ -218,9 +223,11 @@ class SummaryWriter(WriterBase):
 
             return self._write_pb(lambda t: scalar_pb(t, scalar_value), tag, global_step,
                                   walltime, "add_scalar")
+        if self._silent:
+            return False
         st = _local.state
         saved = st.writer
-        st.writer = self._target
+        st.writer = self
         try:
             return scalar(tag, scalar_value, global_step)
         except (TypeError, ValueError) as e:
@@ -246,7 +253,7 @@ class SummaryWriter(WriterBase):
             raise ValueError(f"{where}: 'main_tag' must be a non-empty str, got {main_tag!r}")
         step = self._step(global_step)
         walltime = self._walltime(walltime)
-        if self._target is None:
+        if self._silent:
             return False
         logdir = self._needs_dir(where)
         children = []
@@ -491,7 +498,7 @@ class SummaryWriter(WriterBase):
         del verbose, use_strict_trace
         from summarylib.graph import capture, write_graph
 
-        if self._target is None:
+        if self._silent:
             return False
         inputs = () if input_to_model is None else input_to_model
         if not isinstance(inputs, tuple):
@@ -511,7 +518,7 @@ class SummaryWriter(WriterBase):
         """
         from summarylib.ops.embedding import embedding
 
-        if self._target is None:
+        if self._silent:
             return False
         logdir = self._needs_dir("add_embedding")
         return embedding(mat, metadata, label_img, self._step(global_step), tag,
@@ -625,7 +632,7 @@ class SummaryWriter(WriterBase):
             if not isinstance(key, str) or not key:
                 raise TypeError(f"{where}: 'metric_dict' keys must be non-empty str, got {key!r}")
             metrics[key] = value
-        if self._target is None:
+        if self._silent:
             return False
         target: SummaryWriter = self
         if run_name:

@@ -27,9 +27,18 @@ def logdir(tmp_path: Path) -> Path:
 
 @pytest.fixture(autouse=True)
 def fresh_summary_context() -> object:
-    """Every test starts (and leaves) the thread with no default writer or step."""
+    """Every test starts (and leaves) the thread with no default writer or step.
+
+    The once-per-process no-default-writer hint is ignored: which test would see it
+    depends on the order tests run in and the writers earlier ones left open.
+    test_context checks it in fresh processes.
+    """
+    import warnings
+
+    from summarylib.errors import NoDefaultWriterWarning
     from summarylib.writer import context
 
+    warnings.filterwarnings("ignore", category=NoDefaultWriterWarning)
     context._local.state = context.State()
     yield
     context._local.state = context.State()

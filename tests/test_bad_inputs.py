@@ -107,7 +107,7 @@ ROWS = [
         "summarylib.ops.histogram"),
     Row("histogram-data-complex", lambda c: sl.histogram("h", [1j]), TypeError, "'data'",
         "summarylib.ops.histogram"),
-    Row("histogram-buckets-0", lambda c: sl.histogram("h", [1.0], buckets=0), ValueError,
+    Row("histogram-buckets-negative", lambda c: sl.histogram("h", [1.0], buckets=-1), ValueError,
         "'buckets'", "summarylib.ops.histogram"),
     Row("histogram-buckets-nan", lambda c: sl.histogram("h", [1.0], buckets=math.nan),
         TypeError, "'buckets'", "summarylib.ops.histogram"),
@@ -199,8 +199,6 @@ ROWS = [
     Row("set_step-str", lambda c: sl.set_step("1"), TypeError, "set_step: 'step'"),
     Row("name_scope-int", lambda c: sl.name_scope(3).__enter__(), TypeError,
         "name_scope: 'name'"),
-    Row("name_scope-empty", lambda c: sl.name_scope("").__enter__(), ValueError,
-        "name_scope: 'name'"),
     Row("flush-timeout-str", lambda c: c.writer.flush(timeout="1"), TypeError,
         "flush: 'timeout'"),
     Row("flush-timeout-negative", lambda c: c.writer.flush(timeout=-1), ValueError,
@@ -248,11 +246,11 @@ ROWS = [
     Row("SummaryWriter-suffix-surrogate", lambda c: sl.SummaryWriter(c.tmp,
         filename_suffix="x\ud800"), ValueError, "SummaryWriter: 'filename_suffix'"),
     # -- closed writers
-    Row("closed-writer-scalar", lambda c: (c.writer.close(), sl.scalar("x", 1.0)),
+    Row("closed-writer-scalar", lambda c: (c.writer.close(), c.writer.add_scalar("x", 1.0)),
         sl.WriterClosedError, "closed", closes=True),
     Row("closed-writer-as_default", lambda c: (c.writer.close(), c.writer.as_default().__enter__()),
         sl.WriterClosedError, "as_default", closes=True),
-    Row("closed-writer-text", lambda c: (c.writer.close(), sl.text("t", "hi")),
+    Row("closed-writer-text", lambda c: (c.writer.close(), c.writer.add_text("t", "hi")),
         sl.WriterClosedError, "closed", "summarylib.ops.text", closes=True),
 ]
 
@@ -299,3 +297,52 @@ def test_bad_input(row: Row, tmp_path: Path, request: pytest.FixtureRequest) -> 
     assert [(v.tag, e.step) for e in iter_events(path) for v in e.summary.value] == expected
     assert [(v.tag, e.step) for e in tb_events(path) for v in e.summary.value] == expected
     assert list(logdir.iterdir()) == [path]  # no stray files
+
+
+# Where TensorFlow raises ValueError and we raised TypeError: the error is both, so that
+# `except ValueError` (code written for tf.summary) and `except TypeError` both catch it.
+BOTH = {
+    "scalar-data-str": lambda c: sl.scalar("x", "abc", step=0),
+    "scalar-data-bytes": lambda c: sl.scalar("x", b"abc", step=0),
+    "scalar-data-str-array": lambda c: sl.scalar("x", np.array("abc"), step=0),
+    "scalars-value-str": lambda c: sl.scalars({"x": "abc"}, step=0),
+    "add_scalar-str": lambda c: c.writer.add_scalar("x", "abc", 0),
+    "module-flush-writer-int": lambda c: sl.flush(writer=3),
+    "module-flush-writer-str": lambda c: sl.flush(writer="logs"),
+    "write_graph-str": lambda c: sl.write_graph("hello"),
+    "name_scope-int": lambda c: sl.name_scope(3).__enter__(),
+}
+
+
+@pytest.mark.parametrize("call", list(BOTH.values()), ids=list(BOTH))
+def test_tensorflow_value_errors_are_value_errors_too(call: Callable[[Ctx], Any],
+                                                      tmp_path: Path) -> None:
+    writer = sl.create_file_writer(tmp_path)
+    with writer.as_default(step=0):
+        with pytest.raises(ValueError) as info:
+            call(Ctx(writer, tmp_path))
+        assert isinstance(info.value, TypeError)
+        assert isinstance(info.value, sl.ArgumentError)
+        assert isinstance(info.value, sl.SummaryError)
+    writer.close()
+
+
+@pytest.mark.parametrize("data", [b"hello", b"\x00\x01garbage", "hello"])
+def test_write_raw_pb_names_the_data_that_is_not_a_summary(data: Any, tmp_path: Path) -> None:
+    writer = sl.create_file_writer(tmp_path)
+    with writer.as_default(step=0):
+        shown = re.escape(repr(data.encode() if isinstance(data, str) else data))
+        with pytest.raises(ValueError, match=f"write_raw_pb: 'tensor' .*{shown}"):
+            sl.write_raw_pb(data)
+    writer.close()
+    assert [e for e in tb_events(only_file(tmp_path)) if e.HasField("summary")] == []
+
+
+def test_write_graph_rejects_bytes_that_are_not_a_graph_def(tmp_path: Path) -> None:
+    writer = sl.create_file_writer(tmp_path)
+    with writer.as_default(step=0), pytest.raises(
+        ValueError, match=r"write_graph: 'graph' .*b'\\xff\\xff'"
+    ):
+        sl.write_graph(b"\xff\xff")
+    writer.close()
+    assert [e for e in tb_events(only_file(tmp_path)) if e.HasField("graph_def")] == []

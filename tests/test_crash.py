@@ -323,13 +323,14 @@ def test_a_thread_still_logging_at_exit_gets_false_quietly(tmp_path: Path) -> No
     assert steps["loss"] == list(range(n))  # every event before the close, in order
 
 
-def test_explicit_close_still_raises_for_late_ops(tmp_path: Path) -> None:
+def test_explicit_close_still_raises_for_late_writes(tmp_path: Path) -> None:
     w = sl.create_file_writer(str(tmp_path))
     with w.as_default():
         sl.scalar("loss", 1.0, step=0)
         w.close()
+        assert sl.scalar("loss", 1.0, step=1) is False  # no longer the default writer
         with pytest.raises(sl.WriterClosedError):
-            sl.scalar("loss", 1.0, step=1)
+            w.add_scalar("loss", 1.0, 1)
 
 
 def test_a_close_that_timed_out_is_finished_at_exit(tmp_path: Path) -> None:

@@ -60,10 +60,11 @@ def test_flush_returns_when_data_is_in_the_file(logdir: Path) -> None:
 
 
 def test_as_default_exit_flushes(logdir: Path) -> None:
+    # Leaving the block asks the writer thread to write at once (without waiting for it).
     w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
     with w.as_default(step=1):
         sl.scalar("x", 1.0)
-    assert n_records(only_file(logdir)) == 2
+    assert wait_until(lambda: n_records(only_file(logdir)) == 2)
     w.close()
 
 
@@ -76,8 +77,9 @@ def test_close_flushes_and_is_idempotent(logdir: Path) -> None:
     assert n_records(only_file(logdir)) == 2
     w.close()  # no-op
     w.flush()  # no-op
+    assert sl.scalar("x", 2.0) is False  # no longer the default writer
     with pytest.raises(sl.WriterClosedError):
-        sl.scalar("x", 2.0)
+        w.add_scalar("x", 2.0)
     with pytest.raises(sl.WriterClosedError), w.as_default():
         pass
     with pytest.raises(sl.WriterClosedError):
@@ -97,10 +99,8 @@ def test_garbage_collected_writer_is_flushed(logdir: Path) -> None:
     import gc
 
     w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
-    w.set_as_default(step=0)
-    for i in range(3):
-        sl.scalar("x", float(i))
-    sl.create_noop_writer().set_as_default()  # drop the context's reference
+    for i in range(3):  # add_scalar: no default writer holds a reference to w
+        w.add_scalar("x", float(i), i)
     del w
     gc.collect()
     assert wait_until(lambda: n_records(only_file(logdir)) == 4)

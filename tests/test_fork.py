@@ -333,8 +333,9 @@ def test_a_writer_whose_close_timed_out_is_closed_in_the_child(tmp_path: Path) -
         pid = os.fork()
         if pid == 0:
             assert w.closed
+            assert sl.scalar("child", 2.0, step=0) is False  # no default writer any more
             try:
-                sl.scalar("child", 2.0, step=0)
+                w.add_scalar("child", 2.0, 0)
             except sl.WriterClosedError:
                 w.flush()
                 w.close()  # nothing to do

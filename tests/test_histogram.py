@@ -503,8 +503,7 @@ BAD_INPUTS = [
     ({"data": None}, TypeError, r"'data'"),
     ({"data": [[1, 2], [3]]}, TypeError, r"'data'"),  # ragged
     ({"data": np.array(["2020-01-01"], "datetime64[D]")}, TypeError, r"'data'.*datetime64"),
-    ({"buckets": 0}, ValueError, r"'buckets' must be in \[1, 2\*\*24\], got 0"),
-    ({"buckets": -3}, ValueError, r"'buckets' must be in \[1, 2\*\*24\], got -3"),
+    ({"buckets": -3}, ValueError, r"'buckets' must be in \[0, 2\*\*24\], got -3"),
     ({"buckets": 2**31}, ValueError, r"'buckets'.*got 2147483648"),
     # Refused at the call: the bucketing would run out of memory on the writer thread.
     ({"buckets": 2**31 - 1}, ValueError, r"'buckets' must be in \[1, 2\*\*24\], got 2147483647"),
@@ -583,3 +582,22 @@ def test_tensorboard_serves_the_buckets(tmp_path: Path) -> None:
     assert [e[1] for e in events] == [0, 1, 2, 3]
     for _wall_time, step, buckets in events:
         np.testing.assert_array_equal(np.array(buckets), ref_tf2(series[step], 12))
+
+
+def test_zero_buckets_write_an_empty_histogram_as_tensorflow(logdir: Path) -> None:
+    # TensorFlow (and TensorBoard's histogram_pb) write a [0, 3] tensor for buckets=0.
+    expected = as_tb_value(tb_histogram_pb("h", [1.0, 2.0], 0, None)).tensor
+    assert [d.size for d in expected.tensor_shape.dim] == [0, 3]
+    with sl.create_file_writer(logdir).as_default(step=4) as w:
+        assert sl.histogram("h", [1.0, 2.0], buckets=0)
+        assert sl.histogram("h", np.arange(10_000.0), buckets=0)  # beyond the deferred size
+        assert sl.histogram("h", [], buckets=0)
+        with pytest.raises(TypeError, match="histogram: 'data'"):
+            sl.histogram("h", ["a"], buckets=0)  # the data is still checked
+    w.close()
+    values = file_values(logdir)
+    assert [step for step, _ in values] == [4, 4, 4]
+    for _, value in values:
+        assert value.tensor == expected
+        assert decoded(value).shape == (0, 3)
+    assert as_tb_value(sl.histogram_pb("h", [1.0, 2.0], buckets=0)).tensor == expected

@@ -713,3 +713,31 @@ def test_tensorboard_serves_pr_curves(tmp_path: Path) -> None:
     np.testing.assert_array_equal(
         np.array(raw_entry["recall"], np.float32), np.array([1, 0.6], np.float32)
     )
+
+
+def test_display_name_as_tensorboard(logdir: Path) -> None:
+    # TensorBoard's op/pb/raw_data_op/raw_data_pb take display_name (default: the name).
+    labels, preds = np.array([True, False, True]), np.array([0.2, 0.5, 0.9])
+    vectors = [np.array([3.0, 2.0, 1.0]), np.array([2.0, 1.0, 0.0]), np.array([0.0, 1.0, 2.0]),
+               np.array([0.0, 1.0, 2.0]), np.array([0.6, 0.7, 1.0]), np.array([1.0, 0.7, 0.3])]
+    with sl.create_file_writer(logdir).as_default(step=0) as w:
+        assert sl.pr_curve("cls", labels, preds, num_thresholds=3, description="d",
+                           display_name="Class A")
+        assert sl.pr_curve_raw("raw", *vectors, display_name="Raw curve")
+        assert sl.pr_curve_raw("empty", *vectors, display_name="")
+        with pytest.raises(TypeError, match="pr_curve: 'display_name'"):
+            sl.pr_curve("bad", labels, preds, display_name=3)  # type: ignore[arg-type]
+    w.close()
+    got = [v.metadata.SerializeToString() for _, v in file_values(logdir)]
+    tb = tb_pb("cls", labels, preds, num_thresholds=3, description="d", display_name="Class A")
+    tb_raw = tb_raw_data_pb("raw", *vectors, num_thresholds=3, display_name="Raw curve")
+    tb_empty = tb_raw_data_pb("empty", *vectors, num_thresholds=3, display_name="")
+    assert got == [v.metadata.SerializeToString() for v in (tb.value[0], tb_raw.value[0],
+                                                            tb_empty.value[0])]
+    mine = sl.pr_curve_pb("cls", labels, preds, num_thresholds=3, description="d",
+                          display_name="Class A")
+    assert as_tb_value(mine).metadata == tb.value[0].metadata
+    mine_raw = sl.pr_curve_raw_pb("raw", *vectors, display_name="Raw curve")
+    assert as_tb_value(mine_raw).metadata == tb_raw.value[0].metadata
+    with pytest.raises(TypeError, match="pr_curve_raw_pb: 'display_name'"):
+        sl.pr_curve_raw_pb("raw", *vectors, display_name=b"x")  # type: ignore[arg-type]

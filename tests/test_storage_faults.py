@@ -122,7 +122,7 @@ def test_fault_surfaces_on_flush_and_earlier_data_stays(
     w.close()  # the failure was reported: closing is clean
     assert w.closed
     with pytest.raises(sl.WriterClosedError):
-        sl.scalar("after", 1.0, step=0)
+        w.add_scalar("after", 1.0, 0)
     assert _readable(path) == [("ok", i) for i in range(50)]
 
 

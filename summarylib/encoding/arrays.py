@@ -25,6 +25,8 @@ import math
 import struct
 from typing import TYPE_CHECKING, Any
 
+from summarylib.errors import ArgumentError
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -94,7 +96,10 @@ def scalar_float(data: Any, where: str, arg: str = "data") -> float:
         except OverflowError:
             raise ValueError(f"{where}: {arg!r} is too large for a float: {data}") from None
     if isinstance(data, (str, bytes, bytearray)):
-        raise TypeError(f"{where}: {arg!r} must be a real number, got {t.__name__} {data!r}")
+        # TensorFlow raises ValueError for string data: the error is both.
+        raise ArgumentError(
+            f"{where}: {arg!r} must be a real number, got {t.__name__} {data!r}"
+        )
     shape = shape_of(data)
     if shape is not None and len(shape) != 0:
         raise ValueError(f"{where}: {arg!r} must be a scalar (rank 0), got shape {shape}")
@@ -105,7 +110,7 @@ def scalar_float(data: Any, where: str, arg: str = "data") -> float:
         if kind is None:
             item_first = shape is not None  # not a numpy dtype: torch and the like
         elif kind not in "biuf" and not is_extended_float(dtype):
-            raise TypeError(
+            raise (ArgumentError if kind in "SUO" else TypeError)(
                 f"{where}: {arg!r} must be a real number, got an array of dtype {dtype}"
             )
         if getattr(dtype, "is_complex", False):
@@ -154,7 +159,7 @@ def _via_item(data: Any, t: type, where: str, arg: str) -> float | None:
     if vt is int or vt is bool:
         return _int_float(value, where, arg)
     if isinstance(value, (str, bytes, bytearray, complex)):
-        raise TypeError(
+        raise (TypeError if isinstance(value, complex) else ArgumentError)(
             f"{where}: {arg!r} must be a real number, got {t.__name__} whose item() is "
             f"{vt.__name__} {value!r:.60}"
         )

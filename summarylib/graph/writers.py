@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from summarylib.encoding.plugins import plugin_data_bytes
 from summarylib.encoding.tensor import data_type, string_tensor_bytes
 from summarylib.encoding.wire import field_bytes, field_varint
+from summarylib.errors import ArgumentError
 from summarylib.graph.ir import Graph, TensorSpec
 from summarylib.writer.context import Step
 
@@ -69,13 +70,32 @@ def graph_def_bytes(graph: object, where: str = "write_graph") -> bytes:
     if isinstance(graph, Graph):
         return graph.to_bytes()
     if isinstance(graph, (bytes, bytearray, memoryview)):
-        return bytes(graph)
+        data = bytes(graph)
+        _check_graph_def(data, where)
+        return data
     if type(graph).__name__ == "GraphDef" and hasattr(graph, "SerializeToString"):
         return graph.SerializeToString()  # type: ignore[no-any-return]
-    raise TypeError(
+    # TensorFlow raises ValueError for anything but a graph: the error is both.
+    raise ArgumentError(
         f"{where}: 'graph' must be a summarylib.graph.Graph, a GraphDef or its bytes, "
         f"got {type(graph).__name__}"
     )
+
+
+def _check_graph_def(data: bytes, where: str) -> None:
+    # Bytes go into the event verbatim: bytes that are not a GraphDef would leave the
+    # run with a graph no reader can show.
+    from google.protobuf.message import DecodeError
+
+    from summarylib.proto import graph_pb2
+
+    try:
+        graph_pb2.GraphDef.FromString(data)
+    except DecodeError as e:
+        raise ValueError(
+            f"{where}: 'graph' is not a serialized GraphDef ({data[:32]!r}"
+            f"{'...' if len(data) > 32 else ''}): {e}"
+        ) from None
 
 
 def write_graph(graph: object, step: Step | None = None) -> bool:

@@ -7,7 +7,14 @@ any other work, so expensive encoding never runs for nothing.
 
 from __future__ import annotations
 
-from summarylib.writer.context import DefaultWriter, Step, _local, check_step, condition_holds
+from summarylib.writer.context import (
+    DefaultWriter,
+    Step,
+    _local,
+    check_step,
+    condition_holds,
+    no_default_writer,
+)
 
 __all__ = ["check_tag", "resolve", "resolve_step"]
 
@@ -60,6 +67,7 @@ def resolve(
     st = _local.state
     writer = st.writer
     if writer is None:
+        no_default_writer(where, stacklevel=4)
         return None
     cond = st.condition
     if cond is not True and not condition_holds(cond):

@@ -56,7 +56,13 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array
-from summarylib.writer.context import Step, _local, check_step, condition_holds
+from summarylib.writer.context import (
+    Step,
+    _local,
+    check_step,
+    condition_holds,
+    no_default_writer,
+)
 from summarylib.writer.path_safety import safe_component
 
 if TYPE_CHECKING:
@@ -306,7 +312,7 @@ def embedding(
     if logdir is None:
         writer = st.writer
         if writer is None:
-            return False
+            return no_default_writer(where)
         logdir = getattr(writer, "logdir", None)
         if logdir is None:
             return False

@@ -10,7 +10,9 @@ Data contract:
     framework is never imported; torch bfloat16/float8 tensors through
     ``.float()``), or a zero-argument callable returning one. Strings,
     complex numbers and objects raise ``TypeError``.
-  * ``buckets`` is an int in [1, ``MAX_BUCKETS``] (2**24; default 30).
+  * ``buckets`` is an int in [0, ``MAX_BUCKETS``] (2**24; default 30). 0 writes an
+    empty ``[0, 3]`` tensor, as TensorFlow does (TensorBoard shows nothing for it);
+    the data is still checked.
   * Bucketing is TensorFlow 2's (format.md §5.3), exactly: ``buckets``
     equal-width buckets from min to max computed in float64, the last
     bucket closed, the last right edge exactly the max. All values equal:
@@ -25,9 +27,8 @@ Data contract:
     ``plugin_name="histograms"``, empty content (``HistogramPluginData``
     version 0), ``data_class`` unset; on the first value of a tag per file.
 
-Differences from TensorFlow: NaN/Inf handling (above), and ``buckets <= 0``
-raises ``ValueError`` (TensorFlow writes a ``[0, 3]`` tensor, which
-TensorBoard shows as nothing).
+Differences from TensorFlow: NaN/Inf handling (above), and ``buckets < 0``
+raises ``ValueError`` (TensorFlow takes it as 0, which hides the mistake).
 
 Device arrays (JAX arrays, torch CUDA tensors, CuPy arrays) are never read on the
 caller's thread: large torch tensors are bucketed on the device with the same
@@ -96,7 +97,7 @@ def create_summary_metadata(description: str | None = None) -> summary_pb2.Summa
 
 
 def check_buckets(buckets: Any, where: str) -> int:
-    """``buckets`` as an int in [1, MAX_BUCKETS] (2**24); None means 30."""
+    """``buckets`` as an int in [0, MAX_BUCKETS] (2**24); None means 30."""
     if buckets is None:
         return DEFAULT_BUCKET_COUNT
     if type(buckets) is not int:
@@ -108,8 +109,8 @@ def check_buckets(buckets: Any, where: str) -> int:
             raise TypeError(
                 f"{where}: 'buckets' must be an int, got {type(buckets).__name__} {buckets!r}"
             ) from None
-    if buckets < 1 or buckets > MAX_BUCKETS:
-        raise ValueError(f"{where}: 'buckets' must be in [1, 2**24], got {buckets}")
+    if buckets < 0 or buckets > MAX_BUCKETS:
+        raise ValueError(f"{where}: 'buckets' must be in [0, 2**24], got {buckets}")
     return int(buckets)
 
 
@@ -143,7 +144,9 @@ def prepare(data: Any, where: str) -> tuple[np.ndarray, bool]:
 
 def _tensor(values: np.ndarray, k: int) -> bytes:
     # The serialized TensorProto: a header that depends on k only, then the
-    # 24 * k bytes of tensor_content.
+    # 24 * k bytes of tensor_content (none at all for k = 0, as TensorFlow writes it).
+    if not k:
+        return _header(k)
     return _header(k) + _le_bytes(histogram_buckets(values, k))
 
 
@@ -152,7 +155,9 @@ def _header(k: int) -> bytes:
     if header is None:
         # dtype, tensor_shape [k, 3], then tensor_content's key and length.
         shape = field_bytes(2, shape_bytes((k, 3)))
-        header = b"\x08" + varint(DT_DOUBLE) + shape + b"\x22" + varint(24 * k)
+        header = b"\x08" + varint(DT_DOUBLE) + shape
+        if k:  # a [0, 3] tensor has no tensor_content at all, as TensorFlow writes it
+            header += b"\x22" + varint(24 * k)
         if len(_HEADERS) < 64:
             _HEADERS[k] = header
     return header
@@ -177,7 +182,7 @@ def histogram(
       data: real numbers of any shape (see the module docstring), or a
         zero-argument callable returning them, called only when recording.
       step: an int64 step; defaults to the thread's default step.
-      buckets: the number of buckets, >= 1; default 30.
+      buckets: the number of buckets, >= 0 (0: an empty histogram); default 30.
       description: Markdown shown in TensorBoard (kept from the first event).
 
     Returns:
@@ -198,7 +203,7 @@ def histogram(
     if device_kind(data) is not None and defers_device_values(writer):
         return _histogram_deferred(writer, tag, step_, data, k, md)
     values, private = prepare(data, "histogram")
-    if values.nbytes > _DEFER_MAX_BYTES:
+    if values.nbytes > _DEFER_MAX_BYTES or not k:
         return emit_value(writer, tag, step_, _tensor(values, k), md)
     if not private:
         values = values.copy()
@@ -222,7 +227,7 @@ def _histogram_deferred(
     n = 1
     for d in data.shape:
         n *= int(d)
-    table = histogram_table(data, k) if n >= _DEVICE_REDUCE_MIN else None
+    table = histogram_table(data, k) if n >= _DEVICE_REDUCE_MIN and k else None
     if table is not None:
         header = _header(k)
 
@@ -261,6 +266,7 @@ def histogram_pb(
     v.tensor.dtype = types_pb2.DT_DOUBLE
     v.tensor.tensor_shape.dim.add().size = k
     v.tensor.tensor_shape.dim.add().size = 3
-    v.tensor.tensor_content = _le_bytes(histogram_buckets(values, k))
+    if k:
+        v.tensor.tensor_content = _le_bytes(histogram_buckets(values, k))
     v.metadata.CopyFrom(create_summary_metadata(description))
     return summary

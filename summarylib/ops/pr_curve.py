@@ -95,26 +95,46 @@ def plugin_content(num_thresholds: int) -> bytes:
     return field_varint(2, num_thresholds) if num_thresholds else b""
 
 
-def _metadata(name: str, num_thresholds: int, description: str | None, where: str) -> bytes:
+def _metadata(
+    name: str,
+    num_thresholds: int,
+    description: str | None,
+    where: str,
+    display_name: str | None = None,
+) -> bytes:
     # SummaryMetadata: plugin_data (1), display_name (2), summary_description (3).
-    if type(name) is not str or (description is not None and type(description) is not str):
-        return _build_metadata(name, num_thresholds, description, where)  # checks and raises
-    key = (name, num_thresholds, description)
+    # The display name is ``name`` unless one is given, as TensorBoard's ops do.
+    if display_name is None:
+        display_name, arg = name, "name"
+    else:
+        arg = "display_name"
+    if type(display_name) is not str or (
+        description is not None and type(description) is not str
+    ):
+        return _build_metadata(display_name, arg, num_thresholds, description, where)
+    key = (display_name, num_thresholds, description)
     md = _METADATA.get(key)
     if md is None:
-        md = _build_metadata(name, num_thresholds, description, where)
+        md = _build_metadata(display_name, arg, num_thresholds, description, where)
         if len(_METADATA) < 256:
             _METADATA[key] = md
     return md
 
 
-def _build_metadata(name: str, num_thresholds: int, description: str | None, where: str) -> bytes:
+def _build_metadata(
+    display_name: str, arg: str, num_thresholds: int, description: str | None, where: str
+) -> bytes:
+    if not isinstance(display_name, str):
+        raise TypeError(
+            f"{where}: {arg!r} must be a str or None, got {type(display_name).__name__}"
+        )
     try:
-        display = name.encode("utf-8")
+        display = display_name.encode("utf-8")
     except UnicodeEncodeError as e:
-        raise ValueError(f"{where}: 'name' is not valid Unicode text: {e}") from None
+        raise ValueError(f"{where}: {arg!r} is not valid Unicode text: {e}") from None
     head = plugin_data_bytes(PLUGIN_NAME, plugin_content(num_thresholds))
-    return metadata_bytes(head + field_bytes(2, display), description, where)
+    return metadata_bytes(head + (field_bytes(2, display) if display else b""), description,
+                          where)
 
 
 def create_summary_metadata(
@@ -123,7 +143,8 @@ def create_summary_metadata(
     """The ``SummaryMetadata`` TensorBoard writes for PR curves (protobuf API)."""
     from summarylib.proto import summary_pb2
 
-    data = _build_metadata(display_name, num_thresholds, description, "create_summary_metadata")
+    data = _build_metadata(display_name, "display_name", num_thresholds, description,
+                           "create_summary_metadata")
     return summary_pb2.SummaryMetadata.FromString(data)
 
 
@@ -334,6 +355,7 @@ def pr_curve(
     num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
     weights: Any = None,
     description: str | None = None,
+    display_name: str | None = None,
 ) -> bool:
     """Write a PR curve of ``predictions`` against ``labels`` to the default writer.
 
@@ -346,6 +368,7 @@ def pr_curve(
       num_thresholds: T >= 2 evenly spaced thresholds in [0, 1]; default 201.
       weights: None, or real numbers broadcastable to ``labels``.
       description: Markdown shown in TensorBoard (kept from the first event).
+      display_name: the name TensorBoard shows for the curve; default ``name``.
 
     Any array argument may be a zero-argument callable, called only when
     recording. See the module docstring for the exact arithmetic.
@@ -365,7 +388,7 @@ def pr_curve(
     if type(name) is not str:  # resolve() checked it; a str subclass becomes a str
         name = check_tag(name, "pr_curve")
     t = check_num_thresholds(num_thresholds, "pr_curve")
-    md = _metadata(name, t, description, "pr_curve")
+    md = _metadata(name, t, description, "pr_curve", display_name)
     lab, pred, w = prepare(labels, predictions, weights, "pr_curve")
     return emit_value(writer, tag + "/pr_curves", step_, _tensor(pr_data(lab, pred, w, t)), md)
 
@@ -381,13 +404,14 @@ def pr_curve_raw(
     step: Step | None = None,
     num_thresholds: int | None = None,
     description: str | None = None,
+    display_name: str | None = None,
 ) -> bool:
     """Write a PR curve from precomputed counts (TensorBoard's ``raw_data_op``).
 
     The six arguments are rank-1 real vectors of one length T >= 2 (index
     ``i`` is threshold ``i / (T - 1)``), stored as float32 rows in this order.
-    ``num_thresholds`` defaults to T; if given it must equal T. Tag and
-    metadata as :func:`pr_curve`.
+    ``num_thresholds`` defaults to T; if given it must equal T. Tag, metadata
+    and ``display_name`` as :func:`pr_curve`.
 
     Returns:
       True if written, False if nothing is recording.
@@ -409,7 +433,7 @@ def pr_curve_raw(
         recall,
     )
     data = _raw_data(values, num_thresholds, "pr_curve_raw")
-    md = _metadata(name, data.shape[1], description, "pr_curve_raw")
+    md = _metadata(name, data.shape[1], description, "pr_curve_raw", display_name)
     return emit_value(writer, tag + "/pr_curves", step_, _tensor(data), md)
 
 
@@ -462,7 +486,11 @@ def pr_curve_counts_pb(
 
 
 def _summary(
-    name: str, data: np.ndarray, num_thresholds: int, description: str | None
+    name: str,
+    data: np.ndarray,
+    num_thresholds: int,
+    description: str | None,
+    display_name: str | None,
 ) -> summary_pb2.Summary:
     from summarylib.proto import summary_pb2, types_pb2
 
@@ -473,7 +501,8 @@ def _summary(
     v.tensor.tensor_shape.dim.add().size = 6
     v.tensor.tensor_shape.dim.add().size = data.shape[1]
     v.tensor.tensor_content = data.astype("<f4", copy=False).tobytes()
-    v.metadata.CopyFrom(create_summary_metadata(name, num_thresholds, description))
+    display = name if display_name is None else display_name
+    v.metadata.CopyFrom(create_summary_metadata(display, num_thresholds, description))
     return summary
 
 
@@ -484,17 +513,19 @@ def pr_curve_pb(
     num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
     weights: Any = None,
     description: str | None = None,
+    display_name: str | None = None,
 ) -> summary_pb2.Summary:
     """A ``Summary`` with one PR curve value; no writer needed.
 
     Same data contract as :func:`pr_curve`. Like TensorBoard's ``pb``, the tag
-    is ``<name>/pr_curves`` (no name scope) and the display name ``name``.
+    is ``<name>/pr_curves`` (no name scope) and the display name
+    ``display_name``, by default ``name``.
     """
     name = check_tag(name, "pr_curve_pb")
     t = check_num_thresholds(num_thresholds, "pr_curve_pb")
-    _metadata(name, t, description, "pr_curve_pb")  # the same checks as pr_curve()
+    _metadata(name, t, description, "pr_curve_pb", display_name)  # pr_curve()'s checks
     lab, pred, w = prepare(labels, predictions, weights, "pr_curve_pb")
-    return _summary(name, pr_data(lab, pred, w, t), t, description)
+    return _summary(name, pr_data(lab, pred, w, t), t, description, display_name)
 
 
 def pr_curve_raw_pb(
@@ -507,10 +538,12 @@ def pr_curve_raw_pb(
     recall: Any,
     num_thresholds: int | None = None,
     description: str | None = None,
+    display_name: str | None = None,
 ) -> summary_pb2.Summary:
     """A ``Summary`` from precomputed counts, as TensorBoard's ``raw_data_pb``; no writer.
 
-    Same contract as :func:`pr_curve_raw`; the tag is ``<name>/pr_curves``.
+    Same contract as :func:`pr_curve_raw` (``display_name`` included); the tag
+    is ``<name>/pr_curves``.
     """
     name = check_tag(name, "pr_curve_raw_pb")
     values = (
@@ -522,5 +555,5 @@ def pr_curve_raw_pb(
         recall,
     )
     data = _raw_data(values, num_thresholds, "pr_curve_raw_pb")
-    _metadata(name, data.shape[1], description, "pr_curve_raw_pb")
-    return _summary(name, data, data.shape[1], description)
+    _metadata(name, data.shape[1], description, "pr_curve_raw_pb", display_name)
+    return _summary(name, data, data.shape[1], description, display_name)

@@ -53,7 +53,7 @@ from summarylib.ops._device import (
 )
 from summarylib.ops._resolve import check_tag, resolve_step
 from summarylib.ops.scalar_record import Layout
-from summarylib.writer.context import Step, _local, condition_holds
+from summarylib.writer.context import Step, _local, condition_holds, no_default_writer
 
 if TYPE_CHECKING:
     from summarylib.proto import summary_pb2
@@ -118,7 +118,7 @@ def scalar(
     st = _local.state
     writer = st.writer
     if writer is None:
-        return False
+        return no_default_writer("scalar")
     cond = st.condition
     if cond is not True and not condition_holds(cond):
         return False
@@ -255,7 +255,7 @@ def scalars(
     st = _local.state
     writer = st.writer
     if writer is None:
-        return False
+        return no_default_writer("scalars")
     cond = st.condition
     if cond is not True and not condition_holds(cond):
         return False

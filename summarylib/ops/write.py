@@ -24,11 +24,24 @@ def _serialized(message: Any, where: str, arg: str) -> bytes:
         return bytes(message)
     serialize = getattr(message, "SerializeToString", None)
     if serialize is None:
+        # A 0-d array of bytes (numpy's "S" or object dtype): what TensorFlow's scalar
+        # string tensor of serialized bytes is here.
+        if getattr(message, "ndim", None) == 0 and hasattr(message, "item"):
+            item = message.item()
+            if isinstance(item, (bytes, bytearray)):
+                return bytes(item)
         raise TypeError(
-            f"{where}: {arg!r} must be a protobuf message or its serialized bytes, "
-            f"got {type(message).__name__}"
+            f"{where}: {arg!r} must be a protobuf message, its serialized bytes or a "
+            f"0-d array of them, got {_describe(message)}"
         )
     return serialize()  # type: ignore[no-any-return]
+
+
+def _describe(value: Any) -> str:
+    shape = getattr(value, "shape", None)
+    if shape is not None and hasattr(value, "dtype"):
+        return f"{type(value).__name__} of dtype {value.dtype} and shape {tuple(shape)}"
+    return type(value).__name__
 
 
 def write(
@@ -45,8 +58,11 @@ def write(
         returning one, called only when recording. Python floats are stored
         as float32 and ints as int32, as TensorFlow converts them.
       step: int64 step; defaults to the thread's default step.
-      metadata: a ``SummaryMetadata`` message (ours or TensorBoard's) or its
-        serialized bytes; written on the first value of the tag in each file.
+      metadata: a ``SummaryMetadata`` message (ours or TensorBoard's), its
+        serialized bytes, or a 0-d array holding those bytes (numpy ``"S"`` or
+        object dtype, as TensorFlow takes a scalar string tensor); written on
+        the first value of the tag in each file. Serialized bytes are checked
+        to parse (``ValueError`` otherwise).
 
     Returns:
       True if written, False if nothing is recording.
@@ -58,7 +74,7 @@ def write(
     md = None
     if metadata is not None:
         md = _serialized(metadata, "write", "metadata")
-        if isinstance(metadata, (bytes, bytearray, memoryview)):
+        if not hasattr(metadata, "SerializeToString"):
             # Bytes go into the record verbatim: bytes that are not a SummaryMetadata would
             # make the whole event unparsable for every reader.
             _check_parses(md, "SummaryMetadata", "write", "metadata")
@@ -74,9 +90,11 @@ def write_raw_pb(
     """Write serialized ``Summary`` protos as one event, metadata and all, verbatim.
 
     Args:
-      tensor: a ``Summary`` (ours or TensorBoard's), its serialized bytes, or a
+      tensor: a ``Summary`` (ours or TensorBoard's), its serialized bytes (a
+        str counts as its UTF-8 bytes, as a TensorFlow string tensor), or a
         list of either (merged into one event), or a callable returning any
-        of these.
+        of these. Bytes that are not a ``Summary`` raise ``ValueError``
+        showing their start.
       step: int64 step; defaults to the thread's default step.
       name: accepted for ``tf.summary`` compatibility; unused.
 
@@ -90,9 +108,14 @@ def write_raw_pb(
     writer, _, step_ = resolved
     value = evaluate(tensor)
     items: Iterable[Any] = value if isinstance(value, (list, tuple)) else (value,)
-    summary = b"".join(_serialized(item, "write_raw_pb", "tensor") for item in items)
+    summary = b"".join(_serialized(_utf8(item), "write_raw_pb", "tensor") for item in items)
     _check_summary(summary)
     return emit_summary(writer, step_, summary)
+
+
+def _utf8(item: Any) -> Any:
+    # A str is a string tensor to TensorFlow: its UTF-8 bytes (then checked to parse).
+    return item.encode("utf-8", "surrogateescape") if isinstance(item, str) else item
 
 
 def _check_summary(data: bytes) -> None:
@@ -107,4 +130,7 @@ def _check_parses(data: bytes, message: str, where: str, arg: str) -> None:
     try:
         getattr(summary_pb2, message).FromString(data)
     except DecodeError as e:
-        raise ValueError(f"{where}: {arg!r} is not a serialized {message}: {e}") from None
+        shown = f"{data[:32]!r}{'...' if len(data) > 32 else ''}"
+        raise ValueError(
+            f"{where}: {arg!r} is not a serialized {message} ({shown}): {e}"
+        ) from None

@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import operator
 import threading
+import warnings
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, SupportsIndex
+
+from summarylib.errors import ArgumentError, NoDefaultWriterWarning
 
 if TYPE_CHECKING:
     from summarylib.writer.buffered import BufferedEventWriter
@@ -25,19 +30,29 @@ __all__ = [
     "Step",
     "check_step",
     "condition_holds",
+    "forget_writer",
     "get_step",
     "name_scope",
+    "no_default_writer",
     "record_if",
     "set_step",
     "should_record_summaries",
     "state",
+    "summary_scope",
+    "writer_opened",
 ]
 
 #: A step: an ``int`` or anything with ``__index__`` (numpy integers, 0-d
 #: integer tensors). It is read again on every op, so a mutable counter works.
 Step = int | SupportsIndex
 #: A recording condition: a bool, or a zero-argument callable returning one.
+#: ``record_if`` also takes any object with a truth value, read by each op.
 Condition = bool | Callable[[], Any]
+
+# Condition types whose truth value cannot change after record_if() is entered.
+_IMMUTABLE = frozenset({int, float, complex, str, bytes})
+# What summary_scope() keeps of a name to make its scope (TensorFlow's rule).
+_LEGAL_IN_SCOPE = frozenset("-_/.ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
@@ -54,17 +69,26 @@ class DefaultWriter(Protocol):
     @property
     def _resource(self) -> BufferedEventWriter | None: ...
 
+    @property
+    def closed(self) -> bool: ...
+
 
 class State:
     """One thread's summary context. Ops read it on every call."""
 
-    __slots__ = ("condition", "scope", "step", "writer")
+    __slots__ = ("__weakref__", "condition", "scope", "step", "writer")
 
     def __init__(self) -> None:
         self.writer: DefaultWriter | None = None
         self.step: Step | None = None
         self.condition: Condition = True
         self.scope = ""  # "" or a prefix ending in "/"
+        _states.add(self)
+
+
+# Every thread's context (a thread's goes when the thread ends), so that closing a
+# writer can stop it being the default of every thread, not only the closing one's.
+_states: weakref.WeakSet[State] = weakref.WeakSet()
 
 
 class _Local(threading.local):
@@ -103,6 +127,56 @@ def check_step(step: object, where: str) -> int:
     return value
 
 
+# Writers open in this process (each until its close() begins, or it is collected):
+# an op that finds no default writer while one of them exists hints at the fix.
+_open_writers: weakref.WeakSet[DefaultWriter] = weakref.WeakSet()
+_hint_pending = True  # the hint is given once per process
+
+
+def writer_opened(writer: DefaultWriter) -> None:
+    """Count ``writer`` as open (for the no-default-writer hint)."""
+    _open_writers.add(writer)
+
+
+def forget_writer(writer: DefaultWriter) -> None:
+    """Stop ``writer`` being the default writer of any thread (it is being closed).
+
+    Those threads then have no default writer, as if none had been set; an
+    ``as_default()`` block still restores its outer writer on exit.
+    """
+    _open_writers.discard(writer)
+    for st in list(_states):
+        if st.writer is writer:
+            st.writer = None
+
+
+def no_default_writer(where: str, stacklevel: int = 3) -> bool:
+    """What an op returns when its thread has no default writer: False.
+
+    The first time in the process that this happens while a writer is open,
+    it warns (:class:`~summarylib.errors.NoDefaultWriterWarning`) naming the
+    fix: the op wrote nothing, which is tf.summary's rule, and is usually a
+    forgotten ``set_as_default()`` or a thread other than the one that set
+    it. Only ops that find no writer come here: the path with a writer set
+    pays nothing.
+    """
+    global _hint_pending
+    if not _hint_pending or not _open_writers:
+        return False
+    _hint_pending = False
+    example = next(iter(list(_open_writers)), None)
+    where_to = getattr(example, "logdir", None) or getattr(example, "path", None)
+    warnings.warn(
+        f"summarylib: {where}() wrote nothing: this thread has no default writer, although "
+        f"a writer is open ({where_to}). Make it the default on the thread that logs, with "
+        "`with writer.as_default():` or `writer.set_as_default()` (the default writer is "
+        "per thread), or call its add_* methods. Shown once per process.",
+        NoDefaultWriterWarning,
+        stacklevel=stacklevel,
+    )
+    return False
+
+
 def set_step(step: Step | None) -> None:
     """Set this thread's default step (``None`` unsets it).
 
@@ -120,19 +194,39 @@ def get_step() -> Step | None:
 
 
 @contextmanager
-def record_if(condition: Condition) -> Iterator[None]:
+def record_if(condition: object) -> Iterator[None]:
     """Record summaries inside the block only when ``condition`` holds.
 
-    ``condition`` is a bool or a zero-argument callable, called by each op (so
-    ``record_if(lambda: step % 100 == 0)`` works). A nested ``record_if``
-    replaces the outer condition (it does not AND with it); the outer one is
-    restored on exit.
+    ``condition`` is a bool, a zero-argument callable called by each op (so
+    ``record_if(lambda: step % 100 == 0)`` works), or any object with a truth
+    value (a 0-d torch tensor, numpy or JAX array, an object with
+    ``__bool__``), which each op reads again, as TensorFlow reads a variable:
+    a tensor changed in place (``flag.fill_(1)``) takes effect at the next op.
+    A nested ``record_if`` replaces the outer condition (it does not AND with
+    it); the outer one is restored on exit.
+
+    Raises:
+      ValueError: ``condition`` has no truth value (an array of several elements).
     """
-    if not callable(condition):
-        condition = bool(condition)
+    cond: Condition
+    if type(condition) is bool or callable(condition):
+        cond = condition
+    else:
+        try:
+            value = bool(condition)
+        except Exception as e:
+            raise ValueError(
+                f"record_if: 'condition' must have a truth value, got "
+                f"{type(condition).__name__}: {e}"
+            ) from None
+        # Values that cannot change are read once; anything else is read by each op.
+        if condition is None or type(condition) in _IMMUTABLE:
+            cond = value
+        else:
+            cond = partial(bool, condition)
     st = _local.state
     saved = st.condition
-    st.condition = condition
+    st.condition = cond
     try:
         yield
     finally:
@@ -160,18 +254,59 @@ def condition_holds(cond: Condition) -> bool:
 def name_scope(name: str) -> Iterator[str]:
     """Prefix the tags of ops inside the block with ``name/``.
 
-    Scopes nest (``a/b/loss``). A name ending in ``/`` replaces the current
-    scope instead of nesting, as in TensorFlow; ``"/"`` alone clears it.
-    Yields the new prefix.
+    Scopes nest (``a/b/loss``). As in TensorFlow, a name ending in ``/``
+    replaces the current scope instead of nesting, and ``""`` (or ``"/"``)
+    goes to the root scope: tags inside are not prefixed. Yields the new
+    prefix (``""`` at the root).
     """
     if not isinstance(name, str):
-        raise TypeError(f"name_scope: 'name' must be a str, got {type(name).__name__}")
-    if not name:
-        raise ValueError("name_scope: 'name' must be a non-empty string")
+        # TensorFlow raises ValueError: the error is both.
+        raise ArgumentError(f"name_scope: 'name' must be a str, got {type(name).__name__}")
     st = _local.state
     saved = st.scope
-    st.scope = ("" if name == "/" else name) if name.endswith("/") else saved + name + "/"
+    if not name or name == "/":
+        st.scope = ""
+    else:
+        st.scope = name if name.endswith("/") else saved + name + "/"
     try:
         yield st.scope
     finally:
         st.scope = saved
+
+
+@contextmanager
+def summary_scope(
+    name: str | None, default_name: str | None = None, values: object = None
+) -> Iterator[tuple[str, str]]:
+    """Open a name scope for a custom summary op; yield ``(tag, scope)``.
+
+    As ``tf.summary.experimental.summary_scope``: ``tag`` is ``name`` (or
+    ``default_name`` if ``name`` is empty or None) inside the current name
+    scope, kept as given: it is not made unique and keeps characters a scope
+    cannot hold. The block runs in the name scope ``name`` with every
+    character other than ``A-Z a-z 0-9 - _ . /`` removed; if none is left,
+    in ``default_name``, and without one at the root scope. ``scope`` is that
+    scope's prefix (``"a/my_op/"``; ``""`` at the root). Write the op's value
+    with ``write(tag, ...)``, which takes the tag as it is.
+
+    ``values`` is accepted for TensorFlow compatibility and ignored.
+
+    Raises:
+      TypeError: ``name`` and ``default_name`` are neither a non-empty str.
+    """
+    del values  # graph tensors pick the graph in TensorFlow; there is no graph here
+    for arg, given in (("name", name), ("default_name", default_name)):
+        if given is not None and not isinstance(given, str):
+            raise TypeError(
+                f"summary_scope: {arg!r} must be a str or None, got {type(given).__name__}"
+            )
+    chosen = name or default_name
+    if not chosen:
+        raise TypeError(
+            f"summary_scope: 'name' or 'default_name' must be a non-empty str, "
+            f"got {name!r} and {default_name!r}"
+        )
+    tag = _local.state.scope + chosen
+    scope_name = "".join(c for c in chosen if c in _LEGAL_IN_SCOPE) or default_name or ""
+    with name_scope(scope_name) as scope:
+        yield tag, scope

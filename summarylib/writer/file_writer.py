@@ -9,19 +9,19 @@ nothing of summary kinds: ops depend on the writer, never the reverse.
 from __future__ import annotations
 
 import os
+import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from summarylib.encoding.events import file_version_event
 from summarylib.encoding.tfrecord import frame
-from summarylib.errors import WriteFailedError, WriterClosedError
+from summarylib.errors import ArgumentError, WriteFailedError, WriterClosedError
 from summarylib.writer.buffered import EXIT_TIMEOUT_SECS, BufferedEventWriter
-from summarylib.writer.context import Step, _local, check_step
+from summarylib.writer.context import Step, _local, check_step, forget_writer, writer_opened
 from summarylib.writer.output import Output
 
 __all__ = [
@@ -75,6 +75,7 @@ class WriterBase:
         self._context_stack: list[Any] = []
         if resource is not None:
             self._finalizer = weakref.finalize(self, _close_quietly, resource)
+            writer_opened(self)
 
     @classmethod
     def _wrap(
@@ -89,51 +90,44 @@ class WriterBase:
         return obj
 
     # -- the context --------------------------------------------------------
-    @contextmanager
-    def as_default(self: W, step: Step | None = None) -> Iterator[W]:
+    def as_default(self: W, step: Step | None = None) -> _DefaultContext[W]:
         """Make this the calling thread's default writer inside the block.
 
         Args:
           step: if not None, also the default step inside the block.
 
-        On exit the writer is flushed, then the previous default writer (and,
-        if ``step`` was given, the previous default step) is restored.
+        On exit the previous default writer (and, if ``step`` was given, the
+        previous default step) is restored, and the background thread is asked
+        to write every event logged so far, at once; the exit does not wait
+        for that write (``flush()`` does), so a block per step costs about as
+        much as one block around the loop. A write error is reported by the
+        next op, ``flush()`` or ``close()``.
+
+        On the no-op writer it does nothing at all, as in TensorFlow: inside
+        another writer's block, ops keep writing to that writer.
 
         Raises:
           WriterClosedError: the writer is closed.
         """
-        self._check_open("as_default")
-        if step is not None:
-            check_step(step, "as_default")
-        st = _local.state
-        saved_writer, saved_step = st.writer, st.step
-        st.writer = self._as_context_writer()
-        if step is not None:
-            st.step = step
-        try:
-            yield self
-        finally:
-            st.writer = saved_writer
-            if step is not None:
-                st.step = saved_step
-            self.flush()
+        # A small class rather than a generator: a block per training step is a common
+        # pattern, and this keeps its cost near that of the op inside it.
+        return _DefaultContext(self, step)
 
     def set_as_default(self, step: Step | None = None) -> None:
         """Make this the calling thread's default writer until changed.
 
         Args:
           step: if not None, also set the thread's default step.
+
+        On the no-op writer it does nothing, as in TensorFlow.
         """
+        if self._resource is None:
+            return
         self._check_open("set_as_default")
         if step is not None:
             check_step(step, "set_as_default")
             _local.state.step = step
-        _local.state.writer = self._as_context_writer()
-
-    def _as_context_writer(self) -> WriterBase | None:
-        # Ops treat "no default writer" as "do nothing"; that is all a writer without a
-        # resource (the no-op writer) has to be.
-        return self if self._resource is not None else None
+        _local.state.writer = self
 
     def __enter__(self: W) -> W:
         cm = self.as_default()
@@ -154,6 +148,17 @@ class WriterBase:
             self.close()
 
     # -- lifecycle -----------------------------------------------------------
+    def init(self) -> None:
+        """Do nothing: the event file is already open (``tf.summary``'s ``init()``).
+
+        Kept so that code written for ``tf.summary``, which calls it to
+        initialize a writer, runs unchanged.
+
+        Raises:
+          WriterClosedError: the writer is closed (TensorFlow raises there too).
+        """
+        self._check_open("init")
+
     def flush(self, timeout: float | None = None) -> None:
         """Write every event logged so far to the file; return once it is there.
 
@@ -177,8 +182,12 @@ class WriterBase:
         """Write every pending event, ``fsync`` the file and close it.
 
         Returns once that is done; a concurrent call waits for the same, and
-        a later one does nothing. After ``close()`` began, ops writing to
-        this writer raise :class:`~summarylib.errors.WriterClosedError`.
+        a later one does nothing. The writer stops being the default writer
+        of every thread at once (ops there then find no default writer, as
+        before one was set; a surrounding ``as_default()`` block of another
+        writer is restored when it ends). Ops that still write to it (an op
+        racing with ``close()``, ``add_*`` methods) raise
+        :class:`~summarylib.errors.WriterClosedError`.
 
         Raises:
           WriteFailedError: an event logged before ``close()`` could not be
@@ -189,6 +198,7 @@ class WriterBase:
         """
         _check_timeout("close", timeout)
         if self._resource is not None:
+            forget_writer(self)
             try:
                 self._resource.close(timeout)
             finally:
@@ -237,6 +247,50 @@ class WriterBase:
             return f"<{type(self).__name__} noop>"
         state = "closed" if self.closed else "open"
         return f"<{type(self).__name__} {state} path={self.path!r}>"
+
+
+class _DefaultContext(Generic[W]):
+    """What ``as_default()`` returns: makes its writer the thread's default inside the block."""
+
+    __slots__ = ("_saved", "_state", "_step", "_writer")
+
+    def __init__(self, writer: W, step: Step | None) -> None:
+        self._writer = writer
+        self._step = step
+
+    def __enter__(self) -> W:
+        writer = self._writer
+        if writer._resource is None:
+            self._state = None  # the no-op writer changes nothing (TensorFlow's)
+            return writer
+        writer._check_open("as_default")
+        step = self._step
+        if step is not None:
+            check_step(step, "as_default")
+        st = self._state = _local.state
+        self._saved = (st.writer, st.step)
+        st.writer = writer
+        if step is not None:
+            st.step = step
+        return writer
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        st = self._state
+        if st is None:
+            return
+        saved_writer, saved_step = self._saved
+        # A writer closed meanwhile is no one's default any more: not restored.
+        st.writer = None if saved_writer is None or saved_writer.closed else saved_writer
+        if self._step is not None:
+            st.step = saved_step
+        # Ask for the write, do not wait for it: a block per training step would
+        # otherwise wait for the disk at every step. flush() and close() still wait.
+        _request_write(self._writer._resource)  # type: ignore[arg-type]
 
 
 def check_settings(
@@ -357,6 +411,68 @@ def check_int(where: str, name: str, value: object, default: int, *, minimum: in
     return value
 
 
+# -- asking for a write without waiting ------------------------------------------
+# BufferedEventWriter.start_flush() never waits, so it skips the request when another
+# thread holds the writer's lock at that instant (the writer thread, for one, as it
+# starts). The events of the block would then wait for the flush policy (minutes). So a
+# request is repeated a few times by one daemon thread, shortly after: a repeat costs the
+# writer thread an empty wake-up at most, and the caller a dict lookup.
+_REPEAT_EVERY_SECS = 0.05
+_REPEATS = 3
+_repeat_lock = threading.Lock()
+_to_repeat: dict[BufferedEventWriter, int] = {}  # resource -> repeats left
+_repeat_wake = threading.Event()
+_repeat_thread: threading.Thread | None = None
+
+
+def _request_write(resource: BufferedEventWriter) -> None:
+    """Ask ``resource``'s writer thread to write what is pending; never waits."""
+    resource.start_flush()
+    if resource in _to_repeat:
+        return  # repeats are still due: they cover what was logged since
+    global _repeat_thread
+    with _repeat_lock:
+        _to_repeat[resource] = _REPEATS
+        if _repeat_thread is None:
+            _repeat_thread = threading.Thread(
+                target=_repeat_requests, name="summarylib-write-requests", daemon=True
+            )
+            _repeat_thread.start()
+        _repeat_wake.set()
+
+
+def _repeat_requests() -> None:
+    while True:
+        _repeat_wake.wait()
+        time.sleep(_REPEAT_EVERY_SECS)
+        with _repeat_lock:
+            due = list(_to_repeat)
+            for resource in due:
+                left = _to_repeat[resource] - 1
+                if left:
+                    _to_repeat[resource] = left
+                else:
+                    del _to_repeat[resource]
+            if not _to_repeat:
+                _repeat_wake.clear()
+        for resource in due:
+            if not resource.closed:
+                resource.start_flush()
+
+
+def _forget_repeats_in_child() -> None:
+    # The daemon thread does not exist in a forked child; its lock may be held.
+    global _repeat_lock, _repeat_thread
+    _repeat_lock = threading.Lock()
+    _to_repeat.clear()
+    _repeat_wake.clear()
+    _repeat_thread = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_repeats_in_child)
+
+
 def _close_quietly(resource: BufferedEventWriter) -> None:
     # Runs at garbage collection or interpreter exit: never raise, never hang.
     try:
@@ -373,7 +489,7 @@ def flush(writer: WriterBase | None = None) -> None:
     if target is None:
         return
     if not isinstance(target, WriterBase):
-        raise TypeError(
+        raise ArgumentError(  # TensorFlow raises ValueError: both
             f"flush: 'writer' must be a SummaryWriter or None, got {type(target).__name__}"
         )
     target.flush()
