@@ -215,7 +215,7 @@ ROWS = [
     Row("image-name-surrogate", lambda c: sl.image("i\ud800", IMG), ValueError,
         "image: 'name' is not valid Unicode", "summarylib.ops.image"),
     Row("histogram-buckets-2**31-1", lambda c: sl.histogram("h", [1.0], buckets=2**31 - 1),
-        ValueError, "'buckets' must be in [1, 2**24]", "summarylib.ops.histogram"),
+        ValueError, "'buckets' must be in [0, 2**24]", "summarylib.ops.histogram"),
     Row("pr_curve-num_thresholds-2**31-1", lambda c: sl.pr_curve("p", [True], [0.5],
         num_thresholds=2**31 - 1), ValueError, "'num_thresholds' must be in [2, 2**24]"),
     Row("text-more-than-an-event-holds", lambda c: sl.text("t", HUGE_TEXT), ValueError,

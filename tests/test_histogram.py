@@ -506,7 +506,7 @@ BAD_INPUTS = [
     ({"buckets": -3}, ValueError, r"'buckets' must be in \[0, 2\*\*24\], got -3"),
     ({"buckets": 2**31}, ValueError, r"'buckets'.*got 2147483648"),
     # Refused at the call: the bucketing would run out of memory on the writer thread.
-    ({"buckets": 2**31 - 1}, ValueError, r"'buckets' must be in \[1, 2\*\*24\], got 2147483647"),
+    ({"buckets": 2**31 - 1}, ValueError, r"'buckets' must be in \[0, 2\*\*24\], got 2147483647"),
     ({"buckets": 2**24 + 1}, ValueError, r"'buckets'.*got 16777217"),
     ({"buckets": 2.0}, TypeError, r"'buckets' must be an int, got float 2.0"),
     ({"buckets": True}, TypeError, r"'buckets' must be an int, got bool"),

@@ -66,6 +66,9 @@ OnError = Literal["raise", "warn"]
 
 # How often waiting callers re-check that the background thread is alive.
 _POLL_SECS = 0.05
+# start_flush() gives up on the lock after this long: it is held for microseconds, so
+# only a stuck holder (a bug) makes it wait; the events are then written by the policy.
+_LOCK_SECS = 1.0
 
 
 class BufferedEventWriter:
@@ -358,12 +361,13 @@ class BufferedEventWriter:
             self._lock.release()
 
     def start_flush(self, *, sync: bool = False) -> None:
-        """Ask the writer thread to write (and push) what is pending now; never waits.
+        """Ask the writer thread to write (and push) what is pending now; never waits
+        for the write.
 
-        Does nothing if another thread holds the lock at this moment (its ``flush()``
-        or the next one wakes the writer thread anyway).
+        It takes the lock, which is only ever held briefly (no I/O happens under it);
+        a re-entered call (a signal handler) already holds it.
         """
-        if not self._lock.acquire(blocking=False):
+        if not self._lock.acquire(timeout=_LOCK_SECS):  # pragma: no cover - a stuck holder
             return
         try:
             if self._worker.started and not self._closing:

@@ -9,7 +9,6 @@ nothing of summary kinds: ops depend on the writer, never the reverse.
 from __future__ import annotations
 
 import os
-import threading
 import time
 import warnings
 import weakref
@@ -290,7 +289,7 @@ class _DefaultContext(Generic[W]):
             st.step = saved_step
         # Ask for the write, do not wait for it: a block per training step would
         # otherwise wait for the disk at every step. flush() and close() still wait.
-        _request_write(self._writer._resource)  # type: ignore[arg-type]
+        self._writer._resource.start_flush()  # type: ignore[union-attr]
 
 
 def check_settings(
@@ -409,68 +408,6 @@ def check_int(where: str, name: str, value: object, default: int, *, minimum: in
     if value < minimum:
         raise ValueError(f"{where}: {name!r} must be >= {minimum}, got {value}")
     return value
-
-
-# -- asking for a write without waiting ------------------------------------------
-# BufferedEventWriter.start_flush() never waits, so it skips the request when another
-# thread holds the writer's lock at that instant (the writer thread, for one, as it
-# starts). The events of the block would then wait for the flush policy (minutes). So a
-# request is repeated a few times by one daemon thread, shortly after: a repeat costs the
-# writer thread an empty wake-up at most, and the caller a dict lookup.
-_REPEAT_EVERY_SECS = 0.05
-_REPEATS = 3
-_repeat_lock = threading.Lock()
-_to_repeat: dict[BufferedEventWriter, int] = {}  # resource -> repeats left
-_repeat_wake = threading.Event()
-_repeat_thread: threading.Thread | None = None
-
-
-def _request_write(resource: BufferedEventWriter) -> None:
-    """Ask ``resource``'s writer thread to write what is pending; never waits."""
-    resource.start_flush()
-    if resource in _to_repeat:
-        return  # repeats are still due: they cover what was logged since
-    global _repeat_thread
-    with _repeat_lock:
-        _to_repeat[resource] = _REPEATS
-        if _repeat_thread is None:
-            _repeat_thread = threading.Thread(
-                target=_repeat_requests, name="summarylib-write-requests", daemon=True
-            )
-            _repeat_thread.start()
-        _repeat_wake.set()
-
-
-def _repeat_requests() -> None:
-    while True:
-        _repeat_wake.wait()
-        time.sleep(_REPEAT_EVERY_SECS)
-        with _repeat_lock:
-            due = list(_to_repeat)
-            for resource in due:
-                left = _to_repeat[resource] - 1
-                if left:
-                    _to_repeat[resource] = left
-                else:
-                    del _to_repeat[resource]
-            if not _to_repeat:
-                _repeat_wake.clear()
-        for resource in due:
-            if not resource.closed:
-                resource.start_flush()
-
-
-def _forget_repeats_in_child() -> None:
-    # The daemon thread does not exist in a forked child; its lock may be held.
-    global _repeat_lock, _repeat_thread
-    _repeat_lock = threading.Lock()
-    _to_repeat.clear()
-    _repeat_wake.clear()
-    _repeat_thread = None
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_repeats_in_child)
 
 
 def _close_quietly(resource: BufferedEventWriter) -> None:
