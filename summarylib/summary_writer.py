@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any
 
 from summarylib.encoding.events import event_bytes
@@ -114,10 +114,10 @@ class SummaryWriter(WriterBase):
 
     def _setup(self, resource: Any, logdir: str | None, settings: dict[str, Any]) -> None:
         super()._setup(resource, logdir, settings)
-        self._target = self if resource is not None else None
+        # Nothing here refers back to this writer (no cycle): dropping the last reference
+        # to it closes its file at once, without waiting for a garbage collection.
         self._children: dict[str, SummaryWriter] = {}  # sub-runs, by directory name
         self._scalar_runs: list[SummaryWriter] = []  # those of add_scalars, in order
-        self._trials: list[SummaryWriter] = []
         self._defaults: tuple[Step | None, float | None] | None = None  # use_metadata()
         self._exported: dict[str, int] = {}  # export_scalars_to_json(): points done per run
 
@@ -130,7 +130,7 @@ class SummaryWriter(WriterBase):
         """
         st = _local.state
         saved = st.writer
-        st.writer = self._target
+        st.writer = self if self._resource is not None else None
         try:
             return op(*args, **kwargs)
         except (TypeError, ValueError) as e:
@@ -172,7 +172,7 @@ class SummaryWriter(WriterBase):
         if isinstance(walltime, bool) or not isinstance(walltime, (int, float)):
             raise TypeError(f"{where}: 'walltime' must be a number, got {walltime!r}")
         st = _local.state
-        if self._target is None or (st.condition is not True and not condition_holds(
+        if self._resource is None or (st.condition is not True and not condition_holds(
             st.condition
         )):
             return False
@@ -219,7 +219,7 @@ class SummaryWriter(WriterBase):
                                   walltime, "add_scalar")
         st = _local.state
         saved = st.writer
-        st.writer = self._target
+        st.writer = self if self._resource is not None else None
         try:
             return scalar(tag, scalar_value, global_step)
         except (TypeError, ValueError) as e:
@@ -245,7 +245,7 @@ class SummaryWriter(WriterBase):
             raise ValueError(f"{where}: 'main_tag' must be a non-empty str, got {main_tag!r}")
         step = self._step(global_step)
         walltime = self._walltime(walltime)
-        if self._target is None:
+        if self._resource is None:
             return False
         logdir = self._needs_dir(where)
         children = []
@@ -490,7 +490,7 @@ class SummaryWriter(WriterBase):
         del verbose, use_strict_trace
         from summarylib.graph import capture, write_graph
 
-        if self._target is None:
+        if self._resource is None:
             return False
         inputs = () if input_to_model is None else input_to_model
         if not isinstance(inputs, tuple):
@@ -510,7 +510,7 @@ class SummaryWriter(WriterBase):
         """
         from summarylib.ops.embedding import embedding
 
-        if self._target is None:
+        if self._resource is None:
             return False
         logdir = self._needs_dir("add_embedding")
         return embedding(mat, metadata, label_img, self._step(global_step), tag,
@@ -624,7 +624,7 @@ class SummaryWriter(WriterBase):
             if not isinstance(key, str) or not key:
                 raise TypeError(f"{where}: 'metric_dict' keys must be non-empty str, got {key!r}")
             metrics[key] = value
-        if self._target is None:
+        if self._resource is None:
             return False
         target: SummaryWriter = self
         if run_name:
@@ -641,9 +641,23 @@ class SummaryWriter(WriterBase):
                     scalar(key, value, step)
         finally:
             st.writer, st.scope = saved_writer, saved_scope
-        if written and target not in self._trials:
-            self._trials.append(target)
+        if written:
+            target._trial_started()
         return written
+
+    def _trial_started(self) -> None:
+        """This run is a trial: its end (a session end) is written when the writer closes.
+
+        ``close()`` marks it "success"; garbage collection and interpreter exit mark it
+        "failure" after an uncaught exception, else "success".
+        """
+        self._last_words["session_end"] = _session_end_event
+
+    def _end_trial(self, status: str) -> None:
+        """Write the end of this run's trial now, with ``status``, and not again at close."""
+        self._last_words.pop("session_end", None)
+        if self._resource is not None:
+            self._append(_session_end_event(True, status))
 
     def export_scalars_to_json(self, path: str | os.PathLike[str]) -> None:
         """Write the scalars ``add_scalars`` logged since the last export to ``path`` as
@@ -680,15 +694,6 @@ class SummaryWriter(WriterBase):
 
     def close(self, timeout: float | None = None) -> None:
         """Close the event file and those of sub-runs; a trial is marked finished first."""
-        from summarylib.errors import WriterClosedError
-
-        for trial in self._trials:
-            if not trial.closed:
-                from summarylib.ops.hparams_plugin import session_end
-
-                with suppress(WriterClosedError):
-                    trial._run("close", session_end, "success")
-        self._trials = []
         try:
             super().close(timeout)
         finally:
@@ -725,6 +730,20 @@ def _renamed(error: Exception, op_name: str, where: str) -> Exception:
     for ours, theirs in _TORCH_NAMES.get(where, {}).items():
         message = message.replace(ours, theirs)
     return type(error)(message)
+
+
+def _session_end_event(explicit: bool, status: str | None = None) -> bytes:
+    """The Event that ends a run's trial (step 0, now), for the writer's last words."""
+    import sys
+
+    from summarylib.ops.hparams_plugin import session_end_pb
+
+    if status is None:
+        # At garbage collection or interpreter exit, an uncaught exception means failure.
+        failed = not explicit and getattr(sys, "last_value", None) is not None
+        status = "failure" if failed else "success"
+    payload = session_end_pb(status).SerializeToString()
+    return event_bytes(time.time(), 0, field_bytes(5, payload))
 
 
 def _single(value: Any) -> Any:
