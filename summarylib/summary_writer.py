@@ -118,6 +118,8 @@ class SummaryWriter(WriterBase):
         # to it closes its file at once, without waiting for a garbage collection.
         self._children: dict[str, SummaryWriter] = {}  # sub-runs, by directory name
         self._scalar_runs: list[SummaryWriter] = []  # those of add_scalars, in order
+        self._has_trial = False  # add_hparams wrote this run's trial
+        self._trial_runs: set[str] = set()  # sub-runs of its further trials
         self._defaults: tuple[Step | None, float | None] | None = None  # use_metadata()
         self._exported: dict[str, int] = {}  # export_scalars_to_json(): points done per run
 
@@ -601,16 +603,23 @@ class SummaryWriter(WriterBase):
     ) -> bool:
         """Record this run as one trial of the HParams dashboard.
 
-        Unlike torch, the trial is written into this writer's own run (torch makes a new
-        ``<log_dir>/<time.time()>`` run), so the dashboard shows the run's own curves. Each
-        metric of ``metric_dict`` is read by TensorBoard from the scalar series of that tag
-        in this run: a metric already logged here keeps its logged values (the value passed
-        is not written); one not logged yet is written as a scalar at ``global_step``.
-        ``run_name`` (tensorboardX: ``name``) writes the trial into the sub-run
-        ``<log_dir>/<run_name>`` instead, as torch does. Values: bool, int, float, str and
-        numpy/torch scalars; None, lists and other objects raise ``TypeError``.
+        Unlike torch, the first trial is written into this writer's own run (torch makes a
+        new ``<log_dir>/<time.time()>`` run), so the dashboard shows the run's own curves.
+        Each metric of ``metric_dict`` is read by TensorBoard from the scalar series of that
+        tag in this run: a metric already logged here keeps its logged values (the value
+        passed is not written); one not logged yet is written as a scalar at
+        ``global_step``. ``run_name`` (tensorboardX: ``name``) writes the trial into the
+        sub-run ``<log_dir>/<run_name>`` instead, as torch does.
+
+        A run holds one trial. Each later call on a run that already holds one (a sweep
+        that logs every trial through one writer) writes its trial, with every metric value
+        passed, into a new sub-run of that run named ``str(time.time())``, as torch names
+        them; that sub-run is closed at once, its trial marked ended ("success").
+
+        Values: bool, int, float, str and numpy/torch scalars; None, lists and other
+        objects raise ``TypeError``.
         """
-        from summarylib.ops.hparams_plugin import coerce_hparams, write_trial
+        from summarylib.ops.hparams_plugin import coerce_hparams
 
         where = "add_hparams"
         if not isinstance(hparam_dict, Mapping) or not isinstance(metric_dict, Mapping):
@@ -630,20 +639,47 @@ class SummaryWriter(WriterBase):
         if run_name:
             target = self._child(self._needs_dir(where), run_name, where, "run_name")
         step = self._step(global_step)
+        if not target._has_trial:
+            return target._write_trial(values, metrics, hparam_domain_discrete, step)
+        # The run holds a trial already: this one goes to a sub-run of its own, which
+        # nothing else writes to, so it is closed (and its trial ended) at once.
+        sub = os.path.join(target._needs_dir(where), target._trial_run_name())
+        opener = event_output_opener(sub, self._settings["filename_suffix"],
+                                     self._settings.get("storage_options"))
+        trial = SummaryWriter._wrap(open_resource(opener, sub, self._settings), sub,
+                                    self._settings)
+        try:
+            return trial._write_trial(values, metrics, hparam_domain_discrete, step)
+        finally:
+            trial.close()
+
+    def _write_trial(self, values: dict[str, Any], metrics: dict[str, Any],
+                     domains: Mapping[str, Sequence[Any]] | None, step: Step) -> bool:
+        """Write a trial into this writer's run (see add_hparams)."""
+        from summarylib.ops.hparams_plugin import write_trial
+
         st = _local.state
         saved_writer, saved_scope = st.writer, st.scope
-        st.writer, st.scope = target, ""  # hparams tags and metric tags are literal
+        st.writer, st.scope = self, ""  # hparams tags and metric tags are literal
         try:
-            written = write_trial(values, list(metrics), hparam_domains=hparam_domain_discrete)
-            logged = target._resource.tags_with_metadata  # type: ignore[union-attr]
+            written = write_trial(values, list(metrics), hparam_domains=domains)
+            logged = self._resource.tags_with_metadata  # type: ignore[union-attr]
             for key, value in metrics.items():
                 if key not in logged:
                     scalar(key, value, step)
         finally:
             st.writer, st.scope = saved_writer, saved_scope
         if written:
-            target._trial_started()
+            self._trial_started()
         return written
+
+    def _trial_run_name(self) -> str:
+        """A new sub-run name for a further trial: the time, as torch names it, unique."""
+        name = str(time.time())
+        while name in self._trial_runs:
+            name = str(time.time())
+        self._trial_runs.add(name)
+        return name
 
     def _trial_started(self) -> None:
         """This run is a trial: its end (a session end) is written when the writer closes.
@@ -651,6 +687,7 @@ class SummaryWriter(WriterBase):
         ``close()`` marks it "success"; garbage collection and interpreter exit mark it
         "failure" after an uncaught exception, else "success".
         """
+        self._has_trial = True
         self._last_words["session_end"] = _session_end_event
 
     def _end_trial(self, status: str) -> None:
