@@ -112,3 +112,27 @@ def test_as_default_loop_leaves_no_objects_behind(tmp_path: Path, no_gc: None) -
     assert grown == {}
     assert not any(p.startswith(str(tmp_path)) for p in open_paths())
     assert len(os.listdir(tmp_path)) == 30
+
+
+@pytest.mark.parametrize(("ending", "status"), [
+    ("pass", "STATUS_SUCCESS"),
+    ("raise RuntimeError('crashed')", "STATUS_FAILURE"),
+])
+def test_a_trial_never_closed_is_ended_at_exit(tmp_path: Path, ending: str,
+                                               status: str) -> None:
+    """A writer left open at interpreter exit ends its trial: failure after an uncaught
+    exception, else success (read with TensorBoard's hparams metadata parser)."""
+    import subprocess
+    import sys
+
+    from tensorboard.plugins.hparams import api_pb2, metadata
+
+    script = (f"import summarylib as sl\nw = sl.SummaryWriter({str(tmp_path)!r})\n"
+              f"w.add_hparams({{'lr': 0.1}}, {{'m': 1.0}})\n{ending}\n")
+    subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120,
+                   check=False)
+    ends = [metadata.parse_session_end_info_plugin_data(v.metadata.plugin_data.content)
+            for e in tb_events(only_file(tmp_path)) if e.HasField("summary")
+            for v in e.summary.value if v.tag == metadata.SESSION_END_INFO_TAG]
+    assert len(ends) == 1
+    assert api_pb2.Status.Name(ends[0].status) == status
