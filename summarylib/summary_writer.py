@@ -140,8 +140,13 @@ class SummaryWriter(WriterBase):
         finally:
             st.writer = saved
 
-    def _step(self, global_step: Step | None) -> Step:
+    def _step(self, global_step: Step | None, where: str) -> Step:
         if global_step is not None:
+            if type(global_step) is not int:
+                from summarylib.torch_conventions import torch_step
+
+                step: Step = torch_step(global_step, where)
+                return step
             return global_step
         if self._defaults is not None and self._defaults[0] is not None:
             return self._defaults[0]
@@ -180,6 +185,10 @@ class SummaryWriter(WriterBase):
             return False
         tag = check_tag(tag, where, "tag")
         summary = make_summary(st.scope + tag if st.scope else tag)
+        if type(step) is not int:
+            from summarylib.torch_conventions import torch_step
+
+            step = torch_step(step, where)
         step_ = resolve_step(step, None, where)
         payload = summary.SerializeToString()
         return self._append(event_bytes(float(walltime), step_, field_bytes(5, payload)))
@@ -205,7 +214,7 @@ class SummaryWriter(WriterBase):
         loader reads float32 scalar tensors only, which is what is written.
         """
         if self._defaults is not None:
-            global_step = self._step(global_step)
+            global_step = self._step(global_step, "add_scalar")
             walltime = self._walltime(walltime)
         elif global_step is None:
             default = _local.state.step
@@ -225,9 +234,17 @@ class SummaryWriter(WriterBase):
         try:
             return scalar(tag, scalar_value, global_step)
         except (TypeError, ValueError) as e:
-            raise _renamed(e, "scalar", "add_scalar") from None
+            error = _renamed(e, "scalar", "add_scalar")
         finally:
             st.writer = saved
+        # Only a failed call gets here, so a float step (torch writes int(step)) costs the
+        # common case nothing: retry once with torch's step if it differs.
+        from summarylib.torch_conventions import torch_step
+
+        step = torch_step(global_step, "add_scalar")
+        if step is global_step:
+            raise error
+        return self.add_scalar(tag, scalar_value, step, walltime)
 
     def add_scalars(
         self, main_tag: str, tag_scalar_dict: Mapping[str, Any],
@@ -245,7 +262,7 @@ class SummaryWriter(WriterBase):
             )
         if not isinstance(main_tag, str) or not main_tag:
             raise ValueError(f"{where}: 'main_tag' must be a non-empty str, got {main_tag!r}")
-        step = self._step(global_step)
+        step = self._step(global_step, "add_scalars")
         walltime = self._walltime(walltime)
         if self._resource is None:
             return False
@@ -302,10 +319,10 @@ class SummaryWriter(WriterBase):
         walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: _tensor_summary(t, tensor), tag,
-                                  self._step(global_step), walltime, "add_tensor")
+                                  self._step(global_step, "add_tensor"), walltime, "add_tensor")
         scope = _local.state.scope  # write() takes tags literally; add_* honour the scope
         scoped = scope + tag if scope and isinstance(tag, str) else tag
-        return self._run("add_tensor", write, scoped, tensor, self._step(global_step))
+        return self._run("add_tensor", write, scoped, tensor, self._step(global_step, "add_tensor"))
 
     def add_histogram(
         self, tag: str, values: Any, global_step: Step | None = None,
@@ -320,11 +337,11 @@ class SummaryWriter(WriterBase):
         from summarylib.ops.histogram_proto import histogram_bins, histogram_bins_pb
 
         walltime = self._walltime(walltime)
+        step = self._step(global_step, "add_histogram")
         if walltime is not None:
             return self._write_pb(lambda t: histogram_bins_pb(t, values, bins, max_bins), tag,
-                                  self._step(global_step), walltime, "add_histogram")
-        return self._run("add_histogram", histogram_bins, tag, values, self._step(global_step),
-                         bins, max_bins)
+                                  step, walltime, "add_histogram")
+        return self._run("add_histogram", histogram_bins, tag, values, step, bins, max_bins)
 
     def add_histogram_raw(
         self, tag: str, min: Any, max: Any, num: Any, sum: Any,
@@ -336,10 +353,11 @@ class SummaryWriter(WriterBase):
 
         args = (min, max, num, sum, sum_squares, bucket_limits, bucket_counts)
         walltime = self._walltime(walltime)
+        step = self._step(global_step, "add_histogram_raw")
         if walltime is not None:
-            return self._write_pb(lambda t: histogram_raw_pb(t, *args), tag,
-                                  self._step(global_step), walltime, "add_histogram_raw")
-        return self._run("add_histogram_raw", histogram_raw, tag, *args, self._step(global_step))
+            return self._write_pb(lambda t: histogram_raw_pb(t, *args), tag, step, walltime,
+                                  "add_histogram_raw")
+        return self._run("add_histogram_raw", histogram_raw, tag, *args, step)
 
     def _image(self, tag: str, hwc: Any, global_step: Step | None, walltime: Any,
                where: str) -> bool:
@@ -349,8 +367,8 @@ class SummaryWriter(WriterBase):
         walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: image_pb(t, batch, max_outputs=1), tag,
-                                  self._step(global_step), walltime, where)
-        return self._run(where, image, tag, batch, self._step(global_step), 1)
+                                  self._step(global_step, where), walltime, where)
+        return self._run(where, image, tag, batch, self._step(global_step, where), 1)
 
     def add_image(self, tag: str, img_tensor: Any, global_step: Step | None = None,
                   walltime: float | None = None, dataformats: str = "CHW") -> bool:
@@ -435,8 +453,8 @@ class SummaryWriter(WriterBase):
         walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: video_pb(t, frames, fps=fps), tag,
-                                  self._step(global_step), walltime, where)
-        return self._run(where, video, tag, frames, self._step(global_step), fps)
+                                  self._step(global_step, "add_video"), walltime, where)
+        return self._run(where, video, tag, frames, self._step(global_step, "add_video"), fps)
 
     def add_audio(self, tag: str, snd_tensor: Any, global_step: Step | None = None,
                   sample_rate: int = 44100, walltime: float | None = None) -> bool:
@@ -459,8 +477,9 @@ class SummaryWriter(WriterBase):
         walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: audio_pb(t, data, sample_rate, 1), tag,
-                                  self._step(global_step), walltime, where)
-        return self._run(where, audio, tag, data, sample_rate, self._step(global_step), 1)
+                                  self._step(global_step, "add_audio"), walltime, where)
+        return self._run(where, audio, tag, data, sample_rate,
+                         self._step(global_step, "add_audio"), 1)
 
     def add_text(self, tag: str, text_string: str, global_step: Step | None = None,
                  walltime: float | None = None) -> bool:
@@ -478,8 +497,8 @@ class SummaryWriter(WriterBase):
         walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: text_pb(t, [text_string]), full,
-                                  self._step(global_step), walltime, where)
-        return self._run(where, text, full, [text_string], self._step(global_step))
+                                  self._step(global_step, "add_text"), walltime, where)
+        return self._run(where, text, full, [text_string], self._step(global_step, "add_text"))
 
     def add_graph(self, model: Any, input_to_model: Any = None, verbose: bool = False,
                   use_strict_trace: bool = True) -> bool:
@@ -515,7 +534,7 @@ class SummaryWriter(WriterBase):
         if self._resource is None:
             return False
         logdir = self._needs_dir("add_embedding")
-        return embedding(mat, metadata, label_img, self._step(global_step), tag,
+        return embedding(mat, metadata, label_img, self._step(global_step, "add_embedding"), tag,
                          metadata_header, logdir=logdir,
                          storage_options=self._settings.get("storage_options"))
 
@@ -553,8 +572,8 @@ class SummaryWriter(WriterBase):
         walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: pr_curve_counts_pb(t, *data), tag,
-                                  self._step(global_step), walltime, where)
-        return self._run(where, pr_curve_counts, tag, *data, self._step(global_step))
+                                  self._step(global_step, where), walltime, where)
+        return self._run(where, pr_curve_counts, tag, *data, self._step(global_step, where))
 
     def add_custom_scalars(self, layout: Any) -> bool:
         """The Custom Scalars layout: ``{category: {chart: ["Multiline", [tag regexes]] |
@@ -591,9 +610,9 @@ class SummaryWriter(WriterBase):
             return self._write_pb(
                 lambda t: mesh_pb(t, vertices, faces=faces, colors=colors,
                                   config_dict=config_dict),
-                tag, self._step(global_step), walltime, "add_mesh")
+                tag, self._step(global_step, "add_mesh"), walltime, "add_mesh")
         return self._run("add_mesh", mesh, tag, vertices, faces=faces, colors=colors,
-                         config_dict=config_dict, step=self._step(global_step))
+                         config_dict=config_dict, step=self._step(global_step, "add_mesh"))
 
     def add_hparams(
         self, hparam_dict: Mapping[str, Any], metric_dict: Mapping[str, Any],
@@ -638,7 +657,7 @@ class SummaryWriter(WriterBase):
         target: SummaryWriter = self
         if run_name:
             target = self._child(self._needs_dir(where), run_name, where, "run_name")
-        step = self._step(global_step)
+        step = self._step(global_step, "add_hparams")
         if not target._has_trial:
             return target._write_trial(values, metrics, hparam_domain_discrete, step)
         # The run holds a trial already: this one goes to a sub-run of its own, which

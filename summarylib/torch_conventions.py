@@ -32,6 +32,7 @@ __all__ = [
     "image_hwc",
     "make_grid",
     "pr_curve_data",
+    "torch_step",
     "video_frames",
 ]
 
@@ -40,6 +41,31 @@ def default_log_dir(comment: str = "") -> str:
     """``runs/<Mon DD_HH-MM-SS>_<host><comment>``, torch's default log directory."""
     now = datetime.now().strftime("%b%d_%H-%M-%S")
     return os.path.join("runs", now + "_" + socket.gethostname() + comment)
+
+
+def torch_step(step: Any, where: str) -> Any:
+    """torch's ``global_step``: a real number that is not an integer is written as
+    ``int(step)`` (truncated toward zero: 2.5 is step 2, -2.5 step -2), as torch's event
+    writer does. Integers (and objects with ``__index__``) and anything that is not a real
+    number are returned unchanged, for the step check to accept or name in its error.
+
+    Raises:
+      ValueError: ``step`` is a NaN or infinite float.
+    """
+    import math
+    import operator
+
+    if isinstance(step, (bool, str, bytes)) or not hasattr(step, "__float__"):
+        return step
+    try:
+        operator.index(step)
+        return step  # an integer already
+    except TypeError:
+        pass
+    value = float(step)
+    if not math.isfinite(value):
+        raise ValueError(f"{where}: 'global_step' must be a finite number, got {step!r}")
+    return int(value)
 
 
 def _to_uint8(arr: np.ndarray) -> np.ndarray:
