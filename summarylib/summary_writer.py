@@ -534,7 +534,9 @@ class SummaryWriter(WriterBase):
         if self._resource is None:
             return False
         logdir = self._needs_dir("add_embedding")
-        return embedding(mat, metadata, label_img, self._step(global_step, "add_embedding"), tag,
+        # The step names a directory: integers only (torch would name it "001.5").
+        step = global_step if global_step is not None else self._step(None, "add_embedding")
+        return embedding(mat, metadata, label_img, step, tag,
                          metadata_header, logdir=logdir,
                          storage_options=self._settings.get("storage_options"))
 
