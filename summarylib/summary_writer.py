@@ -366,9 +366,10 @@ class SummaryWriter(WriterBase):
         batch = hwc[None]
         walltime = self._walltime(walltime)
         if walltime is not None:
-            return self._write_pb(lambda t: image_pb(t, batch, max_outputs=1), tag,
-                                  self._step(global_step, where), walltime, where)
-        return self._run(where, image, tag, batch, self._step(global_step, where), 1)
+            return self._write_pb(lambda t: image_pb(t, batch, max_outputs=1, dataformats="NHWC"),
+                                  tag, self._step(global_step, where), walltime, where)
+        return self._run(where, image, tag, batch, self._step(global_step, where), 1,
+                         dataformats="NHWC")
 
     def add_image(self, tag: str, img_tensor: Any, global_step: Step | None = None,
                   walltime: float | None = None, dataformats: str = "CHW") -> bool:
@@ -379,7 +380,7 @@ class SummaryWriter(WriterBase):
         """
         from summarylib.torch_conventions import image_hwc
 
-        hwc = image_hwc(img_tensor, dataformats, "add_image")
+        hwc = image_hwc(img_tensor, dataformats, "add_image", tag=tag)
         return self._image(tag, hwc, global_step, walltime, "add_image")
 
     def add_images(self, tag: str, img_tensor: Any, global_step: Step | None = None,
@@ -396,7 +397,7 @@ class SummaryWriter(WriterBase):
         ) == 3:
             dataformats = "N" + dataformats
 
-        hwc = image_hwc(img_tensor, dataformats, "add_images")
+        hwc = image_hwc(img_tensor, dataformats, "add_images", tag=tag)
         return self._image(tag, hwc, global_step, walltime, "add_images")
 
     def add_image_with_boxes(
@@ -413,7 +414,7 @@ class SummaryWriter(WriterBase):
         from summarylib.torch_conventions import boxed_image, image_hwc
 
         where = "add_image_with_boxes"
-        hwc = image_hwc(img_tensor, dataformats, where)
+        hwc = image_hwc(img_tensor, dataformats, where, tag=tag)
         boxes = as_array(box_tensor, where, "box_tensor")
         names = [labels] if isinstance(labels, str) else labels
         if names is not None and (boxes.ndim == 0 or len(names) != boxes.shape[0]):

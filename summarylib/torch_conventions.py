@@ -111,11 +111,14 @@ def _check_format(dataformats: Any, ndim: int, where: str) -> str:
     return fmt
 
 
-def image_hwc(img: Any, dataformats: str, where: str, arg: str = "img_tensor") -> np.ndarray:
+def image_hwc(img: Any, dataformats: str, where: str, arg: str = "img_tensor",
+              tag: str | None = None) -> np.ndarray:
     """An image (or batch, tiled) as ``[H, W, C]`` uint8 exactly as torch converts it.
 
     ``img``: numbers in ``dataformats`` layout; uint8 taken as 0..255, any other real
     dtype as 0..1 (scaled by 255, clipped, truncated). C is 1, 3 or 4 (1 becomes 3).
+    With ``tag``, float data with values above 2 (almost surely 0..255 data, which turns
+    white) warns, once per tag.
     """
     import numpy as np
 
@@ -123,6 +126,10 @@ def image_hwc(img: Any, dataformats: str, where: str, arg: str = "img_tensor") -
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{where}: {arg!r} must hold real numbers, got dtype {arr.dtype}")
     fmt = _check_format(dataformats, arr.ndim, where)
+    if tag is not None and arr.dtype.kind == "f":
+        from summarylib.ops.image import warn_float_range
+
+        warn_float_range(arr, tag, where)
     if len(fmt) == 4:
         nchw = arr.transpose([fmt.find(c) for c in "NCHW"])
         if nchw.shape[1] not in (1, 3):

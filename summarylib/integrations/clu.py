@@ -168,7 +168,7 @@ class MetricWriter(_clu_base()):  # type: ignore[misc]
                 arr = np.asarray(value)
                 if arr.ndim == 3:
                     arr = arr[None]
-                sl.image(key, arr, step, max_outputs=arr.shape[0])
+                sl.image(key, arr, step, max_outputs=arr.shape[0], dataformats="NHWC")
 
         self._submit(write)
 
