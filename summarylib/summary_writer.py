@@ -520,6 +520,19 @@ class SummaryWriter(WriterBase):
         graph = capture(model, inputs)
         return self._run("add_graph", write_graph, graph, 0)
 
+    def add_onnx_graph(self, prototxt: Any) -> bool:
+        """The graph of an ONNX model: ``prototxt`` is the path of an ``.onnx`` file (torch's
+        argument; its bytes or an ``onnx.ModelProto`` too), written as torch writes it, at
+        step 0. The ``onnx`` package is not needed (see
+        :mod:`summarylib.graph.onnx_models` for what differs from torch, on purpose)."""
+        from summarylib.graph import write_graph
+        from summarylib.graph.onnx_models import onnx_graph_def
+
+        if self._resource is None:
+            return False
+        graph = onnx_graph_def(prototxt, "add_onnx_graph", "prototxt")
+        return self._run("add_onnx_graph", write_graph, graph, 0)
+
     def add_embedding(
         self, mat: Any, metadata: Sequence[Any] | None = None, label_img: Any = None,
         global_step: Step | None = None, tag: str = "default",
