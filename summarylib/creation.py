@@ -44,8 +44,9 @@ def create_file_writer(
 
     Events are written by a background thread: when more than ``max_queue``
     are pending, at most ``flush_millis`` after the previous write, and on
-    ``flush()``, exit of ``as_default()``, ``close()``, garbage collection and
-    interpreter exit.
+    ``flush()``, exit of ``as_default()``, ``close()``, when the last reference to
+    the writer is dropped (at once: ``del writer`` leaves the file written and
+    closed) and at interpreter exit.
 
     Args:
       logdir: a local directory, or a URL of any fsspec protocol (``s3://bucket/run``,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any
 
 from summarylib.encoding.arrays import shape_of
@@ -120,7 +120,8 @@ class SummaryWriter(WriterBase):
         self._silent = resource is None  # write_to_disk=False: add_* write nothing
         self._children: dict[str, SummaryWriter] = {}  # sub-runs, by directory name
         self._scalar_runs: list[SummaryWriter] = []  # those of add_scalars, in order
-        self._trials: list[SummaryWriter] = []
+        self._has_trial = False  # add_hparams wrote this run's trial
+        self._trial_runs: set[str] = set()  # sub-runs of its further trials
         self._defaults: tuple[Step | None, float | None] | None = None  # use_metadata()
         self._exported: dict[str, int] = {}  # export_scalars_to_json(): points done per run
 
@@ -144,8 +145,13 @@ class SummaryWriter(WriterBase):
         finally:
             st.writer = saved
 
-    def _step(self, global_step: Step | None) -> Step:
+    def _step(self, global_step: Step | None, where: str) -> Step:
         if global_step is not None:
+            if type(global_step) is not int:
+                from summarylib.torch_conventions import torch_step
+
+                step: Step = torch_step(global_step, where)
+                return step
             return global_step
         if self._defaults is not None and self._defaults[0] is not None:
             return self._defaults[0]
@@ -184,6 +190,10 @@ class SummaryWriter(WriterBase):
             return False
         tag = check_tag(tag, where, "tag")
         summary = make_summary(st.scope + tag if st.scope else tag)
+        if type(step) is not int:
+            from summarylib.torch_conventions import torch_step
+
+            step = torch_step(step, where)
         step_ = resolve_step(step, None, where)
         payload = summary.SerializeToString()
         return self._append(event_bytes(float(walltime), step_, field_bytes(5, payload)))
@@ -209,7 +219,7 @@ class SummaryWriter(WriterBase):
         loader reads float32 scalar tensors only, which is what is written.
         """
         if self._defaults is not None:
-            global_step = self._step(global_step)
+            global_step = self._step(global_step, "add_scalar")
             walltime = self._walltime(walltime)
         elif global_step is None:
             default = _local.state.step
@@ -231,9 +241,17 @@ class SummaryWriter(WriterBase):
         try:
             return scalar(tag, scalar_value, global_step)
         except (TypeError, ValueError) as e:
-            raise _renamed(e, "scalar", "add_scalar") from None
+            error = _renamed(e, "scalar", "add_scalar")
         finally:
             st.writer = saved
+        # Only a failed call gets here, so a float step (torch writes int(step)) costs the
+        # common case nothing: retry once with torch's step if it differs.
+        from summarylib.torch_conventions import torch_step
+
+        step = torch_step(global_step, "add_scalar")
+        if step is global_step:
+            raise error
+        return self.add_scalar(tag, scalar_value, step, walltime)
 
     def add_scalars(
         self, main_tag: str, tag_scalar_dict: Mapping[str, Any],
@@ -251,7 +269,7 @@ class SummaryWriter(WriterBase):
             )
         if not isinstance(main_tag, str) or not main_tag:
             raise ValueError(f"{where}: 'main_tag' must be a non-empty str, got {main_tag!r}")
-        step = self._step(global_step)
+        step = self._step(global_step, "add_scalars")
         walltime = self._walltime(walltime)
         if self._silent:
             return False
@@ -308,10 +326,10 @@ class SummaryWriter(WriterBase):
         walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: _tensor_summary(t, tensor), tag,
-                                  self._step(global_step), walltime, "add_tensor")
+                                  self._step(global_step, "add_tensor"), walltime, "add_tensor")
         scope = _local.state.scope  # write() takes tags literally; add_* honour the scope
         scoped = scope + tag if scope and isinstance(tag, str) else tag
-        return self._run("add_tensor", write, scoped, tensor, self._step(global_step))
+        return self._run("add_tensor", write, scoped, tensor, self._step(global_step, "add_tensor"))
 
     def add_histogram(
         self, tag: str, values: Any, global_step: Step | None = None,
@@ -326,11 +344,11 @@ class SummaryWriter(WriterBase):
         from summarylib.ops.histogram_proto import histogram_bins, histogram_bins_pb
 
         walltime = self._walltime(walltime)
+        step = self._step(global_step, "add_histogram")
         if walltime is not None:
             return self._write_pb(lambda t: histogram_bins_pb(t, values, bins, max_bins), tag,
-                                  self._step(global_step), walltime, "add_histogram")
-        return self._run("add_histogram", histogram_bins, tag, values, self._step(global_step),
-                         bins, max_bins)
+                                  step, walltime, "add_histogram")
+        return self._run("add_histogram", histogram_bins, tag, values, step, bins, max_bins)
 
     def add_histogram_raw(
         self, tag: str, min: Any, max: Any, num: Any, sum: Any,
@@ -342,10 +360,11 @@ class SummaryWriter(WriterBase):
 
         args = (min, max, num, sum, sum_squares, bucket_limits, bucket_counts)
         walltime = self._walltime(walltime)
+        step = self._step(global_step, "add_histogram_raw")
         if walltime is not None:
-            return self._write_pb(lambda t: histogram_raw_pb(t, *args), tag,
-                                  self._step(global_step), walltime, "add_histogram_raw")
-        return self._run("add_histogram_raw", histogram_raw, tag, *args, self._step(global_step))
+            return self._write_pb(lambda t: histogram_raw_pb(t, *args), tag, step, walltime,
+                                  "add_histogram_raw")
+        return self._run("add_histogram_raw", histogram_raw, tag, *args, step)
 
     def _image(self, tag: str, hwc: Any, global_step: Step | None, walltime: Any,
                where: str) -> bool:
@@ -354,9 +373,10 @@ class SummaryWriter(WriterBase):
         batch = hwc[None]
         walltime = self._walltime(walltime)
         if walltime is not None:
-            return self._write_pb(lambda t: image_pb(t, batch, max_outputs=1), tag,
-                                  self._step(global_step), walltime, where)
-        return self._run(where, image, tag, batch, self._step(global_step), 1)
+            return self._write_pb(lambda t: image_pb(t, batch, max_outputs=1, dataformats="NHWC"),
+                                  tag, self._step(global_step, where), walltime, where)
+        return self._run(where, image, tag, batch, self._step(global_step, where), 1,
+                         dataformats="NHWC")
 
     def add_image(self, tag: str, img_tensor: Any, global_step: Step | None = None,
                   walltime: float | None = None, dataformats: str = "CHW") -> bool:
@@ -367,7 +387,7 @@ class SummaryWriter(WriterBase):
         """
         from summarylib.torch_conventions import image_hwc
 
-        hwc = image_hwc(img_tensor, dataformats, "add_image", on_device=True)
+        hwc = image_hwc(img_tensor, dataformats, "add_image", tag=tag, on_device=True)
         return self._image(tag, hwc, global_step, walltime, "add_image")
 
     def add_images(self, tag: str, img_tensor: Any, global_step: Step | None = None,
@@ -384,7 +404,7 @@ class SummaryWriter(WriterBase):
         ) == 3:
             dataformats = "N" + dataformats
 
-        hwc = image_hwc(img_tensor, dataformats, "add_images", on_device=True)
+        hwc = image_hwc(img_tensor, dataformats, "add_images", tag=tag, on_device=True)
         return self._image(tag, hwc, global_step, walltime, "add_images")
 
     def add_image_with_boxes(
@@ -401,7 +421,7 @@ class SummaryWriter(WriterBase):
         from summarylib.torch_conventions import boxed_image, image_hwc
 
         where = "add_image_with_boxes"
-        hwc = image_hwc(img_tensor, dataformats, where)
+        hwc = image_hwc(img_tensor, dataformats, where, tag=tag)
         boxes = as_array(box_tensor, where, "box_tensor")
         names = [labels] if isinstance(labels, str) else labels
         if names is not None and (boxes.ndim == 0 or len(names) != boxes.shape[0]):
@@ -441,8 +461,8 @@ class SummaryWriter(WriterBase):
         walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: video_pb(t, frames, fps=fps), tag,
-                                  self._step(global_step), walltime, where)
-        return self._run(where, video, tag, frames, self._step(global_step), fps)
+                                  self._step(global_step, "add_video"), walltime, where)
+        return self._run(where, video, tag, frames, self._step(global_step, "add_video"), fps)
 
     def add_audio(self, tag: str, snd_tensor: Any, global_step: Step | None = None,
                   sample_rate: int = 44100, walltime: float | None = None) -> bool:
@@ -465,8 +485,9 @@ class SummaryWriter(WriterBase):
         walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: audio_pb(t, data, sample_rate, 1), tag,
-                                  self._step(global_step), walltime, where)
-        return self._run(where, audio, tag, data, sample_rate, self._step(global_step), 1)
+                                  self._step(global_step, "add_audio"), walltime, where)
+        return self._run(where, audio, tag, data, sample_rate,
+                         self._step(global_step, "add_audio"), 1)
 
     def add_text(self, tag: str, text_string: str, global_step: Step | None = None,
                  walltime: float | None = None) -> bool:
@@ -484,8 +505,8 @@ class SummaryWriter(WriterBase):
         walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: text_pb(t, [text_string]), full,
-                                  self._step(global_step), walltime, where)
-        return self._run(where, text, full, [text_string], self._step(global_step))
+                                  self._step(global_step, "add_text"), walltime, where)
+        return self._run(where, text, full, [text_string], self._step(global_step, "add_text"))
 
     def add_graph(self, model: Any, input_to_model: Any = None, verbose: bool = False,
                   use_strict_trace: bool = True) -> bool:
@@ -506,6 +527,19 @@ class SummaryWriter(WriterBase):
         graph = capture(model, inputs)
         return self._run("add_graph", write_graph, graph, 0)
 
+    def add_onnx_graph(self, prototxt: Any) -> bool:
+        """The graph of an ONNX model: ``prototxt`` is the path of an ``.onnx`` file (torch's
+        argument; its bytes or an ``onnx.ModelProto`` too), written as torch writes it, at
+        step 0. The ``onnx`` package is not needed (see
+        :mod:`summarylib.graph.onnx_models` for what differs from torch, on purpose)."""
+        from summarylib.graph import write_graph
+        from summarylib.graph.onnx_models import onnx_graph_def
+
+        if self._resource is None:
+            return False
+        graph = onnx_graph_def(prototxt, "add_onnx_graph", "prototxt")
+        return self._run("add_onnx_graph", write_graph, graph, 0)
+
     def add_embedding(
         self, mat: Any, metadata: Sequence[Any] | None = None, label_img: Any = None,
         global_step: Step | None = None, tag: str = "default",
@@ -521,7 +555,9 @@ class SummaryWriter(WriterBase):
         if self._silent:
             return False
         logdir = self._needs_dir("add_embedding")
-        return embedding(mat, metadata, label_img, self._step(global_step), tag,
+        # The step names a directory: integers only (torch would name it "001.5").
+        step = global_step if global_step is not None else self._step(None, "add_embedding")
+        return embedding(mat, metadata, label_img, step, tag,
                          metadata_header, logdir=logdir,
                          storage_options=self._settings.get("storage_options"))
 
@@ -559,8 +595,8 @@ class SummaryWriter(WriterBase):
         walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: pr_curve_counts_pb(t, *data), tag,
-                                  self._step(global_step), walltime, where)
-        return self._run(where, pr_curve_counts, tag, *data, self._step(global_step))
+                                  self._step(global_step, where), walltime, where)
+        return self._run(where, pr_curve_counts, tag, *data, self._step(global_step, where))
 
     def add_custom_scalars(self, layout: Any) -> bool:
         """The Custom Scalars layout: ``{category: {chart: ["Multiline", [tag regexes]] |
@@ -597,9 +633,9 @@ class SummaryWriter(WriterBase):
             return self._write_pb(
                 lambda t: mesh_pb(t, vertices, faces=faces, colors=colors,
                                   config_dict=config_dict),
-                tag, self._step(global_step), walltime, "add_mesh")
+                tag, self._step(global_step, "add_mesh"), walltime, "add_mesh")
         return self._run("add_mesh", mesh, tag, vertices, faces=faces, colors=colors,
-                         config_dict=config_dict, step=self._step(global_step))
+                         config_dict=config_dict, step=self._step(global_step, "add_mesh"))
 
     def add_hparams(
         self, hparam_dict: Mapping[str, Any], metric_dict: Mapping[str, Any],
@@ -609,16 +645,23 @@ class SummaryWriter(WriterBase):
     ) -> bool:
         """Record this run as one trial of the HParams dashboard.
 
-        Unlike torch, the trial is written into this writer's own run (torch makes a new
-        ``<log_dir>/<time.time()>`` run), so the dashboard shows the run's own curves. Each
-        metric of ``metric_dict`` is read by TensorBoard from the scalar series of that tag
-        in this run: a metric already logged here keeps its logged values (the value passed
-        is not written); one not logged yet is written as a scalar at ``global_step``.
-        ``run_name`` (tensorboardX: ``name``) writes the trial into the sub-run
-        ``<log_dir>/<run_name>`` instead, as torch does. Values: bool, int, float, str and
-        numpy/torch scalars; None, lists and other objects raise ``TypeError``.
+        Unlike torch, the first trial is written into this writer's own run (torch makes a
+        new ``<log_dir>/<time.time()>`` run), so the dashboard shows the run's own curves.
+        Each metric of ``metric_dict`` is read by TensorBoard from the scalar series of that
+        tag in this run: a metric already logged here keeps its logged values (the value
+        passed is not written); one not logged yet is written as a scalar at
+        ``global_step``. ``run_name`` (tensorboardX: ``name``) writes the trial into the
+        sub-run ``<log_dir>/<run_name>`` instead, as torch does.
+
+        A run holds one trial. Each later call on a run that already holds one (a sweep
+        that logs every trial through one writer) writes its trial, with every metric value
+        passed, into a new sub-run of that run named ``str(time.time())``, as torch names
+        them; that sub-run is closed at once, its trial marked ended ("success").
+
+        Values: bool, int, float, str and numpy/torch scalars; None, lists and other
+        objects raise ``TypeError``.
         """
-        from summarylib.ops.hparams_plugin import coerce_hparams, write_trial
+        from summarylib.ops.hparams_plugin import coerce_hparams
 
         where = "add_hparams"
         if not isinstance(hparam_dict, Mapping) or not isinstance(metric_dict, Mapping):
@@ -637,21 +680,63 @@ class SummaryWriter(WriterBase):
         target: SummaryWriter = self
         if run_name:
             target = self._child(self._needs_dir(where), run_name, where, "run_name")
-        step = self._step(global_step)
+        step = self._step(global_step, "add_hparams")
+        if not target._has_trial:
+            return target._write_trial(values, metrics, hparam_domain_discrete, step)
+        # The run holds a trial already: this one goes to a sub-run of its own, which
+        # nothing else writes to, so it is closed (and its trial ended) at once.
+        sub = os.path.join(target._needs_dir(where), target._trial_run_name())
+        opener = event_output_opener(sub, self._settings["filename_suffix"],
+                                     self._settings.get("storage_options"))
+        trial = SummaryWriter._wrap(open_resource(opener, sub, self._settings), sub,
+                                    self._settings)
+        try:
+            return trial._write_trial(values, metrics, hparam_domain_discrete, step)
+        finally:
+            trial.close()
+
+    def _write_trial(self, values: dict[str, Any], metrics: dict[str, Any],
+                     domains: Mapping[str, Sequence[Any]] | None, step: Step) -> bool:
+        """Write a trial into this writer's run (see add_hparams)."""
+        from summarylib.ops.hparams_plugin import write_trial
+
         st = _local.state
         saved_writer, saved_scope = st.writer, st.scope
-        st.writer, st.scope = target, ""  # hparams tags and metric tags are literal
+        st.writer, st.scope = self, ""  # hparams tags and metric tags are literal
         try:
-            written = write_trial(values, list(metrics), hparam_domains=hparam_domain_discrete)
-            tags = target._resource.tags  # type: ignore[union-attr]
+            written = write_trial(values, list(metrics), hparam_domains=domains)
+            tags = self._resource.tags  # type: ignore[union-attr]
             for key, value in metrics.items():
                 if tags.needs_metadata(key):
                     scalar(key, value, step)
         finally:
             st.writer, st.scope = saved_writer, saved_scope
-        if written and target not in self._trials:
-            self._trials.append(target)
+        if written:
+            self._trial_started()
         return written
+
+    def _trial_run_name(self) -> str:
+        """A new sub-run name for a further trial: the time, as torch names it, unique."""
+        name = str(time.time())
+        while name in self._trial_runs:
+            name = str(time.time())
+        self._trial_runs.add(name)
+        return name
+
+    def _trial_started(self) -> None:
+        """This run is a trial: its end (a session end) is written when the writer closes.
+
+        ``close()`` marks it "success"; garbage collection and interpreter exit mark it
+        "failure" after an uncaught exception, else "success".
+        """
+        self._has_trial = True
+        self._last_words["session_end"] = _session_end_event
+
+    def _end_trial(self, status: str) -> None:
+        """Write the end of this run's trial now, with ``status``, and not again at close."""
+        self._last_words.pop("session_end", None)
+        if self._resource is not None:
+            self._append(_session_end_event(True, status))
 
     def export_scalars_to_json(self, path: str | os.PathLike[str]) -> None:
         """Write the scalars ``add_scalars`` logged since the last export to ``path`` as
@@ -688,15 +773,6 @@ class SummaryWriter(WriterBase):
 
     def close(self, timeout: float | None = None) -> None:
         """Close the event file and those of sub-runs; a trial is marked finished first."""
-        from summarylib.errors import WriterClosedError
-
-        for trial in self._trials:
-            if not trial.closed:
-                from summarylib.ops.hparams_plugin import session_end
-
-                with suppress(WriterClosedError):
-                    trial._run("close", session_end, "success")
-        self._trials = []
         try:
             super().close(timeout)
         finally:
@@ -733,6 +809,20 @@ def _renamed(error: Exception, op_name: str, where: str) -> Exception:
     for ours, theirs in _TORCH_NAMES.get(where, {}).items():
         message = message.replace(ours, theirs)
     return type(error)(message)
+
+
+def _session_end_event(explicit: bool, status: str | None = None) -> bytes:
+    """The Event that ends a run's trial (step 0, now), for the writer's last words."""
+    import sys
+
+    from summarylib.ops.hparams_plugin import session_end_pb
+
+    if status is None:
+        # At garbage collection or interpreter exit, an uncaught exception means failure.
+        failed = not explicit and getattr(sys, "last_value", None) is not None
+        status = "failure" if failed else "success"
+    payload = session_end_pb(status).SerializeToString()
+    return event_bytes(time.time(), 0, field_bytes(5, payload))
 
 
 def _single(value: Any) -> Any:

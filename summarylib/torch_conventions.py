@@ -33,6 +33,7 @@ __all__ = [
     "image_hwc",
     "make_grid",
     "pr_curve_data",
+    "torch_step",
     "video_frames",
 ]
 
@@ -41,6 +42,31 @@ def default_log_dir(comment: str = "") -> str:
     """``runs/<Mon DD_HH-MM-SS>_<host><comment>``, torch's default log directory."""
     now = datetime.now().strftime("%b%d_%H-%M-%S")
     return os.path.join("runs", now + "_" + socket.gethostname() + comment)
+
+
+def torch_step(step: Any, where: str) -> Any:
+    """torch's ``global_step``: a real number that is not an integer is written as
+    ``int(step)`` (truncated toward zero: 2.5 is step 2, -2.5 step -2), as torch's event
+    writer does. Integers (and objects with ``__index__``) and anything that is not a real
+    number are returned unchanged, for the step check to accept or name in its error.
+
+    Raises:
+      ValueError: ``step`` is a NaN or infinite float.
+    """
+    import math
+    import operator
+
+    if isinstance(step, (bool, str, bytes)) or not hasattr(step, "__float__"):
+        return step
+    try:
+        operator.index(step)
+        return step  # an integer already
+    except TypeError:
+        pass
+    value = float(step)
+    if not math.isfinite(value):
+        raise ValueError(f"{where}: 'global_step' must be a finite number, got {step!r}")
+    return int(value)
 
 
 def _to_uint8(arr: np.ndarray) -> np.ndarray:
@@ -87,7 +113,8 @@ def _check_format(dataformats: Any, ndim: int, where: str) -> str:
 
 
 def image_hwc(
-    img: Any, dataformats: str, where: str, arg: str = "img_tensor", *, on_device: bool = False
+    img: Any, dataformats: str, where: str, arg: str = "img_tensor", tag: str | None = None,
+    *, on_device: bool = False,
 ) -> np.ndarray:
     """An image (or batch, tiled) as ``[H, W, C]`` uint8 exactly as torch converts it.
 
@@ -95,6 +122,8 @@ def image_hwc(
     dtype as 0..1 (scaled by 255, clipped, truncated). C is 1, 3 or 4 (1 becomes 3).
     With ``on_device``, a device array (JAX, torch CUDA) is converted where it lives and
     the result is a device array of that framework (no wait; NaN becomes 0).
+    With ``tag``, float data with values above 2 (almost surely 0..255 data, which turns
+    white) warns, once per tag.
     """
     import numpy as np
 
@@ -104,6 +133,10 @@ def image_hwc(
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{where}: {arg!r} must hold real numbers, got dtype {arr.dtype}")
     fmt = _check_format(dataformats, arr.ndim, where)
+    if tag is not None and arr.dtype.kind == "f":
+        from summarylib.ops.image import warn_float_range
+
+        warn_float_range(arr, tag, where)
     if len(fmt) == 4:
         nchw = arr.transpose([fmt.find(c) for c in "NCHW"])
         if nchw.shape[1] not in (1, 3):

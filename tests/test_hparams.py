@@ -371,3 +371,74 @@ def test_dashboard_reads_the_runs_own_metric(tmp_path: Path) -> None:
     assert metric["value"] == 3.0 and metric["trainingStep"] == 2  # 123.0 was not written
     assert by_run["trial"]["sessions"][0]["status"] == "STATUS_SUCCESS"
     assert not math.isnan(by_run["trial"]["sessions"][0]["endTimeSecs"])
+
+
+def sweep(SummaryWriter: Any, logdir: str) -> None:
+    """torch's own docstring example of add_hparams: five trials through one writer."""
+    with SummaryWriter(logdir) as w:
+        for i in range(5):
+            w.add_hparams({"lr": 0.1 * i, "bsize": i}, {"hparam/accuracy": 10 * i})
+
+
+def sweep_request() -> dict[str, Any]:
+    return {"experimentName": "", "allowedStatuses": ALL_STATUSES, "startIndex": 0,
+            "sliceSize": 100,
+            "colParams": [{"hparam": "lr"}, {"hparam": "bsize"},
+                          {"metric": {"group": "", "tag": "hparam/accuracy"}}]}
+
+
+def trials_seen(server: Any, count: int) -> list[tuple[float, float, float, str, str]]:
+    """(lr, bsize, accuracy, status, run) of each trial the HParams dashboard lists."""
+    groups = server.poll(
+        lambda: server.post_json("/data/plugin/hparams/session_groups", sweep_request()),
+        lambda g: len(g.get("sessionGroups", [])) >= count and all(
+            x.get("metricValues") for x in g["sessionGroups"]))
+    out = []
+    for g in groups["sessionGroups"]:
+        (session,) = g["sessions"]
+        (metric,) = g["metricValues"]
+        out.append((g["hparams"]["lr"], g["hparams"]["bsize"], metric["value"],
+                    session["status"], session["name"]))
+    return sorted(out)
+
+
+def values_of(trials: list[Any]) -> list[float]:
+    """lr, bsize, accuracy of each trial, in a row."""
+    return [float(x) for t in trials for x in t[:3]]
+
+
+def test_a_sweep_through_one_writer_keeps_every_trial(tmp_path: Path) -> None:
+    """Every add_hparams call on one writer is a trial of the dashboard, with its metric
+    value: the first in the run itself, each later one in a sub-run, as many as torch."""
+    from tests.tbserver import TensorBoardServer
+
+    sweep(sl.SummaryWriter, str(tmp_path / "ours"))
+    expected = [(0.1 * i, float(i), 10.0 * i) for i in range(5)]
+    with TensorBoardServer(tmp_path / "ours") as server:
+        ours = trials_seen(server, 5)
+    assert values_of(ours) == pytest.approx(values_of(expected))
+    assert {t[3] for t in ours} == {"STATUS_SUCCESS"}
+    runs = [t[4] for t in ours]
+    assert runs[0] == "."  # the first trial is the run itself
+    assert all(float(r) > 0 for r in runs[1:])  # sub-runs named str(time.time()), as torch
+    assert len(set(runs)) == 5
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    sweep(torch_tb.SummaryWriter, str(tmp_path / "torch"))
+    with TensorBoardServer(tmp_path / "torch") as server:
+        theirs = trials_seen(server, 5)
+    assert values_of(theirs) == pytest.approx(values_of(ours))
+
+
+def test_later_trials_of_a_named_run_go_to_its_sub_runs(tmp_path: Path) -> None:
+    """run_name: the first trial is that run, a second one with the same name a sub-run
+    of it; nothing is lost."""
+    from tests.tbserver import TensorBoardServer
+
+    with sl.SummaryWriter(tmp_path) as w:
+        assert w.add_hparams({"lr": 0.1, "bsize": 1}, {"hparam/accuracy": 1.0}, run_name="a")
+        assert w.add_hparams({"lr": 0.2, "bsize": 2}, {"hparam/accuracy": 2.0}, run_name="a")
+        assert w.add_hparams({"lr": 0.3, "bsize": 3}, {"hparam/accuracy": 3.0})
+    with TensorBoardServer(tmp_path) as server:
+        seen = trials_seen(server, 3)
+    assert values_of(seen) == pytest.approx([0.1, 1, 1.0, 0.2, 2, 2.0, 0.3, 3, 3.0])
+    assert seen[0][4] == "a" and seen[1][4].startswith("a/") and seen[2][4] == "."

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import math
+import warnings
 import zlib
 from pathlib import Path
 from typing import Any, Literal
@@ -154,6 +155,11 @@ def image_batches(draw: st.DrawFn) -> tuple[np.ndarray, str]:
 # ---------------------------------------------------------------------------
 # Encoders against TensorBoard and the reference conversion
 # ---------------------------------------------------------------------------
+# Any float values: the conversion is under test, not the warning about values above 1.
+FLOAT_RANGE_WARNING = "ignore:.*float pixel values are read as 0..1"
+
+
+@pytest.mark.filterwarnings(FLOAT_RANGE_WARNING)
 @settings(max_examples=60)
 @given(
     batch=image_batches(),
@@ -174,6 +180,7 @@ def test_image_pb_matches_tensorboard_and_tf_conversion(
     check_value(value, nhwc, max_outputs)
 
 
+@pytest.mark.filterwarnings(FLOAT_RANGE_WARNING)
 @settings(max_examples=30)
 @given(batch=image_batches(), max_outputs=st.integers(0, 5), step=st.integers(0, 2**63 - 1))
 def test_op_bytes_equal_image_pb_serialization(
@@ -605,3 +612,75 @@ def test_tensorboard_serves_each_image(tmp_path: Path) -> None:
                 # decode_png checks the mode TensorBoard hands back: LA for c=2, RGBA for c=4.
                 expected = ref_uint8(batch[sample : sample + 1])[0]
                 np.testing.assert_array_equal(decode_png(blob, c), expected)
+
+
+# ---------------------------------------------------------------------------
+# Data that is almost surely a mistake: written as asked, with one warning per tag.
+# ---------------------------------------------------------------------------
+def caught(call: Any) -> list[warnings.WarningMessage]:
+    """The warnings ``call()`` gives, every one (not the default once per location)."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        call()
+    return list(seen)
+
+
+def test_float_0_to_255_images_warn_once_per_tag(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    bytes255 = rng.uniform(0, 255, (2, 8, 8, 3)).astype(np.float32)
+    with sl.create_file_writer(tmp_path).as_default():
+        first = caught(lambda: sl.image("f255", bytes255, step=0))
+        again = caught(lambda: sl.image("f255", bytes255, step=1))
+        other = caught(lambda: sl.image("f255_other", bytes255, step=0))
+        fine = caught(lambda: [sl.image("unit", bytes255 / 255, step=s) for s in range(2)]
+                      + [sl.image("u8", bytes255.astype(np.uint8), step=0)])
+    (w,) = first
+    assert w.category is UserWarning and w.filename == __file__  # the caller's line
+    assert "'f255'" in str(w.message) and "0..1" in str(w.message)
+    assert "255" in str(w.message) and again == [] and len(other) == 1 and fine == []
+    steps = [e.step for e in tb_events(only_file(tmp_path)) if e.HasField("summary")
+             and e.summary.value[0].tag == "f255"]
+    assert steps == [0, 1]  # written as asked
+
+
+def test_a_large_float_image_of_0_to_255_data_warns(tmp_path: Path) -> None:
+    """Big images are checked on a sample: 0..255 data is found all the same."""
+    big = np.random.default_rng(1).uniform(0, 255, (1, 1000, 1100, 3)).astype(np.float32)
+    with sl.create_file_writer(tmp_path).as_default():
+        (w,) = caught(lambda: sl.image("big", big, step=0))
+    assert "'big'" in str(w.message)
+
+
+def test_torch_style_float_images_of_0_to_255_warn_once_per_tag(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    chw = torch.rand(3, 8, 8) * 255
+    with sl.SummaryWriter(tmp_path) as w:
+        (one,) = caught(lambda: w.add_image("t_img", chw, 0))
+        assert caught(lambda: w.add_image("t_img", chw, 1)) == []
+        (batch,) = caught(lambda: w.add_images("t_batch", chw[None].repeat(2, 1, 1, 1), 0))
+        (boxed,) = caught(lambda: w.add_image_with_boxes(
+            "t_boxes", chw, torch.tensor([[1, 1, 4, 4]]), 0))
+        assert caught(lambda: w.add_image("t_ok", chw / 255, 0)) == []
+        assert caught(lambda: w.add_image("t_u8", chw.to(torch.uint8), 0)) == []
+    for warning, method in ((one, "add_image"), (batch, "add_images"),
+                            (boxed, "add_image_with_boxes")):
+        assert str(warning.message).startswith(method + ":")
+        assert warning.filename == __file__
+
+
+def test_a_channels_first_batch_given_as_nhwc_warns_naming_dataformats(
+        tmp_path: Path) -> None:
+    nchw = np.zeros((4, 3, 32, 3), np.uint8)
+    with sl.create_file_writer(tmp_path).as_default():
+        (w,) = caught(lambda: sl.image("cf", nchw, step=0))
+        assert caught(lambda: sl.image("cf", nchw, step=1)) == []
+        assert caught(lambda: sl.image("cf_meant", nchw, step=0, dataformats="NHWC")) == []
+        assert caught(lambda: sl.image("cf_read", nchw, step=0, dataformats="NCHW")) == []
+        assert caught(lambda: sl.image("nhwc", np.zeros((4, 32, 32, 3)), step=0)) == []
+        assert caught(lambda: sl.image("tall", np.zeros((2, 32, 3, 3)), step=0)) == []
+    message = str(w.message)
+    assert "dataformats='NCHW'" in message and "'cf'" in message and "(4, 3, 32, 3)" in message
+    assert w.filename == __file__
+    images = {e.summary.value[0].tag for e in tb_events(only_file(tmp_path))
+              if e.HasField("summary")}
+    assert {"cf", "cf_meant", "cf_read", "nhwc", "tall"} <= images

@@ -82,6 +82,8 @@ def test_flax_loop_served_by_tensorboard(tmp_path: Path) -> None:
     (group,) = groups["sessionGroups"]
     (metric,) = group["metricValues"]  # the run's own loss series, its last value
     assert metric["name"]["tag"] == "loss" and metric["value"] == expected[-1]
+    (session,) = group["sessions"]
+    assert session["status"] == "STATUS_SUCCESS"  # close() ended the trial
 
 
 def test_background_errors_surface_on_the_next_call(tmp_path: Path) -> None:

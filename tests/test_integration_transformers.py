@@ -86,6 +86,7 @@ def test_same_tags_and_values_as_transformers_callback(tmp_path: Path,
     metrics = {m["name"]["tag"]: m["value"] for m in group["metricValues"]}
     assert "eval/loss" in metrics, group
     assert metrics["eval/loss"] == pytest.approx(eval_loss[-1][2])
+    assert group["sessions"][0]["status"] == "STATUS_SUCCESS"  # the end of training ended it
 
 
 def test_only_the_main_process_writes(tmp_path: Path) -> None:

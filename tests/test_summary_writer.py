@@ -291,3 +291,55 @@ def test_bad_input_names_the_argument_and_writes_nothing(
     tags = [v.tag for ev in tb_events(only_file(tmp_path)) for v in ev.summary.value]
     assert tags == ["before", "after"]
     assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == []
+
+
+def float_step_calls(w: object, step: object) -> None:
+    """add_* calls that take a global_step, as a torch script makes them."""
+    w.add_scalar("s", 1.0, step)  # type: ignore[attr-defined]
+    w.add_scalar("s_wall", 1.0, step, walltime=5.0)  # type: ignore[attr-defined]
+    w.add_histogram("h", np.arange(10.0), step)  # type: ignore[attr-defined]
+    w.add_text("t", "hello", step)  # type: ignore[attr-defined]
+    w.add_image("i", np.zeros((3, 4, 4), np.uint8), step)  # type: ignore[attr-defined]
+    w.add_audio("a", np.zeros(100), step)  # type: ignore[attr-defined]
+
+
+def steps_by_tag(logdir: Path) -> dict[str, int]:
+    return {v.tag: e.step for e in tb_events(only_file(logdir)) if e.HasField("summary")
+            for v in e.summary.value}
+
+
+@pytest.mark.parametrize("step", [2.5, -1.5, 7.0, np.float64(3.9), np.float32(1.5)])
+def test_a_float_global_step_is_written_as_torch_writes_it(tmp_path: Path,
+                                                           step: object) -> None:
+    """torch writes int(global_step): 2.5 is step 2, -1.5 step -1 (its own writer is the
+    oracle)."""
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    with sl.SummaryWriter(tmp_path / "ours") as w:
+        float_step_calls(w, step)
+        with w.use_metadata(global_step=step):  # type: ignore[arg-type]
+            w.add_scalar("meta", 1.0)
+    theirs = torch_tb.SummaryWriter(str(tmp_path / "torch"))
+    float_step_calls(theirs, step)
+    theirs.add_scalar("meta", 1.0, step)
+    theirs.close()
+    ours = steps_by_tag(tmp_path / "ours")
+    assert ours == steps_by_tag(tmp_path / "torch")
+    assert set(ours.values()) == {int(step)}  # type: ignore[call-overload]
+
+
+def test_a_float_tensor_step_and_bad_steps(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    with sl.SummaryWriter(tmp_path) as w:
+        assert w.add_scalar("x", 1.0, torch.tensor(4.7))
+        assert w.add_scalars("m", {"a": 1.0}, 6.5)
+        for bad in (float("nan"), float("inf")):
+            with pytest.raises(ValueError, match="add_scalar: 'global_step' must be a finite"):
+                w.add_scalar("x", 1.0, bad)
+            with pytest.raises(ValueError, match="add_text: 'global_step' must be a finite"):
+                w.add_text("t", "x", bad)
+        with pytest.raises(TypeError, match="add_scalar: 'step' must be an integer"):
+            w.add_scalar("x", 1.0, "3")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="add_scalar"):
+            w.add_scalar("x", "not a number", 2.5)
+    assert steps_by_tag(tmp_path)["x"] == 4
+    assert steps_by_tag(tmp_path / "m_a")["m"] == 6

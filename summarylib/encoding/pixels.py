@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["DATAFORMATS", "is_pixel_dtype", "to_nhwc", "to_uint8"]
+__all__ = ["DATAFORMATS", "SUSPECT_FLOAT_PIXEL", "float_pixel_max", "is_pixel_dtype", "to_nhwc",
+           "to_uint8"]
+
+#: Float pixels are read as 0..1: a value above this is almost surely 0..255 data.
+SUSPECT_FLOAT_PIXEL = 2.0
+# float_pixel_max looks at about this many values at most, so that checking every image
+# costs a few microseconds whatever its size.
+_MAX_SAMPLE = 1 << 16
 
 # dataformats -> (axes of NHWC in the input, or None to add the axis; shape text)
 DATAFORMATS: dict[str, tuple[tuple[int | None, ...], str]] = {
@@ -61,6 +68,31 @@ def _view(axes: tuple[int | None, ...]) -> tuple[tuple[int, ...] | None, tuple[A
 
 
 _VIEWS = {fmt: _view(axes) for fmt, (axes, _) in DATAFORMATS.items()}
+
+
+def float_pixel_max(images: np.ndarray) -> float:
+    """The largest value of float pixel data (any rank; 0.0 if empty; NaN if NaN leads).
+
+    Arrays of more than about 65,536 values are sampled: every s-th index of the
+    outermost axis longer than 4 (images of a batch, or rows of one image), a view
+    whose inner blocks stay contiguous, so the cost stays a few microseconds for data
+    of any size. 0..255 data has pixels above 2 in nearly every row, so the sample
+    finds them.
+    """
+    size = images.size
+    if size == 0:
+        return 0.0
+    if size > _MAX_SAMPLE:
+        for axis, length in enumerate(images.shape):
+            if length > 4:
+                step = 1
+                while -(-size // step) > _MAX_SAMPLE and step < length:
+                    step *= 2
+                index = [slice(None)] * images.ndim
+                index[axis] = slice(None, None, step)
+                images = images[tuple(index)]
+                break
+    return float(images.max())
 
 
 def to_uint8(images: np.ndarray) -> np.ndarray:

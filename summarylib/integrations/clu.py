@@ -168,7 +168,7 @@ class MetricWriter(_clu_base()):  # type: ignore[misc]
                 arr = np.asarray(value)
                 if arr.ndim == 3:
                     arr = arr[None]
-                sl.image(key, arr, step, max_outputs=arr.shape[0])
+                sl.image(key, arr, step, max_outputs=arr.shape[0], dataformats="NHWC")
 
         self._submit(write)
 
@@ -228,6 +228,9 @@ class MetricWriter(_clu_base()):  # type: ignore[misc]
             raise TypeError(f"write_hparams: expected a mapping, got {type(hparams).__name__}")
         values = coerce_hparams(flatten_hparams(hparams), "write_hparams")
         self._submit(lambda sl: sl.hparams.hparams(values))
+        # The run is a trial now: close() (or dropping the writer) ends it, so the HParams
+        # dashboard shows it finished, not "unknown".
+        self._writer._trial_started()
 
     def flush(self) -> None:
         """Wait for pending writes and write everything to the file."""
@@ -239,7 +242,8 @@ class MetricWriter(_clu_base()):  # type: ignore[misc]
         self._writer.flush()
 
     def close(self) -> None:
-        """Flush and close the file (a later call does nothing)."""
+        """Flush and close the file (a later call does nothing); a trial of
+        ``write_hparams`` is marked ended ("success") first."""
         try:
             self.flush()
         finally:

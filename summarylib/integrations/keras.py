@@ -196,7 +196,8 @@ class TensorBoard(Callback):  # type: ignore[misc]
                     if self.write_images:
                         image = _weight_image(values)
                         if image is not None:
-                            sl.image(f"{name}/image", image, max_outputs=3)
+                            sl.image(f"{name}/image", image, max_outputs=3,
+                                     dataformats="NHWC")
 
     def _write_conceptual_graph(self) -> None:
         if type(self.model).__name__ not in ("Functional", "Sequential"):

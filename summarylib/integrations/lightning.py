@@ -209,12 +209,8 @@ class TensorBoardLogger(Logger):
     def finalize(self, status: str) -> None:
         if self._experiment is not None:
             if self._trial:
-                from summarylib import hparams as hp
-
-                with self._experiment.as_default():
-                    hp.session_end("success" if status == "success" else "failure")
+                self._experiment._end_trial("success" if status == "success" else "failure")
                 self._trial = False
-            self._experiment._trials = []  # the trial's end is written above
             self._experiment.flush()
             self._experiment.close()
             self._experiment = None

@@ -19,6 +19,7 @@ Differences, on purpose:
     time): the writer flushes at most ``flush_secs`` (default 10) seconds after a write,
     at the end of training, and at exit.
   * Only the main process (``state.is_world_process_zero``) writes.
+  * The trial is marked ended ("success") when training ends.
 """
 
 from __future__ import annotations
@@ -98,6 +99,9 @@ class TensorBoardCallback(TrainerCallback):
                   if isinstance(v, (bool, int, float, str)) and k not in _SKIPPED_ARGS}
         with writer.as_default():
             hp.hparams(values)
+        # Closing the writer (end of training, or of a search trial) ends the trial, so
+        # the HParams dashboard shows it finished, not "unknown".
+        writer._trial_started()
 
     def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None,
                **kwargs: Any) -> None:

@@ -152,4 +152,5 @@ def figure_pb(
     tag = check_tag(tag, "figure_pb", "tag")
     IMAGES.metadata_bytes(description, "figure_pb")  # the same checks as figure()
     pixels = figure_rgb(figure, close, "figure_pb")
-    return image_pb(tag, pixels, max_outputs=len(pixels), description=description)
+    return image_pb(tag, pixels, max_outputs=len(pixels), description=description,
+                    dataformats="NHWC")

@@ -9,6 +9,10 @@ Data contract:
     (one image) or ``"HW"`` (one grayscale image); case-insensitive. After
     that, the batch is ``[k, h, w, c]`` with ``c`` in 1 (grayscale), 2
     (grayscale + alpha), 3 (RGB), 4 (RGBA), and ``h, w >= 1``. ``k`` may be 0.
+    Without ``dataformats``, a batch that reads as channels-first (``h`` of 1, 3
+    or 4 pixels, a channel count, and ``w`` at least 4 times that:
+    ``[4, 3, 32, 3]``) is written as NHWC with a warning naming ``dataformats``
+    (once per tag); passing ``dataformats="NHWC"`` says it is meant.
   * Pixel values: any real dtype, converted to uint8 as
     ``tf.image.convert_image_dtype(..., saturate=True)`` does: uint8 as is,
     floats in [0, 1] as ``trunc(clip(x * 255.5, 0, 255))`` (computed in the
@@ -19,6 +23,9 @@ Data contract:
     framework. (TensorFlow would multiply by 255.5 rounded to bfloat16, i.e.
     256, giving 128; torch's bfloat16 reaches us only as float32, so
     matching that for JAX alone would make one picture differ by framework.)
+    Float data with values above 2 (almost surely 0..255 data, which turns
+    white) is written as asked with a warning, once per tag (the first 8
+    calls of a tag are checked).
   * Only the first ``max_outputs`` images are converted and encoded.
   * Stored as TensorFlow 2 does (format.md §5.4): a rank-1 ``DT_STRING``
     tensor ``[str(w), str(h), png_0, png_1, ...]``, width first (taken from
@@ -38,6 +45,7 @@ once), and leaves the PNG encoding to the writer's background thread.
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import (
@@ -48,7 +56,14 @@ from summarylib.encoding.arrays import (
 )
 from summarylib.encoding.device_reductions import images_uint8
 from summarylib.encoding.pending import capture, device_kind, is_real_dtype
-from summarylib.encoding.pixels import DATAFORMATS, is_pixel_dtype, to_nhwc, to_uint8
+from summarylib.encoding.pixels import (
+    DATAFORMATS,
+    SUSPECT_FLOAT_PIXEL,
+    float_pixel_max,
+    is_pixel_dtype,
+    to_nhwc,
+    to_uint8,
+)
 from summarylib.encoding.png import encode_png
 from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.ops._device import defers_device_values
@@ -63,10 +78,58 @@ if TYPE_CHECKING:
     from summarylib.proto import summary_pb2
     from summarylib.writer.context import DefaultWriter
 
-__all__ = ["PLUGIN_NAME", "create_summary_metadata", "image", "image_pb"]
+__all__ = ["PLUGIN_NAME", "create_summary_metadata", "image", "image_pb", "warn_float_range"]
 
 PLUGIN_NAME = "images"
 _PLUGIN_DATA = plugin_data_bytes(PLUGIN_NAME)  # content: ImagePluginData{version 0} is empty
+# (what, tag) of the warnings given: each is given once per tag in a process, so a loop
+# that logs the same mistake every step is told once.
+_warned: set[tuple[str, str]] = set()
+# Float data is checked on the first calls of each tag only: a mistake such as 0..255
+# data shows from the first step, and a loop then pays a dict look-up per call, not a
+# look at its pixels.
+_FLOAT_CHECKS_PER_TAG = 8
+_float_checks: dict[str, int] = {}
+
+
+def warn_float_range(arr: np.ndarray, tag: str, where: str) -> None:
+    """Warn (once per tag) if float pixel data ``arr`` holds values above 2.
+
+    Floats are read as 0..1, so such data (0..255 values in a float array, or
+    normalized data) is clipped to white. The first 8 calls of each tag are checked.
+    Called with the caller of the public function three frames up (the warning points
+    at the user's line).
+    """
+    done = _float_checks.get(tag, 0)
+    if done >= _FLOAT_CHECKS_PER_TAG or (
+            arr.dtype.kind != "f" and not is_extended_float(arr.dtype)):
+        return
+    _float_checks[tag] = done + 1
+    top = float_pixel_max(arr)
+    if top > SUSPECT_FLOAT_PIXEL:
+        _float_checks[tag] = _FLOAT_CHECKS_PER_TAG
+        warnings.warn(
+            f"{where}: float pixel values are read as 0..1, but {tag!r} has values up to "
+            f"{top:g}: they are clipped to white. Divide 0..255 data by 255 or pass it as "
+            "uint8. (Warned once per tag.)",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
+def _warn_channels_first(shape: tuple[int, ...], tag: str, where: str) -> None:
+    if ("layout", tag) in _warned:
+        return
+    _warned.add(("layout", tag))
+    _, h, w, c = shape
+    warnings.warn(
+        f"{where}: {tag!r} has shape {shape}, read as [k, h, w, c]: images {h} pixels high "
+        f"and {w} wide with {c} channels. If it is channels-first, pass "
+        "dataformats='NCHW'; pass dataformats='NHWC' to say the layout is meant. "
+        "(Warned once per tag.)",
+        UserWarning,
+        stacklevel=4,
+    )
 
 
 def create_summary_metadata(description: str | None = None) -> summary_pb2.SummaryMetadata:
@@ -93,10 +156,13 @@ def _check_dataformats(dataformats: Any, where: str) -> str:
 
 
 def prepare(
-    data: Any, max_outputs: int, dataformats: str, where: str
+    data: Any, max_outputs: int, dataformats: str | None, where: str, tag: str
 ) -> tuple[np.ndarray, int, int]:
-    """Validate ``data``; return the kept images as fresh uint8 ``[n, h, w, c]``, w, h."""
-    fmt = _check_dataformats(dataformats, where)
+    """Validate ``data``; return the kept images as fresh uint8 ``[n, h, w, c]``, w, h.
+
+    ``tag`` names the series in the warnings about data that is almost surely a mistake.
+    """
+    fmt = "NHWC" if dataformats is None else _check_dataformats(dataformats, where)
     arr = as_array(data, where, "data")
     extended = is_extended_float(arr.dtype)
     if not extended and not is_pixel_dtype(arr.dtype):
@@ -107,7 +173,14 @@ def prepare(
     _check_shape(arr.shape, fmt, where)
     batch = to_nhwc(arr, fmt)
     _, h, w, _ = batch.shape
+    if h == 0 or w == 0:
+        raise ValueError(
+            f"{where}: 'data' must have images of at least 1x1 pixels, got shape {arr.shape}"
+        )
+    if dataformats is None and h in (1, 3, 4) and w >= 4 * h:
+        _warn_channels_first(arr.shape, tag, where)
     kept = batch[:max_outputs]
+    warn_float_range(kept, tag, where)
     if extended:
         # ml_dtypes' floats (bfloat16 from JAX, float8) convert as their exact
         # float32 values, like torch's bfloat16 (which reaches us as float32),
@@ -144,7 +217,7 @@ def image(
     max_outputs: int = 3,
     description: str | None = None,
     *,
-    dataformats: str = "NHWC",
+    dataformats: str | None = None,
 ) -> bool:
     """Write a batch of images to the default writer.
 
@@ -155,7 +228,8 @@ def image(
       step: an int64 step; defaults to the thread's default step.
       max_outputs: keep at most this many images (the first ones); >= 0.
       description: Markdown shown in TensorBoard (kept from the first event).
-      dataformats: the layout of ``data``: "NHWC", "NCHW", "HWC", "CHW", "HW".
+      dataformats: the layout of ``data``: "NHWC", "NCHW", "HWC", "CHW", "HW";
+        None (default) is "NHWC", with a warning for data that reads as channels-first.
 
     Returns:
       True if the images were queued for writing, False if nothing is
@@ -176,7 +250,7 @@ def image(
         done = _image_deferred(writer, tag, step_, data, keep, dataformats, md)
         if done is not None:
             return done
-    pixels, w, h = prepare(data, keep, dataformats, "image")
+    pixels, w, h = prepare(data, keep, dataformats, "image", tag)
     n = len(pixels)
 
     def make_tensor() -> bytes:
@@ -208,7 +282,7 @@ def _image_deferred(
         return None
 
     def make_tensor() -> bytes:
-        pixels, w, h = prepare(pending.result(), keep, fmt, "image")
+        pixels, w, h = prepare(pending.result(), keep, fmt, "image", tag)
         return string_tensor_bytes((2 + len(pixels),), _tensor_values(pixels, w, h))
 
     return emit_value_deferred(writer, tag, step, make_tensor, md, pending.nbytes + 64 * keep + 32)
@@ -220,7 +294,7 @@ def image_pb(
     max_outputs: int = 3,
     description: str | None = None,
     *,
-    dataformats: str = "NHWC",
+    dataformats: str | None = None,
 ) -> summary_pb2.Summary:
     """A ``Summary`` with one image value, with metadata; no writer needed.
 
@@ -232,7 +306,7 @@ def image_pb(
     metadata_bytes(_PLUGIN_DATA, description, "image_pb")  # the same checks as image()
     md = create_summary_metadata(description)
     keep = check_max_outputs(max_outputs, "image_pb")
-    pixels, w, h = prepare(data, keep, dataformats, "image_pb")
+    pixels, w, h = prepare(data, keep, dataformats, "image_pb", tag)
     summary = summary_pb2.Summary()
     v = summary.value.add()
     v.tag = tag

@@ -8,6 +8,7 @@ nothing of summary kinds: ops depend on the writer, never the reverse.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import warnings
@@ -72,8 +73,15 @@ class WriterBase:
         # Ops read device arrays at the call (and wait for the device) when True.
         self._sync_device_values = bool(settings.get("sync_device_values", False))
         self._context_stack: list[Any] = []
+        # Events written last, whoever closes the writer (close(), garbage collection or
+        # interpreter exit), by name: e.g. the end of the run's trial. Each maker takes
+        # whether the close is explicit and returns a serialized Event. The finalizer holds
+        # this dict, never the writer, so that dropping the last reference closes at once.
+        self._last_words: dict[str, Callable[[bool], bytes]] = {}
         if resource is not None:
-            self._finalizer = weakref.finalize(self, _close_quietly, resource)
+            self._finalizer = weakref.finalize(
+                self, _close_quietly, resource, self._last_words
+            )
             writer_opened(self)
 
     @classmethod
@@ -199,10 +207,13 @@ class WriterBase:
         if self._resource is not None:
             forget_writer(self)
             try:
-                self._resource.close(timeout)
+                _say_last_words(self._resource, self._last_words, True)
             finally:
-                if self._resource.closed:
-                    self._finalizer.detach()
+                try:
+                    self._resource.close(timeout)
+                finally:
+                    if self._resource.closed:
+                        self._finalizer.detach()
 
     @property
     def closed(self) -> bool:
@@ -410,10 +421,29 @@ def check_int(where: str, name: str, value: object, default: int, *, minimum: in
     return value
 
 
-def _close_quietly(resource: BufferedEventWriter) -> None:
+def _say_last_words(
+    resource: BufferedEventWriter, last_words: dict[str, Callable[[bool], bytes]],
+    explicit: bool,
+) -> None:
+    """Queue the writer's last events (once each) before it closes."""
+    while last_words:
+        _, make = last_words.popitem()
+        if resource.closed:
+            continue
+        # Closing may have begun elsewhere (an exit hook): then nothing more goes in.
+        with contextlib.suppress(WriterClosedError):
+            resource.append(make(explicit))
+
+
+def _close_quietly(
+    resource: BufferedEventWriter, last_words: dict[str, Callable[[bool], bytes]]
+) -> None:
     # Runs at garbage collection or interpreter exit: never raise, never hang.
     try:
-        resource.close_at_exit(EXIT_TIMEOUT_SECS)
+        try:
+            _say_last_words(resource, last_words, False)
+        finally:
+            resource.close_at_exit(EXIT_TIMEOUT_SECS)
     except Exception as e:
         warnings.warn(
             f"summarylib: closing {resource.name} failed: {e}", RuntimeWarning, stacklevel=1
