@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from summarylib.writer.queue import CHECK_EVERY, EventQueue, TakenBack
+from summarylib.writer.queue import CHECK_EVERY, ENTRY_OVERHEAD, EventQueue, TakenBack
 
 
 class Gate:
@@ -44,6 +44,11 @@ class Gate:
             hook()
 
 
+def held(entries: list[Any]) -> int:
+    """The memory the queue counts for ``entries``: payloads and each entry's overhead."""
+    return sum(map(len, entries)) + ENTRY_OVERHEAD * len(entries)
+
+
 def make(limit: int = 1 << 20, max_queue: int = 10**6) -> tuple[EventQueue, Gate]:
     gate = Gate()
     queue = EventQueue(threading.RLock(), gate, max_queue=max_queue, max_buffer_bytes=limit)
@@ -59,7 +64,7 @@ def test_the_first_append_and_large_payloads_take_the_slow_path() -> None:
         queue.append(b"y" * 10)
     assert len(gate.calls) == 1  # small ones skip it
     queue.append(b"z" * (queue.fast_payload_limit + 1))
-    assert len(gate.calls) == 2 and gate.calls[-1] == sum(map(len, queue.entries))
+    assert len(gate.calls) == 2 and gate.calls[-1] == held(queue.entries)
 
 
 def test_a_count_racing_an_append_counts_each_entry_once() -> None:
@@ -81,7 +86,7 @@ def test_a_count_racing_an_append_counts_each_entry_once() -> None:
     AppendDuringTheCount.armed = True
     queue.append(b"b" * 4980)  # above the size limit: counted at once
     queue.account()
-    assert queue.buffered_bytes() == sum(map(len, queue.entries)) == 2 * 4980
+    assert queue.buffered_bytes() == held(queue.entries) == 2 * (4980 + ENTRY_OVERHEAD)
 
 
 def test_appends_after_a_count_use_up_the_window_not_add_to_it() -> None:
@@ -99,7 +104,7 @@ def test_appends_after_a_count_use_up_the_window_not_add_to_it() -> None:
     queue.append(b"\x09" + bytes(5000))  # above the size limit: this caller counts
     while queue.fast_appends_left > 0:  # everything the new window lets through
         queue.append(b"\x09" + bytes(queue.fast_payload_limit - 1))
-    assert sum(map(len, queue.entries)) <= limit + 5001
+    assert held(queue.entries) <= limit + 5001 + ENTRY_OVERHEAD
 
 
 @settings(max_examples=60, deadline=None)
@@ -116,7 +121,7 @@ def test_the_bound_holds_at_every_count(sizes: list[int], limit: int) -> None:
             break
     over = [c for c in gate.calls if c > limit]
     if over:
-        assert over[0] <= limit + max(sizes)
+        assert over[0] <= limit + max(sizes) + ENTRY_OVERHEAD
     queue.account()
     if not over:
         assert queue.buffered_bytes() <= limit
@@ -140,10 +145,10 @@ def test_a_take_back_leaves_a_placeholder_and_its_bytes_go() -> None:
     big = b"q" * 5000
     queue.append(b"a" * 10)
     queue.append(big)  # counted at once
-    assert queue.buffered_bytes() == 5010
+    assert queue.buffered_bytes() == 5010 + 2 * ENTRY_OVERHEAD
     assert queue.take_back(big) is True
     assert isinstance(queue.entries[1], TakenBack) and len(queue.entries) == 2
-    assert queue.buffered_bytes() == 10
+    assert queue.buffered_bytes() == 10 + ENTRY_OVERHEAD
     assert queue.take_back(big) is False  # not queued any more
 
 
@@ -153,6 +158,6 @@ def test_take_all_moves_the_bytes_in_flight_until_the_batch_is_done() -> None:
         queue.append(b"e" * 100)
     batch = queue.take_all()
     assert len(batch) == CHECK_EVERY + 3 and not queue.entries
-    assert queue.buffered_bytes() == 100 * len(batch)  # still in memory
+    assert queue.buffered_bytes() == held(batch)  # still in memory
     queue.batch_done(held_bytes=40)
     assert queue.buffered_bytes() == 40  # what the output holds back still counts

@@ -418,3 +418,46 @@ def test_events_past_max_queue_are_written_without_a_flush() -> None:
             want = 1 + 11 * (batch + 1)
             assert wait_until(lambda want=want: len(list(_records(out.getvalue()))) == want, 10)
     w.close()
+
+
+def test_the_bound_is_the_memory_the_queue_holds() -> None:
+    # A stalled output: scalar() events pile up until the producer waits for room. The
+    # memory they hold (measured by tracemalloc, the list and the bytes objects) stays
+    # within 1.2x max_buffer_bytes: the bound counts each entry's overhead, not only its
+    # serialized bytes (a 40-byte event takes about 90 bytes of memory).
+    import tracemalloc
+
+    bound = 2 << 20
+    out = GateOutput()
+    w = sl.create_writer(out, max_buffer_bytes=bound, max_queue=10**9, flush_millis=10**9)
+    with w.as_default(step=0):
+        sl.scalar("loss", 0.0)  # the tag's prefix is cached; the writer thread is blocked
+    logged = [0]
+    blocked = threading.Event()
+
+    def produce() -> None:
+        with w.as_default():
+            for i in range(1, 10**7):
+                if blocked.is_set():
+                    return
+                sl.scalar("loss", float(i), step=i)
+                logged[0] = i
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        t = threading.Thread(target=produce, daemon=True)
+        t.start()
+        last = -1
+        while logged[0] != last:  # until the producer stops moving: it waits for room
+            last = logged[0]
+            time.sleep(0.5)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+        blocked.set()
+        out.gate.set()
+    t.join(30)
+    w.close()
+    assert logged[0] > 10_000
+    assert held <= 1.2 * bound, (held, bound, logged[0])

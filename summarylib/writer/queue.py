@@ -17,7 +17,8 @@ The byte bound: entries are summed in batches (at most every ``CHECK_EVERY`` app
 at once above ``large`` bytes) and ``trigger`` is placed so that the appends skipped
 between two counts can never take the total past ``max_buffer_bytes``. The total counts
 what is queued, the batch being written, and what the output holds back (an object store
-between uploads).
+between uploads), and each entry's own overhead (:data:`ENTRY_OVERHEAD`), so the bound is
+the memory the queue holds.
 
 The queue knows nothing of threads, outputs or errors: its :class:`Gate` (the writer)
 decides whether an append may proceed and what happens once an entry is queued.
@@ -28,7 +29,7 @@ from __future__ import annotations
 import threading
 from typing import Protocol
 
-__all__ = ["CHECK_EVERY", "EventQueue", "Gate", "TakenBack"]
+__all__ = ["CHECK_EVERY", "ENTRY_OVERHEAD", "EventQueue", "Gate", "TakenBack"]
 
 # Payloads above a size limit (LARGE_PAYLOAD while there is plenty of room, down to
 # MIN_LARGE_PAYLOAD when the buffer is nearly full) are accounted at once; smaller ones
@@ -37,6 +38,12 @@ __all__ = ["CHECK_EVERY", "EventQueue", "Gate", "TakenBack"]
 LARGE_PAYLOAD = 4096
 MIN_LARGE_PAYLOAD = 256
 CHECK_EVERY = 256
+#: What an entry costs in memory beyond its payload's length: the bytes object's header
+#: (33 bytes) rounded up to the allocator's blocks, the queue's list slot (with its
+#: over-allocation) and, once taken, the batch's. Counted so that the bound is the memory
+#: the queue really holds, not only the payload bytes: a 40-byte scalar event takes about
+#: 104 bytes of memory (tracemalloc), which the count then matches.
+ENTRY_OVERHEAD = 64
 
 
 class TakenBack:
@@ -155,7 +162,7 @@ class EventQueue:
             if entries[i] is payload:
                 entries[i] = TAKEN_BACK
                 if i < self._counted:
-                    self._queued_bytes -= len(payload)
+                    self._queued_bytes -= len(payload) + ENTRY_OVERHEAD
                 return True
         return False
 
@@ -167,7 +174,7 @@ class EventQueue:
         """
         new = self.entries[self._counted:]
         if new:
-            self._queued_bytes += sum(map(len, new))
+            self._queued_bytes += sum(map(len, new)) + ENTRY_OVERHEAD * len(new)
             self._counted += len(new)
 
     def buffered_bytes(self) -> int:
@@ -181,8 +188,9 @@ class EventQueue:
     def place_trigger(self) -> None:
         """Lock held: how many appends may skip the slow path, and up to what size.
 
-        Skipped entries are at most ``large`` bytes each, and step * large <= room, so
-        the total stays within the bound until the next count. A nearly full buffer
+        Skipped entries hold at most ``large + ENTRY_OVERHEAD`` bytes each, and ``step``
+        of them fit in the room, so the total stays within the bound until the next
+        count. A nearly full buffer
         lowers the size limit rather than counting after every scalar. The step counts
         from the entries already counted: entries other threads appended since (without
         the lock) use it up, they do not add to it.
@@ -193,7 +201,7 @@ class EventQueue:
         n = self._counted
         room = max(0, self.max_buffer_bytes - self.buffered_bytes())
         large = min(LARGE_PAYLOAD, max(MIN_LARGE_PAYLOAD, room // CHECK_EVERY))
-        step = min(CHECK_EVERY, room // large)
+        step = min(CHECK_EVERY, room // (large + ENTRY_OVERHEAD))
         self._large = large
         self._trigger = min(self._max_queue, n + step) if n <= self._max_queue else n + step
 
@@ -216,7 +224,9 @@ class EventQueue:
         entries = self.entries
         batch = entries[:]
         del entries[:len(batch)]
-        self.inflight_bytes = self._queued_bytes + sum(map(len, batch[self._counted:]))
+        uncounted = batch[self._counted:]
+        self.inflight_bytes = (self._queued_bytes + sum(map(len, uncounted))
+                               + ENTRY_OVERHEAD * len(uncounted))
         self._queued_bytes = 0
         self._counted = 0
         self.place_trigger()
