@@ -131,7 +131,7 @@ class BufferedEventWriter:
             encoder=self._encoder, park=self._park,
             error_parked=lambda: self._error is not None, batch_lost=self._new_ledger,
             finished=lambda: lifecycle.forget(self), name=name, max_queue=self._max_queue,
-            flush_secs=self._flush_secs, fsync=self._fsync)
+            flush_secs=self._flush_secs, fsync=self._fsync, reopenable=self._reopenable)
         self._progress = self._worker.progress  # callers wait here
         self._closing = False
         self._closed_by_exit = False  # closed by an exit hook: late ops get False

@@ -1,11 +1,10 @@
 """Where framed records go: a small ``Output`` interface and two implementations.
 
-An output receives whole blocks of TFRecords and must keep them whole: a
-``write`` that fails may leave nothing of that block behind (``FileOutput``
-truncates back), so a reader never sees a torn record in the middle of a file.
-If even that cut fails, ``FileOutput`` appends nothing more: every later
-``write``, ``flush`` and ``close`` retries the cut and raises
-:class:`~summarylib.errors.WriteFailedError` while it keeps failing.
+An output receives whole blocks of TFRecords. Bytes once written are never rewritten or
+cut: a reader tailing the file may have read them already. A ``write`` that fails part
+way leaves a torn block at the end of a file, which every reader takes for the end of
+the file; the output then reports itself :attr:`Output.torn`, and the writer continues
+in a new file (readers move on to the newer file).
 
 * :class:`FileOutput` appends to a local event file through a raw file
   descriptor: no user-space buffer, so a crash of the process loses nothing
@@ -71,6 +70,15 @@ class Output(abc.ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources. Called once; no calls follow."""
 
+    @property
+    def torn(self) -> bool:
+        """True once a failed write left part of its data at the end of the output.
+
+        Nothing may be appended after torn bytes (every reader stops there), so the
+        writer closes this output and continues in a new one. False by default.
+        """
+        return False
+
     def discard(self) -> None:  # noqa: B027 - optional hook
         """Let go of the parent's output in a forked child. The default does nothing.
 
@@ -89,14 +97,18 @@ class FileOutput(Output):
         self.name = path
         self.path = path
         self._fd = fd
-        self._size = 0  # bytes known to be on file: always a record boundary
         self._dir_synced = False
-        # Why bytes of a failed write past _size could not be cut off. While
-        # set, nothing is appended: records after a torn one are unreadable.
-        self._torn: OSError | None = None
+        self._torn = False
+
+    @property
+    def torn(self) -> bool:
+        return self._torn
 
     def write(self, data: bytes) -> None:
-        self._check_whole()
+        if self._torn:
+            raise WriteFailedError(self.path, OSError(
+                errno.EIO, "the file ends in a partly written block; nothing is appended "
+                "after it"))
         view = memoryview(data)
         written = 0
         try:
@@ -106,40 +118,12 @@ class FileOutput(Output):
                     raise OSError(errno.EIO, "write returned 0 bytes")
                 written += n
         except BaseException:
+            # Never cut the partial block off: a reader tailing the file may have read
+            # past it already, and would never see what we wrote in its place. The torn
+            # block stays the end of this file; the writer continues in a new one.
             if written:
-                self._truncate_to_last_good()
+                self._torn = True
             raise
-        self._size += written
-
-    def _truncate_to_last_good(self) -> None:
-        # A partial block would leave a torn record that stops every reader,
-        # so cut the file back to the end of the last whole block.
-        try:
-            os.ftruncate(self._fd, self._size)
-        except OSError as e:
-            self._torn = e
-
-    def _check_whole(self) -> None:
-        # Raise while the file ends in bytes that could not be cut off; try
-        # the cut again first, since the storage may have recovered.
-        if self._torn is None:
-            return
-        try:
-            os.ftruncate(self._fd, self._size)
-        except OSError as e:
-            self._torn = e
-            cause = OSError(
-                e.errno,
-                f"a partly written block at offset {self._size} could not be cut off "
-                f"({e.strerror}); nothing is appended after it",
-            )
-            cause.__cause__ = e
-            raise WriteFailedError(self.path, cause) from cause
-        self._torn = None
-
-    def flush(self) -> None:
-        """Nothing is buffered; raises while the file ends in a torn block."""
-        self._check_whole()
 
     def sync(self) -> None:
         """``fsync`` the file; the first time also its directory (the new name)."""
@@ -149,17 +133,12 @@ class FileOutput(Output):
             self._dir_synced = True
 
     def close(self) -> None:
-        """Close the descriptor; raises if the file still ends in a torn block."""
-        try:
-            if self._fd >= 0:
-                self._check_whole()
-        finally:
-            self._close_fd()
+        """Close the descriptor."""
+        self._close_fd()
 
     def discard(self) -> None:
         # Only the child's copy of the descriptor is closed: that takes no
-        # lock and, with no user-space buffer, writes nothing of the parent's
-        # (nor cuts its file: a torn tail there is the parent's to handle).
+        # lock and, with no user-space buffer, writes nothing of the parent's.
         self._close_fd()
 
     def _close_fd(self) -> None:

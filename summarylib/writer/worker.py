@@ -16,6 +16,7 @@ the encoder), ``push``, ``sync``, ``close``, ``held_bytes``.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -57,7 +58,7 @@ class Worker:
                  park: Callable[[BaseException, int, int], None],
                  error_parked: Callable[[], bool], batch_lost: Callable[[], None],
                  finished: Callable[[], None], name: str, max_queue: int,
-                 flush_secs: float, fsync: bool) -> None:
+                 flush_secs: float, fsync: bool, reopenable: bool = True) -> None:
         self._lock = lock
         self.work = threading.Condition(lock)
         self.progress = threading.Condition(lock)
@@ -76,6 +77,7 @@ class Worker:
         self._max_queue = max_queue
         self._flush_secs = flush_secs
         self._fsync = fsync
+        self._reopenable = reopenable
         self.taken = 0  # events taken from the queue, ever
         self.written = 0  # events finished with (written or lost), ever
         self._requested = self._served = 0
@@ -246,6 +248,19 @@ class Worker:
                 self._park(write_failed(name, cause), first + done, first + len(batch))
                 if done < len(batch):
                     self._batch_lost()
+            if out is not None and out.torn and self._reopenable:
+                self._leave_torn(out)
+
+    def _leave_torn(self, out: Output) -> None:
+        # The output ends in a partly written block: nothing may follow it, and nothing
+        # of it may be cut (a reader may have read it). Close it; the next write opens a
+        # new file, which sorts after this one, so readers move on to it. Its tags have
+        # their metadata again (a new ledger), as in any new file.
+        with contextlib.suppress(Exception):  # the write's own error is reported already
+            out.close()
+        with self._lock:
+            self.output = None
+            self._batch_lost()
 
     def _reopen(self) -> Output:
         # First use in a forked child: a new file of our own.
