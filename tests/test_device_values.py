@@ -439,6 +439,7 @@ def test_cuda_values_are_captured_without_a_sync_and_in_stream_order(logdir: Pat
                      for x in kept_w]
 
 
+@pytest.mark.filterwarnings("ignore:.*float pixel values are read as 0..1")
 def test_add_image_and_add_images_do_not_wait_and_equal_the_host_images(
     tmp_path: Path,
 ) -> None:

@@ -28,7 +28,7 @@ def _files(logdir: Path) -> list[Path]:
 
 
 def _pid_of(path: Path) -> int:
-    m = re.search(r"\.(\d+)\.\d+\.v2$", path.name)
+    m = re.search(r"\.(\d+)\.[a-z]?\d+\.v2$", path.name)  # pid, then the counter (a64: two digits)
     assert m, path.name
     return int(m[1])
 

@@ -103,7 +103,7 @@ class Watch:
         # on the device); the writer thread writes them once ready.
         st = _local.state
         saved = st.writer
-        st.writer = self.writer._as_context_writer()
+        st.writer = self.writer if self.writer._resource is not None else None
         try:
             for name, tensor in tensors.items():
                 sl.histogram(f"{self.prefix}{kind}/{name}", tensor.detach(),

@@ -267,7 +267,7 @@ def _image_deferred(
     # A device array: checked by shape and dtype now, the kept images converted to uint8
     # on the device, copied asynchronously; the writer thread encodes them once ready.
     # None: a layout the capture does not take (the host path then runs).
-    fmt = _check_dataformats(dataformats, "image")
+    fmt = _check_dataformats("NHWC" if dataformats is None else dataformats, "image")
     shape = tuple(int(d) for d in data.shape)
     if not is_real_dtype(data.dtype):
         raise TypeError(
