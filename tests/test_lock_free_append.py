@@ -322,7 +322,7 @@ def test_a_failed_run_write_does_not_count_the_block_before_it_as_lost() -> None
             w.flush()
     assert b"other" in out.blocks[-1]
     # Events are numbered from 0 (the layout's first event); "other" is number 1.
-    assert res._losses.ranges() == [(2, 22)]
+    assert res._failures.ledger.ranges() == [(2, 22)]
     w.close()  # the loss was reported by the flush that covered it
 
 

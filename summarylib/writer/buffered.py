@@ -43,15 +43,15 @@ import warnings
 from collections.abc import Callable
 from typing import Any, Literal
 
-from summarylib.errors import SummaryError, WriteFailedError, WriterClosedError
+from summarylib.errors import SummaryError, WriterClosedError
 from summarylib.writer import lifecycle
 from summarylib.writer.batch import BatchEncoder, Deferred, RecordCodecs
 from summarylib.writer.lifecycle import EXIT_TIMEOUT_SECS
-from summarylib.writer.losses import LossLedger
+from summarylib.writer.losses import Failures, again
 from summarylib.writer.output import Output
 from summarylib.writer.queue import EventQueue
 from summarylib.writer.tags import TagLedger
-from summarylib.writer.worker import COALESCE_SECS, Worker, write_failed
+from summarylib.writer.worker import COALESCE_SECS, Worker
 
 __all__ = [
     "COALESCE_SECS",
@@ -107,7 +107,7 @@ class BufferedEventWriter:
         self._max_queue = max_queue if flush_secs > 0 else 0
         self._flush_secs = flush_secs
         self._max_buffer_bytes = max_buffer_bytes
-        self._on_error = on_error
+        self._on_error: OnError = on_error
         self._fsync = fsync
         output = open_output()
         #: The current file's tag ledger (replaced on a new file or a loss).
@@ -129,15 +129,14 @@ class BufferedEventWriter:
         self._worker = Worker(
             self._lock, self._queue, output, open_output=self._open_output,
             encoder=self._encoder, park=self._park,
-            error_parked=lambda: self._error is not None, batch_lost=self._new_ledger,
+            error_parked=self._failure_pending, batch_lost=self._new_ledger,
             finished=lambda: lifecycle.forget(self), name=name, max_queue=self._max_queue,
             flush_secs=self._flush_secs, fsync=self._fsync, reopenable=self._reopenable)
         self._progress = self._worker.progress  # callers wait here
         self._closing = False
         self._closed_by_exit = False  # closed by an exit hook: late ops get False
         self._dropped_warned = False
-        self._error: BaseException | None = None
-        self._losses = LossLedger()
+        self._failures = Failures(self._on_error)
         # Threads waiting inside a call (the lock released): a call they make meanwhile,
         # from a signal handler, is re-entered as one made under the lock is.
         self._waiting: set[int] = set()
@@ -167,7 +166,7 @@ class BufferedEventWriter:
     @property
     def error_pending(self) -> bool:
         """True while a background failure waits to be reported by the next call."""
-        return self._error is not None
+        return self._failures.pending is not None
 
     @property
     def codecs(self) -> RecordCodecs:
@@ -236,7 +235,7 @@ class BufferedEventWriter:
             if self._queue.inflight_bytes == 0:
                 worker.wake(urgent=True)
             self._check_thread()
-            if self._error is not None:
+            if self._failures.pending is not None:
                 if self._thread_died() or self._queue.held_bytes <= self._max_buffer_bytes:
                     return
                 if self._on_error == "raise" and self._queue.take_back(payload):
@@ -261,55 +260,53 @@ class BufferedEventWriter:
         """
         return self._codecs.register(expand, frame_run)
 
-    # -- errors ---------------------------------------------------------------------
+    # -- errors (lock held) -----------------------------------------------------------
+    def _failure_pending(self) -> bool:
+        return self._failures.pending is not None
+
     def _check_thread(self) -> None:
-        if self._worker.died() and self._error is None:
-            self._error = SummaryError(f"summarylib's writer thread for {self.name} died")
+        if self._worker.died() and self._failures.pending is None:
+            self._failures.pending = SummaryError(
+                f"summarylib's writer thread for {self.name} died")
 
     def _thread_died(self) -> bool:
         return self._worker.died()
 
     def _new_ledger(self) -> None:
-        # Lock held: lost events may have carried their tags' metadata, so every tag's
-        # next event carries it again (readers ignore repeats).
+        # Lost events may have carried their tags' metadata, so every tag's next event
+        # carries it again (readers ignore repeats).
         self.tags = TagLedger()
 
     def _park(self, err: BaseException, first: int, end: int) -> None:
-        # Lock held: a failure that lost events [first, end); the next call reports it
-        # (the first one parked wins), and so does every flush()/close() covering them.
-        self._losses.record(first, end, err)
-        if self._error is None:
-            self._error = err
+        # A failure that lost events [first, end): the next call reports it, and so does
+        # every flush()/close() covering them. Appends take the slow path until then.
+        self._failures.park(err, first, end)
         self._queue.stop_fast_path()
 
     def _surface_error(self) -> None:
-        err = self._error
+        err = self._failures.take(self._worker.taken + len(self._queue))
         if err is None:
             return
-        self._error = None
-        # This report tells the calling thread of every loss recorded so far: its later
-        # flush()/close() do not repeat them (other threads still hear of them).
-        self._losses.take_unreported(self._worker.taken + len(self._queue))
         if not self._closing and not self._closed and not self._orphaned:
             self._queue.resume_fast_path()
-        self._raise_or_warn(err, stacklevel=3)
-
-    def _raise_or_warn(self, err: BaseException, stacklevel: int = 3) -> None:
-        if self._on_error == "warn":
-            warnings.warn(str(err), RuntimeWarning, stacklevel=stacklevel)
-            return
-        raise err
+        self._failures.report(err, stacklevel=3)
 
     # -- flush and close ------------------------------------------------------------
     def _wait(self, done: Callable[[], bool], deadline: float | None, doing: str,
               timeout: float | None) -> None:
-        # Lock held (released while waiting): until done(), the thread is gone, or the
-        # deadline (TimeoutError). Short polls: a dead thread never hangs the caller.
-        # The caller counts as inside the writer meanwhile (see held_by_this_thread).
+        # Lock held (released while waiting): until done(), or the deadline (TimeoutError).
+        # Short polls: a dead writer thread never hangs the caller (a flush gives up on
+        # it; a close has a thread of its own finish the job). The caller counts as inside
+        # the writer meanwhile (see held_by_this_thread).
         self._waiting.add(threading.get_ident())
+        worker = self._worker
         while not done():
-            self._check_thread()
-            if self._worker.died() or (doing == "flushing" and self._worker.finished):
+            if worker.died():
+                if doing == "flushing":
+                    self._check_thread()
+                    return
+                worker.begin_close()
+            elif doing == "flushing" and worker.finished:
                 return
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
@@ -351,11 +348,11 @@ class BufferedEventWriter:
             if target > worker.written or sync or self._queue.held_bytes:
                 ticket = worker.request_round(sync)
                 self._wait(lambda: worker.served(ticket), deadline, "flushing", timeout)
-            own = self._losses.take_unreported(target)
-            if self._error is not None:
+            own = self._failures.covered(target)
+            if self._failures.pending is not None:
                 self._surface_error()
             elif own is not None:
-                self._raise_or_warn(_again(own))
+                self._failures.report(own)
         finally:
             self._waiting.discard(threading.get_ident())
             self._lock.release()
@@ -426,33 +423,24 @@ class BufferedEventWriter:
                 self._closing = True
                 self._queue.stop_fast_path()  # no new events from here on
             worker.begin_close()
-            self._waiting.add(threading.get_ident())
             # The worker writes what is pending, then pushes, syncs and closes the
             # output, all outside the lock: this wait keeps its own deadline even when
             # the storage hangs (and so does every flush() meanwhile).
-            while not worker.finished:
-                if worker.died():
-                    worker.begin_close()  # a thread of its own finishes the job
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    raise TimeoutError(f"closing {self.name} took longer than {timeout} s")
-                self._progress.wait(_POLL_SECS if remaining is None
-                                    else min(remaining, _POLL_SECS))
-            own = self._losses.take_unreported(worker.taken + len(self._queue))
+            self._wait(lambda: worker.finished, deadline, "closing", timeout)
+            own = self._failures.covered(worker.taken + len(self._queue))
             err = None  # a concurrent close() reported the parked error
             if not self._closed:
                 self._closed = True
-                err, self._error = self._error, None
+                err, self._failures.pending = self._failures.pending, None
             close_error = worker.close_error
         finally:
             self._waiting.discard(threading.get_ident())
             self._lock.release()
-        if err is None and own is not None:
-            err = _again(own)
-        if err is None and close_error is not None:
-            err = _again(close_error)
+        if err is None:
+            err = own if own is not None else (None if close_error is None
+                                               else again(close_error))
         if err is not None:
-            self._raise_or_warn(err)
+            self._failures.report(err)
 
     def close_at_exit(self, timeout: float) -> None:
         """``close(timeout)`` for exit hooks: later ops return False with one warning."""
@@ -503,14 +491,3 @@ class BufferedEventWriter:
 def live_writers() -> list[BufferedEventWriter]:
     """Every writer of this process that is not closed yet."""
     return [w for w in lifecycle.live_writers() if isinstance(w, BufferedEventWriter)]
-
-
-def _again(err: BaseException) -> BaseException:
-    # A fresh exception for a failure already raised elsewhere (never raise one exception
-    # object in two threads: tracebacks would mix).
-    cause = err.__cause__
-    if isinstance(err, WriteFailedError):
-        return write_failed(err.path, cause if cause is not None else err)
-    again = SummaryError(str(err))
-    again.__cause__ = cause
-    return again

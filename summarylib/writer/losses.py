@@ -1,4 +1,9 @@
-"""Which events a writer lost, and which callers have been told.
+"""What a writer has to report: the failure waiting for the next call, and every loss.
+
+:class:`Failures` holds the failure that the next call of the writer raises (or warns
+about, ``on_error="warn"``) and the :class:`LossLedger` of lost events.
+
+Which events a writer lost, and which callers have been told:
 
 A writer numbers its events in the order its thread takes them (0, 1, 2, ...). When a
 write fails, the events it held are lost and their range is recorded here. The promise
@@ -19,8 +24,12 @@ one is told of the newest forgotten loss instead: over-reporting, never hiding.
 from __future__ import annotations
 
 import threading
+import warnings
+from typing import Literal
 
-__all__ = ["KEEP", "LossLedger"]
+from summarylib.errors import SummaryError, WriteFailedError
+
+__all__ = ["KEEP", "Failures", "LossLedger", "again", "write_failed"]
 
 #: How many loss records a ledger keeps before forgetting the oldest.
 KEEP = 4096
@@ -89,3 +98,64 @@ class LossLedger:
             told.above.discard(told.low)
             told.low += 1
         return found
+
+
+class Failures:
+    """The failure the writer's next call reports, the losses, and how reports are made.
+
+    Not thread-safe by itself: the writer calls it with its lock held (except
+    :meth:`report`, which raises or warns on the caller's thread).
+    """
+
+    def __init__(self, on_error: Literal["raise", "warn"]) -> None:
+        self.on_error = on_error
+        #: The failure the next call of the writer reports (the first one parked wins).
+        self.pending: BaseException | None = None
+        self.ledger = LossLedger()
+
+    def park(self, error: BaseException, first: int, end: int) -> None:
+        """A failure, which lost events ``[first, end)`` (none if empty)."""
+        self.ledger.record(first, end, error)
+        if self.pending is None:
+            self.pending = error
+
+    def take(self, events: int) -> BaseException | None:
+        """The pending failure, now reported to the calling thread, with every loss among
+        ``[0, events)`` recorded so far (its later flush()/close() do not repeat them)."""
+        error, self.pending = self.pending, None
+        if error is not None:
+            self.ledger.take_unreported(events)
+        return error
+
+    def covered(self, target: int) -> BaseException | None:
+        """A fresh copy of the first loss among ``[0, target)`` this thread was not told
+        of (see :meth:`LossLedger.take_unreported`), or None."""
+        own = self.ledger.take_unreported(target)
+        return None if own is None else again(own)
+
+    def report(self, error: BaseException, stacklevel: int = 3) -> None:
+        """Raise ``error``, or warn with it (``on_error="warn"``)."""
+        if self.on_error == "warn":
+            warnings.warn(str(error), RuntimeWarning, stacklevel=stacklevel + 1)
+            return
+        raise error
+
+
+def write_failed(path: str, cause: BaseException) -> WriteFailedError:
+    """``cause`` as the :class:`WriteFailedError` of ``path`` (as it is if it is one)."""
+    if isinstance(cause, WriteFailedError):
+        return cause  # the output named itself already (FileOutput does)
+    err = WriteFailedError(path, cause)
+    err.__cause__ = cause
+    return err
+
+
+def again(error: BaseException) -> BaseException:
+    """A fresh exception for a failure already raised elsewhere (one exception object is
+    never raised in two threads: their tracebacks would mix)."""
+    cause = error.__cause__
+    if isinstance(error, WriteFailedError):
+        return write_failed(error.path, cause if cause is not None else error)
+    fresh = SummaryError(str(error))
+    fresh.__cause__ = cause
+    return fresh

@@ -22,12 +22,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from summarylib.errors import SummaryError, WriteFailedError
+from summarylib.errors import SummaryError
 from summarylib.writer.batch import BatchEncoder, BatchWriteError
+from summarylib.writer.losses import write_failed
 from summarylib.writer.output import Output
 from summarylib.writer.queue import EventQueue
 
-__all__ = ["COALESCE_SECS", "Worker", "write_failed"]
+__all__ = ["COALESCE_SECS", "Worker"]
 
 #: After writing a batch that the queue length called for, the worker waits this long
 #: before the next such batch: a fast loop then gets a few large writes instead of a
@@ -301,12 +302,3 @@ class Worker:
                 self._sync_requested = False
                 self.progress.notify_all()
             self._on_finished()
-
-
-def write_failed(path: str, cause: BaseException) -> WriteFailedError:
-    """``cause`` as the :class:`WriteFailedError` of ``path`` (as it is if it is one)."""
-    if isinstance(cause, WriteFailedError):
-        return cause  # the output named itself already (FileOutput does)
-    err = WriteFailedError(path, cause)
-    err.__cause__ = cause
-    return err
