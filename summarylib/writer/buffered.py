@@ -40,6 +40,7 @@ import os
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -113,14 +114,18 @@ class BufferedEventWriter:
         #: The current file's tag ledger (replaced on a new file or a loss).
         self.tags = TagLedger()
         self._codecs = RecordCodecs()  # kept across files: queued records find theirs
-        self._encoder = BatchEncoder(self._codecs, self._lose_one)
+        # The parts refer back to this writer weakly: no reference cycle, so a writer
+        # nobody holds is freed at once (its owner's finalizer has closed it by then).
+        me = weakref.proxy(self)
+        self._encoder = BatchEncoder(self._codecs, lambda index, err: me._lose_one(index, err))
         self._init_state(output, output.name)
         self._closed = False
         lifecycle.register(self)
 
     def _init_state(self, output: Output | None, name: str) -> None:
         self._lock = threading.RLock()
-        self._queue = EventQueue(self._lock, self, max_queue=self._max_queue,
+        me = weakref.proxy(self)
+        self._queue = EventQueue(self._lock, me, max_queue=self._max_queue,
                                  max_buffer_bytes=self._max_buffer_bytes)
         #: Queue one serialized Event (or a :class:`Deferred` one). Thread-safe. True, or
         #: False (dropping it) once an exit hook closed the writer. Raises
@@ -128,9 +133,9 @@ class BufferedEventWriter:
         self.append = self._queue.append
         self._worker = Worker(
             self._lock, self._queue, output, open_output=self._open_output,
-            encoder=self._encoder, park=self._park,
-            error_parked=self._failure_pending, batch_lost=self._new_ledger,
-            finished=lambda: lifecycle.forget(self), name=name, max_queue=self._max_queue,
+            encoder=self._encoder, park=lambda err, first, end: me._park(err, first, end),
+            error_parked=lambda: me._failure_pending(), batch_lost=lambda: me._new_ledger(),
+            finished=lambda: me._forget(), name=name, max_queue=self._max_queue,
             flush_secs=self._flush_secs, fsync=self._fsync, reopenable=self._reopenable)
         self._progress = self._worker.progress  # callers wait here
         self._closing = False
@@ -271,6 +276,9 @@ class BufferedEventWriter:
 
     def _thread_died(self) -> bool:
         return self._worker.died()
+
+    def _forget(self) -> None:
+        lifecycle.forget(self)
 
     def _new_ledger(self) -> None:
         # Lost events may have carried their tags' metadata, so every tag's next event

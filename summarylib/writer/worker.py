@@ -152,6 +152,8 @@ class Worker:
     def _run(self) -> None:
         try:
             self._loop()
+        except ReferenceError:
+            return  # the writer was freed without being closed: nobody waits for this thread
         except BaseException as e:  # pragma: no cover - a bug; never hang waiters
             with self._lock:
                 err = SummaryError(f"summarylib's writer thread for {self.name} died: {e!r}")
