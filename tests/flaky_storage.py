@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import summarylib as sl
@@ -59,6 +60,16 @@ class TrialResult:
     failures: int = 0
 
 
+def timed(kind: str, call: Callable[[], object]) -> Call:
+    """Run a flush or close and note when it began and ended, and whether it raised."""
+    began = time.monotonic_ns()
+    try:
+        call()
+    except sl.SummaryError:
+        return Call(kind, began, time.monotonic_ns(), True)
+    return Call(kind, began, time.monotonic_ns(), False)
+
+
 def _events_in(data: bytes) -> list[tuple[str, int]]:
     import tempfile
 
@@ -94,32 +105,17 @@ def run_trial(seed: int, *, threads: int = 4, steps: int = 60, p: float = 0.15) 
             except sl.SummaryError:
                 mine.append(Call("op", began, time.monotonic_ns(), True))
             if local.random() < 0.2:
-                began = time.monotonic_ns()
-                try:
-                    writer.flush()
-                    mine.append(Call("flush", began, time.monotonic_ns(), False))
-                except sl.SummaryError:
-                    mine.append(Call("flush", began, time.monotonic_ns(), True))
+                mine.append(timed("flush", writer.flush))
             if local.random() < 0.3:
                 time.sleep(local.random() / 2000)
-        began = time.monotonic_ns()
-        try:
-            writer.flush()
-            mine.append(Call("flush", began, time.monotonic_ns(), False))
-        except sl.SummaryError:
-            mine.append(Call("flush", began, time.monotonic_ns(), True))
+        mine.append(timed("flush", writer.flush))
 
     workers = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
     for t in workers:
         t.start()
     for t in workers:
         t.join(60)
-    began = time.monotonic_ns()
-    try:
-        writer.close()
-        calls[threads].append(Call("close", began, time.monotonic_ns(), False))
-    except sl.SummaryError:
-        calls[threads].append(Call("close", began, time.monotonic_ns(), True))
+    calls[threads].append(timed("close", writer.close))
 
     written = _events_in(output.getvalue())
     result = TrialResult(failures=output.failures)
