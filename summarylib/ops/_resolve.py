@@ -15,6 +15,7 @@ from summarylib.writer.context import (
     condition_holds,
     no_default_writer,
 )
+from summarylib.writer.path_safety import check_name_text
 
 __all__ = ["check_tag", "resolve", "resolve_step"]
 
@@ -32,12 +33,7 @@ def check_tag(name: object, where: str, arg: str = "name") -> str:
         raise TypeError(f"{where}: {arg!r} must be a str, got {type(name).__name__} {name!r}")
     if not name:
         raise ValueError(f"{where}: {arg!r} must be a non-empty string")
-    if not name.isascii():
-        try:
-            name.encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise ValueError(f"{where}: {arg!r} is not valid Unicode text: {e}") from None
-    return name
+    return check_name_text(name, where, arg)
 
 
 def resolve_step(step: Step | None, default: Step | None, where: str) -> int:
