@@ -354,6 +354,7 @@ def test_device_uint8_pixels_equal_the_host_conversion(values: np.ndarray) -> No
         np.asarray(images_uint8(jnp.asarray(as_f32, jnp.bfloat16))), to_uint8(as_f32))
 
 
+@pytest.mark.filterwarnings("ignore:.*float pixel values are read as 0..1")  # data up to 40
 def test_image_does_not_wait_and_equals_the_host_image(logdir: Path) -> None:
     writer = sl.create_file_writer(logdir)
     seen: list[Any] = []

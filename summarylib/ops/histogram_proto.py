@@ -243,6 +243,37 @@ def _check_inside(flat: np.ndarray, bins: Any, where: str) -> None:
                          f"[{float(lo)!r}, {float(hi)!r}]")
 
 
+#: The most bins a numpy rule (``bins="fd"``, ``"auto"``, ...) may give, as for explicit counts.
+MAX_RULE_BINS = 1 << 24
+
+
+def check_rule_bins(values: np.ndarray, rule: str) -> None:
+    """Raise ``ValueError`` if numpy's bin rule ``rule`` gives more than MAX_RULE_BINS bins
+    for ``values`` (float64, finite): values spread over many orders of magnitude give a
+    rule like "fd" a tiny width, and numpy would try to allocate terabytes of edges."""
+    import importlib
+    import math
+
+    import numpy as np
+
+    try:
+        impl = importlib.import_module("numpy.lib._histograms_impl")  # numpy >= 2
+    except ImportError:  # pragma: no cover - numpy 1.x
+        impl = importlib.import_module("numpy.lib.histograms")
+    selector = getattr(impl, "_hist_bin_selectors", {}).get(rule)
+    if selector is None or values.size == 0:
+        return  # numpy names the unknown rule itself
+    low, high = float(np.min(values)), float(np.max(values))
+    if high <= low:
+        return
+    with np.errstate(all="ignore"):
+        width = float(selector(values, (low, high)))
+    if width > 0 and math.ceil((high - low) / width) > MAX_RULE_BINS:
+        raise ValueError(
+            f"histogram: bins={rule!r} gives {math.ceil((high - low) / width)} bins for this "
+            f"data (at most {MAX_RULE_BINS}); pass a number of bins")
+
+
 def make_histogram(values: np.ndarray, bins: Any, max_bins: int | None) -> bytes:
     """Bucket finite ``values`` (1-D, non-empty) as torch does (in float64); a HistogramProto.
 
@@ -261,6 +292,8 @@ def make_histogram(values: np.ndarray, bins: Any, max_bins: int | None) -> bytes
         counts, limits = np.diff(cum), bins
         low, high = float(ordered[0]), float(ordered[-1])
     else:
+        if isinstance(bins, str):
+            check_rule_bins(values, bins)
         counts, limits = np.histogram(values, bins=bins)
         low, high = float(values.min()), float(values.max())
     if max_bins is not None and len(counts) > max_bins:
