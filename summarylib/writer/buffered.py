@@ -365,18 +365,24 @@ class BufferedEventWriter:
             self._waiting.discard(threading.get_ident())
             self._lock.release()
 
-    def start_flush(self, *, sync: bool = False) -> None:
+    def start_flush(self, *, sync: bool = False, urgent: bool = True) -> None:
         """Ask the writer thread to write (and push) what is pending now; never waits
         for the write.
 
-        It takes the lock, which is only ever held briefly (no I/O happens under it);
-        a re-entered call (a signal handler) already holds it.
+        ``urgent=False`` lets the request join the writer thread's pacing: written at
+        once if it is idle, else at the end of its current cool-down (at most
+        ``COALESCE_SECS``), so a caller asking at every training step wakes it a few
+        times a second, not at every step. It takes the lock, which is only ever held
+        briefly (no I/O happens under it); a re-entered call already holds it.
         """
+        worker = self._worker
+        if not urgent and worker.wake_pending:  # asked already: nothing to add (no lock)
+            return
         if not self._lock.acquire(timeout=_LOCK_SECS):  # pragma: no cover - a stuck holder
             return
         try:
-            if self._worker.started and not self._closing:
-                self._worker.wake(urgent=True, sync=sync)
+            if worker.started and not self._closing:
+                worker.wake(urgent=urgent, sync=sync)
         finally:
             self._lock.release()
 

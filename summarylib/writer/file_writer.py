@@ -299,8 +299,10 @@ class _DefaultContext(Generic[W]):
         if self._step is not None:
             st.step = saved_step
         # Ask for the write, do not wait for it: a block per training step would
-        # otherwise wait for the disk at every step. flush() and close() still wait.
-        self._writer._resource.start_flush()  # type: ignore[union-attr]
+        # otherwise wait for the disk at every step. Not urgent: the writer thread keeps
+        # its pacing (a write at most every COALESCE_SECS), so a block per step costs a
+        # flag, not a wake-up of that thread per step. flush() and close() still wait.
+        self._writer._resource.start_flush(urgent=False)  # type: ignore[union-attr]
 
 
 def check_settings(

@@ -106,6 +106,11 @@ class Worker:
                                         daemon=True)
         self._thread.start()
 
+    @property
+    def wake_pending(self) -> bool:
+        """A round was asked for and not taken yet (read without the lock: a hint)."""
+        return self._wake_requested
+
     def died(self) -> bool:
         """The thread is gone without finishing (a bug): no round will come."""
         t = self._thread
