@@ -457,7 +457,7 @@ class SummaryWriter(WriterBase):
 
         where = "add_video"
         vid = _reorder(vid_tensor, dataformats, "NTCHW", where)
-        frames = video_frames(vid, where)
+        frames = video_frames(vid, where, on_device=True)
         walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: video_pb(t, frames, fps=fps), tag,
@@ -470,18 +470,24 @@ class SummaryWriter(WriterBase):
         import numpy as np
 
         from summarylib.encoding.arrays import as_array
+        from summarylib.encoding.pending import device_kind
         from summarylib.ops.audio import audio, audio_pb
 
         where = "add_audio"
-        clip = as_array(snd_tensor, where, "snd_tensor").squeeze()
-        if clip.ndim != 1:
-            raise ValueError(f"{where}: 'snd_tensor' must squeeze to 1-D, got {clip.shape}")
-        if clip.dtype.kind not in "biuf":
-            raise TypeError(f"{where}: 'snd_tensor' must hold real numbers, got {clip.dtype}")
-        # torch's samples exactly: clip, scale by 32767 and truncate; as float32 k/32768,
-        # which the audio op's rounding maps back to the same 16-bit integers.
-        pcm = (np.clip(clip, -1, 1) * np.iinfo(np.int16).max).astype("<i2")
-        data = (pcm.astype(np.float32) / 32768).reshape(1, -1, 1)
+        if device_kind(snd_tensor) is not None:  # the same samples, made on the device
+            from summarylib.torch_conventions import audio_on_device
+
+            data = audio_on_device(snd_tensor, where)
+        else:
+            clip = as_array(snd_tensor, where, "snd_tensor").squeeze()
+            if clip.ndim != 1:
+                raise ValueError(f"{where}: 'snd_tensor' must squeeze to 1-D, got {clip.shape}")
+            if clip.dtype.kind not in "biuf":
+                raise TypeError(f"{where}: 'snd_tensor' must hold real numbers, got {clip.dtype}")
+            # torch's samples exactly: clip, scale by 32767 and truncate; as float32
+            # k/32768, which the audio op's rounding maps back to the same 16-bit integers.
+            pcm = (np.clip(clip, -1, 1) * np.iinfo(np.int16).max).astype("<i2")
+            data = (pcm.astype(np.float32) / 32768).reshape(1, -1, 1)
         walltime = self._walltime(walltime)
         if walltime is not None:
             return self._write_pb(lambda t: audio_pb(t, data, sample_rate, 1), tag,
@@ -573,6 +579,12 @@ class SummaryWriter(WriterBase):
 
         where = "add_pr_curve"
         t = _thresholds(num_thresholds, where)
+        if self._walltime(walltime) is None:
+            from summarylib.ops._device_ops import any_on_device, torch_pr_curve
+
+            if any_on_device(labels, predictions, weights):  # counted off this thread
+                return self._run(where, torch_pr_curve, tag, labels, predictions, t, weights,
+                                 self._step(global_step, where))
         data = pr_curve_data(labels, predictions, t, weights, where)
         return self._pr_raw(tag, data, global_step, walltime, where)
 
@@ -873,6 +885,12 @@ def _reorder(data: Any, dataformats: Any, target: str, where: str) -> Any:
     fmt = dataformats.upper()
     if fmt == target:
         return data
+    from summarylib.encoding.pending import device_kind
+
+    if device_kind(data) is not None:  # permuted on the device, unread
+        from summarylib.torch_conventions import reorder_on_device
+
+        return reorder_on_device(data, fmt, target, where)
     from summarylib.encoding.arrays import as_array
 
     arr = as_array(data, where, "vid_tensor")

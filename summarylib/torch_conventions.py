@@ -28,11 +28,13 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
+    "audio_on_device",
     "boxed_image",
     "default_log_dir",
     "image_hwc",
     "make_grid",
     "pr_curve_data",
+    "reorder_on_device",
     "torch_step",
     "video_frames",
 ]
@@ -58,6 +60,8 @@ def torch_step(step: Any, where: str) -> Any:
 
     if isinstance(step, (bool, str, bytes)) or not hasattr(step, "__float__"):
         return step
+    if device_kind(step) is not None:
+        return step  # the op reads it off the caller's thread (its dtype is checked now)
     try:
         operator.index(step)
         return step  # an integer already
@@ -232,6 +236,9 @@ class _DeviceOps:
     def reshape(self, a: Any, shape: tuple[int, ...]) -> Any:
         return a.reshape(shape)
 
+    def float32(self, a: Any) -> Any:
+        return a.float() if self.torch else a.astype(self.xp.float32)
+
     def zeros(self, like: Any, shape: tuple[int, ...]) -> Any:
         if self.torch:
             return self.xp.zeros(shape, dtype=like.dtype, device=like.device)
@@ -285,10 +292,17 @@ def boxed_image(
     return np.asarray(image)
 
 
-def video_frames(vid: Any, where: str) -> np.ndarray:
-    """``[N, T, C, H, W]`` video(s) as ``[T, H', W', C]`` uint8 frames, tiled as torch tiles."""
+def video_frames(vid: Any, where: str, *, on_device: bool = False) -> np.ndarray:
+    """``[N, T, C, H, W]`` video(s) as ``[T, H', W', C]`` uint8 frames, tiled as torch tiles.
+
+    With ``on_device``, a device array (JAX, torch CUDA) is converted where it lives, with
+    the same float32 arithmetic, and the result is a device array of that framework (no
+    wait; NaN becomes 0).
+    """
     import numpy as np
 
+    if on_device and device_kind(vid) is not None:
+        return _device_video_frames(vid, where)  # type: ignore[no-any-return]
     arr = as_array(vid, where, "vid_tensor")
     if arr.ndim != 5:
         raise ValueError(
@@ -309,6 +323,67 @@ def video_frames(vid: Any, where: str) -> np.ndarray:
     cols = v.shape[0] // rows
     v = v.reshape(rows, cols, t, c, h, w).transpose(2, 0, 4, 1, 5, 3)
     return _to_uint8(v.reshape(t, rows * h, cols * w, c))
+
+
+def _device_video_frames(vid: Any, where: str) -> Any:
+    # video_frames on the device: the same checks (from the shape and dtype), the same
+    # float32 steps (uint8 / 255, zero padding, tiling, * 255, clip, truncate).
+    shape = tuple(int(d) for d in vid.shape)
+    if len(shape) != 5:
+        raise ValueError(f"{where}: 'vid_tensor' must have shape [N, T, C, H, W], got {shape}")
+    if not is_real_dtype(vid.dtype):
+        raise TypeError(f"{where}: 'vid_tensor' must hold real numbers, got dtype {vid.dtype}")
+    b, t, c, h, w = shape
+    if min(b, t, h, w) == 0 or c not in (1, 3, 4):
+        raise ValueError(
+            f"{where}: 'vid_tensor' must be non-empty with C in (1, 3, 4), got {shape}"
+        )
+    ops = _DeviceOps(vid)
+    v = ops.float32(vid)
+    if str(vid.dtype) in ("uint8", "torch.uint8"):
+        v = v / 255.0  # in float32, as the host path divides
+    if b & (b - 1):
+        v = ops.cat([v, ops.zeros(v, ((1 << b.bit_length()) - b, t, c, h, w))], 0)
+    rows = 2 ** ((b.bit_length() - 1) // 2)
+    cols = int(v.shape[0]) // rows
+    v = ops.permute(ops.reshape(v, (rows, cols, t, c, h, w)), [2, 0, 4, 1, 5, 3])
+    return ops.to_uint8(ops.reshape(v, (t, rows * h, cols * w, c)))
+
+
+def reorder_on_device(data: Any, dataformats: str, target: str, where: str) -> Any:
+    """A device array's axes from ``dataformats`` to ``target`` order (checked names), on
+    the device."""
+    shape = tuple(int(d) for d in data.shape)
+    if len(shape) != len(target):
+        raise ValueError(f"{where}: 'vid_tensor' must have {len(target)} axes, got {shape}")
+    return _DeviceOps(data).permute(data, [dataformats.index(c) for c in target])
+
+
+def audio_on_device(snd: Any, where: str) -> Any:
+    """torch's samples of one clip, on the device: ``[1, t, 1]`` float32 ``k / 32768``.
+
+    ``snd`` squeezes to 1-D; clipped to [-1, 1], scaled by 32767 and truncated in its own
+    dtype (low-precision floats as float32), as the host path of ``add_audio`` computes.
+    """
+    shape = tuple(int(d) for d in snd.shape)
+    squeezed = tuple(d for d in shape if d != 1)
+    if len(squeezed) != 1:
+        raise ValueError(f"{where}: 'snd_tensor' must squeeze to 1-D, got {squeezed}")
+    if not is_real_dtype(snd.dtype) or str(snd.dtype) in ("bool", "torch.bool"):
+        raise TypeError(f"{where}: 'snd_tensor' must hold real numbers, got {snd.dtype}")
+    ops = _DeviceOps(snd)
+    x = ops.reshape(snd, squeezed)
+    if ops.torch:
+        if x.is_floating_point() and x.element_size() < 4 and x.dtype != ops.xp.float16:
+            x = x.float()
+        pcm = (x.clamp(-1, 1) * 32767).to(ops.xp.int16)
+    else:
+        from summarylib.encoding.arrays import is_extended_float
+
+        if is_extended_float(x.dtype):
+            x = x.astype(ops.xp.float32)
+        pcm = (ops.xp.clip(x, -1, 1) * 32767).astype(ops.xp.int16)
+    return ops.reshape(ops.float32(pcm) / 32768, (1, squeezed[0], 1))
 
 
 def pr_curve_data(

@@ -488,3 +488,287 @@ def test_video_does_not_wait_and_equals_the_host_video(logdir: Path) -> None:
                if e.summary.value]
     expected = [sl.video_pb("v", np.asarray(x), fps=5).value[0].tensor.string_val for x in seen]
     assert written == expected
+
+
+# ----------------------------------------------------------------------------
+# Every other op: audio, text, PR curves, meshes, tensors, videos, device steps
+# ----------------------------------------------------------------------------
+def _values_of(d: Path) -> list[tuple[int, str, bytes, bytes]]:
+    return [(e.step, v.tag, v.tensor.SerializeToString(), v.metadata.SerializeToString())
+            for e in tb_events(only_file(d)) for v in e.summary.value]
+
+
+def _same_as_host(
+    tmp_path: Path, log: Callable[[Any], None], replay: Callable[[Any, Any], None]
+) -> None:
+    """``log(matrix)`` on a writer with device arrays still computing returns before they
+    are ready; replaying each logged matrix on the host (``replay(matrix, step)``) writes
+    the same values."""
+    device, host = tmp_path / "device", tmp_path / "host"
+    seen: list[Any] = []
+
+    def call(matrix: Any) -> None:
+        seen.append(matrix)
+        log(matrix)
+
+    with sl.create_file_writer(device).as_default(step=0) as w:
+        assert not_ready_after(call, computing)
+    w.close()
+    with sl.create_file_writer(host).as_default(step=0) as h:
+        for i, m in enumerate(seen):
+            replay(np.asarray(m), i + 1)
+    h.close()
+    got, want = _values_of(device), _values_of(host)
+    assert got and got == want
+
+
+def test_audio_does_not_wait_and_equals_the_host_audio(tmp_path: Path) -> None:
+    def clips(m: Any) -> Any:
+        return m[:3, :40] * 30.0 - 0.2  # some beyond [-1, 1]: clipped
+
+    n = [0]
+
+    def log(m: Any) -> None:
+        n[0] += 1
+        sl.audio("a", clips(m), 8000, step=n[0], max_outputs=2)
+        sl.audio("st", jnp.reshape(clips(m), (2, 30, 2)), 4000, step=n[0])
+
+    def replay(m: Any, step: int) -> None:
+        sl.audio("a", clips(m), 8000, step=step, max_outputs=2)
+        sl.audio("st", np.reshape(clips(m), (2, 30, 2)), 4000, step=step)
+
+    _same_as_host(tmp_path, log, replay)
+
+
+def test_add_audio_and_add_video_do_not_wait_and_equal_the_host_values(
+    tmp_path: Path,
+) -> None:
+    device, host = sl.SummaryWriter(tmp_path / "device"), sl.SummaryWriter(tmp_path / "host")
+    seen: list[Any] = []
+
+    def log(m: Any) -> None:
+        seen.append(m)
+        device.add_audio("snd", m[0, :64][None, :, None] * 20.0 - 0.1, len(seen), 16000)
+        clips = jnp.reshape(m[:96, :40], (3, 4, 1, 8, 40)) * 7.0  # N=3: padded to 4
+        device.add_video("vid", clips, len(seen), fps=8)
+
+    def log_u8(m: Any) -> None:
+        u8 = (jnp.reshape(m[:32, :48], (2, 4, 8, 8, 3)) * 3e3).astype(jnp.uint8)
+        seen.append(u8)
+        device.add_video("u8", u8, len(seen), dataformats="NTHWC")
+
+    assert not_ready_after(log, computing)
+    first = len(seen)
+    assert not_ready_after(log_u8, computing)
+    for i, m in enumerate(map(np.asarray, seen)):
+        if i < first:
+            host.add_audio("snd", m[0, :64][None, :, None] * 20.0 - 0.1, i + 1, 16000)
+            host.add_video("vid", np.reshape(m[:96, :40], (3, 4, 1, 8, 40)) * 7.0, i + 1,
+                           fps=8)
+        else:
+            host.add_video("u8", m, i + 1, dataformats="NTHWC")
+    device.close()
+    host.close()
+    assert _values_of(tmp_path / "device") == _values_of(tmp_path / "host")
+
+
+def test_text_refuses_device_arrays_without_reading_them(logdir: Path) -> None:
+    # No framework has strings on a device: refused from the dtype, before any wait.
+    writer = sl.create_file_writer(logdir)
+    with writer.as_default():
+        m = computing()
+        with pytest.raises(TypeError, match="text: 'data' must be str, bytes or an array"):
+            sl.text("t", m, step=1)
+        assert not m.is_ready()
+    writer.close()
+
+
+def test_pr_curve_does_not_wait_and_equals_the_host_curve(tmp_path: Path) -> None:
+    def parts(m: Any) -> tuple[Any, Any, Any]:
+        return m[0] > 0.58, m[1] * 1.7 - 0.3, m[2] * 4.0  # some predictions outside [0, 1]
+
+    n = [0]
+
+    def log(m: Any) -> None:
+        n[0] += 1
+        labels, predictions, weights = parts(m)
+        sl.pr_curve("counted", labels, predictions, step=n[0], num_thresholds=9)
+        sl.pr_curve("weighted", labels, predictions, step=n[0], weights=weights)
+        sl.pr_curve("mixed", np.arange(128) % 2, predictions, step=n[0], num_thresholds=5)
+
+    def replay(m: Any, step: int) -> None:
+        labels, predictions, weights = parts(m)
+        sl.pr_curve("counted", labels, predictions, step=step, num_thresholds=9)
+        sl.pr_curve("weighted", labels, predictions, step=step, weights=weights)
+        sl.pr_curve("mixed", np.arange(128) % 2, predictions, step=step, num_thresholds=5)
+
+    _same_as_host(tmp_path, log, replay)
+
+
+def test_add_pr_curve_does_not_wait_and_equals_the_host_curve(tmp_path: Path) -> None:
+    device, host = sl.SummaryWriter(tmp_path / "device"), sl.SummaryWriter(tmp_path / "host")
+    seen: list[Any] = []
+
+    def log(m: Any) -> None:
+        seen.append(m)
+        device.add_pr_curve("pr", m[0] > 0.58, jnp.clip(m[1], 0, 1), len(seen))
+
+    assert not_ready_after(log, computing)
+    for i, m in enumerate(map(np.asarray, seen)):
+        host.add_pr_curve("pr", m[0] > 0.58, np.clip(m[1], 0, 1), i + 1)
+    device.close()
+    host.close()
+    assert _values_of(tmp_path / "device") == _values_of(tmp_path / "host")
+
+
+def test_values_checked_when_read_fail_like_a_write_naming_the_tag(logdir: Path) -> None:
+    writer = sl.create_file_writer(logdir)
+    with writer.as_default():
+        m = computing()
+        with pytest.raises(ValueError, match="pr_curve: 'labels' and 'predictions' must have"):
+            sl.pr_curve("bad", m[0], m[1, :3], step=1)  # shapes: checked at the call
+        sl.pr_curve("labels", m[0] * 3.0 + 2.0, m[1], step=1)  # not 0/1: checked when read
+        with pytest.raises(SummaryError, match=r"'labels/pr_curves'.*all 0 or 1"):
+            writer.flush()
+        sl.mesh("cloud", jnp.reshape(m[:2, :30], (2, 10, 3)) / 0.0, step=2)  # inf, nan
+        with pytest.raises(SummaryError, match=r"'cloud_VERTEX'.*must be finite"):
+            writer.flush()
+        sl.scalar("after", 1.0, step=3)
+    writer.close()
+    assert [v.tag for e in tb_events(only_file(logdir)) for v in e.summary.value] == ["after"]
+
+
+def test_mesh_and_write_do_not_wait_and_equal_the_host_values(tmp_path: Path) -> None:
+    n = [0]
+
+    def shapes(m: Any, xp: Any) -> tuple[Any, Any, Any]:
+        verts = xp.reshape(m[:2, :30], (2, 10, 3))
+        faces = (xp.reshape(m[2:4, :12], (2, 4, 3)) * 1e3).astype(xp.int32) % 10
+        colors = (verts * 1e4).astype(xp.int32) % 256
+        return verts, faces, colors
+
+    def log(m: Any) -> None:
+        n[0] += 1
+        verts, faces, colors = shapes(m, jnp)
+        sl.mesh("m", verts, faces=faces, colors=colors, step=n[0], config_dict={"a": 1})
+        sl.mesh("points", verts, step=n[0])
+        sl.write("raw", m[:3, :5], step=n[0])
+        sl.write("bf16", m[:2, :4].astype(jnp.bfloat16), step=n[0])
+        sl.write("ints", (m[0, :6] * 1e3).astype(jnp.int32), step=n[0], metadata=b"")
+
+    def replay(m: Any, step: int) -> None:
+        verts, faces, colors = shapes(m, np)
+        sl.mesh("m", verts, faces=faces, colors=colors, step=step, config_dict={"a": 1})
+        sl.mesh("points", verts, step=step)
+        sl.write("raw", m[:3, :5], step=step)
+        sl.write("bf16", np.asarray(jnp.asarray(m[:2, :4]).astype(jnp.bfloat16)), step=step)
+        sl.write("ints", (m[0, :6] * 1e3).astype(np.int32), step=step, metadata=b"")
+
+    _same_as_host(tmp_path, log, replay)
+
+
+def test_add_tensor_and_add_mesh_do_not_wait(tmp_path: Path) -> None:
+    writer = sl.SummaryWriter(tmp_path)
+    seen: list[Any] = []
+
+    def log(m: Any) -> None:
+        seen.append(m)
+        writer.add_tensor("t", m[:2, :2], len(seen))
+        writer.add_mesh("mesh", jnp.reshape(m[:1, :9], (1, 3, 3)), global_step=len(seen))
+
+    assert not_ready_after(log, computing)
+    writer.close()
+    events = [(e.step, v.tag, v.tensor) for e in tb_events(only_file(tmp_path))
+              for v in e.summary.value]
+    assert [(s, tag) for s, tag, _ in events] == [
+        (i + 1, tag) for i in range(len(seen)) for tag in ("t", "mesh_VERTEX")]
+    assert [t.tensor_content for _, tag, t in events if tag == "t"] == [
+        np.asarray(m[:2, :2]).astype("<f4").tobytes() for m in seen]
+
+
+def _device_step(base: int) -> Any:
+    # An int32 scalar still being computed (it depends on the busy matrix): base + 0.
+    return (computing()[0, 0] * 0).astype(jnp.int32) + base
+
+
+def test_a_step_on_the_device_does_not_wait_in_any_op(tmp_path: Path) -> None:
+    writer = sl.SummaryWriter(tmp_path)
+    pixels = np.full((1, 4, 4, 3), 0.5, np.float32)
+    calls: list[tuple[str, Callable[[Any], Any]]] = [
+        ("histogram", lambda s: sl.histogram("histogram", [1.0, 2.0], step=s)),
+        ("image", lambda s: sl.image("image", pixels, step=s)),
+        ("audio", lambda s: sl.audio("audio", np.zeros((1, 8)), 8000, step=s)),
+        ("text", lambda s: sl.text("text", "hello", step=s)),
+        ("pr_curve", lambda s: sl.pr_curve("pr_curve", [True, False], [0.2, 0.9], step=s)),
+        ("mesh_VERTEX", lambda s: sl.mesh("mesh", np.zeros((1, 2, 3)), step=s)),
+        ("write", lambda s: sl.write("write", [1, 2], step=s)),
+        ("video", lambda s: sl.video("video", np.zeros((2, 4, 4, 3), np.uint8), step=s)),
+        ("raw_pb", lambda s: sl.write_raw_pb(sl.scalar_pb("raw_pb", 1.0), step=s)),
+        ("add_histogram", lambda s: writer.add_histogram("add_histogram", np.arange(5.0), s)),
+        ("add_text", lambda s: writer.add_text("add_text", "hi", s)),
+        ("add_image", lambda s: writer.add_image("add_image", pixels[0], s, dataformats="HWC")),
+    ]
+    expected = []
+    with writer.as_default():
+        for i, (tag, call) in enumerate(calls):
+            def log(step: Any, call: Callable[[Any], Any] = call) -> None:
+                call(step)
+
+            for _ in range(3):
+                step = _device_step(10 + i)
+                log(step)
+                expected.append((10 + i, tag))
+                if not step.is_ready():
+                    break
+            else:
+                pytest.fail(f"{tag}: the call waited for its step")
+    writer.close()
+    written = [(e.step, v.tag.split("/")[0]) for e in tb_events(only_file(tmp_path))
+               for v in e.summary.value]
+    assert written == expected
+
+
+def test_sync_device_values_reads_every_op_at_the_call(logdir: Path) -> None:
+    writer = sl.create_file_writer(logdir, sync_device_values=True)
+    with writer.as_default():
+        for call in (
+            lambda m: sl.audio("a", m[:1, :8], 8000, step=1),
+            lambda m: sl.pr_curve("p", m[0] > 0.5, m[1], step=1),
+            lambda m: sl.write("w", m[0, :2], step=1),
+            lambda m: sl.text("t", "x", step=(m[0, 0] * 0).astype(jnp.int32) + 1),
+        ):
+            m = computing()
+            call(m)
+            assert m.is_ready()
+    writer.close()
+    assert len(tb_events(only_file(logdir))) == 5  # the file version and four values
+
+
+# One length (every new shape compiles JAX's kernels again); JAX on few dtypes and T.
+@given(
+    hnp.arrays(st.sampled_from([np.float32, np.float16, np.float64, np.int32, np.bool_]), 40,
+               elements={"allow_nan": True, "allow_infinity": True}),
+    hnp.arrays(st.sampled_from([np.bool_, np.float32, np.int64]), 40,
+               elements=st.sampled_from([0, 1])),
+    st.sampled_from([2, 11, 2049]),
+)
+def test_device_pr_counts_equal_the_host_counts(
+    predictions: np.ndarray, labels: np.ndarray, t: int
+) -> None:
+    torch = pytest.importorskip("torch")
+    from summarylib.encoding.device_reductions import pr_bucket_table
+    from summarylib.ops.pr_curve import pr_data, pr_from_buckets, prepare
+
+    expected = pr_data(*prepare(labels, predictions, None, "test"), t)
+    pairs = [(torch.from_numpy(labels), torch.from_numpy(predictions))]
+    if predictions.dtype in (np.float32, np.float16) and labels.dtype == np.bool_ and t > 2:
+        pairs.append((jnp.asarray(labels), jnp.asarray(predictions)))
+    for lab, pred in pairs:
+        table = pr_bucket_table(lab, pred, t)
+        assert table is not None
+        counts = table.result().astype(np.int64)
+        assert counts[-1] == 0  # every label is 0 or 1
+        np.testing.assert_array_equal(pr_from_buckets(counts[:-1].reshape(t, 2)), expected)
+    bad = pr_bucket_table(torch.from_numpy(labels.astype(np.float32) * 2 - 0.5),
+                          torch.from_numpy(predictions), t)
+    assert bad is not None and bad.result()[-1] == 40  # labels not 0/1, counted for the error

@@ -14,6 +14,10 @@ float64's extremes (found by the property tests), and without ``jax_enable_x64``
 has no float64 at all. Their data crosses whole, asynchronously, and is bucketed on the
 host, off the caller's thread.
 
+:func:`pr_bucket_table` counts a PR curve's predictions per threshold bucket and class
+on the device (unweighted counts are integers, exact in any order), so only ``2T + 1``
+integers cross.
+
 :func:`images_uint8` converts float pixels to uint8 on the device before their copy
 (a quarter of float32's bytes), with the rules of :mod:`summarylib.encoding.pixels`.
 """
@@ -25,7 +29,7 @@ from typing import Any
 
 from summarylib.encoding.pending import PendingValue, TorchPending, device_kind
 
-__all__ = ["histogram_table", "images_uint8", "scaled_uint8"]
+__all__ = ["histogram_table", "images_uint8", "pr_bucket_table", "scaled_uint8"]
 
 _UNDERFLOW_SCALE = 2.0**1000
 
@@ -127,3 +131,108 @@ def scaled_uint8(data: Any) -> Any:
         return data
     scaled_j = jnp.clip(jnp.nan_to_num(data.astype(jnp.float32) * 255, nan=0.0), 0, 255)
     return scaled_j.astype(jnp.uint8)
+
+
+# Jitted JAX PR tables, by (T, label dtype, prediction dtype); jit caches shapes itself.
+_JAX_PR: dict[Any, Any] = {}
+
+
+def pr_bucket_table(labels: Any, predictions: Any, t: int) -> PendingValue | None:
+    """The pending ``[2T + 1]`` integer table of an unweighted PR curve, or None.
+
+    ``labels`` and ``predictions``: device arrays of one framework (JAX, or torch on any
+    device), one shape, real dtypes. Entry ``2i + c`` counts the predictions in bucket
+    ``i`` (``floor(p * (T - 1))`` in ``p``'s float dtype after clipping to [0, 1], NaN
+    left out) whose label is ``c``; the last entry counts labels that are neither 0 nor 1
+    (the host refuses those). This is :func:`summarylib.ops.pr_curve.pr_data`'s bincount,
+    bit for bit, where that bincount applies: float16 predictions only with ``T <= 2049``
+    (the product ``p * (T - 1)`` then never reaches 1 from a subnormal, which XLA may
+    flush). None where it does not (the values then cross whole).
+    """
+    kind = device_kind(predictions)
+    if kind != device_kind(labels) or kind is None:
+        torch = sys.modules.get("torch")
+        if torch is None or not (isinstance(labels, torch.Tensor)
+                                 and isinstance(predictions, torch.Tensor)):
+            return None
+        kind = "torch"
+    name = str(predictions.dtype).replace("torch.", "")
+    if name == "float16" and t > 2049:
+        return None
+    if kind == "torch":
+        if labels.device != predictions.device:
+            return None
+        return TorchPending(_torch_pr_table(labels, predictions, t))
+    if kind == "jax":
+        from summarylib.encoding.pending import JaxPending
+
+        key = (t, labels.dtype, predictions.dtype)
+        fn = _JAX_PR.get(key)
+        if fn is None:
+            import jax
+
+            fn = jax.jit(lambda lab, pred: _jax_pr_table(lab, pred, t))
+            if len(_JAX_PR) >= 64:
+                _JAX_PR.clear()
+            _JAX_PR[key] = fn
+        return JaxPending(fn(labels, predictions))
+    return None
+
+
+def _torch_pr_table(labels: Any, predictions: Any, t: int) -> Any:
+    import torch
+
+    k = t - 1
+    lab = labels.detach().reshape(-1)
+    p = predictions.detach().reshape(-1)
+    if lab.dtype == torch.bool:
+        positive = lab
+        bad = torch.zeros((), dtype=torch.int64, device=lab.device)
+    else:
+        if lab.is_floating_point() and lab.element_size() < 4 and lab.dtype != torch.float16:
+            lab = lab.float()
+        positive = lab != 0
+        bad = ((lab != 0) & (lab != 1)).sum()
+    if p.is_floating_point():
+        if p.dtype not in (torch.float16, torch.float32, torch.float64):
+            p = p.float()  # bfloat16, float8: their exact float32 values, as the host
+        nan = torch.isnan(p)
+        # p * k in p's dtype, truncated: the floor of a product in [0, k].
+        index = (p.clamp(0, 1) * k).nan_to_num(0.0).to(torch.int64)
+    else:
+        nan = torch.zeros_like(p, dtype=torch.bool)
+        index = (p > 0).to(torch.int64) * k  # clip(x, 0, 1) of an integer
+    slot = torch.where(nan, torch.full_like(index, 2 * t), 2 * index + positive.to(torch.int64))
+    counts = torch.zeros(2 * t + 1, dtype=torch.int64, device=p.device)
+    counts.scatter_add_(0, slot, torch.ones_like(slot))
+    return torch.cat([counts[: 2 * t], bad.reshape(1)])
+
+
+def _jax_pr_table(labels: Any, predictions: Any, t: int) -> Any:
+    import jax.numpy as jnp
+
+    from summarylib.encoding.arrays import is_extended_float
+
+    k = t - 1
+    lab = jnp.reshape(labels, -1)
+    p = jnp.reshape(predictions, -1)
+    if lab.dtype == jnp.bool_:
+        positive = lab
+        bad = jnp.zeros((), jnp.int32)
+    else:
+        if is_extended_float(lab.dtype):
+            lab = lab.astype(jnp.float32)
+        positive = lab != 0
+        bad = jnp.sum((lab != 0) & (lab != 1), dtype=jnp.int32)
+    if jnp.issubdtype(p.dtype, jnp.floating):
+        if is_extended_float(p.dtype):
+            p = p.astype(jnp.float32)
+        nan = jnp.isnan(p)
+        clipped = jnp.minimum(jnp.maximum(p, 0), 1)
+        index = jnp.where(nan, 0, clipped * k).astype(jnp.int32)
+    else:
+        nan = jnp.zeros(p.shape, jnp.bool_)
+        index = (p > 0).astype(jnp.int32) * k
+    slot = jnp.where(nan, 2 * t, 2 * index + positive.astype(jnp.int32))
+    counts = jnp.bincount(slot, length=2 * t + 1)
+    return jnp.concatenate([counts[: 2 * t].astype(jnp.int32), bad[None]])

@@ -50,8 +50,10 @@ __all__ = [
     "capture",
     "capture_stacked",
     "device_kind",
+    "host_dtype",
     "is_integer_dtype",
     "is_real_dtype",
+    "stand_in",
 ]
 
 # type -> "jax" / "torch" / "cupy" / None (host), decided once per type.
@@ -119,6 +121,37 @@ def is_integer_dtype(dtype: Any) -> bool:
         return kind in "iu"
     name = str(dtype)
     return name.startswith(("torch.int", "torch.uint", "torch.long", "torch.short"))
+
+
+def host_dtype(dtype: Any) -> np.dtype:
+    """The numpy dtype :meth:`PendingValue.result` gives for a device array of ``dtype``.
+
+    ``dtype``: JAX's or CuPy's (numpy dtypes) or torch's. Low-precision floats
+    (bfloat16, float8) give float32, as ``result()`` widens them. Raises TypeError for a
+    torch dtype numpy has no counterpart of (quantized types).
+    """
+    import numpy as np
+
+    if getattr(dtype, "kind", None) is not None:
+        d = np.dtype(dtype)
+        return np.dtype(np.float32) if is_extended_float(d) else d
+    torch = sys.modules["torch"]  # a torch dtype: torch is loaded
+    if dtype.is_floating_point and dtype.itemsize < 4 and dtype != torch.float16:
+        return np.dtype(np.float32)
+    try:
+        return torch.empty((), dtype=dtype).numpy().dtype  # type: ignore[no-any-return]
+    except (TypeError, RuntimeError):
+        raise TypeError(f"a device array of dtype {dtype} has no numpy counterpart") from None
+
+
+def stand_in(data: Any) -> np.ndarray:
+    """A read-only numpy array of ``data``'s shape and :func:`host_dtype`, all zeros, that
+    takes no memory (one element, broadcast): host checks of shape and dtype run on it
+    without reading the device array."""
+    import numpy as np
+
+    shape = tuple(int(d) for d in data.shape)
+    return np.broadcast_to(np.zeros((), host_dtype(data.dtype)), shape)
 
 
 class PendingValue:

@@ -50,6 +50,7 @@ __all__ = [
     "scalar_prefix",
     "scalar_value_deferred",
     "scalar_values_deferred",
+    "step_name",
 ]
 
 _INT64_MIN = -(1 << 63)
@@ -64,20 +65,33 @@ def defers_device_values(writer: DefaultWriter) -> bool:
 
 
 class DeviceStep:
-    """A step given as a device scalar of an integer dtype, read on the writer thread."""
+    """A step given as a device scalar of an integer dtype, read on the writer thread.
 
-    __slots__ = ("_pending", "where")
+    Ops pass it where they would pass an int step to :mod:`summarylib.ops._emit`, whose
+    functions read it when they make the event (an op that writes several events reads
+    it once).
+    """
+
+    __slots__ = ("_pending", "_value", "where")
 
     def __init__(self, pending: PendingValue, where: str) -> None:
         self._pending = pending
+        self._value: int | None = None
         self.where = where
 
     def value(self) -> int:
         """The step as an int in int64's range (waits for the device)."""
-        step = int(self._pending.result())
-        if not _INT64_MIN <= step <= _INT64_MAX:
-            raise ValueError(f"{self.where}: 'step' must fit in int64, got {step}")
-        return step
+        if self._value is None:
+            step = int(self._pending.result())
+            if not _INT64_MIN <= step <= _INT64_MAX:
+                raise ValueError(f"{self.where}: 'step' must fit in int64, got {step}")
+            self._value = step
+        return self._value
+
+
+def step_name(step: int | DeviceStep) -> str:
+    """``"step 5"``, or ``"a step on the device"`` (for messages made before it is read)."""
+    return "a step on the device" if isinstance(step, DeviceStep) else f"step {step}"
 
 
 def device_step(step: Any, where: str) -> DeviceStep | None:

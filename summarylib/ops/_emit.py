@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from summarylib.encoding.events import MAX_EVENT_BYTES, event_bytes, summary_event, value_bytes
 from summarylib.encoding.wire import field_bytes
+from summarylib.ops._device import DeviceStep, step_name
 from summarylib.writer.buffered import Deferred
 
 if TYPE_CHECKING:
@@ -56,13 +57,17 @@ def check_event_size(size: int, tag: str, step: int) -> None:
 
 
 def emit_value(
-    writer: DefaultWriter, tag: str, step: int, tensor: bytes, metadata: bytes | None
+    writer: DefaultWriter, tag: str, step: int | DeviceStep, tensor: bytes,
+    metadata: bytes | None,
 ) -> bool:
     """Write one ``Summary.Value`` (serialized ``tensor`` and ``metadata``) as an Event.
 
     Raises ``ValueError`` (nothing written) if the event would be larger than
-    :data:`~summarylib.encoding.events.MAX_EVENT_BYTES`.
+    :data:`~summarylib.encoding.events.MAX_EVENT_BYTES`. A step on the device is read
+    on the writer thread (the event is then made there, in its place in the file).
     """
+    if isinstance(step, DeviceStep):
+        return emit_value_deferred(writer, tag, step, lambda: tensor, metadata, len(tensor))
     res = _resource(writer)
     tags = res.tags
     first = metadata is not None and tags.needs_metadata(tag)
@@ -80,7 +85,7 @@ def emit_value(
 def emit_value_deferred(
     writer: DefaultWriter,
     tag: str,
-    step: int,
+    step: int | DeviceStep,
     make_tensor: Callable[[], bytes],
     metadata: bytes | None,
     size_hint: int,
@@ -91,7 +96,8 @@ def emit_value_deferred(
     the caller has already validated and copied. An event that turns out larger
     than :data:`~summarylib.encoding.events.MAX_EVENT_BYTES` is not written: it
     is reported as lost, like an event whose encoding failed. The wall time is taken now,
-    and the event keeps its place in the file order.
+    and the event keeps its place in the file order. A step on the device
+    (:class:`~summarylib.ops._device.DeviceStep`) is read in ``make``, on the writer thread.
     """
     res = _resource(writer)
     tags = res.tags
@@ -120,11 +126,12 @@ def emit_value_deferred(
                 tensor = result
             else:
                 tensor = make_tensor()
+            s = step.value() if isinstance(step, DeviceStep) else step
             value = value_bytes(tag, tensor, metadata if attach else None)  # type: ignore[arg-type]
-            event = summary_event(wall_time, step, field_bytes(1, value))
+            event = summary_event(wall_time, s, field_bytes(1, value))
             # Too large to parse: reported as this event's loss, never written as a
             # record that ends every reader's view of the file.
-            check_event_size(len(event), tag, step)
+            check_event_size(len(event), tag, s)
         except BaseException:
             if attach:
                 current.metadata_lost(tag)  # the next event carries it
@@ -140,7 +147,7 @@ def emit_value_deferred(
         tags.metadata_written(tag)
     try:
         accepted = res.append(
-            Deferred(make, size, f"the value of {tag!r} at step {step}", prepare)
+            Deferred(make, size, f"the value of {tag!r} at {step_name(step)}", prepare)
         )
     except BaseException:
         accepted = False
@@ -151,17 +158,39 @@ def emit_value_deferred(
     return accepted
 
 
-def emit_summary(writer: DefaultWriter, step: int, summary: bytes) -> bool:
+def emit_summary(writer: DefaultWriter, step: int | DeviceStep, summary: bytes) -> bool:
     """Write a serialized ``Summary`` verbatim as one Event (False: dropped at exit)."""
+    if isinstance(step, DeviceStep):
+        return _emit_at_device_step(writer, step, summary_event, summary)
     event = summary_event(_time(), step, summary)
     if len(event) > MAX_EVENT_BYTES:
         check_event_size(len(event), "a summary", step)
     return _resource(writer).append(event)
 
 
-def emit_event_field(writer: DefaultWriter, step: int, field: bytes) -> bool:
+def emit_event_field(writer: DefaultWriter, step: int | DeviceStep, field: bytes) -> bool:
     """Write an Event whose ``what`` is the already encoded field (False: dropped at exit)."""
+    if isinstance(step, DeviceStep):
+        return _emit_at_device_step(writer, step, event_bytes, field)
     event = event_bytes(_time(), step, field)
     if len(event) > MAX_EVENT_BYTES:
         check_event_size(len(event), "an event", step)
     return _resource(writer).append(event)
+
+
+def _emit_at_device_step(
+    writer: DefaultWriter, step: DeviceStep, encode: Callable[[float, int, bytes], bytes],
+    payload: bytes,
+) -> bool:
+    # An Event whose only pending part is its step: made on the writer thread, in order.
+    wall_time = _time()
+
+    def make() -> bytes:
+        s = step.value()
+        event = encode(wall_time, s, payload)
+        check_event_size(len(event), "an event", s)
+        return event
+
+    return _resource(writer).append(
+        Deferred(make, len(payload) + 32, f"an event at {step_name(step)}")
+    )

@@ -7,6 +7,9 @@ any other work, so expensive encoding never runs for nothing.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from summarylib.encoding.pending import device_kind
 from summarylib.writer.context import (
     DefaultWriter,
     Step,
@@ -16,6 +19,9 @@ from summarylib.writer.context import (
     no_default_writer,
 )
 from summarylib.writer.path_safety import check_name_text
+
+if TYPE_CHECKING:
+    from summarylib.ops._device import DeviceStep
 
 __all__ = ["check_tag", "resolve", "resolve_step"]
 
@@ -50,12 +56,16 @@ def resolve_step(step: Step | None, default: Step | None, where: str) -> int:
 
 def resolve(
     name: object, step: Step | None, where: str, *, scoped: bool = True, untagged: bool = False
-) -> tuple[DefaultWriter, str, int] | None:
+) -> tuple[DefaultWriter, str, int | DeviceStep] | None:
     """Return ``(writer, tag, step)`` if the op should record now, else None.
 
     The tag is ``name`` prefixed with the current name scope (unless
     ``scoped`` is False). Ops that write no tag pass ``untagged=True`` and
     ``name=None`` (tag ""); for every other op a None name is an error.
+    A step given as an integer scalar on an accelerator comes back as a
+    :class:`~summarylib.ops._device.DeviceStep`, read on the writer thread (unless the
+    writer was made with ``sync_device_values=True``): ops hand it to
+    :mod:`summarylib.ops._emit` as they would an int.
 
     Raises:
       TypeError, ValueError: a bad ``name`` or ``step``, or no step at all.
@@ -74,4 +84,11 @@ def resolve(
         tag = check_tag(name, where, "tag" if not scoped else "name")
         if scoped and st.scope:
             tag = st.scope + tag
+    if type(step) is not int and step is not None and device_kind(step) is not None:
+        from summarylib.ops._device import defers_device_values, device_step
+
+        if defers_device_values(writer):
+            dstep = device_step(step, where)
+            if dstep is not None:
+                return writer, tag, dstep
     return writer, tag, resolve_step(step, st.step, where)

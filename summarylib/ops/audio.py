@@ -32,6 +32,11 @@ Data contract:
     ``string_val``. Metadata: ``plugin_name="audio"``, content ``10 0b``
     (``AudioPluginData{version 0, encoding WAV}``), ``data_class`` unset.
 
+Device arrays (JAX arrays, torch CUDA tensors, CuPy arrays) are not read on the
+caller's thread: their shape and dtype are checked, the kept clips copied
+asynchronously, and the writer thread quantizes and encodes them once the device is
+done.
+
 Work split: :func:`audio` validates the kept clips and quantizes them to
 16-bit PCM on the caller's thread (the int16 result is the private copy, so the
 caller may reuse its buffer at once; a float32 copy cost as much, and holding
@@ -46,10 +51,13 @@ import operator
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import as_array, is_extended_float
+from summarylib.encoding.arrays import as_array, evaluate, is_extended_float
+from summarylib.encoding.pending import device_kind
 from summarylib.encoding.plugins import AUDIO
 from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.encoding.wav import MAX_CHANNELS, UINT32_MAX, quantize, wav_header
+from summarylib.ops._device import defers_device_values
+from summarylib.ops._device_ops import audio_deferred
 from summarylib.ops._emit import emit_value_deferred
 from summarylib.ops._media import check_max_outputs
 from summarylib.ops._resolve import check_tag, resolve
@@ -206,6 +214,11 @@ def audio(
     _check_encoding(encoding, "audio")
     rate = check_sample_rate(sample_rate, "audio")
     keep = check_max_outputs(max_outputs, "audio")
+    data = evaluate(data)
+    if device_kind(data) is not None and defers_device_values(writer):
+        done = audio_deferred(writer, tag, step_, data, keep, rate, md)
+        if done is not None:
+            return done
     pcm = prepare(data, keep, rate, "audio")
     n = len(pcm)
 

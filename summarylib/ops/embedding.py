@@ -12,6 +12,11 @@ them out as torch's ``add_embedding`` does:
 and names the tensor ``<tag>:<step:05d>``. TensorBoard shows the log directory's own
 config as run ``.``.
 
+The one op that reads device arrays (JAX, torch CUDA) at the call, waiting for the
+device: its files, named by the step, are written before it returns (its contract and
+torch's), and it writes no event a writer thread could make later. It is meant for
+checkpoints, not every step.
+
 Data contract:
   * ``mat``: finite real numbers ``[N, D]`` (N, D >= 1; numpy, lists or anything with
     ``__array__``), written as float32 with 9 significant digits, which read back as

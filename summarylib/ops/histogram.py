@@ -56,7 +56,7 @@ from summarylib.encoding.pending import capture, device_kind, is_real_dtype
 from summarylib.encoding.plugins import HISTOGRAMS
 from summarylib.encoding.tensor import DT_DOUBLE, shape_bytes
 from summarylib.encoding.wire import field_bytes, varint
-from summarylib.ops._device import defers_device_values
+from summarylib.ops._device import DeviceStep, defers_device_values
 from summarylib.ops._emit import emit_value, emit_value_deferred
 from summarylib.ops._resolve import check_tag, resolve
 from summarylib.writer.context import Step
@@ -215,7 +215,7 @@ def histogram(
 
 
 def _histogram_deferred(
-    writer: DefaultWriter, tag: str, step: int, data: Any, k: int, md: bytes
+    writer: DefaultWriter, tag: str, step: int | DeviceStep, data: Any, k: int, md: bytes
 ) -> bool:
     # A device array: bucketed on the device (only the table crosses) when it is large
     # and the device computes in float64, else copied whole; never waited for here.

@@ -34,7 +34,8 @@ from summarylib.encoding.arrays import as_array, evaluate
 from summarylib.encoding.events import summary_event
 from summarylib.encoding.pending import capture, device_kind, is_real_dtype
 from summarylib.encoding.wire import field_bytes, pack_double
-from summarylib.ops._device import defers_device_values
+from summarylib.ops._device import DeviceStep, defers_device_values, step_name
+from summarylib.ops._emit import emit_summary
 from summarylib.ops._resolve import check_tag, resolve
 from summarylib.ops.histogram import MAX_BUCKETS
 from summarylib.writer.buffered import Deferred
@@ -160,9 +161,7 @@ def histogram_raw(
     histo = _raw_parts(
         "histogram_raw", min, max, num, sum, sum_squares, bucket_limits, bucket_counts
     )
-    return writer._resource.append(  # type: ignore[union-attr]
-        summary_event(_time(), step_, _histo_summary(tag, histo))
-    )
+    return emit_summary(writer, step_, _histo_summary(tag, histo))
 
 
 def histogram_raw_pb(
@@ -356,10 +355,11 @@ def histogram_bins(
             _check_inside(flat, bins, "histogram_bins")
         histo = make_histogram(flat, bins, max_bins)
         value = field_bytes(1, encoded_tag) + field_bytes(5, histo)
-        return summary_event(wall_time, step_, field_bytes(1, value))
+        s = step_.value() if isinstance(step_, DeviceStep) else step_
+        return summary_event(wall_time, s, field_bytes(1, value))
 
     return writer._resource.append(  # type: ignore[union-attr]
-        Deferred(make, 2048 + len(encoded_tag), f"the histogram {tag!r} at step {step_}")
+        Deferred(make, 2048 + len(encoded_tag), f"the histogram {tag!r} at {step_name(step_)}")
     )
 
 

@@ -66,7 +66,7 @@ from summarylib.encoding.pixels import (
 )
 from summarylib.encoding.png import encode_png
 from summarylib.encoding.tensor import string_tensor_bytes
-from summarylib.ops._device import defers_device_values
+from summarylib.ops._device import DeviceStep, defers_device_values
 from summarylib.ops._emit import emit_value_deferred
 from summarylib.ops._media import check_max_outputs, metadata_bytes, plugin_data_bytes
 from summarylib.ops._resolve import check_tag, resolve
@@ -261,7 +261,7 @@ def image(
 
 
 def _image_deferred(
-    writer: DefaultWriter, tag: str, step: int, data: Any, keep: int, dataformats: Any,
+    writer: DefaultWriter, tag: str, step: int | DeviceStep, data: Any, keep: int, dataformats: Any,
     md: bytes,
 ) -> bool | None:
     # A device array: checked by shape and dtype now, the kept images converted to uint8

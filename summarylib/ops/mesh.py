@@ -25,6 +25,12 @@ Stored as TensorBoard's mesh summary writes it (format.md §5.11): one value (an
 ``plugin_name "mesh"`` with a ``MeshPluginData``: version 0, the name, the component
 (``content_type``: VERTEX 1, FACE 2, COLOR 3), the JSON config, the tensor's shape, and the
 bitmask of the components present (``1 << content_type`` OR-ed: 2, 4, 8).
+
+Device arrays (JAX arrays, torch CUDA tensors, CuPy arrays) are not read on the caller's
+thread: shapes and dtypes are checked, the copies started, and the writer thread checks
+the values (finite vertices, face indices, colour range) and encodes the components once
+the device is done; a bad value then loses the mesh's events, reported like a failed
+write naming the tag.
 """
 
 from __future__ import annotations
@@ -33,10 +39,18 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import as_array, is_extended_float, widen_extended_float
+from summarylib.encoding.arrays import (
+    as_array,
+    evaluate,
+    is_extended_float,
+    widen_extended_float,
+)
+from summarylib.encoding.pending import device_kind
 from summarylib.encoding.plugins import MESH, metadata_bytes, plugin_data_bytes
 from summarylib.encoding.tensor import DT_FLOAT, DT_INT32, DT_UINT8, tensor_bytes
 from summarylib.encoding.wire import field_bytes, field_varint, varint
+from summarylib.ops._device import defers_device_values
+from summarylib.ops._device_ops import mesh_deferred
 from summarylib.ops._emit import emit_value
 from summarylib.ops._resolve import check_tag, resolve
 from summarylib.writer.context import Step
@@ -221,6 +235,13 @@ def mesh(
     writer, _, step_ = resolved
     name = _check_name(name, "mesh", "name")
     metadata_bytes(b"", description, "mesh")  # the description's checks, before any work
+    vertices, faces, colors = evaluate(vertices), evaluate(faces), evaluate(colors)
+    if (device_kind(vertices) is not None or device_kind(faces) is not None
+            or device_kind(colors) is not None) and defers_device_values(writer):
+        done = mesh_deferred(writer, step_, name, vertices, faces, colors,
+                             json_config(config_dict, "mesh"), description)
+        if done is not None:
+            return done
     parts = prepare(vertices, faces, colors, "mesh")
     values = _values(name, parts, json_config(config_dict, "mesh"), description, "mesh")
     # One event per component, as TensorFlow writes them; all were validated above.

@@ -29,6 +29,13 @@ Data contract of :func:`pr_curve`:
     num_thresholds}``, ``display_name`` = ``name`` (as TensorBoard writes
     it), description if given; on the first value of a tag per file.
 
+Device arrays (JAX arrays, torch CUDA tensors) are not read on the caller's thread:
+their shapes and dtypes are checked, unweighted counts are made on the device (only the
+``2T`` bucket counts cross; :mod:`summarylib.encoding.device_reductions`), and the
+writer thread makes the curve once the device is done (weighted ones cross whole and
+are counted there). The labels' values (all 0 or 1) are checked there too: a bad one
+is reported like a failed write, naming the tag.
+
 The counting is one vectorized pass (a bincount of bucket indices, then
 reversed cumulative sums; no loop over thresholds). It runs on the caller's
 thread, so the inputs need no copy: it is a few dozen microseconds of short
@@ -41,10 +48,13 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import as_array, widen_extended_float
+from summarylib.encoding.arrays import as_array, evaluate, widen_extended_float
+from summarylib.encoding.pending import device_kind
 from summarylib.encoding.plugins import PR_CURVES, metadata_bytes, plugin_data_bytes
 from summarylib.encoding.tensor import DT_FLOAT, shape_bytes
 from summarylib.encoding.wire import field_bytes, field_varint, varint
+from summarylib.ops._device import defers_device_values
+from summarylib.ops._device_ops import pr_curve_deferred
 from summarylib.ops._emit import emit_value
 from summarylib.ops._resolve import check_tag, resolve
 from summarylib.writer.context import Step
@@ -264,6 +274,15 @@ def pr_data(
         by_class[0] = _weighted_counts(index, (1.0 - f_labels) * w, t)
         by_class[1] = _weighted_counts(index, f_labels * w, t)
         buckets = by_class.T
+    return pr_from_buckets(buckets)
+
+
+def pr_from_buckets(buckets: np.ndarray) -> np.ndarray:
+    """The float32 ``[6, T]`` tensor from ``buckets[i] = [negatives, positives]`` in bucket i
+    (int64 counts, or float64 weighted sums)."""
+    import numpy as np
+
+    t = buckets.shape[0]
     out = np.empty((6, t), dtype=np.float64)
     # Rows 0 and 1, TP and FP: the positives' and the negatives' buckets
     # summed from the last threshold down (column j of the transposed sums is
@@ -389,6 +408,13 @@ def pr_curve(
         name = check_tag(name, "pr_curve")
     t = check_num_thresholds(num_thresholds, "pr_curve")
     md = _metadata(name, t, description, "pr_curve", display_name)
+    labels, predictions, weights = evaluate(labels), evaluate(predictions), evaluate(weights)
+    if (device_kind(labels) is not None or device_kind(predictions) is not None
+            or device_kind(weights) is not None) and defers_device_values(writer):
+        done = pr_curve_deferred(writer, tag + "/pr_curves", step_, labels, predictions,
+                                 weights, t, md)
+        if done is not None:
+            return done
     lab, pred, w = prepare(labels, predictions, weights, "pr_curve")
     return emit_value(writer, tag + "/pr_curves", step_, _tensor(pr_data(lab, pred, w, t)), md)
 

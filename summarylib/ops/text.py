@@ -11,6 +11,8 @@ Data contract:
     numpy's fixed-width ``U``/``S`` dtypes drop trailing NULs, as numpy always
     does for them. Metadata: ``plugin_name="text"``, empty content,
     ``data_class`` unset; on the first value of a tag per file.
+  * JAX, torch and CuPy have no string arrays on a device: a device array is refused
+    (``TypeError``) from its dtype, without reading it (no wait for the device).
   * TensorBoard renders rank 0 as one Markdown block, ranks 1 and 2 as a
     table, and only the first 2-D slice of higher ranks.
   * At most :data:`~summarylib.encoding.events.MAX_EVENT_BYTES` (2 GiB) in all,
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array, evaluate
 from summarylib.encoding.events import MAX_EVENT_BYTES
+from summarylib.encoding.pending import device_kind
 from summarylib.encoding.plugins import TEXT
 from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.ops._emit import emit_value
@@ -81,6 +84,12 @@ def strings(data: Any, where: str) -> tuple[tuple[int, ...], list[bytes]]:
             raise ValueError(
                 f"{where}: 'data' must be a rectangular array of strings: {e}"
             ) from None
+    elif device_kind(data) is not None:
+        # No framework has string arrays on a device: refused from the dtype, unread.
+        raise TypeError(
+            f"{where}: 'data' must be str, bytes or an array of them, got a device array "
+            f"of dtype {data.dtype}"
+        )
     else:
         arr = as_array(data, where, "data")
     kind = arr.dtype.kind

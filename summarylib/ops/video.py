@@ -49,7 +49,7 @@ from summarylib.encoding.device_reductions import scaled_uint8
 from summarylib.encoding.pending import capture, device_kind, is_real_dtype
 from summarylib.encoding.plugins import IMAGES
 from summarylib.encoding.tensor import string_tensor_bytes
-from summarylib.ops._device import defers_device_values
+from summarylib.ops._device import DeviceStep, defers_device_values
 from summarylib.ops._emit import emit_value_deferred
 from summarylib.ops._resolve import check_tag, resolve
 from summarylib.writer.context import Step
@@ -215,7 +215,7 @@ def video(
 
 
 def _video_deferred(
-    writer: DefaultWriter, tag: str, step: int, data: Any, rate: float, md: bytes
+    writer: DefaultWriter, tag: str, step: int | DeviceStep, data: Any, rate: float, md: bytes
 ) -> bool | None:
     # A device array: shape and dtype checked now, converted to uint8 on the device and
     # copied asynchronously; tiled, checked for GIF's size and encoded on the writer

@@ -11,7 +11,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from summarylib.encoding.arrays import evaluate
+from summarylib.encoding.pending import device_kind
 from summarylib.encoding.tensor import array_tensor_bytes, to_numeric_or_string_array
+from summarylib.ops._device import defers_device_values
+from summarylib.ops._device_ops import write_deferred
 from summarylib.ops._emit import emit_summary, emit_value
 from summarylib.ops._resolve import resolve
 from summarylib.writer.context import Step
@@ -55,7 +58,9 @@ def write(
     Args:
       tag: the tag, used as is (like ``tf.summary.write``, no name scope).
       tensor: any array-like (numeric or strings), or a zero-argument callable
-        returning one, called only when recording. Python floats are stored
+        returning one, called only when recording. A device array (JAX, torch CUDA,
+        CuPy) is not read at the call: its dtype is checked and its copy started, and
+        the writer thread encodes it once the device is done. Python floats are stored
         as float32 and ints as int32, as TensorFlow converts them.
       step: int64 step; defaults to the thread's default step.
       metadata: a ``SummaryMetadata`` message (ours or TensorBoard's), its
@@ -78,7 +83,12 @@ def write(
             # Bytes go into the record verbatim: bytes that are not a SummaryMetadata would
             # make the whole event unparsable for every reader.
             _check_parses(md, "SummaryMetadata", "write", "metadata")
-    arr = to_numeric_or_string_array(evaluate(tensor), "write", "tensor")
+    tensor = evaluate(tensor)
+    if device_kind(tensor) is not None and defers_device_values(writer):
+        done = write_deferred(writer, tag, step_, tensor, md)
+        if done is not None:
+            return done
+    arr = to_numeric_or_string_array(tensor, "write", "tensor")
     return emit_value(writer, tag, step_, array_tensor_bytes(arr, "write", "tensor"), md)
 
 
