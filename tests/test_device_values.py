@@ -327,12 +327,49 @@ def test_torch_device_histogram_equals_the_host_path(values: np.ndarray, k: int)
     np.testing.assert_array_equal(buckets_from_table(table.result(), k), _host(values, k))
 
 
-def test_jax_arrays_have_no_device_table() -> None:
-    # XLA flushes subnormals and divides through a reciprocal: its counts would differ.
+def test_jax_float64_has_no_device_table() -> None:
+    # XLA's float arithmetic is not the host's; the integer kernels take 32 bits at most.
     from summarylib.encoding.device_reductions import histogram_table
 
     with jax.enable_x64(True):
         assert histogram_table(jnp.ones(4), 3) is None
+
+
+# One length and few dtypes: each new shape and dtype compiles the kernels again (about a
+# second here). Subnormals, signed zeros, NaN and infinities included: the kernels compare
+# integer keys only. (float16 and int32 take the same code as bfloat16 and int8.)
+@given(
+    hnp.arrays(st.sampled_from([np.float32, np.int8]), 48,
+               elements={"allow_nan": True, "allow_infinity": True, "allow_subnormal": True}),
+    st.sampled_from([1, 3, 30]),
+    st.booleans(),
+)
+def test_jax_device_histogram_equals_the_host_path(
+    values: np.ndarray, k: int, as_bfloat16: bool
+) -> None:
+    from summarylib.encoding.arrays import widen_extended_float
+    from summarylib.encoding.bucketing import buckets_from_table
+    from summarylib.encoding.device_reductions import histogram_table
+
+    array = jnp.asarray(values)
+    if as_bfloat16 and values.dtype == np.float32:
+        array = array.astype(jnp.bfloat16)
+    table = histogram_table(array, k)
+    assert table is not None
+    host = widen_extended_float(np.asarray(array))
+    np.testing.assert_array_equal(buckets_from_table(table.result(), k), _host(host, k))
+
+
+def test_jax_device_histogram_signed_zero_maximum_equals_the_host_path() -> None:
+    # numpy's maximum picks one of -0.0 and +0.0: such data is bucketed on the host.
+    from summarylib.encoding.bucketing import buckets_from_table
+    from summarylib.encoding.device_reductions import histogram_table
+
+    for values in ([-1.0, -0.0, 0.0, -2.0], [0.0, -0.0], [-0.0, -0.0, -3.0, -1.0]):
+        data = np.array(values * (48 // len(values)), np.float32)  # one shape: one compile
+        table = histogram_table(jnp.asarray(data), 3)
+        assert table is not None
+        np.testing.assert_array_equal(buckets_from_table(table.result(), 3), _host(data, 3))
 
 
 # One shape: every new shape would compile JAX's kernels again.

@@ -8,11 +8,29 @@ counts as the host path. Every step is an elementwise kernel, a reduction or a
 scatter-add: nothing here waits for the device (no ``item()``, no data-dependent
 shape, no ``bincount``, which reads the maximum back on CUDA).
 
-JAX arrays get no device table (None): XLA's CPU backend flushes subnormal numbers to
-zero and divides through a reciprocal, so its counts differ from the host's near
-float64's extremes (found by the property tests), and without ``jax_enable_x64`` it
-has no float64 at all. Their data crosses whole, asynchronously, and is bucketed on the
-host, off the caller's thread.
+JAX arrays are bucketed on the device without any float arithmetic there (XLA's CPU
+backend flushes subnormal numbers to zero and divides through a reciprocal, and without
+``jax_enable_x64`` it has no float64; float arithmetic on the device would not give the
+host's counts). Instead, :class:`JaxHistogram`:
+
+1. at the call, dispatches one kernel that maps each value to an integer *key* that
+   orders like the value (the float's bits, negative ones flipped; an integer is its own
+   key) and reduces them to ``[min key, max key, finite count, flag]``: integer
+   comparisons only, so subnormals are compared exactly;
+2. on the writer thread, reads those four integers, computes ``lo``, ``hi`` and
+   ``width`` as the host does, and for each bucket edge ``j`` finds, by bisection over
+   keys, the smallest value ``T_j`` of the data's dtype whose host bucket index
+   (``floor((x - lo) / width)`` in float64, numpy's very arithmetic) is at least ``j``.
+   The host's index is a monotone function of ``x`` (each rounding step is), so a value's
+   bucket is the number of ``T_j`` at or below it;
+3. dispatches a second kernel that counts, per bucket, the keys between consecutive
+   ``key(T_j)`` (``searchsorted``, integers again), and reads the ``k`` counts.
+
+Only ``k + 4`` integers cross. The host's ``hi`` is numpy's maximum, which picks one of
+``-0.0`` and ``+0.0`` when both are the maximum: such data (flagged by the first
+kernel) is read whole and bucketed on the host, on the writer thread. Dtypes: bool,
+8/16/32-bit integers but uint32, float16, bfloat16 (and ml_dtypes' other 16-bit floats'
+kind: none today), float32; others (float64, 64-bit integers) cross whole.
 
 :func:`pr_bucket_table` counts a PR curve's predictions per threshold bucket and class
 on the device (unweighted counts are integers, exact in any order), so only ``2T + 1``
@@ -27,6 +45,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from summarylib.encoding.arrays import widen_extended_float
+from summarylib.encoding.bucketing import bucket_scaling, histogram_buckets
 from summarylib.encoding.pending import PendingValue, TorchPending, device_kind
 
 __all__ = ["histogram_table", "images_uint8", "pr_bucket_table", "scaled_uint8"]
@@ -37,13 +57,190 @@ _UNDERFLOW_SCALE = 2.0**1000
 def histogram_table(data: Any, k: int) -> PendingValue | None:
     """The pending bucket table of a device array of real numbers, or None (see above).
 
-    ``data`` is a torch tensor: on a CUDA device, or on any other (the same kernels run
-    there; tests use the CPU). Anything else: None.
+    ``data`` is a torch tensor (on a CUDA device, or on any other: the same kernels run
+    there; tests use the CPU) or a JAX array of a dtype :class:`JaxHistogram` takes.
+    Anything else: None. ``k >= 1``.
     """
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(data, torch.Tensor):
         return TorchPending(_torch_table(data, k))
+    if device_kind(data) == "jax" and JaxHistogram.takes(data):
+        return JaxHistogram(data, k)
     return None
+
+
+# dtype name -> the integer dtype of its bits, or None for an integer dtype (its own key)
+_JAX_BITS: dict[str, str | None] = {
+    "float32": "int32", "float16": "int16", "bfloat16": "int16",
+    "bool": None, "int8": None, "uint8": None, "int16": None, "uint16": None, "int32": None,
+}
+# (shape, dtype, padded size) -> (stats kernel, compiled count kernel)
+_JAX_KERNELS: dict[Any, Any] = {}
+
+
+class JaxHistogram(PendingValue):
+    """A JAX array's bucket table, reduced on its device with integer kernels only.
+
+    See the module docstring. :meth:`result` (on the writer thread) returns the float64
+    table ``[lo, hi, n, count_0, ..., count_{k-1}]`` of
+    :func:`~summarylib.encoding.bucketing.buckets_from_table`.
+    """
+
+    __slots__ = ("_count", "_data", "_int", "_k", "_slots", "_stats")
+
+    @classmethod
+    def takes(cls, data: Any) -> bool:
+        """True for a dtype the integer kernels handle and fewer than 2**31 values."""
+        n = 1
+        for d in data.shape:
+            n *= int(d)
+        return str(data.dtype) in _JAX_BITS and n < (1 << 31)
+
+    def __init__(self, data: Any, k: int) -> None:
+        super().__init__((k + 3,), "float64", 8 * (k + 3))
+        self._data = data  # immutable; kept for the second kernel
+        self._k = k
+        self._int = _JAX_BITS[str(data.dtype)]
+        # The count kernel takes its thresholds padded to a power of two (at least 32), so
+        # one compiled kernel serves every k up to it.
+        self._slots = max(32, 1 << (k - 1).bit_length())
+        kernels = _JAX_KERNELS.get((data.shape, data.dtype, self._slots))
+        if kernels is None:
+            kernels = self._compile(data, self._slots)
+        stats, self._count = kernels
+        self._stats = stats(data)  # dispatched now; read on the writer thread
+
+    def _compile(self, data: Any, slots: int) -> Any:
+        # Both kernels compiled here, on the caller's thread, once per shape, dtype and
+        # size: the writer thread only runs them (it must not import, which tracing may).
+        import jax
+        import jax.numpy as jnp
+
+        bits = self._int
+
+        def keys(x: Any) -> Any:
+            flat = jnp.reshape(x, -1)
+            if bits is None:
+                return flat.astype(jnp.int32)
+            b = jax.lax.bitcast_convert_type(flat, jnp.dtype(bits)).astype(jnp.int32)
+            w = jnp.dtype(bits).itemsize * 8
+            # Negative floats (sign bit set) count down: flip their other bits.
+            return jnp.where(b < 0, b ^ ((1 << (w - 1)) - 1), b)
+
+        lo_key, hi_key = self._finite_keys(data.dtype)
+
+        def finite_keys(key: Any) -> Any:
+            if bits is None:  # every integer is finite
+                return jnp.ones(key.shape, jnp.bool_)
+            return (key > lo_key) & (key < hi_key)
+
+        def stats(x: Any) -> Any:
+            key = keys(x)
+            finite = finite_keys(key)
+            big = (1 << 31) - 1  # beyond every finite key
+            small = -(1 << 31)
+            kmin = jnp.min(jnp.where(finite, key, big))
+            kmax = jnp.max(jnp.where(finite, key, small))
+            n = jnp.sum(finite, dtype=jnp.int32)
+            if bits is None:
+                flag = jnp.zeros((), jnp.int32)
+            else:  # a zero maximum, and both signs of zero present
+                signed = jnp.any(finite & (key == -1)) & jnp.any(finite & (key == 0))
+                flag = (signed & (kmax <= 0)).astype(jnp.int32)
+            return jnp.stack([kmin, kmax, n, flag])
+
+        def count(x: Any, thresholds: Any, last: Any) -> Any:
+            # thresholds: k - 1 keys, then padding; last: k - 1 (no bucket beyond it).
+            key = keys(x)
+            finite = finite_keys(key)
+            index = jnp.searchsorted(thresholds, key, side="right").astype(jnp.int32)
+            index = jnp.where(finite, jnp.minimum(index, last), slots)
+            return jnp.bincount(index, length=slots + 1)[:slots].astype(jnp.int32)
+
+        stats_fn = jax.jit(stats)
+        specs = (jax.ShapeDtypeStruct((slots,), jnp.int32),  # type: ignore[no-untyped-call]
+                 jax.ShapeDtypeStruct((), jnp.int32))  # type: ignore[no-untyped-call]
+        count_fn = jax.jit(count).lower(data, *specs).compile()
+        if len(_JAX_KERNELS) >= 64:
+            _JAX_KERNELS.clear()
+        kernels = (stats_fn, count_fn)
+        _JAX_KERNELS[(data.shape, data.dtype, slots)] = kernels
+        return kernels
+
+    def _finite_keys(self, dtype: Any) -> tuple[int, int]:
+        # Float keys at or beyond these are not finite (±inf, NaN): bounds excluded.
+        if self._int is None:
+            return 0, 0  # unused: every integer is finite
+        import numpy as np
+
+        inf = np.array([np.inf, -np.inf], dtype=np.float32).astype(np.dtype(dtype))
+        b = inf.view(np.dtype(self._int)).astype(np.int64)
+        w = np.dtype(self._int).itemsize * 8
+        key = np.where(b < 0, b ^ ((1 << (w - 1)) - 1), b)
+        return int(key[1]), int(key[0])
+
+    def _values(self, keys: Any) -> Any:
+        # Keys (int64) back to values of the data's dtype, as numpy arrays.
+        import numpy as np
+
+        dtype = np.dtype(self._data.dtype)
+        if self._int is None:
+            return keys.astype(dtype)
+        w = np.dtype(self._int).itemsize * 8
+        b = np.where(keys < 0, keys ^ ((1 << (w - 1)) - 1), keys)
+        return b.astype(np.dtype(self._int)).view(dtype)
+
+    def result(self) -> Any:
+        import numpy as np
+
+        k = self._k
+        kmin, kmax, n, flag = (int(v) for v in np.asarray(self._stats))
+        table = np.zeros(k + 3, dtype=np.float64)
+        if n == 0:
+            return table
+        lo_v, hi_v = widen_extended_float(self._values(np.array([kmin, kmax], np.int64)))
+        lo, hi = float(lo_v), float(hi_v)
+        scale = bucket_scaling(lo, hi, k)[0] if hi - lo != 0 else 1.0
+        if flag or scale != 1.0:
+            # numpy's choice between -0.0 and +0.0 (or a scaled range, which these
+            # dtypes cannot reach): the host path on the whole array.
+            data = widen_extended_float(np.asarray(self._data).reshape(-1))
+            out = histogram_buckets(data, k)
+            table[:3] = (out[0, 0], out[-1, 1], out[:, 2].sum())
+            table[3:] = out[:, 2]
+            return table
+        table[:3] = (lo, hi, n)
+        if hi - lo == 0 or k == 1:
+            table[3 + k - 1] = n
+            return table
+        _, lo_s, width = bucket_scaling(lo, hi, k)
+        padded = np.full(self._slots, np.iinfo(np.int32).max, dtype=np.int32)
+        padded[: k - 1] = self._thresholds(kmin, kmax, lo_s, width, k)
+        counts = self._count(self._data, padded, np.int32(k - 1))
+        table[3:] = np.asarray(counts)[:k]
+        return table
+
+    def _thresholds(self, kmin: int, kmax: int, lo: float, width: float, k: int) -> Any:
+        # For j = 1..k-1 the smallest key whose value's host bucket index is >= j:
+        # bisection over keys, all j at once. Invariant: index(below) < j <= index(above).
+        import numpy as np
+
+        j = np.arange(1, k, dtype=np.int64)
+        below = np.full(k - 1, kmin, dtype=np.int64)
+        above = np.full(k - 1, kmax, dtype=np.int64)
+        while True:
+            open_ = above - below > 1
+            if not open_.any():
+                break
+            mid = below + (above - below) // 2
+            values = widen_extended_float(self._values(mid))
+            # The host's arithmetic exactly (bucketing._counts): float64 x - lo, / width.
+            s = np.subtract(values, lo, dtype=np.float64)
+            s /= width
+            reaches = s.astype(np.intp) >= j
+            above = np.where(open_ & reaches, mid, above)
+            below = np.where(open_ & ~reaches, mid, below)
+        return above.astype(np.int32)
 
 
 def _torch_table(tensor: Any, k: int) -> Any:

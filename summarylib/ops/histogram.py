@@ -32,9 +32,11 @@ raises ``ValueError`` (TensorFlow takes it as 0, which hides the mistake).
 
 Device arrays (JAX arrays, torch CUDA tensors, CuPy arrays) are never read on the
 caller's thread: large torch tensors are bucketed on the device with the same
-float64 arithmetic (only the bucket table is copied; see
-:mod:`summarylib.encoding.device_reductions`), other arrays are copied
-asynchronously, and the writer thread writes the histogram once the device is done.
+float64 arithmetic, large JAX arrays (float32, float16, bfloat16, small integers, bool)
+with integer kernels that give the host's edges and counts exactly (only the bucket
+table is copied; see :mod:`summarylib.encoding.device_reductions`), other arrays are
+copied asynchronously, and the writer thread writes the histogram once the device is
+done.
 
 Work split: the input is validated and flattened on the caller's thread. Up
 to 1 MiB of data is copied (unless it is already private to this call) and
@@ -218,7 +220,7 @@ def _histogram_deferred(
     writer: DefaultWriter, tag: str, step: int | DeviceStep, data: Any, k: int, md: bytes
 ) -> bool:
     # A device array: bucketed on the device (only the table crosses) when it is large
-    # and the device computes in float64, else copied whole; never waited for here.
+    # and of a dtype the device reductions take, else copied whole; never waited for here.
     if not is_real_dtype(data.dtype):
         raise TypeError(
             f"histogram: 'data' must hold real numbers, got dtype {data.dtype} "
