@@ -1,6 +1,6 @@
 """Logging values that are still computing: JAX on its CPU backend, beside the peers.
 
-    python bench/device_values.py                 # ~1-2 min on 2 cores
+    python bench/device_values.py                 # ~3-4 min on 2 cores
     python bench/device_values.py --quick --json /tmp/d.json
 
 JAX's CPU backend dispatches asynchronously like an accelerator: a jitted step returns
@@ -9,15 +9,20 @@ process, alternating within every repetition, medians over the repetitions:
 
 1. **The caller's time per op** on arrays still computing (16 sets of outputs of a
    ~0.1 s jitted function, logged one after the other while it runs): ``scalar``,
-   ``scalars`` of three values, ``histogram`` of 64 Ki values and
-   ``SummaryWriter.add_scalar``; summarylib, summarylib with
+   ``scalars`` of three values, ``histogram`` of 64 Ki values,
+   ``SummaryWriter.add_scalar``, ``add_image`` (3x32x32 floats) and ``add_pr_curve``
+   (128 predictions); summarylib, summarylib with
    ``sync_device_values=True`` (read at the call, as every peer does), torch's
    ``SummaryWriter`` and tensorboardX. Also the share of calls that returned with the
    array still not ready (1.0: the call never waited).
 2. **A jitted training loop** (an MLP on random data) that logs loss and accuracy
    every step: steps/s with no logging, with summarylib given the arrays, with
    summarylib given ``float(loss)`` (what peers make users do), and with the peers'
-   ``add_scalar`` (which convert on the caller's thread).
+   ``add_scalar`` (which convert on the caller's thread). Short blocks of steps of every
+   mode alternate over many rounds, and each mode's rate is compared with the
+   no-logging block of the same round (median of those ratios): on a shared 2-core VM
+   the load changes from minute to minute, which a comparison of separate long runs
+   cannot tell from a difference between the modes.
 """
 
 from __future__ import annotations
@@ -77,7 +82,9 @@ def _busy(x: Any, big: Any) -> list[dict[str, Any]]:
     # before the end. PER_STEP sets of outputs: the ops are timed on each in turn, all
     # while the computation runs (as a training loop logs after dispatching a step).
     m = jax.lax.fori_loop(0, 300, lambda i, a: jnp.tanh(a @ a) + 0.001, x)
-    return [{"loss": m[k, 0], "acc": m[k, 1], "lr": m[k, 2], "weights": big * m[k, 3]}
+    return [{"loss": m[k, 0], "acc": m[k, 1], "lr": m[k, 2], "weights": big * m[k, 3],
+             "image": jnp.reshape(m[:96, :32], (3, 32, 32)) + m[k, 4],
+             "labels": m[k] > 0.5, "predictions": jnp.clip(m[k + 16], 0, 1)}
             for k in range(PER_STEP)]
 
 
@@ -108,8 +115,14 @@ def _ops_ours(writer: Any) -> dict[str, Op]:
     def add_scalar(v: dict[str, Any], i: int) -> None:
         writer.add_scalar("loss", v["loss"], i)
 
+    def add_image(v: dict[str, Any], i: int) -> None:
+        writer.add_image("img", v["image"], i)
+
+    def pr_curve(v: dict[str, Any], i: int) -> None:
+        writer.add_pr_curve("pr", v["labels"], v["predictions"], i)
+
     return {"scalar": scalar, "scalars": scalars, "histogram": histogram,
-            "add_scalar": add_scalar}
+            "add_scalar": add_scalar, "add_image": add_image, "add_pr_curve": pr_curve}
 
 
 def _ops_peer(writer: Any) -> dict[str, Op]:
@@ -124,8 +137,14 @@ def _ops_peer(writer: Any) -> dict[str, Op]:
     def histogram(v: dict[str, Any], i: int) -> None:
         writer.add_histogram("w", np.asarray(v["weights"]), i)
 
+    def add_image(v: dict[str, Any], i: int) -> None:
+        writer.add_image("img", np.asarray(v["image"]), i)
+
+    def pr_curve(v: dict[str, Any], i: int) -> None:
+        writer.add_pr_curve("pr", np.asarray(v["labels"]), np.asarray(v["predictions"]), i)
+
     return {"scalar": add_scalar, "scalars": scalars, "histogram": histogram,
-            "add_scalar": add_scalar}
+            "add_scalar": add_scalar, "add_image": add_image, "add_pr_curve": pr_curve}
 
 
 def caller_times(calls: int, reps: int) -> dict[str, dict[str, dict[str, float]]]:
@@ -174,6 +193,7 @@ def caller_times(calls: int, reps: int) -> dict[str, dict[str, dict[str, float]]
     return {
         op: {
             name: {"us": statistics.fmean(v) * 1e6,
+                   "median_us": statistics.median(v) * 1e6,
                    "cpu_us": statistics.median(cpu[op][name]) * 1e6,
                    "not_ready": 1.0 - sum(ready[op][name]) / len(ready[op][name])}
             for name, v in by.items()
@@ -208,25 +228,41 @@ def _mlp() -> tuple[Any, Callable[..., Any], Any, Any]:
     return params, step, x, y
 
 
-def train_loop(steps: int, reps: int) -> dict[str, float]:
-    """mode -> median steps/s."""
+def train_loop(steps: int, rounds: int) -> dict[str, dict[str, float]]:
+    """mode -> {"steps_per_s": median over blocks, "vs_none": median of paired ratios}.
+
+    Every mode keeps one writer open for the whole measurement. Each round runs a block
+    of ``steps`` steps in every mode, in a rotated order, each block timed from its first
+    dispatch to its parameters being ready; ``vs_none`` is the median over rounds of the
+    block's rate divided by the no-logging block's rate of the same round, so a change of
+    the machine's load between rounds (other jobs on a shared VM) cancels out. A
+    summarylib writer is flushed between blocks, outside the timing, so that no block
+    pays for the previous mode's writes.
+    """
     params0, step, _, _ = _mlp()
     p = params0
     for _ in range(5):
         p, _, _ = step(p)
     jax.block_until_ready(p)
+    modes = ["no logging", "summarylib", "summarylib float(loss)", *PEERS]
+    dirs = {m: tempfile.mkdtemp() for m in modes}
+    writers: dict[str, Any] = {}
+    for m in modes:
+        if m.startswith("summarylib"):
+            writers[m] = sl.create_file_writer(dirs[m])
+        elif m in PEERS:
+            writers[m] = PEERS[m](dirs[m])
+    state = {m: params0 for m in modes}
+    counter = dict.fromkeys(modes, 0)
 
-    def run(mode: str) -> float:
-        d = tempfile.mkdtemp()
-        writer: Any = None
+    def block(mode: str) -> float:
+        writer = writers.get(mode)
         if mode.startswith("summarylib"):
-            writer = sl.create_file_writer(d)
-            writer.set_as_default()  # as_default() blocks flush on exit: one for the loop
-        elif mode in PEERS:
-            writer = PEERS[mode](d)
-        p = params0
+            writer.set_as_default()
+        p = state[mode]
+        i = counter[mode]
         t0 = time.perf_counter()
-        for i in range(steps):
+        for _ in range(steps):
             p, loss, acc = step(p)
             if mode == "summarylib":
                 sl.scalar("loss", loss, step=i)
@@ -237,61 +273,74 @@ def train_loop(steps: int, reps: int) -> dict[str, float]:
             elif writer is not None:
                 writer.add_scalar("loss", float(loss), i)  # the peers take host numbers
                 writer.add_scalar("accuracy", float(acc), i)
+            i += 1
         jax.block_until_ready(p)
-        if writer is not None:
-            writer.flush()
         elapsed = time.perf_counter() - t0
+        state[mode], counter[mode] = p, i
         if writer is not None:
-            writer.close()
-        sl.create_noop_writer().set_as_default()
-        shutil.rmtree(d, ignore_errors=True)
+            writer.flush()  # outside the timing: the next block starts clean
         return steps / elapsed
 
-    modes = ["no logging", "summarylib", "summarylib float(loss)", *PEERS]
-    got: dict[str, list[float]] = {m: [] for m in modes}
-    for rep in range(reps):
-        order = modes[rep % len(modes):] + modes[: rep % len(modes)]
-        for m in order:
-            got[m].append(run(m))
-    return {m: statistics.median(v) for m, v in got.items()}
+    rates: dict[str, list[float]] = {m: [] for m in modes}
+    ratios: dict[str, list[float]] = {m: [] for m in modes}
+    for r in range(rounds + 1):
+        order = modes[r % len(modes):] + modes[: r % len(modes)]
+        got = {m: block(m) for m in order}
+        if r == 0:
+            continue  # a warm-up round: first writes, first compiles
+        for m in modes:
+            rates[m].append(got[m])
+            ratios[m].append(got[m] / got["no logging"])
+    for w in writers.values():
+        w.close()
+    sl.create_noop_writer().set_as_default()
+    for d in dirs.values():
+        shutil.rmtree(d, ignore_errors=True)
+    return {m: {"steps_per_s": statistics.median(rates[m]),
+                "vs_none": statistics.median(ratios[m])} for m in modes}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer calls and steps")
-    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=5, help="repetitions of the per-op timing")
+    ap.add_argument("--rounds", type=int, default=40, help="rounds of training-loop blocks")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
-    calls, steps = (2, 100) if args.quick else (4, 400)
+    calls, steps = (2, 10) if args.quick else (4, 10)
+    rounds = 6 if args.quick else args.rounds
     result: dict[str, Any] = {
         "jax": jax.__version__, "backend": jax.default_backend(),
         "cpus": os.cpu_count(),
     }
     per_op = result["caller_us"] = caller_times(calls, args.reps)
-    loop = result["train_loop_steps_per_s"] = train_loop(steps, args.reps)
+    loop = result["train_loop"] = train_loop(steps, rounds)
 
     print(f"## Device values (JAX {jax.__version__}, {jax.default_backend()} backend)\n")
-    print("### The caller's time per op on arrays still computing (mean wall µs / median "
-          "CPU µs of the calling thread; share of calls that returned before the array "
-          "was ready)\n")
+    print("### The caller's time per op on arrays still computing (median / mean wall µs, "
+          "median CPU µs of the calling thread; share of calls that returned before the "
+          "array was ready)\n")
     names = list(next(iter(per_op.values())))
     print("| op | " + " | ".join(names) + " |")
     print("|---|" + "---|" * len(names))
     for op, by in per_op.items():
-        cells = [f"{by[n]['us']:,.0f} / {by[n]['cpu_us']:,.0f} µs ({by[n]['not_ready']:.0%})"
+        cells = [f"{by[n]['median_us']:,.0f} / {by[n]['us']:,.0f}, {by[n]['cpu_us']:,.0f} µs "
+                 f"({by[n]['not_ready']:.0%})"
                  if n in by else "n/a" for n in names]
         print(f"| {op} | " + " | ".join(cells) + " |")
-    base = loop["no logging"]
-    print("\n### A jitted training loop logging loss and accuracy every step (steps/s)\n")
-    print("| mode | steps/s | vs no logging |")
+    print(f"\n### A jitted training loop logging loss and accuracy every step ({rounds} "
+          f"rounds of {steps}-step blocks, modes interleaved; medians)\n")
+    print("| mode | steps/s | vs no logging (paired) |")
     print("|---|---|---|")
-    for mode, rate in loop.items():
-        print(f"| {mode} | {rate:,.1f} | {rate / base:.3f}x |")
+    for mode, got in loop.items():
+        print(f"| {mode} | {got['steps_per_s']:,.1f} | {got['vs_none']:.3f}x |")
     ours = loop["summarylib"]
-    print(f"\ntargets: scalar ≤ 20 µs: {per_op['scalar']['summarylib']['us']:.1f} µs wall, "
-          f"{per_op['scalar']['summarylib']['cpu_us']:.1f} µs CPU; "
-          f"loop ≥ 0.98x: {ours / base:.3f}x; "
-          f"vs float(loss): {ours / loop['summarylib float(loss)']:.2f}x")
+    scalar = per_op["scalar"]["summarylib"]
+    print(f"\ntargets: scalar ≤ 20 µs: {scalar['median_us']:.1f} µs median wall "
+          f"({scalar['us']:.1f} mean, {scalar['cpu_us']:.1f} CPU), "
+          f"{scalar['not_ready']:.0%} returned before the value was ready; "
+          f"loop ≥ 0.98x: {ours['vs_none']:.3f}x; "
+          f"vs float(loss): {ours['vs_none'] / loop['summarylib float(loss)']['vs_none']:.2f}x")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
