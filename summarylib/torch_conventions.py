@@ -132,7 +132,7 @@ def image_hwc(
     import numpy as np
 
     if on_device and device_kind(img) is not None:
-        return _device_hwc(img, dataformats, where, arg)  # type: ignore[no-any-return]
+        return _on_device(_device_hwc, img, dataformats, where, arg)  # type: ignore[no-any-return]
     arr = as_array(img, where, arg)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{where}: {arg!r} must hold real numbers, got dtype {arr.dtype}")
@@ -166,6 +166,34 @@ def image_hwc(
     if hwc.dtype.kind == "f" and np.isnan(hwc).any():
         raise ValueError(f"{where}: {arg!r} holds NaN")
     return _to_uint8(hwc)
+
+
+# (function, its other arguments) -> the function jitted, for JAX arrays
+_JAX_JITTED: dict[tuple[Any, ...], Any] = {}
+
+
+def _on_device(fn: Any, data: Any, *args: Any) -> Any:
+    """``fn(data, *args)``; for a JAX array as one jitted computation.
+
+    Eagerly, each array operation of ``fn`` is a computation of its own, and XLA's CPU
+    client keeps only about 32 in flight: a few calls on an unfinished step would wait for
+    it. Jitted, a call dispatches one. ``args`` are static (strings).
+    """
+    if device_kind(data) != "jax":
+        return fn(data, *args)
+    key = (fn, *args)
+    jitted = _JAX_JITTED.get(key)
+    if jitted is None:
+        import jax
+
+        def run(x: Any) -> Any:
+            return fn(x, *args)
+
+        jitted = jax.jit(run)
+        if len(_JAX_JITTED) >= 64:
+            _JAX_JITTED.clear()
+        _JAX_JITTED[key] = jitted
+    return jitted(data)
 
 
 def _device_hwc(img: Any, dataformats: str, where: str, arg: str) -> Any:
@@ -302,7 +330,7 @@ def video_frames(vid: Any, where: str, *, on_device: bool = False) -> np.ndarray
     import numpy as np
 
     if on_device and device_kind(vid) is not None:
-        return _device_video_frames(vid, where)  # type: ignore[no-any-return]
+        return _on_device(_device_video_frames, vid, where)  # type: ignore[no-any-return]
     arr = as_array(vid, where, "vid_tensor")
     if arr.ndim != 5:
         raise ValueError(
@@ -365,6 +393,10 @@ def audio_on_device(snd: Any, where: str) -> Any:
     ``snd`` squeezes to 1-D; clipped to [-1, 1], scaled by 32767 and truncated in its own
     dtype (low-precision floats as float32), as the host path of ``add_audio`` computes.
     """
+    return _on_device(_device_audio, snd, where)
+
+
+def _device_audio(snd: Any, where: str) -> Any:
     shape = tuple(int(d) for d in snd.shape)
     squeezed = tuple(d for d in shape if d != 1)
     if len(squeezed) != 1:

@@ -26,11 +26,13 @@ host's counts). Instead, :class:`JaxHistogram`:
 3. dispatches a second kernel that counts, per bucket, the keys between consecutive
    ``key(T_j)`` (``searchsorted``, integers again), and reads the ``k`` counts.
 
-Only ``k + 4`` integers cross. The host's ``hi`` is numpy's maximum, which picks one of
-``-0.0`` and ``+0.0`` when both are the maximum: such data (flagged by the first
-kernel) is read whole and bucketed on the host, on the writer thread. Dtypes: bool,
-8/16/32-bit integers but uint32, float16, bfloat16 (and ml_dtypes' other 16-bit floats'
-kind: none today), float32; others (float64, 64-bit integers) cross whole.
+Only ``k + 4`` integers cross. Both kernels are compiled on the first call for each
+shape and dtype (and power of two of ``k``), on the caller's thread: a one-time cost of
+tenths of a second on a CPU; later calls only dispatch. The host's ``hi`` is numpy's
+maximum, which picks one of ``-0.0`` and ``+0.0`` when both are the maximum: such data
+(flagged by the first kernel) is read whole and bucketed on the host, on the writer
+thread. Dtypes: bool, int8/16/32, uint8/16, float16, bfloat16, float32; others (float64
+and 64-bit integers with ``jax_enable_x64``, uint32) cross whole.
 
 :func:`pr_bucket_table` counts a PR curve's predictions per threshold bucket and class
 on the device (unweighted counts are integers, exact in any order), so only ``2T + 1``

@@ -275,8 +275,8 @@ def _image_deferred(
             f"(shape {shape})"
         )
     _check_shape(shape, fmt, "image")
-    if DATAFORMATS[fmt][0][0] is not None:  # the batch axis is the first
-        data = data[:keep]
+    if DATAFORMATS[fmt][0][0] is not None and keep < shape[0]:  # batch axis first
+        data = data[:keep]  # (a whole batch kept: no slice, one computation less)
     pending = capture(images_uint8(data))
     if pending is None:
         return None
