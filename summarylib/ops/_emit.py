@@ -21,6 +21,7 @@ from summarylib.encoding.wire import field_bytes
 from summarylib.writer.buffered import Deferred
 
 if TYPE_CHECKING:
+    from summarylib.ops._resolve import Sink
     from summarylib.writer.buffered import BufferedEventWriter
     from summarylib.writer.context import DefaultWriter
 
@@ -30,6 +31,7 @@ __all__ = [
     "emit_summary",
     "emit_value",
     "emit_value_deferred",
+    "event_wall_time",
 ]
 
 _time = time.time  # patched by tests that compare bytes
@@ -55,19 +57,27 @@ def check_event_size(size: int, tag: str, step: int) -> None:
         )
 
 
-def emit_value(
-    writer: DefaultWriter, tag: str, step: int, tensor: bytes, metadata: bytes | None
-) -> bool:
+def event_wall_time(sink: Sink) -> float:
+    """The wall time of an event of ``sink``: the caller's, else now."""
+    wall_time = sink.wall_time
+    return _time() if wall_time is None else wall_time
+
+
+def emit_value(sink: Sink, tensor: bytes, metadata: bytes | None, tag: str | None = None) -> bool:
     """Write one ``Summary.Value`` (serialized ``tensor`` and ``metadata``) as an Event.
 
+    ``tag`` replaces the sink's tag when given (ops that write under derived tags).
     Raises ``ValueError`` (nothing written) if the event would be larger than
     :data:`~summarylib.encoding.events.MAX_EVENT_BYTES`.
     """
-    res = _resource(writer)
+    if tag is None:
+        tag = sink.tag
+    step = sink.step
+    res = _resource(sink.writer)
     tags = res.tags
     first = metadata is not None and tags.needs_metadata(tag)
     value = value_bytes(tag, tensor, metadata if first else None)
-    event = summary_event(_time(), step, field_bytes(1, value))
+    event = summary_event(event_wall_time(sink), step, field_bytes(1, value))
     if len(event) > MAX_EVENT_BYTES:
         check_event_size(len(event), tag, step)
     if not res.append(event):
@@ -78,9 +88,7 @@ def emit_value(
 
 
 def emit_value_deferred(
-    writer: DefaultWriter,
-    tag: str,
-    step: int,
+    sink: Sink,
     make_tensor: Callable[[], bytes],
     metadata: bytes | None,
     size_hint: int,
@@ -93,10 +101,12 @@ def emit_value_deferred(
     is reported as lost, like an event whose encoding failed. The wall time is taken now,
     and the event keeps its place in the file order.
     """
-    res = _resource(writer)
+    tag = sink.tag
+    step = sink.step
+    res = _resource(sink.writer)
     tags = res.tags
     first = metadata is not None and tags.needs_metadata(tag)
-    wall_time = _time()
+    wall_time = event_wall_time(sink)
     # The encoding may run early on another thread (prepare); everything that depends on
     # file order (which event carries the tag's metadata) runs in make(), in order.
     done: list[tuple[bool, object]] = []
@@ -151,17 +161,17 @@ def emit_value_deferred(
     return accepted
 
 
-def emit_summary(writer: DefaultWriter, step: int, summary: bytes) -> bool:
+def emit_summary(sink: Sink, summary: bytes) -> bool:
     """Write a serialized ``Summary`` verbatim as one Event (False: dropped at exit)."""
-    event = summary_event(_time(), step, summary)
+    event = summary_event(event_wall_time(sink), sink.step, summary)
     if len(event) > MAX_EVENT_BYTES:
-        check_event_size(len(event), "a summary", step)
-    return _resource(writer).append(event)
+        check_event_size(len(event), "a summary", sink.step)
+    return _resource(sink.writer).append(event)
 
 
-def emit_event_field(writer: DefaultWriter, step: int, field: bytes) -> bool:
+def emit_event_field(sink: Sink, field: bytes) -> bool:
     """Write an Event whose ``what`` is the already encoded field (False: dropped at exit)."""
-    event = event_bytes(_time(), step, field)
+    event = event_bytes(event_wall_time(sink), sink.step, field)
     if len(event) > MAX_EVENT_BYTES:
-        check_event_size(len(event), "an event", step)
-    return _resource(writer).append(event)
+        check_event_size(len(event), "an event", sink.step)
+    return _resource(sink.writer).append(event)

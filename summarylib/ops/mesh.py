@@ -38,7 +38,7 @@ from summarylib.encoding.plugins import MESH, metadata_bytes, plugin_data_bytes
 from summarylib.encoding.tensor import DT_FLOAT, DT_INT32, DT_UINT8, tensor_bytes
 from summarylib.encoding.wire import field_bytes, field_varint, varint
 from summarylib.ops._emit import emit_value
-from summarylib.ops._resolve import check_tag, resolve
+from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.writer.context import Step
 
 if TYPE_CHECKING:
@@ -46,7 +46,13 @@ if TYPE_CHECKING:
 
     from summarylib.proto import summary_pb2
 
-__all__ = ["PLUGIN_NAME", "create_summary_metadata", "mesh", "mesh_pb"]
+__all__ = [
+    "PLUGIN_NAME",
+    "create_summary_metadata",
+    "mesh",
+    "mesh_pb",
+    "write_mesh",
+]
 
 PLUGIN_NAME = MESH.name
 VERTEX, FACE, COLOR = 1, 2, 3  # MeshPluginData.ContentType
@@ -215,16 +221,33 @@ def mesh(
       TypeError, ValueError: bad arguments, naming the argument (nothing is written).
       WriterClosedError, WriteFailedError: see :class:`~summarylib.SummaryWriter`.
     """
-    resolved = resolve(None, step, "mesh", untagged=True)
-    if resolved is None:
+    sink = resolve(None, step, _CALLER, untagged=True)
+    if sink is None:
         return False
-    writer, _, step_ = resolved
-    name = _check_name(name, "mesh", "name")
-    metadata_bytes(b"", description, "mesh")  # the description's checks, before any work
-    parts = prepare(vertices, faces, colors, "mesh")
-    values = _values(name, parts, json_config(config_dict, "mesh"), description, "mesh")
+    return write_mesh(sink, name, vertices, faces, colors, config_dict, description)
+
+
+_CALLER = Caller("mesh")
+
+
+def write_mesh(
+    sink: Sink,
+    name: str,
+    vertices: Any,
+    faces: Any = None,
+    colors: Any = None,
+    config_dict: Mapping[str, Any] | None = None,
+    description: str | None = None,
+) -> bool:
+    """The core of :func:`mesh`: write the mesh ``name`` (its tags' literal prefix) to
+    ``sink``, an untagged sink."""
+    where = sink.caller.where
+    name = _check_name(name, where, sink.caller.name)
+    metadata_bytes(b"", description, where)  # the description's checks, before any work
+    parts = prepare(vertices, faces, colors, where)
+    values = _values(name, parts, json_config(config_dict, where), description, where)
     # One event per component, as TensorFlow writes them; all were validated above.
-    wrote = [emit_value(writer, tag, step_, tensor, md) for tag, tensor, md in values]
+    wrote = [emit_value(sink, tensor, md, tag) for tag, tensor, md in values]
     return all(wrote)
 
 

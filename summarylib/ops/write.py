@@ -13,10 +13,14 @@ from typing import Any
 from summarylib.encoding.arrays import evaluate
 from summarylib.encoding.tensor import array_tensor_bytes, to_numeric_or_string_array
 from summarylib.ops._emit import emit_summary, emit_value
-from summarylib.ops._resolve import resolve
+from summarylib.ops._resolve import Caller, Sink, resolve
 from summarylib.writer.context import Step
 
-__all__ = ["write", "write_raw_pb"]
+__all__ = [
+    "write",
+    "write_raw_pb",
+    "write_tensor",
+]
 
 
 def _serialized(message: Any, where: str, arg: str) -> bytes:
@@ -67,19 +71,27 @@ def write(
     Returns:
       True if written, False if nothing is recording.
     """
-    resolved = resolve(tag, step, "write", scoped=False)
-    if resolved is None:
+    sink = resolve(tag, step, _CALLER, scoped=False)
+    if sink is None:
         return False
-    writer, tag, step_ = resolved
+    return write_tensor(sink, tensor, metadata)
+
+
+_CALLER = Caller("write", name="tag", data="tensor")
+
+
+def write_tensor(sink: Sink, tensor: Any, metadata: Any = None) -> bool:
+    """The core of :func:`write`: write ``tensor`` (and ``metadata``) to ``sink``."""
+    where, arg = sink.caller.where, sink.caller.data
     md = None
     if metadata is not None:
-        md = _serialized(metadata, "write", "metadata")
+        md = _serialized(metadata, where, "metadata")
         if not hasattr(metadata, "SerializeToString"):
             # Bytes go into the record verbatim: bytes that are not a SummaryMetadata would
             # make the whole event unparsable for every reader.
-            _check_parses(md, "SummaryMetadata", "write", "metadata")
-    arr = to_numeric_or_string_array(evaluate(tensor), "write", "tensor")
-    return emit_value(writer, tag, step_, array_tensor_bytes(arr, "write", "tensor"), md)
+            _check_parses(md, "SummaryMetadata", where, "metadata")
+    arr = to_numeric_or_string_array(evaluate(tensor), where, arg)
+    return emit_value(sink, array_tensor_bytes(arr, where, arg), md)
 
 
 def write_raw_pb(
@@ -102,15 +114,17 @@ def write_raw_pb(
       True if written, False if nothing is recording.
     """
     del name
-    resolved = resolve(None, step, "write_raw_pb", untagged=True)
-    if resolved is None:
+    sink = resolve(None, step, _RAW_CALLER, untagged=True)
+    if sink is None:
         return False
-    writer, _, step_ = resolved
     value = evaluate(tensor)
     items: Iterable[Any] = value if isinstance(value, (list, tuple)) else (value,)
     summary = b"".join(_serialized(_utf8(item), "write_raw_pb", "tensor") for item in items)
     _check_summary(summary)
-    return emit_summary(writer, step_, summary)
+    return emit_summary(sink, summary)
+
+
+_RAW_CALLER = Caller("write_raw_pb", data="tensor")
 
 
 def _utf8(item: Any) -> Any:
