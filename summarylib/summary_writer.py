@@ -144,17 +144,20 @@ class SummaryWriter(WriterBase):
                         self._walltime(walltime), caller, scoped=scoped, untagged=untagged)
 
     def _step(self, global_step: Step | None, where: str) -> Step:
-        if global_step is not None:
-            if type(global_step) is not int:
-                from summarylib.torch_conventions import torch_step
+        """torch's step: ``global_step``, else ``use_metadata``'s, else the thread's
+        default step, else 0; a float is written as ``int(step)``, as torch does."""
+        if global_step is None:
+            if self._defaults is not None and self._defaults[0] is not None:
+                global_step = self._defaults[0]
+            else:
+                default = _local.state.step
+                return 0 if default is None else default
+        if type(global_step) is not int:
+            from summarylib.torch_conventions import torch_step
 
-                step: Step = torch_step(global_step, where)
-                return step
-            return global_step
-        if self._defaults is not None and self._defaults[0] is not None:
-            return self._defaults[0]
-        default = _local.state.step
-        return 0 if default is None else default
+            step: Step = torch_step(global_step, where)
+            return step
+        return global_step
 
     def _walltime(self, walltime: float | None) -> float | None:
         if walltime is None and self._defaults is not None:
@@ -609,12 +612,12 @@ class SummaryWriter(WriterBase):
     def _write_trial(self, values: dict[str, Any], metrics: dict[str, Any],
                      domains: Mapping[str, Sequence[Any]] | None, step: Step) -> bool:
         """Write a trial into this writer's run (see add_hparams)."""
-        from summarylib.ops.hparams_plugin import write_trial
+        from summarylib.ops.hparams_plugin import write_trial_to
 
         sink = sink_for(self, None, 0, None, _ADD_HPARAMS, untagged=True)
         if sink is None:
             return False
-        written = write_trial(sink, values, list(metrics), hparam_domains=domains)
+        written = write_trial_to(sink, values, list(metrics), hparam_domains=domains)
         tags = self._resource.tags  # type: ignore[union-attr]
         for key, value in metrics.items():
             # Metric tags are literal (no name scope), as the trial names them.

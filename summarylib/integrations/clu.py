@@ -155,7 +155,11 @@ class MetricWriter(_clu_base()):  # type: ignore[misc]
         from summarylib.ops.scalar import write_scalars
 
         items = self._values(scalars, "write_scalars")
-        self._submit(lambda: None if write_scalars(self._writer, items, step) else None)
+
+        def write() -> None:
+            write_scalars(self._writer, items, step)
+
+        self._submit(write)
 
     def write_images(self, step: int, images: Mapping[str, Any]) -> None:
         """Images ``[N, H, W, C]`` or ``[H, W, C]`` per key; all N are kept."""

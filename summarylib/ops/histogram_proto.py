@@ -296,18 +296,18 @@ def make_histogram(values: np.ndarray, bins: Any, max_bins: int | None) -> bytes
     values = values.astype(np.float64, copy=False)
     if isinstance(bins, np.ndarray):
         # np.histogram's own method for explicit edges (sort, then find each edge in the
-        # sorted values; the last bucket is closed), without its range checks, and the
-        # sorted copy gives min and max for free.
+        # sorted values; the last bucket is closed), without its range checks.
         ordered = np.sort(values)
         cum = np.searchsorted(ordered, bins, "left")
         cum[-1] = np.searchsorted(ordered, bins[-1], "right")
         counts, limits = np.diff(cum), bins
-        low, high = float(ordered[0]), float(ordered[-1])
     else:
         if isinstance(bins, str):
             check_rule_bins(values, bins)
         counts, limits = np.histogram(values, bins=bins)
-        low, high = float(values.min()), float(values.max())
+    # min() and max(), as torch takes them, not the sorted copy's ends: of 0.0 and -0.0
+    # (equal to a sort) they pick the one torch writes.
+    low, high = float(values.min()), float(values.max())
     if max_bins is not None and len(counts) > max_bins:
         step = len(counts) // max_bins
         rem = len(counts) % step

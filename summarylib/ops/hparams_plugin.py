@@ -61,6 +61,7 @@ __all__ = [
     "session_end",
     "session_end_pb",
     "write_trial",
+    "write_trial_to",
 ]
 
 PLUGIN_NAME = "hparams"
@@ -432,11 +433,26 @@ def _domain_of(name: str, value: Any, values: Sequence[Any] | None) -> Domain:
     return Discrete(values)
 
 
-def write_trial(sink: Sink, hparam_dict: Mapping[str, Any], metric_names: Sequence[str], *,
+def write_trial(hparam_dict: Mapping[str, Any], metric_names: Sequence[str], *,
                 trial_id: str | None = None, start_time_secs: float | None = None,
                 hparam_domains: Mapping[str, Sequence[Any]] | None = None) -> bool:
-    """Make the run of ``sink`` (an untagged sink at step 0) one trial of its own
-    experiment (what add_hparams does).
+    """Make the default writer's run one trial of its own experiment (what add_hparams
+    does); see :func:`write_trial_to`. False when nothing is recording."""
+    sink = resolve(None, 0, _TRIAL_CALLER, untagged=True)
+    if sink is None:
+        return False
+    return write_trial_to(sink, hparam_dict, metric_names, trial_id=trial_id,
+                          start_time_secs=start_time_secs, hparam_domains=hparam_domains)
+
+
+_TRIAL_CALLER = Caller("add_hparams")
+
+
+def write_trial_to(sink: Sink, hparam_dict: Mapping[str, Any], metric_names: Sequence[str], *,
+                   trial_id: str | None = None, start_time_secs: float | None = None,
+                   hparam_domains: Mapping[str, Sequence[Any]] | None = None) -> bool:
+    """The core of :func:`write_trial`: make the run of ``sink`` (an untagged sink at
+    step 0) one trial of its own experiment.
 
     Writes, at step 0 with literal tags, an experiment listing exactly the hparams of
     ``hparam_dict`` (each typed by its value; a discrete domain where ``hparam_domains``
