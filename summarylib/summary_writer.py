@@ -31,9 +31,9 @@ from summarylib.encoding.wire import field_bytes
 from summarylib.ops._resolve import Caller, Sink, sink_for
 from summarylib.ops.scalar import write_scalar
 from summarylib.writer.context import Step, _local
-from summarylib.writer.file_writer import WriterBase, check_logdir, check_settings, open_resource
+from summarylib.writer.file_writer import WriterBase, check_logdir, open_writer_resource
 from summarylib.writer.path_safety import check_name_text, safe_component
-from summarylib.writer.remote import event_output_opener
+from summarylib.writer.settings import WriterSettings
 
 __all__ = ["SummaryWriter"]
 
@@ -96,10 +96,11 @@ class SummaryWriter(WriterBase):
             raise TypeError(f"{where}: 'flush_secs' must be a number, got {flush_secs!r}")
         if not flush_secs >= 0:
             raise ValueError(f"{where}: 'flush_secs' must be >= 0, got {flush_secs!r}")
-        settings = check_settings(where, max_queue, int(flush_secs * 1000), None, "raise", False)
-        settings["filename_suffix"] = _verbatim_suffix(filename_suffix, where)
-        if storage_options is not None:
-            settings["storage_options"] = storage_options
+        settings = WriterSettings.checked(
+            where, max_queue=max_queue, flush_millis=int(flush_secs * 1000),
+            filename_suffix=_verbatim_suffix(filename_suffix, where),
+            storage_options=storage_options,
+        )
         if purge_step is not None:
             from summarylib.writer.context import check_step
 
@@ -107,14 +108,13 @@ class SummaryWriter(WriterBase):
         if not write_to_disk:
             self._setup(None, path, settings)
             return
-        opener = event_output_opener(path, settings["filename_suffix"], storage_options)
-        resource = open_resource(opener, path, settings)
+        resource = open_writer_resource(path, settings)
         self._setup(resource, path, settings)
         if purge_step is not None:
             # Event.session_log (field 7) = SessionLog{status: START}: readers purge from here.
-            resource.append(event_bytes(time.time(), purge_step, field_bytes(7, b"\x08\x01")))
+            resource.append(event_bytes(resource.clock(), purge_step, field_bytes(7, b"\x08\x01")))
 
-    def _setup(self, resource: Any, logdir: str | None, settings: dict[str, Any]) -> None:
+    def _setup(self, resource: Any, logdir: str | None, settings: WriterSettings) -> None:
         super()._setup(resource, logdir, settings)
         # No reference to itself (a cycle would keep an unreferenced writer, and its
         # unwritten events, alive until the cyclic garbage collector runs).
@@ -257,9 +257,7 @@ class SummaryWriter(WriterBase):
         if child is None:
             self._check_open(where)
             sub = os.path.join(logdir, safe_component(name, where, arg))
-            opener = event_output_opener(sub, self._settings["filename_suffix"],
-                                         self._settings.get("storage_options"))
-            resource = open_resource(opener, sub, self._settings)
+            resource = open_writer_resource(sub, self._settings)
             child = self._children[name] = SummaryWriter._wrap(resource, sub, self._settings)
             if scalar_run:
                 self._scalar_runs.append(child)
@@ -481,7 +479,7 @@ class SummaryWriter(WriterBase):
         step = global_step if global_step is not None else self._step(None, "add_embedding")
         return embedding(mat, metadata, label_img, step, tag,
                          metadata_header, logdir=logdir,
-                         storage_options=self._settings.get("storage_options"))
+                         storage_options=self._settings.storage_options)
 
     def add_pr_curve(
         self, tag: str, labels: Any, predictions: Any, global_step: Step | None = None,
@@ -600,9 +598,7 @@ class SummaryWriter(WriterBase):
         # The run holds a trial already: this one goes to a sub-run of its own, which
         # nothing else writes to, so it is closed (and its trial ended) at once.
         sub = os.path.join(target._needs_dir(where), target._trial_run_name())
-        opener = event_output_opener(sub, self._settings["filename_suffix"],
-                                     self._settings.get("storage_options"))
-        trial = SummaryWriter._wrap(open_resource(opener, sub, self._settings), sub,
+        trial = SummaryWriter._wrap(open_writer_resource(sub, self._settings), sub,
                                     self._settings)
         try:
             return trial._write_trial(values, metrics, hparam_domain_discrete, step)

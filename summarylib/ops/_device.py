@@ -14,7 +14,6 @@ instead (the ordinary conversion), for debugging.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +54,6 @@ __all__ = [
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 _WALL_TIME = bytes((WALL_TIME_KEY,))
-_time = time.time
 _SCALAR = Caller("scalar")
 
 
@@ -135,14 +133,14 @@ def scalar_value_deferred(
     pending = capture(data)
     if pending is None:
         return None
-    now = _time() if wall_time is None else wall_time
+    res = writer._resource
+    assert res is not None, "ops never see the no-op writer"
+    now = res.clock() if wall_time is None else wall_time
     head = _WALL_TIME + pack_double(now) + step_field(step)
 
     def make() -> bytes:
         return head + prefix + f32_bytes(float(pending.result()))
 
-    res = writer._resource
-    assert res is not None, "ops never see the no-op writer"
     return res.append(Deferred(make, len(prefix) + 32, f"the value of {tag!r} at step {step}"))
 
 
@@ -183,7 +181,7 @@ def scalar_values_deferred(
         if read is None:  # a layout the capture does not take: the ordinary way
             host[i] = f32_bytes(scalar_float(entries[i][1], *entries[i][2]))
     if wall_time is None:
-        wall_time = _time()
+        wall_time = res.clock()
     ledger = res.tags
     firsts = [tag for tag, _, _, _ in entries if ledger.needs_metadata(tag)]
 

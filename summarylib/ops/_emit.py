@@ -12,7 +12,6 @@ it is encoded, in file order; a later call when it is made).
 from __future__ import annotations
 
 import concurrent.futures.thread  # noqa: F401  # see below
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -34,7 +33,6 @@ __all__ = [
     "event_wall_time",
 ]
 
-_time = time.time  # patched by tests that compare bytes
 # The writer thread runs the ``prepare`` of deferred events on a thread pool
 # (summarylib.writer.buffered). Its module is imported above, by the op's thread: the
 # writer thread must import nothing, as a child forked while a thread holds a module's
@@ -58,9 +56,9 @@ def check_event_size(size: int, tag: str, step: int) -> None:
 
 
 def event_wall_time(sink: Sink) -> float:
-    """The wall time of an event of ``sink``: the caller's, else now."""
+    """The wall time of an event of ``sink``: the caller's, else the writer's clock."""
     wall_time = sink.wall_time
-    return _time() if wall_time is None else wall_time
+    return _resource(sink.writer).clock() if wall_time is None else wall_time
 
 
 def emit_value(sink: Sink, tensor: bytes, metadata: bytes | None, tag: str | None = None) -> bool:

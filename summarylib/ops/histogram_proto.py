@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 import operator
-import time
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array, evaluate
@@ -58,7 +57,6 @@ __all__ = [
     "write_histogram_raw",
 ]
 
-_time = time.time
 _tensorflow_bins: np.ndarray | None = None
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import struct
 import sys
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -83,7 +82,6 @@ _fast_types: frozenset[type] = frozenset((float, int, bool))
 _numpy_types_missing = True
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
-_time = time.time
 
 
 def create_summary_metadata(description: str | None = None) -> summary_pb2.SummaryMetadata:
@@ -154,8 +152,8 @@ def scalar(
     res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
     prefix = res.tags.prefix_of(tag)
     if prefix is None:
-        return _write_first(res, tag, data, step, description, _time(), "scalar")
-    return res.append(_scalar_event(prefix, step, _time(), data, "scalar"))
+        return _write_first(res, tag, data, step, description, res.clock(), "scalar")
+    return res.append(_scalar_event(prefix, step, res.clock(), data, "scalar"))
 
 
 def _scalar_event(prefix: bytes, step: int, wall_time: float, data: Any, where: str) -> bytes:
@@ -241,7 +239,7 @@ def write_scalar(sink: Sink, data: Any, description: str | None = None) -> bool:
         SCALARS.metadata_bytes(description, caller.where)  # raises TypeError naming it
     res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
     prefix = res.tags.prefix_of(tag)
-    now = _time() if wall_time is None else wall_time
+    now = res.clock() if wall_time is None else wall_time
     if prefix is None:
         return _write_first(res, tag, data, step, description, now, caller.where)
     return res.append(_scalar_event(prefix, step, now, data, caller.where))
@@ -331,7 +329,7 @@ def write_scalars(
             vals = values.values()
             if tuple(map(type, vals)) == layout.types or _accepts(layout, vals):
                 try:
-                    record = layout.pack(layout.marker, _time(), step, *vals)
+                    record = layout.pack(layout.marker, res.clock(), step, *vals)
                 except (OverflowError, struct.error):
                     pass
                 else:
@@ -393,7 +391,7 @@ def _scalars_checked(
             append(field_bytes(1, v))
     if not parts:
         return False  # empty mapping: nothing to write
-    if not res.append(summary_event(_time(), step, b"".join(parts))):
+    if not res.append(summary_event(res.clock(), step, b"".join(parts))):
         return False
     for tag, tag_field in firsts:
         _remember(res, tag, tag_field)

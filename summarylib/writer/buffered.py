@@ -101,7 +101,10 @@ class BufferedEventWriter:
         on_error: OnError = "raise",
         fsync: bool = False,
         reopenable: bool = True,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        #: The wall time of events made without one (seconds since the epoch): ops call it.
+        self.clock = clock
         self._open_output = open_output
         self._reopenable = reopenable
         self._orphaned = False  # a non-reopenable writer in a forked child
