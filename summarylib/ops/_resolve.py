@@ -110,12 +110,7 @@ def resolve(
     cond = st.condition
     if cond is not True and not condition_holds(cond):
         return None
-    if untagged:
-        tag = ""
-    else:
-        tag = check_tag(name, caller.where, caller.name)
-        if scoped and st.scope:
-            tag = st.scope + tag
+    tag = _full_tag(st.scope, name, caller, scoped, untagged)
     return Sink(writer, tag, resolve_step(step, st.step, caller.where), None, caller)
 
 
@@ -143,15 +138,18 @@ def sink_for(
     cond = st.condition
     if cond is not True and not condition_holds(cond):
         return None
-    if untagged:
-        tag = ""
-    else:
-        tag = check_tag(name, caller.where, caller.name)
-        if scoped and st.scope:
-            tag = st.scope + tag
+    tag = _full_tag(st.scope, name, caller, scoped, untagged)
     if wall_time is not None:
         wall_time = check_wall_time(wall_time, caller.where)
     return Sink(writer, tag, check_step(step, caller.where), wall_time, caller)
+
+
+def _full_tag(scope: str, name: object, caller: Caller, scoped: bool, untagged: bool) -> str:
+    # The checked tag inside the name scope; "" for ops that write no tag.
+    if untagged:
+        return ""
+    tag = check_tag(name, caller.where, caller.name)
+    return scope + tag if scoped and scope else tag
 
 
 def check_wall_time(wall_time: object, where: str) -> float:

@@ -136,7 +136,7 @@ class BufferedEventWriter:
         self.append = self._queue.append
         self._worker = Worker(
             self._lock, self._queue, output, open_output=self._open_output,
-            encoder=self._encoder, park=lambda err, first, end: me._park(err, first, end),
+            encoder=self._encoder, park=lambda err, first, end: me.park_error(err, first, end),
             error_parked=lambda: me._failure_pending(), batch_lost=lambda: me._new_ledger(),
             finished=lambda: me._forget(), name=name, max_queue=self._max_queue,
             flush_secs=self._flush_secs, fsync=self._fsync, reopenable=self._reopenable)
@@ -288,11 +288,21 @@ class BufferedEventWriter:
         # carries it again (readers ignore repeats).
         self.tags = TagLedger()
 
-    def _park(self, err: BaseException, first: int, end: int) -> None:
-        # A failure that lost events [first, end): the next call reports it, and so does
-        # every flush()/close() covering them. Appends take the slow path until then.
+    def park_error(self, err: BaseException, first: int, end: int) -> None:
+        """Record a background failure that lost events ``[first, end)`` (numbered from the
+        file's first event); the lock must be held.
+
+        What the writer thread does when a write fails: the next call reports ``err``, and
+        so does every ``flush()``/``close()`` covering those events; appends take the slow
+        path until then. A seam for tests of the error path (``first == end``: no event
+        lost, an error to report).
+        """
         self._failures.park(err, first, end)
         self._queue.stop_fast_path()
+
+    def lost_ranges(self) -> list[tuple[int, int]]:
+        """The ranges ``[first, end)`` of events lost so far, merged (for diagnostics)."""
+        return self._failures.ledger.ranges()
 
     def _surface_error(self) -> None:
         err = self._failures.take(self._worker.taken + len(self._queue))
@@ -475,7 +485,7 @@ class BufferedEventWriter:
     def _lose_one(self, index: int, err: BaseException) -> None:
         # An entry's own encoding failed on the writer thread: that event alone is lost.
         with self._lock:
-            self._park(err, index, index + 1)
+            self.park_error(err, index, index + 1)
 
     # -- fork -------------------------------------------------------------------------
     def after_fork_in_child(self) -> None:
