@@ -276,7 +276,7 @@ def _waiting_in_flush(thread: threading.Thread) -> bool:
 
     frame = sys._current_frames().get(thread.ident or -1)
     while frame is not None:
-        if frame.f_code.co_name == "_wait" and "buffered" in frame.f_code.co_filename:
+        if frame.f_code.co_name == "wait" and "gate" in frame.f_code.co_filename:
             return True
         frame = frame.f_back
     return False
