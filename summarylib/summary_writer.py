@@ -28,14 +28,17 @@ from typing import Any
 from summarylib.encoding.arrays import shape_of
 from summarylib.encoding.events import event_bytes
 from summarylib.encoding.wire import field_bytes
-from summarylib.ops._resolve import Caller, Sink, sink_for
-from summarylib.ops.scalar import write_scalar
-from summarylib.writer.context import Step, _local
+from summarylib.ops._resolve import Caller, Sink, check_tag, check_wall_time, sink_for
+from summarylib.ops.scalar import scalar_to, write_scalar
+from summarylib.writer.context import Step, _local, check_step, condition_holds
 from summarylib.writer.file_writer import WriterBase, check_logdir, open_writer_resource
 from summarylib.writer.path_safety import check_name_text, safe_component
 from summarylib.writer.settings import WriterSettings
 
 __all__ = ["SummaryWriter"]
+
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
 
 
 class SummaryWriter(WriterBase):
@@ -199,16 +202,27 @@ class SummaryWriter(WriterBase):
         """
         if self._silent:
             return False
-        if type(global_step) is not int or self._defaults is not None:
-            global_step = self._step(global_step, "add_scalar")  # torch's step, defaults
+        if type(global_step) is not int or self._defaults is not None or not (
+            _INT64_MIN <= global_step <= _INT64_MAX
+        ):
+            # torch's step (a float becomes int(step)), use_metadata()'s defaults; checked.
+            global_step = check_step(self._step(global_step, "add_scalar"), "add_scalar")
             walltime = self._walltime(walltime)
+        if walltime is not None:
+            walltime = check_wall_time(walltime, "add_scalar")
         t = type(scalar_value)
         if t is not float and t is not int and getattr(scalar_value, "ndim", 0) != 0:
             scalar_value = _single(scalar_value)  # torch takes any one-element tensor
-        sink = sink_for(self, tag, global_step, walltime, _ADD_SCALAR)
-        if sink is None:
+        # sink_for() inlined: add_scalar is a hot path, and a sink is an object per call.
+        st = _local.state
+        cond = st.condition
+        if cond is not True and not condition_holds(cond):
             return False
-        return write_scalar(sink, scalar_value)
+        if type(tag) is not str or not tag:
+            tag = check_tag(tag, "add_scalar", "tag")
+        scope = st.scope
+        return scalar_to(self, scope + tag if scope else tag, global_step, walltime,
+                         _ADD_SCALAR, scalar_value)
 
     def add_scalars(
         self, main_tag: str, tag_scalar_dict: Mapping[str, Any],

@@ -64,6 +64,7 @@ __all__ = [
     "create_summary_metadata",
     "scalar",
     "scalar_pb",
+    "scalar_to",
     "scalars",
     "write_scalar",
     "write_scalars",
@@ -223,11 +224,18 @@ _CALLER = Caller("scalar")
 
 
 def write_scalar(sink: Sink, data: Any, description: str | None = None) -> bool:
-    """The core of :func:`scalar`: write ``data`` to ``sink`` (same contract).
+    """The core of :func:`scalar`: write ``data`` to ``sink`` (same contract)."""
+    return scalar_to(sink.writer, sink.tag, sink.step, sink.wall_time, sink.caller, data,
+                     description)
 
-    The step of the sink may also be a device scalar (read on the writer thread).
-    """
-    writer, tag, step, wall_time, caller = sink
+
+def scalar_to(
+    writer: DefaultWriter, tag: str, step: int, wall_time: float | None, caller: Caller,
+    data: Any, description: str | None = None,
+) -> bool:
+    """:func:`write_scalar` with the sink's fields as arguments, for the hot path of
+    ``SummaryWriter.add_scalar`` (no sink made per call). ``tag`` is checked and scoped,
+    ``step`` an int in int64's range; the data may live on a device."""
     t = type(data)
     if t is not float and t not in _fast_types:
         if _numpy_types_missing:
