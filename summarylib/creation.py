@@ -7,15 +7,16 @@ Each returns a :class:`summarylib.SummaryWriter`, the one writer class (the same
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from summarylib.summary_writer import SummaryWriter
 from summarylib.writer.buffered import OnError
-from summarylib.writer.file_writer import check_logdir, check_settings, open_resource
+from summarylib.writer.file_writer import check_logdir, open_writer_resource
 from summarylib.writer.naming import normalize_suffix
 from summarylib.writer.output import Output
 from summarylib.writer.path_safety import check_name_text
-from summarylib.writer.remote import event_output_opener
+from summarylib.writer.settings import WriterSettings
 
 __all__ = ["create_file_writer", "create_noop_writer", "create_writer"]
 
@@ -32,6 +33,7 @@ def create_file_writer(
     fsync: bool = False,
     storage_options: dict[str, Any] | None = None,
     sync_device_values: bool = False,
+    clock: Callable[[], float] | None = None,
 ) -> SummaryWriter:
     """Create a writer of a new event file in ``logdir``.
 
@@ -78,30 +80,25 @@ def create_file_writer(
         loggers do. By default they are captured without waiting (their copy to the
         host starts at the call) and written once ready; errors of the device then
         surface from a later call, ``flush()`` or ``close()``. For debugging.
+      clock: a zero-argument callable giving the wall time (seconds since the epoch)
+        of events logged without one; default ``time.time``. A fixed clock makes files
+        byte-for-byte reproducible (tests, golden files).
 
     Raises:
       ValueError, TypeError: a bad argument (named in the message).
       WriteFailedError: the directory or file cannot be created or written.
     """
     del name
-    path = check_logdir("create_file_writer", "logdir", logdir)
-    settings = check_settings(
-        "create_file_writer", max_queue, flush_millis, max_buffer_bytes, on_error, fsync
+    where = "create_file_writer"
+    path = check_logdir(where, "logdir", logdir)
+    suffix = check_name_text(normalize_suffix(filename_suffix), where, "filename_suffix")
+    settings = WriterSettings.checked(
+        where, max_queue=max_queue, flush_millis=flush_millis,
+        max_buffer_bytes=max_buffer_bytes, on_error=on_error, fsync=fsync,
+        filename_suffix=suffix, storage_options=storage_options,
+        sync_device_values=sync_device_values, clock=clock,
     )
-    suffix = normalize_suffix(filename_suffix)
-    suffix = settings["filename_suffix"] = check_name_text(
-        suffix, "create_file_writer", "filename_suffix"
-    )
-    settings["sync_device_values"] = _check_switch(
-        "create_file_writer", "sync_device_values", sync_device_values
-    )
-    if storage_options is not None:
-        if not isinstance(storage_options, dict):
-            raise TypeError("create_file_writer: 'storage_options' must be a dict or None")
-        settings["storage_options"] = storage_options
-    opener = event_output_opener(path, suffix, storage_options)
-    resource = open_resource(opener, path, settings)
-    return SummaryWriter._wrap(resource, path, settings)
+    return SummaryWriter._wrap(open_writer_resource(path, settings), path, settings)
 
 
 def create_writer(
@@ -113,6 +110,7 @@ def create_writer(
     on_error: OnError = "raise",
     fsync: bool = False,
     sync_device_values: bool = False,
+    clock: Callable[[], float] | None = None,
 ) -> SummaryWriter:
     """Create a writer of event records to any :class:`~summarylib.Output`.
 
@@ -129,14 +127,12 @@ def create_writer(
         raise TypeError(
             f"create_writer: 'output' must be a summarylib.Output, got {type(output).__name__}"
         )
-    settings = check_settings(
-        "create_writer", max_queue, flush_millis, max_buffer_bytes, on_error, fsync
+    settings = WriterSettings.checked(
+        "create_writer", max_queue=max_queue, flush_millis=flush_millis,
+        max_buffer_bytes=max_buffer_bytes, on_error=on_error, fsync=fsync,
+        sync_device_values=sync_device_values, clock=clock,
     )
-    settings["sync_device_values"] = _check_switch(
-        "create_writer", "sync_device_values", sync_device_values
-    )
-    resource = open_resource(lambda: output, None, settings, reopenable=False)
-    return SummaryWriter._wrap(resource, None, settings)
+    return SummaryWriter._wrap(open_writer_resource(None, settings, output), None, settings)
 
 
 def create_noop_writer() -> SummaryWriter:
@@ -150,10 +146,4 @@ def create_noop_writer() -> SummaryWriter:
     block, ``with noop.as_default():`` changes nothing and ops keep writing
     to the outer writer (to silence a block, use ``record_if(False)``).
     """
-    return SummaryWriter._wrap(None, None, {})
-
-
-def _check_switch(where: str, arg: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{where}: {arg!r} must be a bool, got {type(value).__name__}")
-    return value
+    return SummaryWriter._wrap(None, None, WriterSettings())

@@ -21,6 +21,9 @@ written for either catches it.
 
 from __future__ import annotations
 
+import sys
+import warnings
+
 __all__ = [
     "ArgumentError",
     "DataLossError",
@@ -28,6 +31,7 @@ __all__ = [
     "SummaryError",
     "WriteFailedError",
     "WriterClosedError",
+    "warn_user",
 ]
 
 
@@ -101,3 +105,19 @@ class WriteFailedError(SummaryError, OSError):
         # OSError.__str__ would render "[Errno 28] <strerror>: '<path>'" from the
         # attributes; our message already names the file and the whole cause.
         return str(self.args[0])
+
+
+def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
+    """Warn with the location of the first caller outside summarylib (the user's line).
+
+    However deep the library's own frames are (an op, its core, ``SummaryWriter.add_*``),
+    the warning points at the line that called into the library.
+    """
+    frame = sys._getframe(1)
+    level = 2  # stacklevel 2 is warn_user's caller
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith(
+        "summarylib."
+    ):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)

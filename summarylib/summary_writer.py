@@ -21,20 +21,24 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from summarylib.encoding.arrays import shape_of
 from summarylib.encoding.events import event_bytes
 from summarylib.encoding.wire import field_bytes
-from summarylib.ops.scalar import scalar
-from summarylib.writer.context import Step, _local, condition_holds
-from summarylib.writer.file_writer import WriterBase, check_logdir, check_settings, open_resource
+from summarylib.ops._resolve import Caller, Sink, check_tag, check_wall_time, sink_for
+from summarylib.ops.scalar import scalar_to, write_scalar
+from summarylib.writer.context import Step, _local, check_step, condition_holds
+from summarylib.writer.file_writer import WriterBase, check_logdir, open_writer_resource
 from summarylib.writer.path_safety import check_name_text, safe_component
-from summarylib.writer.remote import event_output_opener
+from summarylib.writer.settings import WriterSettings
 
 __all__ = ["SummaryWriter"]
+
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
 
 
 class SummaryWriter(WriterBase):
@@ -95,10 +99,11 @@ class SummaryWriter(WriterBase):
             raise TypeError(f"{where}: 'flush_secs' must be a number, got {flush_secs!r}")
         if not flush_secs >= 0:
             raise ValueError(f"{where}: 'flush_secs' must be >= 0, got {flush_secs!r}")
-        settings = check_settings(where, max_queue, int(flush_secs * 1000), None, "raise", False)
-        settings["filename_suffix"] = _verbatim_suffix(filename_suffix, where)
-        if storage_options is not None:
-            settings["storage_options"] = storage_options
+        settings = WriterSettings.checked(
+            where, max_queue=max_queue, flush_millis=int(flush_secs * 1000),
+            filename_suffix=_verbatim_suffix(filename_suffix, where),
+            storage_options=storage_options,
+        )
         if purge_step is not None:
             from summarylib.writer.context import check_step
 
@@ -106,14 +111,13 @@ class SummaryWriter(WriterBase):
         if not write_to_disk:
             self._setup(None, path, settings)
             return
-        opener = event_output_opener(path, settings["filename_suffix"], storage_options)
-        resource = open_resource(opener, path, settings)
+        resource = open_writer_resource(path, settings)
         self._setup(resource, path, settings)
         if purge_step is not None:
             # Event.session_log (field 7) = SessionLog{status: START}: readers purge from here.
-            resource.append(event_bytes(time.time(), purge_step, field_bytes(7, b"\x08\x01")))
+            resource.append(event_bytes(resource.clock(), purge_step, field_bytes(7, b"\x08\x01")))
 
-    def _setup(self, resource: Any, logdir: str | None, settings: dict[str, Any]) -> None:
+    def _setup(self, resource: Any, logdir: str | None, settings: WriterSettings) -> None:
         super()._setup(resource, logdir, settings)
         # No reference to itself (a cycle would keep an unreferenced writer, and its
         # unwritten events, alive until the cyclic garbage collector runs).
@@ -126,37 +130,37 @@ class SummaryWriter(WriterBase):
         self._exported: dict[str, int] = {}  # export_scalars_to_json(): points done per run
 
     # -- plumbing -------------------------------------------------------------
-    def _run(self, where: str, op: Callable[..., bool], *args: Any, **kwargs: Any) -> bool:
-        """Run ``op`` with this writer as the thread's default writer.
+    def _sink(
+        self, tag: Any, global_step: Step | None, walltime: Any, caller: Caller, *,
+        scoped: bool = True, untagged: bool = False,
+    ) -> Sink | None:
+        """Where an ``add_*`` call writes: this writer, the tag in the current name scope,
+        torch's step and the wall time; None when nothing is recording (a writer made with
+        ``write_to_disk=False``, or a false ``record_if``).
 
-        Errors of the op are re-raised naming ``where`` (the method) and torch's argument
-        names instead of the op's. A writer that writes nothing (``write_to_disk=False``)
-        returns False without running the op, as the op would with no writer.
+        The op cores take the sink and name ``caller`` (the method and torch's argument
+        names) in their errors; the thread's default writer is never touched.
         """
         if self._silent:
-            return False
-        st = _local.state
-        saved = st.writer
-        st.writer = self
-        try:
-            return op(*args, **kwargs)
-        except (TypeError, ValueError) as e:
-            raise _renamed(e, op.__name__, where) from None
-        finally:
-            st.writer = saved
+            return None
+        return sink_for(self, tag, self._step(global_step, caller.where),
+                        self._walltime(walltime), caller, scoped=scoped, untagged=untagged)
 
     def _step(self, global_step: Step | None, where: str) -> Step:
-        if global_step is not None:
-            if type(global_step) is not int:
-                from summarylib.torch_conventions import torch_step
+        """torch's step: ``global_step``, else ``use_metadata``'s, else the thread's
+        default step, else 0; a float is written as ``int(step)``, as torch does."""
+        if global_step is None:
+            if self._defaults is not None and self._defaults[0] is not None:
+                global_step = self._defaults[0]
+            else:
+                default = _local.state.step
+                return 0 if default is None else default
+        if type(global_step) is not int:
+            from summarylib.torch_conventions import torch_step
 
-                step: Step = torch_step(global_step, where)
-                return step
-            return global_step
-        if self._defaults is not None and self._defaults[0] is not None:
-            return self._defaults[0]
-        default = _local.state.step
-        return 0 if default is None else default
+            step: Step = torch_step(global_step, where)
+            return step
+        return global_step
 
     def _walltime(self, walltime: float | None) -> float | None:
         if walltime is None and self._defaults is not None:
@@ -175,28 +179,6 @@ class SummaryWriter(WriterBase):
             yield self
         finally:
             self._defaults = saved
-
-    def _write_pb(self, make_summary: Callable[[str], Any], tag: str, step: Step,
-                  walltime: Any, where: str) -> bool:
-        """Write the Summary ``make_summary(scoped_tag)`` with an explicit wall time."""
-        from summarylib.ops._resolve import check_tag, resolve_step
-
-        if isinstance(walltime, bool) or not isinstance(walltime, (int, float)):
-            raise TypeError(f"{where}: 'walltime' must be a number, got {walltime!r}")
-        st = _local.state
-        if self._silent or (st.condition is not True and not condition_holds(
-            st.condition
-        )):
-            return False
-        tag = check_tag(tag, where, "tag")
-        summary = make_summary(st.scope + tag if st.scope else tag)
-        if type(step) is not int:
-            from summarylib.torch_conventions import torch_step
-
-            step = torch_step(step, where)
-        step_ = resolve_step(step, None, where)
-        payload = summary.SerializeToString()
-        return self._append(event_bytes(float(walltime), step_, field_bytes(5, payload)))
 
     def _needs_dir(self, where: str) -> str:
         if self._logdir is None:
@@ -218,40 +200,29 @@ class SummaryWriter(WriterBase):
         ``new_style`` and ``double_precision`` are accepted and ignored: TensorBoard's fast
         loader reads float32 scalar tensors only, which is what is written.
         """
-        if self._defaults is not None:
-            global_step = self._step(global_step, "add_scalar")
+        if self._silent:
+            return False
+        if type(global_step) is not int or self._defaults is not None or not (
+            _INT64_MIN <= global_step <= _INT64_MAX
+        ):
+            # torch's step (a float becomes int(step)), use_metadata()'s defaults; checked.
+            global_step = check_step(self._step(global_step, "add_scalar"), "add_scalar")
             walltime = self._walltime(walltime)
-        elif global_step is None:
-            default = _local.state.step
-            global_step = 0 if default is None else default
-        walltime = self._walltime(walltime)
+        if walltime is not None:
+            walltime = check_wall_time(walltime, "add_scalar")
         t = type(scalar_value)
         if t is not float and t is not int and getattr(scalar_value, "ndim", 0) != 0:
             scalar_value = _single(scalar_value)  # torch takes any one-element tensor
-        if walltime is not None:
-            from summarylib.ops.scalar import scalar_pb
-
-            return self._write_pb(lambda t: scalar_pb(t, scalar_value), tag, global_step,
-                                  walltime, "add_scalar")
-        if self._silent:
-            return False
+        # sink_for() inlined: add_scalar is a hot path, and a sink is an object per call.
         st = _local.state
-        saved = st.writer
-        st.writer = self
-        try:
-            return scalar(tag, scalar_value, global_step)
-        except (TypeError, ValueError) as e:
-            error = _renamed(e, "scalar", "add_scalar")
-        finally:
-            st.writer = saved
-        # Only a failed call gets here, so a float step (torch writes int(step)) costs the
-        # common case nothing: retry once with torch's step if it differs.
-        from summarylib.torch_conventions import torch_step
-
-        step = torch_step(global_step, "add_scalar")
-        if step is global_step:
-            raise error
-        return self.add_scalar(tag, scalar_value, step, walltime)
+        cond = st.condition
+        if cond is not True and not condition_holds(cond):
+            return False
+        if type(tag) is not str or not tag:
+            tag = check_tag(tag, "add_scalar", "tag")
+        scope = st.scope
+        return scalar_to(self, scope + tag if scope else tag, global_step, walltime,
+                         _ADD_SCALAR, scalar_value)
 
     def add_scalars(
         self, main_tag: str, tag_scalar_dict: Mapping[str, Any],
@@ -281,27 +252,17 @@ class SummaryWriter(WriterBase):
                                 f"got {key!r}")
             children.append(self._child(logdir, main_tag.replace("/", "_") + "_" + key, where,
                                         "tag_scalar_dict", scalar_run=True))
-        if walltime is not None:
-            wrote = False
-            for child, value in zip(children, tag_scalar_dict.values(), strict=True):
-                wrote = child.add_scalar(main_tag, value, step, walltime) or wrote
-            return wrote
-        # One scalar() per sub-run with that sub-run as the target: the per-value cost is
-        # the op's own (its cached per-tag bytes in each sub-run's file).
-        st = _local.state
-        saved = st.writer
+        # One scalar per sub-run: the per-value cost is the op's own (its cached per-tag
+        # bytes in each sub-run's file).
         wrote = False
-        try:
-            for child, value in zip(children, tag_scalar_dict.values(), strict=True):
-                st.writer = child
-                t = type(value)
-                if t is not float and t is not int and getattr(value, "ndim", 0) != 0:
-                    value = _single(value)
-                wrote = scalar(main_tag, value, step) or wrote
-        except (TypeError, ValueError) as e:
-            raise _renamed(e, "scalar", where) from None
-        finally:
-            st.writer = saved
+        for child, value in zip(children, tag_scalar_dict.values(), strict=True):
+            sink = sink_for(child, main_tag, step, walltime, _ADD_SCALARS)
+            if sink is None:
+                return False
+            t = type(value)
+            if t is not float and t is not int and getattr(value, "ndim", 0) != 0:
+                value = _single(value)
+            wrote = write_scalar(sink, value) or wrote
         return wrote
 
     def _child(self, logdir: str, name: str, where: str, arg: str, *,
@@ -310,9 +271,7 @@ class SummaryWriter(WriterBase):
         if child is None:
             self._check_open(where)
             sub = os.path.join(logdir, safe_component(name, where, arg))
-            opener = event_output_opener(sub, self._settings["filename_suffix"],
-                                         self._settings.get("storage_options"))
-            resource = open_resource(opener, sub, self._settings)
+            resource = open_writer_resource(sub, self._settings)
             child = self._children[name] = SummaryWriter._wrap(resource, sub, self._settings)
             if scalar_run:
                 self._scalar_runs.append(child)
@@ -321,15 +280,11 @@ class SummaryWriter(WriterBase):
     def add_tensor(self, tag: str, tensor: Any, global_step: Step | None = None,
                    walltime: float | None = None) -> bool:
         """Any numeric or string array as a tensor value with no plugin (``write``)."""
-        from summarylib.ops.write import write
+        from summarylib.ops.write import write_tensor
 
-        walltime = self._walltime(walltime)
-        if walltime is not None:
-            return self._write_pb(lambda t: _tensor_summary(t, tensor), tag,
-                                  self._step(global_step, "add_tensor"), walltime, "add_tensor")
-        scope = _local.state.scope  # write() takes tags literally; add_* honour the scope
-        scoped = scope + tag if scope and isinstance(tag, str) else tag
-        return self._run("add_tensor", write, scoped, tensor, self._step(global_step, "add_tensor"))
+        # write() takes tags literally; add_* honour the name scope.
+        sink = self._sink(tag, global_step, walltime, _ADD_TENSOR)
+        return sink is not None and write_tensor(sink, tensor)
 
     def add_histogram(
         self, tag: str, values: Any, global_step: Step | None = None,
@@ -341,14 +296,10 @@ class SummaryWriter(WriterBase):
         an int or an array of edges; ``max_bins`` merges neighbouring buckets. Values must
         be finite and non-empty (torch's rule).
         """
-        from summarylib.ops.histogram_proto import histogram_bins, histogram_bins_pb
+        from summarylib.ops.histogram_proto import write_histogram_bins
 
-        walltime = self._walltime(walltime)
-        step = self._step(global_step, "add_histogram")
-        if walltime is not None:
-            return self._write_pb(lambda t: histogram_bins_pb(t, values, bins, max_bins), tag,
-                                  step, walltime, "add_histogram")
-        return self._run("add_histogram", histogram_bins, tag, values, step, bins, max_bins)
+        sink = self._sink(tag, global_step, walltime, _ADD_HISTOGRAM)
+        return sink is not None and write_histogram_bins(sink, values, bins, max_bins)
 
     def add_histogram_raw(
         self, tag: str, min: Any, max: Any, num: Any, sum: Any,
@@ -356,27 +307,18 @@ class SummaryWriter(WriterBase):
         global_step: Step | None = None, walltime: float | None = None,
     ) -> bool:
         """A histogram given by its statistics and bucket right edges and counts."""
-        from summarylib.ops.histogram_proto import histogram_raw, histogram_raw_pb
+        from summarylib.ops.histogram_proto import write_histogram_raw
 
-        args = (min, max, num, sum, sum_squares, bucket_limits, bucket_counts)
-        walltime = self._walltime(walltime)
-        step = self._step(global_step, "add_histogram_raw")
-        if walltime is not None:
-            return self._write_pb(lambda t: histogram_raw_pb(t, *args), tag, step, walltime,
-                                  "add_histogram_raw")
-        return self._run("add_histogram_raw", histogram_raw, tag, *args, step)
+        sink = self._sink(tag, global_step, walltime, _ADD_HISTOGRAM_RAW)
+        return sink is not None and write_histogram_raw(
+            sink, min, max, num, sum, sum_squares, bucket_limits, bucket_counts)
 
     def _image(self, tag: str, hwc: Any, global_step: Step | None, walltime: Any,
                where: str) -> bool:
-        from summarylib.ops.image import image, image_pb
+        from summarylib.ops.image import write_image
 
-        batch = hwc[None]
-        walltime = self._walltime(walltime)
-        if walltime is not None:
-            return self._write_pb(lambda t: image_pb(t, batch, max_outputs=1, dataformats="NHWC"),
-                                  tag, self._step(global_step, where), walltime, where)
-        return self._run(where, image, tag, batch, self._step(global_step, where), 1,
-                         dataformats="NHWC")
+        sink = self._sink(tag, global_step, walltime, _image_caller(where))
+        return sink is not None and write_image(sink, hwc[None], 1, dataformats="NHWC")
 
     def add_image(self, tag: str, img_tensor: Any, global_step: Step | None = None,
                   walltime: float | None = None, dataformats: str = "CHW") -> bool:
@@ -452,17 +394,14 @@ class SummaryWriter(WriterBase):
         A batch is tiled into one grid, as torch does. ``dataformats`` (tensorboardX)
         names another order of the five axes. Encoded with pillow (no moviepy).
         """
-        from summarylib.ops.video import video, video_pb
+        from summarylib.ops.video import write_video
         from summarylib.torch_conventions import video_frames
 
         where = "add_video"
         vid = _reorder(vid_tensor, dataformats, "NTCHW", where)
         frames = video_frames(vid, where, on_device=True)
-        walltime = self._walltime(walltime)
-        if walltime is not None:
-            return self._write_pb(lambda t: video_pb(t, frames, fps=fps), tag,
-                                  self._step(global_step, "add_video"), walltime, where)
-        return self._run(where, video, tag, frames, self._step(global_step, "add_video"), fps)
+        sink = self._sink(tag, global_step, walltime, _ADD_VIDEO)
+        return sink is not None and write_video(sink, frames, fps)
 
     def add_audio(self, tag: str, snd_tensor: Any, global_step: Step | None = None,
                   sample_rate: int = 44100, walltime: float | None = None) -> bool:
@@ -471,7 +410,7 @@ class SummaryWriter(WriterBase):
 
         from summarylib.encoding.arrays import as_array
         from summarylib.encoding.pending import device_kind
-        from summarylib.ops.audio import audio, audio_pb
+        from summarylib.ops.audio import write_audio
 
         where = "add_audio"
         if device_kind(snd_tensor) is not None:  # the same samples, made on the device
@@ -488,17 +427,13 @@ class SummaryWriter(WriterBase):
             # k/32768, which the audio op's rounding maps back to the same 16-bit integers.
             pcm = (np.clip(clip, -1, 1) * np.iinfo(np.int16).max).astype("<i2")
             data = (pcm.astype(np.float32) / 32768).reshape(1, -1, 1)
-        walltime = self._walltime(walltime)
-        if walltime is not None:
-            return self._write_pb(lambda t: audio_pb(t, data, sample_rate, 1), tag,
-                                  self._step(global_step, "add_audio"), walltime, where)
-        return self._run(where, audio, tag, data, sample_rate,
-                         self._step(global_step, "add_audio"), 1)
+        sink = self._sink(tag, global_step, walltime, _ADD_AUDIO)
+        return sink is not None and write_audio(sink, data, sample_rate, 1)
 
     def add_text(self, tag: str, text_string: str, global_step: Step | None = None,
                  walltime: float | None = None) -> bool:
         """Markdown text, under the tag ``<tag>/text_summary`` as torch writes it."""
-        from summarylib.ops.text import text, text_pb
+        from summarylib.ops.text import write_text
 
         where = "add_text"
         if not isinstance(text_string, str):
@@ -507,12 +442,8 @@ class SummaryWriter(WriterBase):
             )
         if not isinstance(tag, str) or not tag:
             raise ValueError(f"{where}: 'tag' must be a non-empty str, got {tag!r}")
-        full = tag + "/text_summary"
-        walltime = self._walltime(walltime)
-        if walltime is not None:
-            return self._write_pb(lambda t: text_pb(t, [text_string]), full,
-                                  self._step(global_step, "add_text"), walltime, where)
-        return self._run(where, text, full, [text_string], self._step(global_step, "add_text"))
+        sink = self._sink(tag + "/text_summary", global_step, walltime, _ADD_TEXT)
+        return sink is not None and write_text(sink, [text_string])
 
     def add_graph(self, model: Any, input_to_model: Any = None, verbose: bool = False,
                   use_strict_trace: bool = True) -> bool:
@@ -523,7 +454,8 @@ class SummaryWriter(WriterBase):
         (torch.fx/export, module scopes kept), not TorchScript.
         """
         del verbose, use_strict_trace
-        from summarylib.graph import capture, write_graph
+        from summarylib.graph import capture
+        from summarylib.graph.writers import write_graph_def
 
         if self._silent:
             return False
@@ -531,20 +463,22 @@ class SummaryWriter(WriterBase):
         if not isinstance(inputs, tuple):
             inputs = tuple(inputs) if isinstance(inputs, list) else (inputs,)
         graph = capture(model, inputs)
-        return self._run("add_graph", write_graph, graph, 0)
+        sink = self._sink(None, 0, None, _ADD_GRAPH, untagged=True)
+        return sink is not None and write_graph_def(sink, graph)
 
     def add_onnx_graph(self, prototxt: Any) -> bool:
         """The graph of an ONNX model: ``prototxt`` is the path of an ``.onnx`` file (torch's
         argument; its bytes or an ``onnx.ModelProto`` too), written as torch writes it, at
         step 0. The ``onnx`` package is not needed (see
         :mod:`summarylib.graph.onnx_models` for what differs from torch, on purpose)."""
-        from summarylib.graph import write_graph
         from summarylib.graph.onnx_models import onnx_graph_def
+        from summarylib.graph.writers import write_graph_def
 
         if self._resource is None:
             return False
         graph = onnx_graph_def(prototxt, "add_onnx_graph", "prototxt")
-        return self._run("add_onnx_graph", write_graph, graph, 0)
+        sink = self._sink(None, 0, None, _ADD_ONNX_GRAPH, untagged=True)
+        return sink is not None and write_graph_def(sink, graph)
 
     def add_embedding(
         self, mat: Any, metadata: Sequence[Any] | None = None, label_img: Any = None,
@@ -565,7 +499,7 @@ class SummaryWriter(WriterBase):
         step = global_step if global_step is not None else self._step(None, "add_embedding")
         return embedding(mat, metadata, label_img, step, tag,
                          metadata_header, logdir=logdir,
-                         storage_options=self._settings.get("storage_options"))
+                         storage_options=self._settings.storage_options)
 
     def add_pr_curve(
         self, tag: str, labels: Any, predictions: Any, global_step: Step | None = None,
@@ -579,12 +513,11 @@ class SummaryWriter(WriterBase):
 
         where = "add_pr_curve"
         t = _thresholds(num_thresholds, where)
-        if self._walltime(walltime) is None:
-            from summarylib.ops._device_ops import any_on_device, torch_pr_curve
+        from summarylib.ops._device_ops import any_on_device, torch_pr_curve
 
-            if any_on_device(labels, predictions, weights):  # counted off this thread
-                return self._run(where, torch_pr_curve, tag, labels, predictions, t, weights,
-                                 self._step(global_step, where))
+        if any_on_device(labels, predictions, weights):  # counted off this thread
+            sink = self._sink(tag, global_step, walltime, Caller(where, "tag"))
+            return sink is not None and torch_pr_curve(sink, labels, predictions, t, weights)
         data = pr_curve_data(labels, predictions, t, weights, where)
         return self._pr_raw(tag, data, global_step, walltime, where)
 
@@ -602,20 +535,18 @@ class SummaryWriter(WriterBase):
 
     def _pr_raw(self, tag: str, data: Any, global_step: Step | None, walltime: Any,
                 where: str) -> bool:
-        from summarylib.ops.pr_curve import pr_curve_counts, pr_curve_counts_pb
+        from summarylib.ops.pr_curve import write_pr_curve_counts
 
-        walltime = self._walltime(walltime)
-        if walltime is not None:
-            return self._write_pb(lambda t: pr_curve_counts_pb(t, *data), tag,
-                                  self._step(global_step, where), walltime, where)
-        return self._run(where, pr_curve_counts, tag, *data, self._step(global_step, where))
+        sink = self._sink(tag, global_step, walltime, Caller(where, "tag"))
+        return sink is not None and write_pr_curve_counts(sink, *data)
 
     def add_custom_scalars(self, layout: Any) -> bool:
         """The Custom Scalars layout: ``{category: {chart: ["Multiline", [tag regexes]] |
         ["Margin", [value, lower, upper]]}}`` or a ``Layout`` message; at step 0."""
-        from summarylib.ops.custom_scalars import custom_scalars
+        from summarylib.ops.custom_scalars import CONFIG_TAG, write_custom_scalars
 
-        return self._run("add_custom_scalars", custom_scalars, layout, 0)
+        sink = self._sink(CONFIG_TAG, 0, None, _ADD_CUSTOM_SCALARS, scoped=False)
+        return sink is not None and write_custom_scalars(sink, layout)
 
     def add_custom_scalars_multilinechart(self, tags: Sequence[str], category: str = "default",
                                           title: str = "untitled") -> bool:
@@ -638,16 +569,10 @@ class SummaryWriter(WriterBase):
     ) -> bool:
         """A 3-D mesh or point cloud: vertices ``[B, N, 3]``, colors ``[B, N, 3]`` (0..255),
         faces ``[B, F, 3]`` (vertex indices), for TensorBoard's Mesh dashboard."""
-        from summarylib.ops.mesh import mesh, mesh_pb
+        from summarylib.ops.mesh import write_mesh
 
-        walltime = self._walltime(walltime)
-        if walltime is not None:
-            return self._write_pb(
-                lambda t: mesh_pb(t, vertices, faces=faces, colors=colors,
-                                  config_dict=config_dict),
-                tag, self._step(global_step, "add_mesh"), walltime, "add_mesh")
-        return self._run("add_mesh", mesh, tag, vertices, faces=faces, colors=colors,
-                         config_dict=config_dict, step=self._step(global_step, "add_mesh"))
+        sink = self._sink(None, global_step, walltime, _ADD_MESH, untagged=True)
+        return sink is not None and write_mesh(sink, tag, vertices, faces, colors, config_dict)
 
     def add_hparams(
         self, hparam_dict: Mapping[str, Any], metric_dict: Mapping[str, Any],
@@ -698,9 +623,7 @@ class SummaryWriter(WriterBase):
         # The run holds a trial already: this one goes to a sub-run of its own, which
         # nothing else writes to, so it is closed (and its trial ended) at once.
         sub = os.path.join(target._needs_dir(where), target._trial_run_name())
-        opener = event_output_opener(sub, self._settings["filename_suffix"],
-                                     self._settings.get("storage_options"))
-        trial = SummaryWriter._wrap(open_resource(opener, sub, self._settings), sub,
+        trial = SummaryWriter._wrap(open_writer_resource(sub, self._settings), sub,
                                     self._settings)
         try:
             return trial._write_trial(values, metrics, hparam_domain_discrete, step)
@@ -710,19 +633,18 @@ class SummaryWriter(WriterBase):
     def _write_trial(self, values: dict[str, Any], metrics: dict[str, Any],
                      domains: Mapping[str, Sequence[Any]] | None, step: Step) -> bool:
         """Write a trial into this writer's run (see add_hparams)."""
-        from summarylib.ops.hparams_plugin import write_trial
+        from summarylib.ops.hparams_plugin import write_trial_to
 
-        st = _local.state
-        saved_writer, saved_scope = st.writer, st.scope
-        st.writer, st.scope = self, ""  # hparams tags and metric tags are literal
-        try:
-            written = write_trial(values, list(metrics), hparam_domains=domains)
-            tags = self._resource.tags  # type: ignore[union-attr]
-            for key, value in metrics.items():
-                if tags.needs_metadata(key):
-                    scalar(key, value, step)
-        finally:
-            st.writer, st.scope = saved_writer, saved_scope
+        sink = sink_for(self, None, 0, None, _ADD_HPARAMS, untagged=True)
+        if sink is None:
+            return False
+        written = write_trial_to(sink, values, list(metrics), hparam_domains=domains)
+        tags = self._resource.tags  # type: ignore[union-attr]
+        for key, value in metrics.items():
+            # Metric tags are literal (no name scope), as the trial names them.
+            metric = sink_for(self, key, step, None, _ADD_HPARAMS_METRIC, scoped=False)
+            if metric is not None and tags.needs_metadata(key):
+                write_scalar(metric, value)
         if written:
             self._trial_started()
         return written
@@ -792,35 +714,25 @@ class SummaryWriter(WriterBase):
                 child.close(timeout)
 
 
-# The ops' argument names, as each add_* method calls them.
-_TORCH_NAMES = {
-    "add_scalar": {"'data'": "'scalar_value'", "'name'": "'tag'"},
-    "add_scalars": {"'data'": "'tag_scalar_dict' value", "'name'": "'main_tag'"},
-    "add_tensor": {},
-    "add_histogram": {"'name'": "'tag'"},
-    "add_histogram_raw": {"'name'": "'tag'"},
-    "add_image": {"'name'": "'tag'", "'data'": "'img_tensor'"},
-    "add_images": {"'name'": "'tag'", "'data'": "'img_tensor'"},
-    "add_image_with_boxes": {"'name'": "'tag'", "'data'": "'img_tensor'"},
-    "add_figure": {"'name'": "'tag'"},
-    "add_video": {"'name'": "'tag'", "'data'": "'vid_tensor'"},
-    "add_audio": {"'name'": "'tag'", "'data'": "'snd_tensor'"},
-    "add_text": {"'name'": "'tag'", "'data'": "'text_string'"},
-    "add_pr_curve": {"'name'": "'tag'"},
-    "add_pr_curve_raw": {"'name'": "'tag'"},
-    "add_mesh": {"'name'": "'tag'"},
-}
+# Who calls the op cores, with torch's argument names (errors name them).
+_ADD_SCALAR = Caller("add_scalar", "tag", "scalar_value")
+_ADD_SCALARS = Caller("add_scalars", "main_tag", "tag_scalar_dict")
+_ADD_TENSOR = Caller("add_tensor", "tag", "tensor")
+_ADD_HISTOGRAM = Caller("add_histogram", "tag", "values")
+_ADD_HISTOGRAM_RAW = Caller("add_histogram_raw", "tag")
+_ADD_VIDEO = Caller("add_video", "tag", "vid_tensor")
+_ADD_AUDIO = Caller("add_audio", "tag", "snd_tensor")
+_ADD_TEXT = Caller("add_text", "tag", "text_string")
+_ADD_GRAPH = Caller("add_graph", data="model")
+_ADD_ONNX_GRAPH = Caller("add_onnx_graph", data="prototxt")
+_ADD_CUSTOM_SCALARS = Caller("add_custom_scalars", data="layout")
+_ADD_MESH = Caller("add_mesh", "tag", "vertices")
+_ADD_HPARAMS = Caller("add_hparams", data="hparam_dict")
+_ADD_HPARAMS_METRIC = Caller("add_hparams", "metric_dict", "metric_dict")
 
 
-def _renamed(error: Exception, op_name: str, where: str) -> Exception:
-    """``error`` with the op's name and argument names replaced by the method's."""
-    message = str(error)
-    if not message.startswith(op_name + ":"):
-        return error
-    message = where + message[len(op_name):]
-    for ours, theirs in _TORCH_NAMES.get(where, {}).items():
-        message = message.replace(ours, theirs)
-    return type(error)(message)
+def _image_caller(where: str) -> Caller:
+    return Caller(where, "tag", "figure" if where == "add_figure" else "img_tensor")
 
 
 def _session_end_event(explicit: bool, status: str | None = None) -> bytes:
@@ -848,17 +760,6 @@ def _single(value: Any) -> Any:
     if size != 1 or not hasattr(value, "reshape"):
         return value
     return value.reshape(())
-
-
-def _tensor_summary(tag: str, tensor: Any) -> Any:
-    from summarylib.encoding.arrays import evaluate
-    from summarylib.encoding.events import value_bytes
-    from summarylib.encoding.tensor import array_tensor_bytes, to_numeric_or_string_array
-    from summarylib.proto import summary_pb2
-
-    arr = to_numeric_or_string_array(evaluate(tensor), "add_tensor", "tensor")
-    value = value_bytes(tag, array_tensor_bytes(arr, "add_tensor", "tensor"))
-    return summary_pb2.Summary.FromString(field_bytes(1, value))
 
 
 def _verbatim_suffix(suffix: Any, where: str) -> str:

@@ -59,7 +59,11 @@ def writer_settings(writer: sl.SummaryWriter) -> dict[str, object]:
     """What an unpickled writer looks like in the child."""
     res = writer._resource
     assert res is not None
-    out = dict(writer._settings)
+    settings = writer.settings
+    out: dict[str, object] = {
+        name: getattr(settings, name)
+        for name in ("max_queue", "flush_millis", "filename_suffix", "on_error", "fsync")
+    }
     out["path"] = writer.path
     out["pid"] = os.getpid()
     writer.close()

@@ -21,7 +21,6 @@ import summarylib as sl
 from summarylib.encoding.events import summary_event
 from summarylib.encoding.plugins import AUDIO
 from summarylib.encoding.wav import encode_wav, quantize
-from summarylib.ops import _emit
 from summarylib.ops import audio as audio_mod
 from tests.helpers import only_file, record_payloads
 from tests.tbserver import TensorBoardServer
@@ -237,17 +236,12 @@ def test_audio_pb_matches_tensorboard_and_tf_encoding(
 @given(data=clip_batches(), rate=st.integers(1, 96000), step=st.integers(0, 2**63 - 1))
 def test_op_bytes_equal_audio_pb_serialization(data: np.ndarray, rate: int, step: int) -> None:
     fixed = 1712345678.75
-    orig = _emit._time
-    _emit._time = lambda: fixed
-    try:
-        out = sl.MemoryOutput()
-        w = sl.create_writer(out)
-        with w.as_default(step=step):
-            assert sl.audio("a/snd", data, rate, encoding="wav")
-            assert sl.audio("a/snd", data, rate)
-        w.close()
-    finally:
-        _emit._time = orig
+    out = sl.MemoryOutput()
+    w = sl.create_writer(out, clock=lambda: fixed)
+    with w.as_default(step=step):
+        assert sl.audio("a/snd", data, rate, encoding="wav")
+        assert sl.audio("a/snd", data, rate)
+    w.close()
     first, second = payloads(out.getvalue())[1:]
     pb = sl.audio_pb("a/snd", data, rate)
     assert first == summary_event(fixed, step, pb.SerializeToString())

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import struct
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -89,15 +88,9 @@ def payloads(data: bytes) -> list[bytes]:
     return record_payloads(data)[1:]  # without the file-version event
 
 
-@pytest.fixture(autouse=True)
-def fixed_time(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(scalar_mod, "_time", lambda: WALL_TIME)
-    yield
-
-
 def write(calls: Any) -> list[bytes]:
     out = sl.MemoryOutput()
-    w = sl.create_writer(out)
+    w = sl.create_writer(out, clock=lambda: WALL_TIME)
     with w.as_default():
         calls()
     w.close()
@@ -157,7 +150,7 @@ def test_scalars_layout_makes_the_event_itself(scope: str, values: dict[str, Any
     # must see: beyond float32, ints beyond float).
     scoped = {scope + k: v for k, v in values.items()}
     out = sl.MemoryOutput()
-    w = sl.create_writer(out)
+    w = sl.create_writer(out, clock=lambda: WALL_TIME)
     with w.as_default():
         sl.scalars(scoped, step=0)  # metadata first; the layout is made
         res = w._resource
@@ -207,7 +200,7 @@ def test_scalars_record_runs_frame_as_one_by_one(
     # A run of records framed at once (numpy, the CRC from tables) equals each record
     # expanded and framed on its own, which equals the protobuf encoding.
     out = sl.MemoryOutput()
-    w = sl.create_writer(out)
+    w = sl.create_writer(out, clock=lambda: WALL_TIME)
     with w.as_default():
         sl.scalars(values, step=0)  # metadata first; the layout is made
     w.close()
@@ -231,7 +224,7 @@ def test_a_batch_of_scalars_goes_to_the_run_framer_and_reads_back() -> None:
     # End to end: 1,000 calls queued, then written in one batch; the writer hands the
     # runs to the layout's framer, and the file holds exactly the expected events.
     out = sl.MemoryOutput()
-    w = sl.create_writer(out, max_queue=10**6, flush_millis=10**9)
+    w = sl.create_writer(out, max_queue=10**6, flush_millis=10**9, clock=lambda: WALL_TIME)
     res = w._resource
     assert res is not None
     runs: list[int] = []
@@ -471,7 +464,7 @@ def test_past_the_layout_bounds_the_checked_path_writes_the_same(
     monkeypatch.setattr(batch, "_MAX_RECORD_FORMATS", 2)
     sets = [{f"k{j}_{i}": float(i + j) for i in range(3)} for j in range(5)]
     out = sl.MemoryOutput()
-    w = sl.create_writer(out)
+    w = sl.create_writer(out, clock=lambda: WALL_TIME)
     with w.as_default():
         for step in range(3):
             for values in sets:

@@ -11,7 +11,7 @@ import pytest
 
 import summarylib as sl
 from summarylib.reader import iter_records
-from summarylib.writer.buffered import BufferedEventWriter
+from summarylib.writer.gate import WriterGate
 from tests.helpers import only_file, record_payloads, tb_events, wait_until
 
 
@@ -189,14 +189,15 @@ def test_the_bound_counts_every_unwritten_event(
 
     res.append = counting_append  # type: ignore[method-assign]  # what ops call
     waiting = [0]
-    real_queued = BufferedEventWriter.queued
+    real_queued = WriterGate.queued
 
-    def noting_wait(self: BufferedEventWriter, payload: object, reentered: bool) -> None:
+    def noting_wait(self: WriterGate, payload: object, reentered: bool) -> None:
         if self.queue.over_bound():  # lock held: this caller is about to wait for room
             waiting[0] += 1
         real_queued(self, payload, reentered)
 
-    monkeypatch.setattr(BufferedEventWriter, "queued", noting_wait)
+    # The queue's Gate protocol: told of every append on the slow path.
+    monkeypatch.setattr(WriterGate, "queued", noting_wait)
     blob = np.zeros(900, dtype=np.float32)  # ~3.6 KB events: just under the size counted at once
 
     def produce() -> None:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import summarylib as sl
@@ -301,15 +302,12 @@ def test_several_function_graphs_are_merged(tmp_path: Path) -> None:
     # TensorBoard merges the function graphs of one RunMetadata under graph_<i>/ scopes.
     g1, g2 = mlp([4, 2]), mlp([2, 2])
     rm = run_metadata_bytes(g1.to_bytes()) + run_metadata_bytes(g2.to_bytes())
-    from summarylib.graph.writers import PLUGIN_GRAPH, graph_metadata_bytes, string_scalar_bytes
-    from summarylib.ops._emit import emit_value
-    from summarylib.ops._resolve import resolve
+    from summarylib.graph.writers import PLUGIN_GRAPH, graph_metadata_bytes
 
     with sl.create_file_writer(tmp_path):
-        resolved = resolve("merged", 0, "test")
-        assert resolved is not None
-        writer, tag, step = resolved
-        emit_value(writer, tag, step, string_scalar_bytes(rm), graph_metadata_bytes(PLUGIN_GRAPH))
+        # A rank-0 string tensor holding the RunMetadata, as trace_export writes it.
+        assert sl.write("merged", np.array(rm, dtype=object), 0,
+                        metadata=graph_metadata_bytes(PLUGIN_GRAPH))
     gd = Graph.from_graph_def(_graph_def(load_graph_source(tmp_path)))
     names = [n.name for n in gd]
     assert len(names) == len(g1) + len(g2)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,6 @@ import summarylib as sl
 from summarylib.encoding.bucketing import histogram_buckets
 from summarylib.encoding.events import summary_event
 from summarylib.encoding.plugins import HISTOGRAMS
-from summarylib.ops import _emit
 from summarylib.ops import histogram as hist_mod
 from tests.helpers import only_file, record_payloads, tb_events
 from tests.tbserver import TensorBoardServer
@@ -124,9 +124,11 @@ def file_values(logdir: Path) -> list[tuple[int, Any]]:
     return out
 
 
-def memory_writer() -> tuple[sl.SummaryWriter, sl.MemoryOutput]:
+def memory_writer(
+    clock: Callable[[], float] | None = None,
+) -> tuple[sl.SummaryWriter, sl.MemoryOutput]:
     out = sl.MemoryOutput()
-    return sl.create_writer(out), out
+    return sl.create_writer(out, clock=clock), out
 
 
 # ---------------------------------------------------------------------------
@@ -193,16 +195,11 @@ def test_op_bytes_equal_histogram_pb_serialization(
     # The hand-encoded (deferred) events equal the protobuf serialization of
     # histogram_pb, metadata on the first event of the tag only.
     fixed = 1712345678.5
-    orig = _emit._time
-    _emit._time = lambda: fixed
-    try:
-        w, out = memory_writer()
-        with w.as_default(step=step):
-            assert sl.histogram("a/b", data, buckets=buckets)
-            assert sl.histogram("a/b", data, buckets=buckets)
-        w.close()
-    finally:
-        _emit._time = orig
+    w, out = memory_writer(clock=lambda: fixed)
+    with w.as_default(step=step):
+        assert sl.histogram("a/b", data, buckets=buckets)
+        assert sl.histogram("a/b", data, buckets=buckets)
+    w.close()
     first, second = payloads(out.getvalue())[1:]
     pb = sl.histogram_pb("a/b", data, buckets)
     assert first == summary_event(fixed, step, pb.SerializeToString())

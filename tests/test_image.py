@@ -7,6 +7,7 @@ import io
 import math
 import warnings
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,7 +20,6 @@ from PIL import Image
 
 import summarylib as sl
 from summarylib.encoding.events import summary_event
-from summarylib.ops import _emit
 from summarylib.ops import image as image_mod
 from tests.helpers import only_file, record_payloads, tb_events
 from tests.tbserver import TensorBoardServer
@@ -106,9 +106,11 @@ def check_value(value: Any, nhwc: np.ndarray, max_outputs: int) -> None:
         np.testing.assert_array_equal(decode_png(blob, c), expected[i])
 
 
-def memory_writer() -> tuple[sl.SummaryWriter, sl.MemoryOutput]:
+def memory_writer(
+    clock: Callable[[], float] | None = None,
+) -> tuple[sl.SummaryWriter, sl.MemoryOutput]:
     out = sl.MemoryOutput()
-    return sl.create_writer(out), out
+    return sl.create_writer(out, clock=clock), out
 
 
 def payloads(data: bytes) -> list[bytes]:
@@ -191,16 +193,11 @@ def test_op_bytes_equal_image_pb_serialization(
     nhwc, fmt = batch
     data = from_nhwc(nhwc, fmt)
     fixed = 1712345678.25
-    orig = _emit._time
-    _emit._time = lambda: fixed
-    try:
-        w, out = memory_writer()
-        with w.as_default(step=step):
-            assert sl.image("a/b", data, max_outputs=max_outputs, dataformats=fmt)
-            assert sl.image("a/b", data, max_outputs=max_outputs, dataformats=fmt)
-        w.close()
-    finally:
-        _emit._time = orig
+    w, out = memory_writer(clock=lambda: fixed)
+    with w.as_default(step=step):
+        assert sl.image("a/b", data, max_outputs=max_outputs, dataformats=fmt)
+        assert sl.image("a/b", data, max_outputs=max_outputs, dataformats=fmt)
+    w.close()
     first, second = payloads(out.getvalue())[1:]
     pb = sl.image_pb("a/b", data, max_outputs, dataformats=fmt)
     assert first == summary_event(fixed, step, pb.SerializeToString())

@@ -105,7 +105,7 @@ def test_error_parked_before_the_check_is_raised_and_the_event_dropped() -> None
 
     def fail() -> None:
         with res.lock:  # as the writer thread does when a write fails
-            res._park(WriteFailedError(res.name, OSError(28, "No space left")), 0, 0)
+            res.park_error(WriteFailedError(res.name, OSError(28, "No space left")), 0, 0)
 
     arm(res, after=fail)
     with w.as_default():
@@ -124,7 +124,7 @@ def test_error_with_on_error_warn_keeps_the_event() -> None:
 
     def fail() -> None:
         with res.lock:
-            res._park(WriteFailedError(res.name, OSError(5, "I/O error")), 0, 0)
+            res.park_error(WriteFailedError(res.name, OSError(5, "I/O error")), 0, 0)
 
     arm(res, after=fail)
     with w.as_default(), pytest.warns(RuntimeWarning, match="I/O error"):
@@ -250,18 +250,18 @@ def _flush_the_failing_event(
     flusher = threading.Thread(target=flush)
     flusher.start()
     assert wait_for(lambda: _waiting_in_flush(flusher))  # its target counts `event`
-    park = res._park
+    park = res.park_error
     caller: list[BaseException] = []
 
     def park_then_check(*args: object) -> None:
         park(*args)  # type: ignore[arg-type]
-        res._park = park  # type: ignore[method-assign]
+        res.park_error = park  # type: ignore[method-assign]
         try:
             res.queue.settle(event)  # the caller's check, right after the error is parked
         except SummaryError as e:
             caller.append(e)
 
-    res._park = park_then_check  # type: ignore[method-assign]
+    res.park_error = park_then_check  # type: ignore[method-assign]
     fail_now.set()
     flusher.join(TIMEOUT)
     assert not flusher.is_alive()
@@ -276,7 +276,7 @@ def _waiting_in_flush(thread: threading.Thread) -> bool:
 
     frame = sys._current_frames().get(thread.ident or -1)
     while frame is not None:
-        if frame.f_code.co_name == "_wait" and "buffered" in frame.f_code.co_filename:
+        if frame.f_code.co_name == "wait" and "gate" in frame.f_code.co_filename:
             return True
         frame = frame.f_back
     return False
@@ -322,7 +322,7 @@ def test_a_failed_run_write_does_not_count_the_block_before_it_as_lost() -> None
             w.flush()
     assert b"other" in out.blocks[-1]
     # Events are numbered from 0 (the layout's first event); "other" is number 1.
-    assert res._failures.ledger.ranges() == [(2, 22)]
+    assert res.lost_ranges() == [(2, 22)]
     w.close()  # the loss was reported by the flush that covered it
 
 

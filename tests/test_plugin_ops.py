@@ -21,7 +21,6 @@ from hypothesis.extra import numpy as hnp
 
 import summarylib as sl
 from summarylib.encoding.events import summary_event
-from summarylib.ops import _emit
 from summarylib.ops import video as video_mod
 from summarylib.ops.custom_scalars import CONFIG_TAG, custom_scalars, custom_scalars_pb, layout_pb
 from summarylib.ops.figure import figure, figure_pb, figure_rgb
@@ -43,13 +42,11 @@ def written(call: Callable[[], Any], step: int | None = None) -> list[bytes]:
     """The events (after file_version) that ``call`` writes to a fresh in-memory writer,
     with the wall time fixed."""
     out = sl.MemoryOutput()
-    w = sl.create_writer(out)
-    orig, _emit._time = _emit._time, lambda: FIXED_TIME
+    w = sl.create_writer(out, clock=lambda: FIXED_TIME)
     try:
         with w.as_default(step=step):
             call()
     finally:
-        _emit._time = orig
         w.close()
     events = payloads(out.getvalue())
     assert b"brain.Event:2" in events[0]  # the file_version event

@@ -25,7 +25,6 @@ from hypothesis.extra import numpy as hnp
 
 import summarylib as sl
 from summarylib.encoding.events import summary_event
-from summarylib.ops import _emit
 from summarylib.ops import pr_curve as pr_mod
 from tests.helpers import only_file, record_payloads, tb_events
 from tests.tbserver import TensorBoardServer
@@ -300,17 +299,12 @@ def test_raw_num_thresholds_defaults_to_the_vectors_length() -> None:
 @given(curve=curves(), step=st.integers(0, 2**63 - 1))
 def test_op_bytes_equal_pr_curve_pb_serialization(curve: dict[str, Any], step: int) -> None:
     fixed = 1712345678.75
-    orig = _emit._time
-    _emit._time = lambda: fixed
-    try:
-        out = sl.MemoryOutput()
-        w = sl.create_writer(out)
-        with w.as_default(step=step):
-            assert sl.pr_curve("a", **curve)
-            assert sl.pr_curve("a", **curve)
-        w.close()
-    finally:
-        _emit._time = orig
+    out = sl.MemoryOutput()
+    w = sl.create_writer(out, clock=lambda: fixed)
+    with w.as_default(step=step):
+        assert sl.pr_curve("a", **curve)
+        assert sl.pr_curve("a", **curve)
+    w.close()
     first, second = payloads(out.getvalue())[1:]
     pb = sl.pr_curve_pb("a", **curve)
     assert first == summary_event(fixed, step, pb.SerializeToString())
@@ -321,16 +315,11 @@ def test_op_bytes_equal_pr_curve_pb_serialization(curve: dict[str, Any], step: i
 def test_raw_op_bytes_equal_pr_curve_raw_pb_serialization() -> None:
     vectors = [np.linspace(0, i, 7) for i in range(6)]
     fixed = 1712345678.0
-    orig = _emit._time
-    _emit._time = lambda: fixed
-    try:
-        out = sl.MemoryOutput()
-        w = sl.create_writer(out)
-        with w.as_default(step=9):
-            assert raw_op("r", *vectors, description="d")
-        w.close()
-    finally:
-        _emit._time = orig
+    out = sl.MemoryOutput()
+    w = sl.create_writer(out, clock=lambda: fixed)
+    with w.as_default(step=9):
+        assert raw_op("r", *vectors, description="d")
+    w.close()
     (event,) = payloads(out.getvalue())[1:]
     assert event == summary_event(
         fixed, 9, raw_pb("r", *vectors, description="d").SerializeToString()

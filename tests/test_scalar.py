@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 import summarylib as sl
 from summarylib.encoding.arrays import scalar_float
 from summarylib.encoding.events import summary_event
-from summarylib.ops import scalar as scalar_mod
 from summarylib.reader import iter_records, read_scalars
 from tests.helpers import (
     only_file,
@@ -41,8 +40,7 @@ def payloads(data: bytes) -> list[bytes]:
 
 def test_scalar_record_matches_tensorflow_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     # format.md §1.2: wall_time 1700000001.5, step 3, tag "loss", 0.5, scalars metadata.
-    monkeypatch.setattr(scalar_mod, "_time", lambda: 1700000001.5)
-    w, out = memory_writer()
+    w, out = memory_writer(clock=lambda: 1700000001.5)
     with w.as_default():
         sl.scalar("loss", 0.5, step=3)
     w.close()
@@ -63,16 +61,11 @@ def test_hot_path_bytes_equal_protobuf_encoding(
     # Two encoders, one truth: the hand-encoded events equal scalar_pb's
     # protobuf serialization (first with metadata, then without).
     fixed = 1712345678.25
-    orig = scalar_mod._time
-    scalar_mod._time = lambda: fixed
-    try:
-        w, out = memory_writer()
-        with w.as_default(step=step):
-            for v in values:
-                sl.scalar(tag, v, description=description)
-        w.close()
-    finally:
-        scalar_mod._time = orig
+    w, out = memory_writer(clock=lambda: fixed)
+    with w.as_default(step=step):
+        for v in values:
+            sl.scalar(tag, v, description=description)
+    w.close()
     got = payloads(out.getvalue())[1:]
     for i, v in enumerate(values):
         pb = sl.scalar_pb(tag, v, description=description)
@@ -173,16 +166,11 @@ def test_scalars_bytes_equal_protobuf_encoding(step: int, values: dict[str, floa
     from summarylib.proto import summary_pb2
 
     fixed = 1712345678.5
-    orig = scalar_mod._time
-    scalar_mod._time = lambda: fixed
-    try:
-        w, out = memory_writer()
-        with w.as_default(step=step):
-            sl.scalars(values)
-            sl.scalars(values)
-        w.close()
-    finally:
-        scalar_mod._time = orig
+    w, out = memory_writer(clock=lambda: fixed)
+    with w.as_default(step=step):
+        sl.scalars(values)
+        sl.scalars(values)
+    w.close()
     first, second = payloads(out.getvalue())[1:]
     expected = summary_pb2.Summary()
     for tag, v in values.items():

@@ -16,7 +16,6 @@ from hypothesis.extra import numpy as hnp
 import summarylib as sl
 from summarylib.encoding import plugins
 from summarylib.encoding.events import summary_event
-from summarylib.ops import _emit
 from summarylib.ops import text as text_mod
 from tests.helpers import only_file, record_payloads
 from tests.tbserver import TensorBoardServer
@@ -95,17 +94,12 @@ def test_text_pb_bytes_equal_tensorboards_text_pb(
 @given(data=text_data(), step=st.integers(0, 2**63 - 1))
 def test_op_bytes_equal_text_pb_serialization(data: Any, step: int) -> None:
     fixed = 1712345679.5
-    orig = _emit._time
-    _emit._time = lambda: fixed
-    try:
-        out = sl.MemoryOutput()
-        w = sl.create_writer(out)
-        with w.as_default(step=step):
-            assert sl.text("notes", data)
-            assert sl.text("notes", data)
-        w.close()
-    finally:
-        _emit._time = orig
+    out = sl.MemoryOutput()
+    w = sl.create_writer(out, clock=lambda: fixed)
+    with w.as_default(step=step):
+        assert sl.text("notes", data)
+        assert sl.text("notes", data)
+    w.close()
     first, second = payloads(out.getvalue())[1:]
     pb = sl.text_pb("notes", data)
     assert first == summary_event(fixed, step, pb.SerializeToString())

@@ -165,14 +165,11 @@ def write_conceptual_graph(
         string_scalar_bytes,
     )
     from summarylib.ops._emit import emit_value
-    from summarylib.ops._resolve import resolve
+    from summarylib.ops._resolve import Caller, resolve
 
-    resolved = resolve(name, 0 if step is None else step, "write_conceptual_graph")
-    if resolved is None:
+    sink = resolve(name, 0 if step is None else step, Caller("write_conceptual_graph"))
+    if sink is None:
         return False
-    writer, tag, step_ = resolved
     text = keras_json(tree, "write_conceptual_graph").encode("utf-8")
-    emit_value(
-        writer, tag, step_, string_scalar_bytes(text), graph_metadata_bytes(PLUGIN_KERAS_MODEL)
-    )
+    emit_value(sink, string_scalar_bytes(text), graph_metadata_bytes(PLUGIN_KERAS_MODEL))
     return True

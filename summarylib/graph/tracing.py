@@ -162,7 +162,7 @@ def trace_export(name: str, step: Step | None = None, profiler_outdir: str | Non
     the error cases.
     """
     from summarylib.ops._emit import emit_value
-    from summarylib.ops._resolve import resolve
+    from summarylib.ops._resolve import Caller, resolve
 
     with _lock:
         cur = _current
@@ -170,11 +170,11 @@ def trace_export(name: str, step: Step | None = None, profiler_outdir: str | Non
         raise ValueError("trace_export: no trace is on; call trace_on() before trace_export()")
     if profiler_outdir is not None:
         _warn_outdir("trace_export")
-    resolved = resolve(name, step, "trace_export")
-    if resolved is None:
+    sink = resolve(name, step, Caller("trace_export"))
+    if sink is None:
         trace_off()
         return False
-    writer, tag, step_ = resolved
+    tag = sink.tag
     with _lock:
         records = list(cur.records)
     if not records:
@@ -201,7 +201,7 @@ def trace_export(name: str, step: Step | None = None, profiler_outdir: str | Non
         )
         values.append((tag if i == 0 else f"{tag}_{i}", string_scalar_bytes(payload)))
     for t, tensor in values:
-        emit_value(writer, t, step_, tensor, metadata)
+        emit_value(sink, tensor, metadata, t)
     trace_off()
     return True
 

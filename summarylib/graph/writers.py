@@ -31,6 +31,7 @@ from summarylib.graph.ir import Graph, TensorSpec
 from summarylib.writer.context import Step
 
 if TYPE_CHECKING:
+    from summarylib.ops._resolve import Sink
     from summarylib.proto import step_stats_pb2
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "run_metadata_bytes",
     "step_stats_bytes",
     "write_graph",
+    "write_graph_def",
     "write_run_metadata",
 ]
 
@@ -106,15 +108,20 @@ def write_graph(graph: object, step: Step | None = None) -> bool:
     run and shows the one with the highest step. Returns False (doing nothing) when no
     summary would be recorded.
     """
-    from summarylib.ops._emit import emit_event_field
-    from summarylib.ops._resolve import resolve
+    from summarylib.ops._resolve import Caller, resolve
 
-    resolved = resolve(None, 0 if step is None else step, "write_graph", untagged=True)
-    if resolved is None:
+    sink = resolve(None, 0 if step is None else step, Caller("write_graph"), untagged=True)
+    if sink is None:
         return False
-    writer, _, step_ = resolved
+    return write_graph_def(sink, graph)
+
+
+def write_graph_def(sink: Sink, graph: object) -> bool:
+    """The core of :func:`write_graph`: write ``graph`` to ``sink`` (an untagged sink)."""
+    from summarylib.ops._emit import emit_event_field
+
     data = graph_def_bytes(graph)
-    emit_event_field(writer, step_, field_bytes(4, data))
+    emit_event_field(sink, field_bytes(4, data))
     return True
 
 
@@ -255,14 +262,13 @@ def write_run_metadata(
     TF1's ``add_run_metadata`` does, and must differ from other tags of the run.
     """
     from summarylib.ops._emit import emit_event_field
-    from summarylib.ops._resolve import resolve
+    from summarylib.ops._resolve import Caller, resolve
 
-    resolved = resolve(name, step, "write_run_metadata", scoped=False)
-    if resolved is None:
+    sink = resolve(name, step, Caller("write_run_metadata"), scoped=False)
+    if sink is None:
         return False
-    writer, tag, step_ = resolved
     rm = field_bytes(1, _step_stats(stats, graph, "write_run_metadata"))
     # TaggedRunMetadata: tag = 1, run_metadata = 2 (bytes); Event field 8.
-    tagged = field_bytes(1, tag.encode("utf-8")) + field_bytes(2, rm)
-    emit_event_field(writer, step_, field_bytes(8, tagged))
+    tagged = field_bytes(1, sink.tag.encode("utf-8")) + field_bytes(2, rm)
+    emit_event_field(sink, field_bytes(8, tagged))
     return True

@@ -32,7 +32,7 @@ import importlib
 import os
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -95,30 +95,24 @@ class MetricWriter(_clu_base()):  # type: ignore[misc]
         self._error: BaseException | None = None
 
     # -- plumbing -------------------------------------------------------------
-    def _submit(self, write: Any, *args: Any) -> None:
+    def _submit(self, write: Callable[[], None]) -> None:
         self._raise_pending_error()
         if self._pool is None:
-            self._run(write, *args)
+            write()
             return
-        future = self._pool.submit(self._run, write, *args)
+        future = self._pool.submit(write)
         with self._lock:
             self._pending = [f for f in self._pending if not f.done()]
             self._pending.append(future)
         future.add_done_callback(self._keep_error)
 
-    def _run(self, write: Any, *args: Any) -> None:
-        import summarylib as sl
-        from summarylib.writer.context import _local
+    def _sink(self, key: str | None, step: int, where: str, arg: str = "values") -> Any:
+        """Where one value of a write goes: this writer, the key as its literal tag (clu's
+        keys are tags: no name scope), ``step``. None while ``record_if`` is false."""
+        from summarylib.ops._resolve import Caller, sink_for
 
-        # This writer as the thread's default for the call, without as_default()'s flush:
-        # the writer's own policy decides when to write.
-        st = _local.state
-        saved = st.writer
-        st.writer = self._writer
-        try:
-            write(sl, *args)
-        finally:
-            st.writer = saved
+        return sink_for(self._writer, key, step, None, Caller(where, "key", arg),
+                        scoped=False, untagged=key is None)
 
     def _keep_error(self, future: Future[None]) -> None:
         error = future.exception()
@@ -146,16 +140,26 @@ class MetricWriter(_clu_base()):  # type: ignore[misc]
         """Arbitrary tensors with optional ``SummaryMetadata`` per key (``write``)."""
         items = self._values(values, "write_summaries")
 
-        def write(sl: Any) -> None:
+        from summarylib.ops.write import write_tensor
+
+        def write() -> None:
             for key, value in items.items():
-                sl.write(key, value, step, None if metadata is None else metadata.get(key))
+                sink = self._sink(key, step, "write_summaries")
+                if sink is not None:
+                    write_tensor(sink, value, None if metadata is None else metadata.get(key))
 
         self._submit(write)
 
     def write_scalars(self, step: int, scalars: Mapping[str, Any]) -> None:
         """Scalars, one tag per key."""
+        from summarylib.ops.scalar import write_scalars
+
         items = self._values(scalars, "write_scalars")
-        self._submit(lambda sl: sl.scalars(items, step=step))
+
+        def write() -> None:
+            write_scalars(self._writer, items, step)
+
+        self._submit(write)
 
     def write_images(self, step: int, images: Mapping[str, Any]) -> None:
         """Images ``[N, H, W, C]`` or ``[H, W, C]`` per key; all N are kept."""
@@ -163,12 +167,16 @@ class MetricWriter(_clu_base()):  # type: ignore[misc]
 
         items = self._values(images, "write_images")
 
-        def write(sl: Any) -> None:
+        from summarylib.ops.image import write_image
+
+        def write() -> None:
             for key, value in items.items():
                 arr = np.asarray(value)
                 if arr.ndim == 3:
                     arr = arr[None]
-                sl.image(key, arr, step, max_outputs=arr.shape[0], dataformats="NHWC")
+                sink = self._sink(key, step, "write_images", "images")
+                if sink is not None:
+                    write_image(sink, arr, arr.shape[0], dataformats="NHWC")
 
         self._submit(write)
 
@@ -181,12 +189,16 @@ class MetricWriter(_clu_base()):  # type: ignore[misc]
 
         items = self._values(videos, "write_videos")
 
-        def write(sl: Any) -> None:
+        from summarylib.ops.video import write_video
+
+        def write() -> None:
             for key, value in items.items():
                 arr = np.asarray(value)
                 if arr.ndim == 5:
                     arr = video_frames(arr.transpose(0, 1, 4, 2, 3), "write_videos")
-                sl.video(key, arr, step)
+                sink = self._sink(key, step, "write_videos", "videos")
+                if sink is not None:
+                    write_video(sink, arr)
 
         self._submit(write)
 
@@ -196,38 +208,62 @@ class MetricWriter(_clu_base()):  # type: ignore[misc]
 
         items = self._values(audios, "write_audios")
 
-        def write(sl: Any) -> None:
+        from summarylib.ops.audio import write_audio
+
+        def write() -> None:
             for key, value in items.items():
                 arr = np.asarray(value)
-                sl.audio(key, arr, sample_rate, step, max_outputs=arr.shape[0])
+                sink = self._sink(key, step, "write_audios", "audios")
+                if sink is not None:
+                    write_audio(sink, arr, sample_rate, arr.shape[0])
 
         self._submit(write)
 
     def write_texts(self, step: int, texts: Mapping[str, str]) -> None:
         """Markdown text per key."""
+        from summarylib.ops.text import write_text
+
         items = self._values(texts, "write_texts")
-        self._submit(lambda sl: [sl.text(k, v, step) for k, v in items.items()])
+
+        def write() -> None:
+            for key, value in items.items():
+                sink = self._sink(key, step, "write_texts", "texts")
+                if sink is not None:
+                    write_text(sink, value)
+
+        self._submit(write)
 
     def write_histograms(self, step: int, arrays: Mapping[str, Any],
                          num_buckets: Mapping[str, int] | None = None) -> None:
         """Histograms per key (30 buckets unless ``num_buckets[key]`` says otherwise)."""
         items = self._values(arrays, "write_histograms")
 
-        def write(sl: Any) -> None:
+        from summarylib.ops.histogram import write_histogram
+
+        def write() -> None:
             for key, value in items.items():
                 buckets = None if num_buckets is None else num_buckets.get(key)
-                sl.histogram(key, value, step, buckets=buckets)
+                sink = self._sink(key, step, "write_histograms", "arrays")
+                if sink is not None:
+                    write_histogram(sink, value, buckets)
 
         self._submit(write)
 
     def write_hparams(self, hparams: Mapping[str, Any]) -> None:
         """This run's hyperparameters (nested dicts flattened as clu flattens them)."""
-        from summarylib.ops.hparams_plugin import coerce_hparams
+        from summarylib.ops._emit import emit_summary
+        from summarylib.ops.hparams_plugin import coerce_hparams, hparams_pb
 
         if not isinstance(hparams, Mapping):
             raise TypeError(f"write_hparams: expected a mapping, got {type(hparams).__name__}")
         values = coerce_hparams(flatten_hparams(hparams), "write_hparams")
-        self._submit(lambda sl: sl.hparams.hparams(values))
+
+        def write() -> None:
+            sink = self._sink(None, 0, "write_hparams", "hparams")
+            if sink is not None:
+                emit_summary(sink, hparams_pb(values).SerializeToString())
+
+        self._submit(write)
         # The run is a trial now: close() (or dropping the writer) ends it, so the HParams
         # dashboard shows it finished, not "unknown".
         self._writer._trial_started()

@@ -94,22 +94,21 @@ class Watch:
         return self.step > 0 and (self.step - 1) % self.log_freq == 0
 
     def _write(self, kind: str, tensors: dict[str, Any]) -> None:
-        import summarylib as sl
-        from summarylib.writer.context import _local
+        from summarylib.ops._resolve import Caller, sink_for
+        from summarylib.ops.histogram import write_histogram
 
-        # The writer as the thread's default for these calls, without as_default(): its
-        # exit flushes, and a flush waits for every pending device value (a sync per
-        # logging step). CUDA tensors are captured without waiting (large ones bucketed
-        # on the device); the writer thread writes them once ready.
-        st = _local.state
-        saved = st.writer
-        st.writer = self.writer if self.writer._resource is not None else None
-        try:
-            for name, tensor in tensors.items():
-                sl.histogram(f"{self.prefix}{kind}/{name}", tensor.detach(),
-                             step=self.logged_step)
-        finally:
-            st.writer = saved
+        caller = Caller("watch", data="model")
+
+        # Straight to the writer (no as_default(): its exit asks for a write). CUDA tensors
+        # are captured without waiting (large ones bucketed on the device); the writer
+        # thread writes them once ready.
+        if self.writer._resource is None:
+            return
+        for name, tensor in tensors.items():
+            sink = sink_for(self.writer, f"{self.prefix}{kind}/{name}", self.logged_step,
+                            None, caller)
+            if sink is not None:
+                write_histogram(sink, tensor.detach())
 
     def attach(self) -> None:
         self._handles.append(self.model.register_forward_hook(self._forward))

@@ -14,7 +14,6 @@ instead (the ordinary conversion), for debugging.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +34,7 @@ from summarylib.encoding.pending import (
     is_real_dtype,
 )
 from summarylib.encoding.wire import field_bytes, pack_double, varint
-from summarylib.ops._resolve import resolve_step
+from summarylib.ops._resolve import Caller, resolve_step
 from summarylib.writer.buffered import Deferred
 
 if TYPE_CHECKING:
@@ -56,7 +55,7 @@ __all__ = [
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 _WALL_TIME = bytes((WALL_TIME_KEY,))
-_time = time.time
+_SCALAR = Caller("scalar")
 
 
 def defers_device_values(writer: DefaultWriter) -> bool:
@@ -114,12 +113,12 @@ def device_step(step: Any, where: str) -> DeviceStep | None:
     return DeviceStep(pending, where)
 
 
-def _check_device_scalar(data: Any, where: str) -> None:
+def _check_device_scalar(data: Any, where: str, arg: str) -> None:
     shape = tuple(int(d) for d in data.shape)
     if shape != ():
-        raise ValueError(f"{where}: 'data' must be a scalar (rank 0), got shape {shape}")
+        raise ValueError(f"{where}: {arg!r} must be a scalar (rank 0), got shape {shape}")
     if not is_real_dtype(data.dtype):
-        raise TypeError(f"{where}: 'data' must be a real number, got dtype {data.dtype}")
+        raise TypeError(f"{where}: {arg!r} must be a real number, got dtype {data.dtype}")
 
 
 def scalar_prefix(tag_field: bytes) -> bytes:
@@ -135,63 +134,68 @@ def scalar_prefix(tag_field: bytes) -> bytes:
 
 
 def scalar_value_deferred(
-    writer: DefaultWriter, prefix: bytes, tag: str, data: Any, step: int
+    writer: DefaultWriter, prefix: bytes, tag: str, data: Any, step: int,
+    wall_time: float | None = None, caller: Caller = _SCALAR,
 ) -> bool | None:
     """The common case, lean: one device scalar, an int step, a tag already in the file.
 
-    ``prefix`` is the tag's :func:`scalar_prefix`. None: ``data`` is not captured
-    (a layout the capture does not take); use the ordinary path.
+    ``prefix`` is the tag's :func:`scalar_prefix`; ``wall_time`` None is now. None:
+    ``data`` is not captured (a layout the capture does not take); use the ordinary path.
     """
     if data.shape or not is_real_dtype(data.dtype):
-        _check_device_scalar(data, "scalar")  # raises
+        _check_device_scalar(data, caller.where, caller.data)  # raises
     pending = capture(data)
     if pending is None:
         return None
-    head = _WALL_TIME + pack_double(_time()) + step_field(step)
+    res = writer._resource
+    assert res is not None, "ops never see the no-op writer"
+    now = res.clock() if wall_time is None else wall_time
+    head = _WALL_TIME + pack_double(now) + step_field(step)
 
     def make() -> bytes:
         return head + prefix + f32_bytes(float(pending.result()))
 
-    res = writer._resource
-    assert res is not None, "ops never see the no-op writer"
     return res.append(Deferred(make, len(prefix) + 32, f"the value of {tag!r} at step {step}"))
 
 
 def scalar_values_deferred(
     writer: DefaultWriter,
-    entries: Sequence[tuple[str, Any, str, bytes]],
+    entries: Sequence[tuple[str, Any, tuple[str, str], bytes]],
     step: Any,
     where: str,
+    wall_time: float | None = None,
 ) -> bool:
     """Queue one Event of scalar values, some of which live on a device.
 
-    ``entries`` are ``(tag, data, where_data, metadata)``: ``where_data`` names the
-    value in errors, ``metadata`` is the tag's ``SummaryMetadata`` (written with the
-    tag's first value in the file). Host values are converted now; device values of
-    one framework are stacked and cross in one transfer. ``step`` is an int, a host
-    step, or a device scalar.
+    ``entries`` are ``(tag, data, (where, arg), metadata)``: ``where`` and ``arg`` name
+    the value in errors, ``metadata`` is the tag's
+    ``SummaryMetadata`` (written with the tag's first value in the file). Host values
+    are converted now; device values of one framework are stacked and cross in one
+    transfer. ``step`` is an int, a host step, or a device scalar; ``wall_time`` None
+    is now.
 
     Raises:
       TypeError, ValueError: a bad value, tag or step (checked now; nothing queued).
     """
     res = writer._resource
     assert res is not None, "ops never see the no-op writer"
-    dstep = device_step(step, where)
+    dstep = step if isinstance(step, DeviceStep) else device_step(step, where)
     step_int = 0 if dstep is not None else resolve_step(step, None, where)
     host: dict[int, bytes] = {}
     devices: list[int] = []
-    for i, (_, data, where_data, _) in enumerate(entries):
+    for i, (_, data, (where_data, arg), _) in enumerate(entries):
         if device_kind(data) is not None:
-            _check_device_scalar(data, where_data)
+            _check_device_scalar(data, where_data, arg)
             devices.append(i)
         else:
-            host[i] = f32_bytes(scalar_float(data, where_data))
+            host[i] = f32_bytes(scalar_float(data, where_data, arg))
     tag_fields = [field_bytes(1, _encode_tag(tag, where)) for tag, _, _, _ in entries]
     reads = _capture_scalars([entries[i][1] for i in devices])
     for i, read in zip(devices, reads, strict=True):
         if read is None:  # a layout the capture does not take: the ordinary way
-            host[i] = f32_bytes(scalar_float(entries[i][1], entries[i][2]))
-    wall_time = _time()
+            host[i] = f32_bytes(scalar_float(entries[i][1], *entries[i][2]))
+    if wall_time is None:
+        wall_time = res.clock()
     ledger = res.tags
     firsts = [tag for tag, _, _, _ in entries if ledger.needs_metadata(tag)]
 

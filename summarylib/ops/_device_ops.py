@@ -1,6 +1,6 @@
 """The device paths of the ops that take arrays: audio, PR curves, meshes, tensors.
 
-Each function here is called by its op with a resolved writer, tag and step when an
+Each function here is called by its op core with its sink (writer, tag, step) when an
 argument is an array on an accelerator (:func:`~summarylib.encoding.pending.device_kind`)
 and the writer defers device values. It follows one pattern:
 
@@ -32,8 +32,7 @@ from summarylib.ops._emit import emit_value_deferred
 if TYPE_CHECKING:
     import numpy as np
 
-    from summarylib.ops._device import DeviceStep
-    from summarylib.writer.context import DefaultWriter
+    from summarylib.ops._resolve import Sink
 
 __all__ = [
     "any_on_device",
@@ -79,16 +78,16 @@ def _host_copy(where: str, arg: str) -> Callable[[Any], Any]:
 # audio
 # ---------------------------------------------------------------------------
 def audio_deferred(
-    writer: DefaultWriter, tag: str, step: int | DeviceStep, data: Any, keep: int, rate: int,
-    md: bytes,
+    sink: Sink, data: Any, keep: int, rate: int, md: bytes
 ) -> bool | None:
     """:func:`summarylib.audio` of a device array (see the module docstring)."""
     from summarylib.encoding.tensor import string_tensor_bytes
     from summarylib.ops.audio import _tensor_values, prepare
 
+    where, arg = sink.caller.where, sink.caller.data
     # The op's checks of shape, dtype, channels and sizes (and its warning about a
     # [t, c] clip), on a stand-in: no clip is kept, so nothing is converted.
-    prepare(stand_in(data), 0, rate, "audio")
+    prepare(stand_in(data), 0, rate, where, arg)
     kept = data[:keep]
     if len(kept.shape) == 2:
         kept = kept[:, :, None]  # as prepare() reshapes it (and warns once, above)
@@ -97,20 +96,20 @@ def audio_deferred(
         return None
 
     def make_tensor() -> bytes:
-        pcm = prepare(pending.result(), keep, rate, "audio")
+        pcm = prepare(pending.result(), keep, rate, where, arg)
         return string_tensor_bytes((len(pcm), 2), _tensor_values(pcm, rate))
 
-    return emit_value_deferred(writer, tag, step, make_tensor, md, pending.nbytes + 48 * keep + 32)
+    return emit_value_deferred(sink, make_tensor, md, pending.nbytes + 48 * keep + 32)
 
 
 # ---------------------------------------------------------------------------
 # pr_curve
 # ---------------------------------------------------------------------------
 def pr_curve_deferred(
-    writer: DefaultWriter, tag: str, step: int | DeviceStep, labels: Any, predictions: Any,
-    weights: Any, t: int, md: bytes,
+    sink: Sink, labels: Any, predictions: Any, weights: Any, t: int, md: bytes,
 ) -> bool | None:
-    """:func:`summarylib.pr_curve` with device labels or predictions.
+    """:func:`summarylib.pr_curve` with device labels or predictions, written under the
+    sink's tag.
 
     Unweighted counts of two device arrays are made on the device
     (:func:`~summarylib.encoding.device_reductions.pr_bucket_table`): only the per-bucket
@@ -120,7 +119,7 @@ def pr_curve_deferred(
 
     from summarylib.ops.pr_curve import _tensor, pr_data, pr_from_buckets, prepare
 
-    where = "pr_curve"
+    where = sink.caller.where
     _check_pr_shapes(labels, predictions, weights, where)
     table = None
     if weights is None and device_kind(labels) is not None and (
@@ -137,7 +136,7 @@ def pr_curve_deferred(
                     f"{where}: 'labels' must be bool, or numbers that are all 0 or 1")
             return _tensor(pr_from_buckets(counts[:-1].reshape(t, 2)))
 
-        return emit_value_deferred(writer, tag, step, make_from_table, md, 16 * t + 64)
+        return emit_value_deferred(sink, make_from_table, md, 16 * t + 64)
     reads = [_reader(v, _host_copy(where, arg)) for v, arg in
              ((labels, "labels"), (predictions, "predictions"), (weights, "weights"))]
     if any(r is None for r in reads):
@@ -148,7 +147,7 @@ def pr_curve_deferred(
         lab, pred, w = prepare(lab_r(), pred_r(), w_r(), where)
         return _tensor(pr_data(lab, pred, w, t))
 
-    return emit_value_deferred(writer, tag, step, make_tensor, md, n1 + n2 + n3 + 24 * t + 64)
+    return emit_value_deferred(sink, make_tensor, md, n1 + n2 + n3 + 24 * t + 64)
 
 
 def _check_pr_shapes(labels: Any, predictions: Any, weights: Any, where: str) -> None:
@@ -193,7 +192,7 @@ def any_on_device(*values: Any) -> bool:
 
 
 def torch_pr_curve(
-    name: str, labels: Any, predictions: Any, num_thresholds: int, weights: Any, step: Any
+    sink: Sink, labels: Any, predictions: Any, num_thresholds: int, weights: Any
 ) -> bool:
     """``SummaryWriter.add_pr_curve``'s write, as the op ``pr_curve_counts`` writes it, of
     device labels, predictions or weights: torch's counting
@@ -203,19 +202,14 @@ def torch_pr_curve(
     from summarylib.encoding.plugins import plugin_data_bytes
     from summarylib.ops._device import defers_device_values
     from summarylib.ops._emit import emit_value
-    from summarylib.ops._resolve import resolve
     from summarylib.ops.pr_curve import PLUGIN_NAME, _tensor, plugin_content
     from summarylib.torch_conventions import pr_curve_data
 
-    where = "add_pr_curve"
-    resolved = resolve(name, step, "pr_curve_counts")
-    if resolved is None:
-        return False
-    writer, tag, step_ = resolved
+    where = sink.caller.where
     md = plugin_data_bytes(PLUGIN_NAME, plugin_content(num_thresholds))
-    if not defers_device_values(writer):
+    if not defers_device_values(sink.writer):
         data = pr_curve_data(labels, predictions, num_thresholds, weights, where)
-        return emit_value(writer, tag, step_, _tensor(data), md)
+        return emit_value(sink, _tensor(data), md)
     _check_pr_shapes(labels, predictions, None, where)
     if weights is not None:
         wshape = tuple(int(d) for d in getattr(weights, "shape", ()))
@@ -226,22 +220,22 @@ def torch_pr_curve(
              ((labels, "labels"), (predictions, "predictions"), (weights, "weights"))]
     if any(r is None for r in reads):
         data = pr_curve_data(labels, predictions, num_thresholds, weights, where)
-        return emit_value(writer, tag, step_, _tensor(data), md)
+        return emit_value(sink, _tensor(data), md)
     (lab_r, n1), (pred_r, n2), (w_r, n3) = reads  # type: ignore[misc]
 
     def make_tensor() -> bytes:
         return _tensor(pr_curve_data(lab_r(), pred_r(), num_thresholds, w_r(), where))
 
     size = n1 + n2 + n3 + 24 * num_thresholds + 64
-    return emit_value_deferred(writer, tag, step_, make_tensor, md, size)
+    return emit_value_deferred(sink, make_tensor, md, size)
 
 
 # ---------------------------------------------------------------------------
 # mesh
 # ---------------------------------------------------------------------------
 def mesh_deferred(
-    writer: DefaultWriter, step: int | DeviceStep, name: str, vertices: Any, faces: Any,
-    colors: Any, config: str, description: str | None,
+    sink: Sink, name: str, vertices: Any, faces: Any, colors: Any, config: str,
+    description: str | None,
 ) -> bool | None:
     """:func:`summarylib.mesh` with device components: one event per component, made
     on the writer thread from the values read once (a bad value loses all of them)."""
@@ -256,7 +250,7 @@ def mesh_deferred(
         prepare,
     )
 
-    where = "mesh"
+    where = sink.caller.where
     shapes = _check_mesh_shapes(vertices, faces, colors, where)
     reads = [_reader(v, _host_copy(where, arg)) for v, arg in
              ((vertices, "vertices"), (faces, "faces"), (colors, "colors"))]
@@ -292,7 +286,7 @@ def mesh_deferred(
         def make_tensor(i: int = i) -> bytes:
             return values()[i][1]
 
-        wrote.append(emit_value_deferred(writer, tag, step, make_tensor, md,
+        wrote.append(emit_value_deferred(sink._replace(tag=tag), make_tensor, md,
                                          nbytes if i == 0 else 64))
     return all(wrote)
 
@@ -338,9 +332,7 @@ def _check_mesh_shapes(
 # ---------------------------------------------------------------------------
 # write (generic tensors)
 # ---------------------------------------------------------------------------
-def write_deferred(
-    writer: DefaultWriter, tag: str, step: int | DeviceStep, tensor: Any, md: bytes | None,
-) -> bool | None:
+def write_deferred(sink: Sink, tensor: Any, md: bytes | None) -> bool | None:
     """:func:`summarylib.write` of a device array: stored in its own dtype, as the host
     path stores it (JAX's bfloat16 as DT_BFLOAT16; torch's as float32, which is what its
     host conversion gives)."""
@@ -348,11 +340,11 @@ def write_deferred(
 
     from summarylib.encoding.tensor import _NUMERIC, array_tensor_bytes
 
-    where = "write"
+    where, arg = sink.caller.where, sink.caller.data
     kind = device_kind(tensor)
     exact = np.dtype(tensor.dtype) if kind in ("jax", "cupy") else host_dtype(tensor.dtype)
     if exact.name not in _NUMERIC:
-        raise TypeError(f"{where}: 'tensor' has dtype {exact}, which TensorBoard cannot store")
+        raise TypeError(f"{where}: {arg!r} has dtype {exact}, which TensorBoard cannot store")
     pending = capture(tensor)
     if pending is None:
         return None
@@ -361,6 +353,6 @@ def write_deferred(
         arr = pending.result()
         if arr.dtype != exact:
             arr = arr.astype(exact)  # bfloat16 read as float32: back, exactly
-        return array_tensor_bytes(arr, where, "tensor")
+        return array_tensor_bytes(arr, where, arg)
 
-    return emit_value_deferred(writer, tag, step, make_tensor, md, pending.nbytes + 64)
+    return emit_value_deferred(sink, make_tensor, md, pending.nbytes + 64)

@@ -12,7 +12,6 @@ it is encoded, in file order; a later call when it is made).
 from __future__ import annotations
 
 import concurrent.futures.thread  # noqa: F401  # see below
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -22,6 +21,7 @@ from summarylib.ops._device import DeviceStep, step_name
 from summarylib.writer.buffered import Deferred
 
 if TYPE_CHECKING:
+    from summarylib.ops._resolve import Sink
     from summarylib.writer.buffered import BufferedEventWriter
     from summarylib.writer.context import DefaultWriter
 
@@ -31,9 +31,9 @@ __all__ = [
     "emit_summary",
     "emit_value",
     "emit_value_deferred",
+    "event_wall_time",
 ]
 
-_time = time.time  # patched by tests that compare bytes
 # The writer thread runs the ``prepare`` of deferred events on a thread pool
 # (summarylib.writer.buffered). Its module is imported above, by the op's thread: the
 # writer thread must import nothing, as a child forked while a thread holds a module's
@@ -56,23 +56,32 @@ def check_event_size(size: int, tag: str, step: int) -> None:
         )
 
 
-def emit_value(
-    writer: DefaultWriter, tag: str, step: int | DeviceStep, tensor: bytes,
-    metadata: bytes | None,
-) -> bool:
+def event_wall_time(sink: Sink) -> float:
+    """The wall time of an event of ``sink``: the caller's, else the writer's clock."""
+    wall_time = sink.wall_time
+    return _resource(sink.writer).clock() if wall_time is None else wall_time
+
+
+def emit_value(sink: Sink, tensor: bytes, metadata: bytes | None, tag: str | None = None) -> bool:
     """Write one ``Summary.Value`` (serialized ``tensor`` and ``metadata``) as an Event.
 
+    ``tag`` replaces the sink's tag when given (ops that write under derived tags).
     Raises ``ValueError`` (nothing written) if the event would be larger than
     :data:`~summarylib.encoding.events.MAX_EVENT_BYTES`. A step on the device is read
     on the writer thread (the event is then made there, in its place in the file).
     """
+    if tag is None:
+        tag = sink.tag
+    step = sink.step
     if isinstance(step, DeviceStep):
-        return emit_value_deferred(writer, tag, step, lambda: tensor, metadata, len(tensor))
-    res = _resource(writer)
+        if tag is not sink.tag:
+            sink = sink._replace(tag=tag)
+        return emit_value_deferred(sink, lambda: tensor, metadata, len(tensor))
+    res = _resource(sink.writer)
     tags = res.tags
     first = metadata is not None and tags.needs_metadata(tag)
     value = value_bytes(tag, tensor, metadata if first else None)
-    event = summary_event(_time(), step, field_bytes(1, value))
+    event = summary_event(event_wall_time(sink), step, field_bytes(1, value))
     if len(event) > MAX_EVENT_BYTES:
         check_event_size(len(event), tag, step)
     if not res.append(event):
@@ -83,9 +92,7 @@ def emit_value(
 
 
 def emit_value_deferred(
-    writer: DefaultWriter,
-    tag: str,
-    step: int | DeviceStep,
+    sink: Sink,
     make_tensor: Callable[[], bytes],
     metadata: bytes | None,
     size_hint: int,
@@ -99,10 +106,12 @@ def emit_value_deferred(
     and the event keeps its place in the file order. A step on the device
     (:class:`~summarylib.ops._device.DeviceStep`) is read in ``make``, on the writer thread.
     """
-    res = _resource(writer)
+    tag = sink.tag
+    step = sink.step
+    res = _resource(sink.writer)
     tags = res.tags
     first = metadata is not None and tags.needs_metadata(tag)
-    wall_time = _time()
+    wall_time = event_wall_time(sink)
     # The encoding may run early on another thread (prepare); everything that depends on
     # file order (which event carries the tag's metadata) runs in make(), in order.
     done: list[tuple[bool, object]] = []
@@ -158,32 +167,34 @@ def emit_value_deferred(
     return accepted
 
 
-def emit_summary(writer: DefaultWriter, step: int | DeviceStep, summary: bytes) -> bool:
+def emit_summary(sink: Sink, summary: bytes) -> bool:
     """Write a serialized ``Summary`` verbatim as one Event (False: dropped at exit)."""
+    step = sink.step
     if isinstance(step, DeviceStep):
-        return _emit_at_device_step(writer, step, summary_event, summary)
-    event = summary_event(_time(), step, summary)
+        return _emit_at_device_step(sink, step, summary_event, summary)
+    event = summary_event(event_wall_time(sink), step, summary)
     if len(event) > MAX_EVENT_BYTES:
         check_event_size(len(event), "a summary", step)
-    return _resource(writer).append(event)
+    return _resource(sink.writer).append(event)
 
 
-def emit_event_field(writer: DefaultWriter, step: int | DeviceStep, field: bytes) -> bool:
+def emit_event_field(sink: Sink, field: bytes) -> bool:
     """Write an Event whose ``what`` is the already encoded field (False: dropped at exit)."""
+    step = sink.step
     if isinstance(step, DeviceStep):
-        return _emit_at_device_step(writer, step, event_bytes, field)
-    event = event_bytes(_time(), step, field)
+        return _emit_at_device_step(sink, step, event_bytes, field)
+    event = event_bytes(event_wall_time(sink), step, field)
     if len(event) > MAX_EVENT_BYTES:
         check_event_size(len(event), "an event", step)
-    return _resource(writer).append(event)
+    return _resource(sink.writer).append(event)
 
 
 def _emit_at_device_step(
-    writer: DefaultWriter, step: DeviceStep, encode: Callable[[float, int, bytes], bytes],
+    sink: Sink, step: DeviceStep, encode: Callable[[float, int, bytes], bytes],
     payload: bytes,
 ) -> bool:
     # An Event whose only pending part is its step: made on the writer thread, in order.
-    wall_time = _time()
+    wall_time = event_wall_time(sink)
 
     def make() -> bytes:
         s = step.value()
@@ -191,6 +202,6 @@ def _emit_at_device_step(
         check_event_size(len(event), "an event", s)
         return event
 
-    return _resource(writer).append(
+    return _resource(sink.writer).append(
         Deferred(make, len(payload) + 32, f"an event at {step_name(step)}")
     )

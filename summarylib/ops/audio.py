@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import math
 import operator
-import warnings
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array, evaluate, is_extended_float
@@ -56,11 +55,12 @@ from summarylib.encoding.pending import device_kind
 from summarylib.encoding.plugins import AUDIO
 from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.encoding.wav import MAX_CHANNELS, UINT32_MAX, quantize, wav_header
+from summarylib.errors import warn_user
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._device_ops import audio_deferred
 from summarylib.ops._emit import emit_value_deferred
 from summarylib.ops._media import check_max_outputs
-from summarylib.ops._resolve import check_tag, resolve
+from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.writer.context import Step
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ if TYPE_CHECKING:
 
     from summarylib.proto import summary_pb2
 
-__all__ = ["PLUGIN_NAME", "audio", "audio_pb", "create_summary_metadata"]
+__all__ = ["PLUGIN_NAME", "audio", "audio_pb", "create_summary_metadata", "write_audio"]
 
 PLUGIN_NAME = AUDIO.name
 # A rank-2 input with more rows than this, each of at most _SUSPECT_MAX_T
@@ -120,38 +120,39 @@ def check_sample_rate(sample_rate: Any, where: str) -> int:
     return rate
 
 
-def prepare(data: Any, max_outputs: int, sample_rate: int, where: str) -> np.ndarray:
-    """Validate ``data``; return the kept clips as 16-bit PCM, a fresh int16 ``[n, t, c]``."""
+def prepare(
+    data: Any, max_outputs: int, sample_rate: int, where: str, arg: str = "data"
+) -> np.ndarray:
+    """Validate ``data`` (the caller's argument ``arg``); return the kept clips as 16-bit
+    PCM, a fresh int16 ``[n, t, c]``."""
     import numpy as np
 
-    arr = as_array(data, where, "data")
+    arr = as_array(data, where, arg)
     # ml_dtypes' floats (bfloat16 from JAX, float8) become float32 below, with
     # the kept clips: exactly their values.
     if arr.dtype.kind not in "iuf" and not is_extended_float(arr.dtype):
         raise TypeError(
-            f"{where}: 'data' must hold real numbers (samples), got dtype {arr.dtype} "
+            f"{where}: {arg!r} must hold real numbers (samples), got dtype {arr.dtype} "
             f"(shape {arr.shape})"
         )
     if arr.ndim == 2:
         k, t = arr.shape
         if k > _SUSPECT_MIN_K and t <= _SUSPECT_MAX_T:
-            warnings.warn(
-                f"{where}: 'data' of shape {arr.shape} is read as [k, t]: {k} mono clips of "
+            warn_user(
+                f"{where}: {arg!r} of shape {arr.shape} is read as [k, t]: {k} mono clips of "
                 f"{t} samples each. For one clip of {k} frames and {t} channels, pass "
                 "data[None] (shape [1, t, c]).",
-                UserWarning,
-                stacklevel=3,  # the caller of audio() / audio_pb()
             )
         arr = arr[:, :, None]
     if arr.ndim != 3 or not 1 <= arr.shape[2] <= MAX_CHANNELS:
         raise ValueError(
-            f"{where}: 'data' must have shape [k, t, c] or [k, t] with 1 <= c <= "
+            f"{where}: {arg!r} must have shape [k, t, c] or [k, t] with 1 <= c <= "
             f"{MAX_CHANNELS}, got {arr.shape}"
         )
     _, frames, channels = arr.shape
     if 44 + frames * channels * 2 > UINT32_MAX:
         raise ValueError(
-            f"{where}: 'data' clips of shape {arr.shape[1:]} are too long for a WAV file "
+            f"{where}: {arg!r} clips of shape {arr.shape[1:]} are too long for a WAV file "
             "(4 GiB at most)"
         )
     if sample_rate * channels * 2 > UINT32_MAX:
@@ -206,26 +207,41 @@ def audio(
       TypeError, ValueError: bad arguments (nothing is written).
       WriterClosedError, WriteFailedError: see :class:`~summarylib.SummaryWriter`.
     """
-    resolved = resolve(name, step, "audio")
-    if resolved is None:
+    sink = resolve(name, step, _CALLER)
+    if sink is None:
         return False
-    writer, tag, step_ = resolved
-    md = AUDIO.metadata_bytes(description, "audio")
-    _check_encoding(encoding, "audio")
-    rate = check_sample_rate(sample_rate, "audio")
-    keep = check_max_outputs(max_outputs, "audio")
+    return write_audio(sink, data, sample_rate, max_outputs, encoding, description)
+
+
+_CALLER = Caller("audio")
+
+
+def write_audio(
+    sink: Sink,
+    data: Any,
+    sample_rate: Any,
+    max_outputs: int = 3,
+    encoding: str | None = None,
+    description: str | None = None,
+) -> bool:
+    """The core of :func:`audio`: write the clips to ``sink`` (same contract)."""
+    where = sink.caller.where
+    md = AUDIO.metadata_bytes(description, where)
+    _check_encoding(encoding, where)
+    rate = check_sample_rate(sample_rate, where)
+    keep = check_max_outputs(max_outputs, where)
     data = evaluate(data)
-    if device_kind(data) is not None and defers_device_values(writer):
-        done = audio_deferred(writer, tag, step_, data, keep, rate, md)
+    if device_kind(data) is not None and defers_device_values(sink.writer):
+        done = audio_deferred(sink, data, keep, rate, md)
         if done is not None:
             return done
-    pcm = prepare(data, keep, rate, "audio")
+    pcm = prepare(data, keep, rate, where, sink.caller.data)
     n = len(pcm)
 
     def make_tensor() -> bytes:
         return string_tensor_bytes((n, 2), _tensor_values(pcm, rate))
 
-    return emit_value_deferred(writer, tag, step_, make_tensor, md, pcm.nbytes + 48 * n + 32)
+    return emit_value_deferred(sink, make_tensor, md, pcm.nbytes + 48 * n + 32)
 
 
 def audio_pb(

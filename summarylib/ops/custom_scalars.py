@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from summarylib.encoding.plugins import CUSTOM_SCALARS
 from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.ops._emit import emit_value
-from summarylib.ops._resolve import resolve
+from summarylib.ops._resolve import Caller, Sink, resolve
 from summarylib.writer.context import get_step
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ __all__ = [
     "custom_scalars",
     "custom_scalars_pb",
     "layout_pb",
+    "write_custom_scalars",
 ]
 
 PLUGIN_NAME = CUSTOM_SCALARS.name
@@ -172,10 +173,18 @@ def custom_scalars(layout: Any, step: Step | None = None) -> bool:
     if step is None:
         default = get_step()
         step = 0 if default is None else default
-    resolved = resolve(CONFIG_TAG, step, "custom_scalars", scoped=False)
-    if resolved is None:
+    sink = resolve(CONFIG_TAG, step, _CALLER, scoped=False)
+    if sink is None:
         return False
-    writer, tag, step_ = resolved
-    serialized = layout_pb(layout, "custom_scalars").SerializeToString()
+    return write_custom_scalars(sink, layout)
+
+
+_CALLER = Caller("custom_scalars")
+
+
+def write_custom_scalars(sink: Sink, layout: Any) -> bool:
+    """The core of :func:`custom_scalars`: write ``layout`` to ``sink`` (its tag is
+    :data:`CONFIG_TAG`)."""
+    serialized = layout_pb(layout, sink.caller.where).SerializeToString()
     tensor = string_tensor_bytes((), [serialized])
-    return emit_value(writer, tag, step_, tensor, CUSTOM_SCALARS.plugin_data)
+    return emit_value(sink, tensor, CUSTOM_SCALARS.plugin_data)

@@ -24,7 +24,7 @@ from summarylib.encoding.plugins import IMAGES
 from summarylib.encoding.png import encode_png
 from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.ops._emit import emit_value_deferred
-from summarylib.ops._resolve import check_tag, resolve
+from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.ops.image import image_pb
 from summarylib.writer.context import Step
 
@@ -33,7 +33,14 @@ if TYPE_CHECKING:
 
     from summarylib.proto import summary_pb2
 
-__all__ = ["PLUGIN_NAME", "create_summary_metadata", "figure", "figure_pb", "figure_rgb"]
+__all__ = [
+    "PLUGIN_NAME",
+    "create_summary_metadata",
+    "figure",
+    "figure_pb",
+    "figure_rgb",
+    "write_figure",
+]
 
 PLUGIN_NAME = IMAGES.name
 
@@ -123,15 +130,25 @@ def figure(
       TypeError, ValueError: bad arguments, naming the argument (nothing is written).
       WriterClosedError, WriteFailedError: see :class:`~summarylib.SummaryWriter`.
     """
-    resolved = resolve(name, step, "figure")
-    if resolved is None:
+    sink = resolve(name, step, _CALLER)
+    if sink is None:
         figures = [f for f in _items(figure) if _is_figure(f)] if close else []
         if figures:
             _close(figures)
         return False
-    writer, tag, step_ = resolved
-    md = IMAGES.metadata_bytes(description, "figure")
-    pixels = figure_rgb(figure, close, "figure")
+    return write_figure(sink, figure, close, description)
+
+
+_CALLER = Caller("figure")
+
+
+def write_figure(
+    sink: Sink, figure: Any, close: bool = True, description: str | None = None
+) -> bool:
+    """The core of :func:`figure`: write the rendered figures to ``sink``."""
+    where = sink.caller.where
+    md = IMAGES.metadata_bytes(description, where)
+    pixels = figure_rgb(figure, close, where)
     k, h, w, _ = pixels.shape
 
     def make_tensor() -> bytes:
@@ -139,7 +156,7 @@ def figure(
             (2 + k,), [str(w).encode(), str(h).encode(), *map(encode_png, pixels)])
 
     # Figures compress well; the raw size bounds the PNG size.
-    return emit_value_deferred(writer, tag, step_, make_tensor, md, pixels.nbytes + 64 * k + 32)
+    return emit_value_deferred(sink, make_tensor, md, pixels.nbytes + 64 * k + 32)
 
 
 def figure_pb(

@@ -58,16 +58,15 @@ from summarylib.encoding.pending import capture, device_kind, is_real_dtype
 from summarylib.encoding.plugins import HISTOGRAMS
 from summarylib.encoding.tensor import DT_DOUBLE, shape_bytes
 from summarylib.encoding.wire import field_bytes, varint
-from summarylib.ops._device import DeviceStep, defers_device_values
+from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import emit_value, emit_value_deferred
-from summarylib.ops._resolve import check_tag, resolve
+from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.writer.context import Step
 
 if TYPE_CHECKING:
     import numpy as np
 
     from summarylib.proto import summary_pb2
-    from summarylib.writer.context import DefaultWriter
 
 __all__ = [
     "DEFAULT_BUCKET_COUNT",
@@ -76,6 +75,7 @@ __all__ = [
     "create_summary_metadata",
     "histogram",
     "histogram_pb",
+    "write_histogram",
 ]
 
 PLUGIN_NAME = HISTOGRAMS.name
@@ -116,8 +116,9 @@ def check_buckets(buckets: Any, where: str) -> int:
     return int(buckets)
 
 
-def prepare(data: Any, where: str) -> tuple[np.ndarray, bool]:
-    """Validate ``data``; return it flattened, and whether no one else holds it.
+def prepare(data: Any, where: str, arg: str = "data") -> tuple[np.ndarray, bool]:
+    """Validate ``data`` (the caller's argument ``arg``); return it flattened, and whether
+    no one else holds it.
 
     The array is private when numpy built it for this call (from Python
     numbers or sequences, by a dtype conversion or a non-contiguous
@@ -126,7 +127,7 @@ def prepare(data: Any, where: str) -> tuple[np.ndarray, bool]:
     import numpy as np
 
     data = evaluate(data)
-    arr = as_array(data, where, "data")
+    arr = as_array(data, where, arg)
     private = isinstance(data, (list, tuple, int, float))
     if arr.dtype.kind not in "biuf" or is_extended_float(arr.dtype):
         # ml_dtypes' floats (bfloat16, float8_*): bucketed as their exact
@@ -134,7 +135,7 @@ def prepare(data: Any, where: str) -> tuple[np.ndarray, bool]:
         widened = widen_extended_float(arr)
         if widened is arr:
             raise TypeError(
-                f"{where}: 'data' must hold real numbers, got dtype {arr.dtype} "
+                f"{where}: {arg!r} must hold real numbers, got dtype {arr.dtype} "
                 f"(shape {arr.shape})"
             )
         return widened.reshape(-1), True
@@ -195,35 +196,44 @@ def histogram(
       TypeError, ValueError: bad arguments (nothing is written).
       WriterClosedError, WriteFailedError: see :class:`~summarylib.SummaryWriter`.
     """
-    resolved = resolve(name, step, "histogram")
-    if resolved is None:
+    sink = resolve(name, step, _CALLER)
+    if sink is None:
         return False
-    writer, tag, step_ = resolved
-    md = HISTOGRAMS.metadata_bytes(description, "histogram")
-    k = check_buckets(buckets, "histogram")
+    return write_histogram(sink, data, buckets, description)
+
+
+_CALLER = Caller("histogram")
+
+
+def write_histogram(
+    sink: Sink, data: Any, buckets: int | None = None, description: str | None = None
+) -> bool:
+    """The core of :func:`histogram`: write the histogram to ``sink`` (same contract)."""
+    where = sink.caller.where
+    md = HISTOGRAMS.metadata_bytes(description, where)
+    k = check_buckets(buckets, where)
     data = evaluate(data)
-    if device_kind(data) is not None and defers_device_values(writer):
-        return _histogram_deferred(writer, tag, step_, data, k, md)
-    values, private = prepare(data, "histogram")
+    if device_kind(data) is not None and defers_device_values(sink.writer):
+        return _histogram_deferred(sink, data, k, md)
+    values, private = prepare(data, where, sink.caller.data)
     if values.nbytes > _DEFER_MAX_BYTES or not k:
-        return emit_value(writer, tag, step_, _tensor(values, k), md)
+        return emit_value(sink, _tensor(values, k), md)
     if not private:
         values = values.copy()
 
     def make_tensor() -> bytes:
         return _tensor(values, k)
 
-    return emit_value_deferred(writer, tag, step_, make_tensor, md, values.nbytes + 24 * k + 16)
+    return emit_value_deferred(sink, make_tensor, md, values.nbytes + 24 * k + 16)
 
 
-def _histogram_deferred(
-    writer: DefaultWriter, tag: str, step: int | DeviceStep, data: Any, k: int, md: bytes
-) -> bool:
+def _histogram_deferred(sink: Sink, data: Any, k: int, md: bytes) -> bool:
     # A device array: bucketed on the device (only the table crosses) when it is large
     # and of a dtype the device reductions take, else copied whole; never waited for here.
+    where, arg = sink.caller.where, sink.caller.data
     if not is_real_dtype(data.dtype):
         raise TypeError(
-            f"histogram: 'data' must hold real numbers, got dtype {data.dtype} "
+            f"{where}: {arg!r} must hold real numbers, got dtype {data.dtype} "
             f"(shape {tuple(data.shape)})"
         )
     n = 1
@@ -236,17 +246,17 @@ def _histogram_deferred(
         def make_from_table() -> bytes:
             return header + _le_bytes(buckets_from_table(table.result(), k))
 
-        return emit_value_deferred(writer, tag, step, make_from_table, md, 8 * (k + 3) + 24 * k)
+        return emit_value_deferred(sink, make_from_table, md, 8 * (k + 3) + 24 * k)
     pending = capture(data)
     if pending is None:  # a layout the capture does not take: the host path
-        values, _ = prepare(data, "histogram")
-        return emit_value(writer, tag, step, _tensor(values, k), md)
+        values, _ = prepare(data, where, arg)
+        return emit_value(sink, _tensor(values, k), md)
 
     def make_from_values() -> bytes:
-        values, _ = prepare(pending.result(), "histogram")
+        values, _ = prepare(pending.result(), where, arg)
         return _tensor(values, k)
 
-    return emit_value_deferred(writer, tag, step, make_from_values, md, pending.nbytes + 24 * k)
+    return emit_value_deferred(sink, make_from_values, md, pending.nbytes + 24 * k)
 
 
 def histogram_pb(

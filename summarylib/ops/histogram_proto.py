@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 import operator
-import time
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array, evaluate
@@ -35,8 +34,8 @@ from summarylib.encoding.events import summary_event
 from summarylib.encoding.pending import capture, device_kind, is_real_dtype
 from summarylib.encoding.wire import field_bytes, pack_double
 from summarylib.ops._device import DeviceStep, defers_device_values, step_name
-from summarylib.ops._emit import emit_summary
-from summarylib.ops._resolve import check_tag, resolve
+from summarylib.ops._emit import emit_summary, event_wall_time
+from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.ops.histogram import MAX_BUCKETS
 from summarylib.writer.buffered import Deferred
 from summarylib.writer.context import Step
@@ -54,9 +53,10 @@ __all__ = [
     "histogram_raw_pb",
     "make_histogram",
     "tensorflow_bins",
+    "write_histogram_bins",
+    "write_histogram_raw",
 ]
 
-_time = time.time
 _tensorflow_bins: np.ndarray | None = None
 
 
@@ -154,14 +154,25 @@ def histogram_raw(
     Returns True if written, False if nothing is recording. Raises TypeError/ValueError
     naming the bad argument (nothing written).
     """
-    resolved = resolve(name, step, "histogram_raw")
-    if resolved is None:
+    sink = resolve(name, step, _RAW_CALLER)
+    if sink is None:
         return False
-    writer, tag, step_ = resolved
+    return write_histogram_raw(sink, min, max, num, sum, sum_squares, bucket_limits,
+                               bucket_counts)
+
+
+_RAW_CALLER = Caller("histogram_raw")
+
+
+def write_histogram_raw(
+    sink: Sink, min: Any, max: Any, num: Any, sum: Any, sum_squares: Any,
+    bucket_limits: Any, bucket_counts: Any,
+) -> bool:
+    """The core of :func:`histogram_raw`: write the histogram to ``sink``."""
     histo = _raw_parts(
-        "histogram_raw", min, max, num, sum, sum_squares, bucket_limits, bucket_counts
+        sink.caller.where, min, max, num, sum, sum_squares, bucket_limits, bucket_counts
     )
-    return emit_summary(writer, step_, _histo_summary(tag, histo))
+    return emit_summary(sink, _histo_summary(sink.tag, histo))
 
 
 def histogram_raw_pb(
@@ -211,19 +222,19 @@ def _check_bins(bins: Any, max_bins: Any, where: str) -> tuple[Any, int | None]:
     return bins, max_bins
 
 
-def _check_values(values: Any, where: str) -> np.ndarray:
+def _check_values(values: Any, where: str, arg: str = "values") -> np.ndarray:
     import numpy as np
 
-    arr = as_array(values, where, "values")
+    arr = as_array(values, where, arg)
     if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{where}: 'values' must hold real numbers, got dtype {arr.dtype}")
+        raise TypeError(f"{where}: {arg!r} must hold real numbers, got dtype {arr.dtype}")
     if arr.size == 0:
-        raise ValueError(f"{where}: 'values' is empty")
+        raise ValueError(f"{where}: {arg!r} is empty")
     # A private copy in the input's own dtype (float64 conversion, as torch buckets, is
     # left to make_histogram on the writer's thread).
     flat = np.array(arr, order="C").reshape(-1)
     if flat.dtype.kind == "f" and not np.isfinite(flat).all():
-        raise ValueError(f"{where}: 'values' must be finite (NaN or Inf found)")
+        raise ValueError(f"{where}: {arg!r} must be finite (NaN or Inf found)")
     return flat
 
 
@@ -283,18 +294,18 @@ def make_histogram(values: np.ndarray, bins: Any, max_bins: int | None) -> bytes
     values = values.astype(np.float64, copy=False)
     if isinstance(bins, np.ndarray):
         # np.histogram's own method for explicit edges (sort, then find each edge in the
-        # sorted values; the last bucket is closed), without its range checks, and the
-        # sorted copy gives min and max for free.
+        # sorted values; the last bucket is closed), without its range checks.
         ordered = np.sort(values)
         cum = np.searchsorted(ordered, bins, "left")
         cum[-1] = np.searchsorted(ordered, bins[-1], "right")
         counts, limits = np.diff(cum), bins
-        low, high = float(ordered[0]), float(ordered[-1])
     else:
         if isinstance(bins, str):
             check_rule_bins(values, bins)
         counts, limits = np.histogram(values, bins=bins)
-        low, high = float(values.min()), float(values.max())
+    # min() and max(), as torch takes them, not the sorted copy's ends: of 0.0 and -0.0
+    # (equal to a sort) they pick the one torch writes.
+    low, high = float(values.min()), float(values.max())
     if max_bins is not None and len(counts) > max_bins:
         step = len(counts) // max_bins
         rem = len(counts) % step
@@ -326,39 +337,49 @@ def histogram_bins(
 
     Returns True if written, False if nothing is recording.
     """
-    resolved = resolve(name, step, "histogram_bins")
-    if resolved is None:
+    sink = resolve(name, step, _BINS_CALLER)
+    if sink is None:
         return False
-    writer, tag, step_ = resolved
-    bins, max_bins = _check_bins(bins, max_bins, "histogram_bins")
+    return write_histogram_bins(sink, values, bins, max_bins)
+
+
+_BINS_CALLER = Caller("histogram_bins", data="values")
+
+
+def write_histogram_bins(
+    sink: Sink, values: Any, bins: Any = "tensorflow", max_bins: int | None = None
+) -> bool:
+    """The core of :func:`histogram_bins`: write the histogram to ``sink``."""
+    where, arg, tag, step_ = sink.caller.where, sink.caller.data, sink.tag, sink.step
+    bins, max_bins = _check_bins(bins, max_bins, where)
     values = evaluate(values)
     pending = None
-    if device_kind(values) is not None and defers_device_values(writer):
+    if device_kind(values) is not None and defers_device_values(sink.writer):
         # A device array: shape and dtype checked now, the values (copied
         # asynchronously) checked and bucketed on the writer thread once ready.
         if not is_real_dtype(values.dtype):
-            raise TypeError(f"histogram_bins: 'values' must hold real numbers, got dtype "
+            raise TypeError(f"{where}: {arg!r} must hold real numbers, got dtype "
                             f"{values.dtype}")
         if 0 in tuple(values.shape):
-            raise ValueError("histogram_bins: 'values' is empty")
+            raise ValueError(f"{where}: {arg!r} is empty")
         pending = capture(values)
     if pending is None:
-        flat = _check_values(values, "histogram_bins")
-        _check_inside(flat, bins, "histogram_bins")
-    wall_time = _time()
+        flat = _check_values(values, where, arg)
+        _check_inside(flat, bins, where)
+    wall_time = event_wall_time(sink)
     encoded_tag = tag.encode("utf-8")
 
     def make() -> bytes:
         nonlocal flat
         if pending is not None:
-            flat = _check_values(pending.result(), "histogram_bins")
-            _check_inside(flat, bins, "histogram_bins")
+            flat = _check_values(pending.result(), where, arg)
+            _check_inside(flat, bins, where)
         histo = make_histogram(flat, bins, max_bins)
         value = field_bytes(1, encoded_tag) + field_bytes(5, histo)
         s = step_.value() if isinstance(step_, DeviceStep) else step_
         return summary_event(wall_time, s, field_bytes(1, value))
 
-    return writer._resource.append(  # type: ignore[union-attr]
+    return sink.writer._resource.append(  # type: ignore[union-attr]
         Deferred(make, 2048 + len(encoded_tag), f"the histogram {tag!r} at {step_name(step_)}")
     )
 

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from summarylib.ops._emit import emit_summary
-from summarylib.ops._resolve import resolve
+from summarylib.ops._resolve import Caller, Sink, resolve
 
 if TYPE_CHECKING:
     from summarylib.proto import hparams_api_pb2, hparams_plugin_data_pb2, summary_pb2
@@ -61,6 +61,7 @@ __all__ = [
     "session_end",
     "session_end_pb",
     "write_trial",
+    "write_trial_to",
 ]
 
 PLUGIN_NAME = "hparams"
@@ -383,10 +384,10 @@ def _write(make: Callable[[], summary_pb2.Summary], where: str) -> bool:
     Tags stay literal (no name scope) and the default step is ignored: TensorBoard reads
     these summaries only by their fixed tags, at step 0.
     """
-    target = resolve(None, 0, where, untagged=True)
-    if target is None:
+    sink = resolve(None, 0, Caller(where), untagged=True)
+    if sink is None:
         return False
-    return emit_summary(target[0], 0, make().SerializeToString())
+    return emit_summary(sink, make().SerializeToString())
 
 
 def hparams(hparams: Mapping[Any, Any], trial_id: str | None = None,
@@ -435,19 +436,32 @@ def _domain_of(name: str, value: Any, values: Sequence[Any] | None) -> Domain:
 def write_trial(hparam_dict: Mapping[str, Any], metric_names: Sequence[str], *,
                 trial_id: str | None = None, start_time_secs: float | None = None,
                 hparam_domains: Mapping[str, Sequence[Any]] | None = None) -> bool:
-    """Make the default writer's run one trial of its own experiment (what add_hparams does).
+    """Make the default writer's run one trial of its own experiment (what add_hparams
+    does); see :func:`write_trial_to`. False when nothing is recording."""
+    sink = resolve(None, 0, _TRIAL_CALLER, untagged=True)
+    if sink is None:
+        return False
+    return write_trial_to(sink, hparam_dict, metric_names, trial_id=trial_id,
+                          start_time_secs=start_time_secs, hparam_domains=hparam_domains)
+
+
+_TRIAL_CALLER = Caller("add_hparams")
+
+
+def write_trial_to(sink: Sink, hparam_dict: Mapping[str, Any], metric_names: Sequence[str], *,
+                   trial_id: str | None = None, start_time_secs: float | None = None,
+                   hparam_domains: Mapping[str, Sequence[Any]] | None = None) -> bool:
+    """The core of :func:`write_trial`: make the run of ``sink`` (an untagged sink at
+    step 0) one trial of its own experiment.
 
     Writes, at step 0 with literal tags, an experiment listing exactly the hparams of
     ``hparam_dict`` (each typed by its value; a discrete domain where ``hparam_domains``
     gives one) and the metrics ``metric_names`` (empty group: TensorBoard reads each from
     this run's own scalar series of that tag), then the trial's session start info.
-    Error messages name ``add_hparams`` and its arguments, the caller users see. Everything
+    Error messages name the sink's caller and ``add_hparams``'s arguments. Everything
     is validated before anything is written.
     """
-    where = "add_hparams"
-    target = resolve(None, 0, where, untagged=True)
-    if target is None:
-        return False
+    where = sink.caller.where
     values = coerce_hparams(hparam_dict, where)
     domains = dict(hparam_domains or {})
     for name in domains:
@@ -464,6 +478,5 @@ def write_trial(hparam_dict: Mapping[str, Any], metric_names: Sequence[str], *,
     infos = [HParam(name, _domain_of(name, v, domains.get(name))) for name, v in values.items()]
     config = _experiment_summary(infos, [Metric(tag) for tag in tags], time.time(), where)
     start = _start_summary(values, trial_id, start_time_secs, where)
-    writer = target[0]
-    return (emit_summary(writer, 0, config.SerializeToString())
-            and emit_summary(writer, 0, start.SerializeToString()))
+    return (emit_summary(sink, config.SerializeToString())
+            and emit_summary(sink, start.SerializeToString()))

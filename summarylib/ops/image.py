@@ -45,7 +45,6 @@ once), and leaves the PNG encoding to the writer's background thread.
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import (
@@ -66,19 +65,26 @@ from summarylib.encoding.pixels import (
 )
 from summarylib.encoding.png import encode_png
 from summarylib.encoding.tensor import string_tensor_bytes
-from summarylib.ops._device import DeviceStep, defers_device_values
+from summarylib.errors import warn_user
+from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import emit_value_deferred
 from summarylib.ops._media import check_max_outputs, metadata_bytes, plugin_data_bytes
-from summarylib.ops._resolve import check_tag, resolve
+from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.writer.context import Step
 
 if TYPE_CHECKING:
     import numpy as np
 
     from summarylib.proto import summary_pb2
-    from summarylib.writer.context import DefaultWriter
 
-__all__ = ["PLUGIN_NAME", "create_summary_metadata", "image", "image_pb", "warn_float_range"]
+__all__ = [
+    "PLUGIN_NAME",
+    "create_summary_metadata",
+    "image",
+    "image_pb",
+    "warn_float_range",
+    "write_image",
+]
 
 PLUGIN_NAME = "images"
 _PLUGIN_DATA = plugin_data_bytes(PLUGIN_NAME)  # content: ImagePluginData{version 0} is empty
@@ -97,8 +103,7 @@ def warn_float_range(arr: np.ndarray, tag: str, where: str) -> None:
 
     Floats are read as 0..1, so such data (0..255 values in a float array, or
     normalized data) is clipped to white. The first 8 calls of each tag are checked.
-    Called with the caller of the public function three frames up (the warning points
-    at the user's line).
+    The warning points at the user's line.
     """
     done = _float_checks.get(tag, 0)
     if done >= _FLOAT_CHECKS_PER_TAG or (
@@ -108,12 +113,10 @@ def warn_float_range(arr: np.ndarray, tag: str, where: str) -> None:
     top = float_pixel_max(arr)
     if top > SUSPECT_FLOAT_PIXEL:
         _float_checks[tag] = _FLOAT_CHECKS_PER_TAG
-        warnings.warn(
+        warn_user(
             f"{where}: float pixel values are read as 0..1, but {tag!r} has values up to "
             f"{top:g}: they are clipped to white. Divide 0..255 data by 255 or pass it as "
-            "uint8. (Warned once per tag.)",
-            UserWarning,
-            stacklevel=4,
+            "uint8. (Warned once per tag.)"
         )
 
 
@@ -122,13 +125,11 @@ def _warn_channels_first(shape: tuple[int, ...], tag: str, where: str) -> None:
         return
     _warned.add(("layout", tag))
     _, h, w, c = shape
-    warnings.warn(
+    warn_user(
         f"{where}: {tag!r} has shape {shape}, read as [k, h, w, c]: images {h} pixels high "
         f"and {w} wide with {c} channels. If it is channels-first, pass "
         "dataformats='NCHW'; pass dataformats='NHWC' to say the layout is meant. "
-        "(Warned once per tag.)",
-        UserWarning,
-        stacklevel=4,
+        "(Warned once per tag.)"
     )
 
 
@@ -156,26 +157,28 @@ def _check_dataformats(dataformats: Any, where: str) -> str:
 
 
 def prepare(
-    data: Any, max_outputs: int, dataformats: str | None, where: str, tag: str
+    data: Any, max_outputs: int, dataformats: str | None, where: str, tag: str,
+    arg: str = "data",
 ) -> tuple[np.ndarray, int, int]:
-    """Validate ``data``; return the kept images as fresh uint8 ``[n, h, w, c]``, w, h.
+    """Validate ``data`` (the caller's argument ``arg``); return the kept images as fresh
+    uint8 ``[n, h, w, c]``, w, h.
 
     ``tag`` names the series in the warnings about data that is almost surely a mistake.
     """
     fmt = "NHWC" if dataformats is None else _check_dataformats(dataformats, where)
-    arr = as_array(data, where, "data")
+    arr = as_array(data, where, arg)
     extended = is_extended_float(arr.dtype)
     if not extended and not is_pixel_dtype(arr.dtype):
         raise TypeError(
-            f"{where}: 'data' must hold real numbers (pixel values), got dtype {arr.dtype} "
+            f"{where}: {arg!r} must hold real numbers (pixel values), got dtype {arr.dtype} "
             f"(shape {arr.shape})"
         )
-    _check_shape(arr.shape, fmt, where)
+    _check_shape(arr.shape, fmt, where, arg)
     batch = to_nhwc(arr, fmt)
     _, h, w, _ = batch.shape
     if h == 0 or w == 0:
         raise ValueError(
-            f"{where}: 'data' must have images of at least 1x1 pixels, got shape {arr.shape}"
+            f"{where}: {arg!r} must have images of at least 1x1 pixels, got shape {arr.shape}"
         )
     if dataformats is None and h in (1, 3, 4) and w >= 4 * h:
         _warn_channels_first(arr.shape, tag, where)
@@ -189,7 +192,7 @@ def prepare(
     return to_uint8(kept), w, h
 
 
-def _check_shape(shape: tuple[int, ...], fmt: str, where: str) -> None:
+def _check_shape(shape: tuple[int, ...], fmt: str, where: str, arg: str) -> None:
     axes, layout = DATAFORMATS[fmt]
     c_axis = axes[3]  # where the channels are in the input, None for "HW"
     rank = sum(a is not None for a in axes)
@@ -197,12 +200,12 @@ def _check_shape(shape: tuple[int, ...], fmt: str, where: str) -> None:
         with_fmt = "" if fmt == "NHWC" else f" with dataformats={fmt!r}"
         channels = "" if c_axis is None else " with c in (1, 2, 3, 4)"
         raise ValueError(
-            f"{where}: 'data'{with_fmt} must have shape {layout}{channels}, got {shape}"
+            f"{where}: {arg!r}{with_fmt} must have shape {layout}{channels}, got {shape}"
         )
     h_axis, w_axis = axes[1], axes[2]
     if shape[h_axis] == 0 or shape[w_axis] == 0:  # type: ignore[index]
         raise ValueError(
-            f"{where}: 'data' must have images of at least 1x1 pixels, got shape {shape}"
+            f"{where}: {arg!r} must have images of at least 1x1 pixels, got shape {shape}"
         )
 
 
@@ -239,42 +242,57 @@ def image(
       TypeError, ValueError: bad arguments (nothing is written).
       WriterClosedError, WriteFailedError: see :class:`~summarylib.SummaryWriter`.
     """
-    resolved = resolve(name, step, "image")
-    if resolved is None:
+    sink = resolve(name, step, _CALLER)
+    if sink is None:
         return False
-    writer, tag, step_ = resolved
-    md = metadata_bytes(_PLUGIN_DATA, description, "image")
-    keep = check_max_outputs(max_outputs, "image")
+    return write_image(sink, data, max_outputs, description, dataformats=dataformats)
+
+
+_CALLER = Caller("image")
+
+
+def write_image(
+    sink: Sink,
+    data: Any,
+    max_outputs: int = 3,
+    description: str | None = None,
+    *,
+    dataformats: str | None = None,
+) -> bool:
+    """The core of :func:`image`: write the images to ``sink`` (same contract)."""
+    where, arg = sink.caller.where, sink.caller.data
+    md = metadata_bytes(_PLUGIN_DATA, description, where)
+    keep = check_max_outputs(max_outputs, where)
     data = evaluate(data)
-    if device_kind(data) is not None and defers_device_values(writer):
-        done = _image_deferred(writer, tag, step_, data, keep, dataformats, md)
+    if device_kind(data) is not None and defers_device_values(sink.writer):
+        done = _image_deferred(sink, data, keep, dataformats, md)
         if done is not None:
             return done
-    pixels, w, h = prepare(data, keep, dataformats, "image", tag)
+    pixels, w, h = prepare(data, keep, dataformats, where, sink.tag, arg)
     n = len(pixels)
 
     def make_tensor() -> bytes:
         return string_tensor_bytes((2 + n,), _tensor_values(pixels, w, h))
 
     # Noise-like images barely compress: the raw size bounds the PNG size.
-    return emit_value_deferred(writer, tag, step_, make_tensor, md, pixels.nbytes + 64 * n + 32)
+    return emit_value_deferred(sink, make_tensor, md, pixels.nbytes + 64 * n + 32)
 
 
 def _image_deferred(
-    writer: DefaultWriter, tag: str, step: int | DeviceStep, data: Any, keep: int, dataformats: Any,
-    md: bytes,
+    sink: Sink, data: Any, keep: int, dataformats: Any, md: bytes
 ) -> bool | None:
     # A device array: checked by shape and dtype now, the kept images converted to uint8
     # on the device, copied asynchronously; the writer thread encodes them once ready.
     # None: a layout the capture does not take (the host path then runs).
-    fmt = _check_dataformats("NHWC" if dataformats is None else dataformats, "image")
+    where, arg, tag = sink.caller.where, sink.caller.data, sink.tag
+    fmt = _check_dataformats("NHWC" if dataformats is None else dataformats, where)
     shape = tuple(int(d) for d in data.shape)
     if not is_real_dtype(data.dtype):
         raise TypeError(
-            f"image: 'data' must hold real numbers (pixel values), got dtype {data.dtype} "
+            f"{where}: {arg!r} must hold real numbers (pixel values), got dtype {data.dtype} "
             f"(shape {shape})"
         )
-    _check_shape(shape, fmt, "image")
+    _check_shape(shape, fmt, where, arg)
     if DATAFORMATS[fmt][0][0] is not None and keep < shape[0]:  # batch axis first
         data = data[:keep]  # (a whole batch kept: no slice, one computation less)
     pending = capture(images_uint8(data))
@@ -282,10 +300,10 @@ def _image_deferred(
         return None
 
     def make_tensor() -> bytes:
-        pixels, w, h = prepare(pending.result(), keep, fmt, "image", tag)
+        pixels, w, h = prepare(pending.result(), keep, fmt, where, tag, arg)
         return string_tensor_bytes((2 + len(pixels),), _tensor_values(pixels, w, h))
 
-    return emit_value_deferred(writer, tag, step, make_tensor, md, pending.nbytes + 64 * keep + 32)
+    return emit_value_deferred(sink, make_tensor, md, pending.nbytes + 64 * keep + 32)
 
 
 def image_pb(

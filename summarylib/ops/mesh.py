@@ -52,7 +52,7 @@ from summarylib.encoding.wire import field_bytes, field_varint, varint
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._device_ops import mesh_deferred
 from summarylib.ops._emit import emit_value
-from summarylib.ops._resolve import check_tag, resolve
+from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.writer.context import Step
 
 if TYPE_CHECKING:
@@ -60,7 +60,13 @@ if TYPE_CHECKING:
 
     from summarylib.proto import summary_pb2
 
-__all__ = ["PLUGIN_NAME", "create_summary_metadata", "mesh", "mesh_pb"]
+__all__ = [
+    "PLUGIN_NAME",
+    "create_summary_metadata",
+    "mesh",
+    "mesh_pb",
+    "write_mesh",
+]
 
 PLUGIN_NAME = MESH.name
 VERTEX, FACE, COLOR = 1, 2, 3  # MeshPluginData.ContentType
@@ -229,23 +235,40 @@ def mesh(
       TypeError, ValueError: bad arguments, naming the argument (nothing is written).
       WriterClosedError, WriteFailedError: see :class:`~summarylib.SummaryWriter`.
     """
-    resolved = resolve(None, step, "mesh", untagged=True)
-    if resolved is None:
+    sink = resolve(None, step, _CALLER, untagged=True)
+    if sink is None:
         return False
-    writer, _, step_ = resolved
-    name = _check_name(name, "mesh", "name")
-    metadata_bytes(b"", description, "mesh")  # the description's checks, before any work
+    return write_mesh(sink, name, vertices, faces, colors, config_dict, description)
+
+
+_CALLER = Caller("mesh")
+
+
+def write_mesh(
+    sink: Sink,
+    name: str,
+    vertices: Any,
+    faces: Any = None,
+    colors: Any = None,
+    config_dict: Mapping[str, Any] | None = None,
+    description: str | None = None,
+) -> bool:
+    """The core of :func:`mesh`: write the mesh ``name`` (its tags' literal prefix) to
+    ``sink``, an untagged sink."""
+    where = sink.caller.where
+    name = _check_name(name, where, sink.caller.name)
+    metadata_bytes(b"", description, where)  # the description's checks, before any work
     vertices, faces, colors = evaluate(vertices), evaluate(faces), evaluate(colors)
     if (device_kind(vertices) is not None or device_kind(faces) is not None
-            or device_kind(colors) is not None) and defers_device_values(writer):
-        done = mesh_deferred(writer, step_, name, vertices, faces, colors,
-                             json_config(config_dict, "mesh"), description)
+            or device_kind(colors) is not None) and defers_device_values(sink.writer):
+        done = mesh_deferred(sink, name, vertices, faces, colors,
+                             json_config(config_dict, where), description)
         if done is not None:
             return done
-    parts = prepare(vertices, faces, colors, "mesh")
-    values = _values(name, parts, json_config(config_dict, "mesh"), description, "mesh")
+    parts = prepare(vertices, faces, colors, where)
+    values = _values(name, parts, json_config(config_dict, where), description, where)
     # One event per component, as TensorFlow writes them; all were validated above.
-    wrote = [emit_value(writer, tag, step_, tensor, md) for tag, tensor, md in values]
+    wrote = [emit_value(sink, tensor, md, tag) for tag, tensor, md in values]
     return all(wrote)
 
 

@@ -56,7 +56,7 @@ from summarylib.encoding.wire import field_bytes, field_varint, varint
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._device_ops import pr_curve_deferred
 from summarylib.ops._emit import emit_value
-from summarylib.ops._resolve import check_tag, resolve
+from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.writer.context import Step
 
 if TYPE_CHECKING:
@@ -75,6 +75,8 @@ __all__ = [
     "pr_curve_pb",
     "pr_curve_raw",
     "pr_curve_raw_pb",
+    "write_pr_curve",
+    "write_pr_curve_counts",
 ]
 
 PLUGIN_NAME = PR_CURVES.name
@@ -400,23 +402,44 @@ def pr_curve(
       TypeError, ValueError: bad arguments (nothing is written).
       WriterClosedError, WriteFailedError: see :class:`~summarylib.SummaryWriter`.
     """
-    resolved = resolve(name, step, "pr_curve")
-    if resolved is None:
+    sink = resolve(name, step, _CALLER)
+    if sink is None:
         return False
-    writer, tag, step_ = resolved
     if type(name) is not str:  # resolve() checked it; a str subclass becomes a str
         name = check_tag(name, "pr_curve")
-    t = check_num_thresholds(num_thresholds, "pr_curve")
-    md = _metadata(name, t, description, "pr_curve", display_name)
+    return write_pr_curve(sink, name, labels, predictions, num_thresholds, weights,
+                          description, display_name)
+
+
+_CALLER = Caller("pr_curve")
+_RAW_CALLER = Caller("pr_curve_raw")
+_COUNTS_CALLER = Caller("pr_curve_counts")
+
+
+def write_pr_curve(
+    sink: Sink,
+    name: str,
+    labels: Any,
+    predictions: Any,
+    num_thresholds: int = DEFAULT_NUM_THRESHOLDS,
+    weights: Any = None,
+    description: str | None = None,
+    display_name: str | None = None,
+) -> bool:
+    """The core of :func:`pr_curve`: write to ``sink`` under ``<sink.tag>/pr_curves``;
+    ``name`` is the default display name."""
+    where = sink.caller.where
+    t = check_num_thresholds(num_thresholds, where)
+    md = _metadata(name, t, description, where, display_name)
     labels, predictions, weights = evaluate(labels), evaluate(predictions), evaluate(weights)
     if (device_kind(labels) is not None or device_kind(predictions) is not None
-            or device_kind(weights) is not None) and defers_device_values(writer):
-        done = pr_curve_deferred(writer, tag + "/pr_curves", step_, labels, predictions,
-                                 weights, t, md)
+            or device_kind(weights) is not None) and defers_device_values(sink.writer):
+        done = pr_curve_deferred(sink._replace(tag=sink.tag + "/pr_curves"), labels,
+                                 predictions, weights, t, md)
         if done is not None:
             return done
-    lab, pred, w = prepare(labels, predictions, weights, "pr_curve")
-    return emit_value(writer, tag + "/pr_curves", step_, _tensor(pr_data(lab, pred, w, t)), md)
+    lab, pred, w = prepare(labels, predictions, weights, where)
+    return emit_value(sink, _tensor(pr_data(lab, pred, w, t)), md, sink.tag + "/pr_curves")
 
 
 def pr_curve_raw(
@@ -445,10 +468,9 @@ def pr_curve_raw(
     Raises:
       TypeError, ValueError: bad arguments (nothing is written).
     """
-    resolved = resolve(name, step, "pr_curve_raw")
-    if resolved is None:
+    sink = resolve(name, step, _RAW_CALLER)
+    if sink is None:
         return False
-    writer, tag, step_ = resolved
     name = check_tag(name, "pr_curve_raw")
     values = (
         true_positive_counts,
@@ -460,7 +482,7 @@ def pr_curve_raw(
     )
     data = _raw_data(values, num_thresholds, "pr_curve_raw")
     md = _metadata(name, data.shape[1], description, "pr_curve_raw", display_name)
-    return emit_value(writer, tag + "/pr_curves", step_, _tensor(data), md)
+    return emit_value(sink, _tensor(data), md, sink.tag + "/pr_curves")
 
 
 def pr_curve_counts(
@@ -479,15 +501,28 @@ def pr_curve_counts(
     ``/pr_curves`` suffix) and with no display name in the metadata: what
     ``SummaryWriter.add_pr_curve`` writes, so that its tags are torch's.
     """
-    resolved = resolve(name, step, "pr_curve_counts")
-    if resolved is None:
+    sink = resolve(name, step, _COUNTS_CALLER)
+    if sink is None:
         return False
-    writer, tag, step_ = resolved
+    return write_pr_curve_counts(sink, true_positive_counts, false_positive_counts,
+                                 true_negative_counts, false_negative_counts, precision, recall)
+
+
+def write_pr_curve_counts(
+    sink: Sink,
+    true_positive_counts: Any,
+    false_positive_counts: Any,
+    true_negative_counts: Any,
+    false_negative_counts: Any,
+    precision: Any,
+    recall: Any,
+) -> bool:
+    """The core of :func:`pr_curve_counts`: write the counts to ``sink`` under its tag."""
     values = (true_positive_counts, false_positive_counts, true_negative_counts,
               false_negative_counts, precision, recall)
-    data = _raw_data(values, None, "pr_curve_counts")
+    data = _raw_data(values, None, sink.caller.where)
     md = plugin_data_bytes(PLUGIN_NAME, plugin_content(data.shape[1]))
-    return emit_value(writer, tag, step_, _tensor(data), md)
+    return emit_value(sink, _tensor(data), md)
 
 
 def pr_curve_counts_pb(

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import struct
 import sys
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -51,7 +50,7 @@ from summarylib.ops._device import (
     scalar_value_deferred,
     scalar_values_deferred,
 )
-from summarylib.ops._resolve import check_tag, resolve_step
+from summarylib.ops._resolve import Caller, Sink, check_tag, resolve_step
 from summarylib.ops.scalar_record import Layout
 from summarylib.writer.context import Step, _local, condition_holds, no_default_writer
 
@@ -60,7 +59,16 @@ if TYPE_CHECKING:
     from summarylib.writer.buffered import BufferedEventWriter
     from summarylib.writer.context import DefaultWriter
 
-__all__ = ["PLUGIN_NAME", "create_summary_metadata", "scalar", "scalar_pb", "scalars"]
+__all__ = [
+    "PLUGIN_NAME",
+    "create_summary_metadata",
+    "scalar",
+    "scalar_pb",
+    "scalar_to",
+    "scalars",
+    "write_scalar",
+    "write_scalars",
+]
 
 PLUGIN_NAME = SCALARS.name
 
@@ -75,7 +83,6 @@ _fast_types: frozenset[type] = frozenset((float, int, bool))
 _numpy_types_missing = True
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
-_time = time.time
 
 
 def create_summary_metadata(description: str | None = None) -> summary_pb2.SummaryMetadata:
@@ -146,35 +153,37 @@ def scalar(
     res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
     prefix = res.tags.prefix_of(tag)
     if prefix is None:
-        return _write_first(res, tag, data, step, description)
+        return _write_first(res, tag, data, step, description, res.clock(), "scalar")
+    return res.append(_scalar_event(prefix, step, res.clock(), data, "scalar"))
+
+
+def _scalar_event(prefix: bytes, step: int, wall_time: float, data: Any, where: str) -> bytes:
     # The whole Event in one Struct.pack: the wall-time key and time, the step
     # field, the cached prefix, the value as float32 (see events.event_packs).
     packs = _EVENT_PACKS.get(len(prefix)) or event_packs(len(prefix))
     try:
         if 0 <= step < 16384:
             sf = STEP_FIELDS[step]
-            event = packs[len(sf)](WALL_TIME_KEY, _time(), sf, prefix, data)
-        elif 16384 <= step < 2097152:
+            return packs[len(sf)](WALL_TIME_KEY, wall_time, sf, prefix, data)
+        if 16384 <= step < 2097152:
             # A 3-byte step: key and low 14 bits from the table, then the
             # high 7 bits as a byte. IndexError while the table is unbuilt.
-            event = packs[-1](
-                WALL_TIME_KEY, _time(), STEP3_LOW[step & 0x3FFF], step >> 14, prefix, data
+            return packs[-1](
+                WALL_TIME_KEY, wall_time, STEP3_LOW[step & 0x3FFF], step >> 14, prefix, data
             )
-        else:
-            sf = step_field(step)
-            event = packs[len(sf)](WALL_TIME_KEY, _time(), sf, prefix, data)
+        sf = step_field(step)
+        return packs[len(sf)](WALL_TIME_KEY, wall_time, sf, prefix, data)
     except (OverflowError, struct.error, IndexError):
         # Finite beyond float32 (stored as ±inf), an int beyond float
         # (scalar_float raises the usual ValueError), or the 3-byte step
         # table not built yet (step_field builds it).
-        event = (
+        return (
             _WALL_TIME
-            + pack_double(_time())
+            + pack_double(wall_time)
             + step_field(step)
             + prefix
-            + f32_bytes(scalar_float(data, "scalar"))
+            + f32_bytes(scalar_float(data, where))
         )
-    return res.append(event)  # False only after an exit hook closed the writer
 
 
 # Assigned, not imported by name: CPython 3.11 compiles a method call on a name that an
@@ -191,28 +200,74 @@ def _scalar_deferred(
     if type(name) is not str or not name:
         name = check_tag(name, "scalar")
     tag = scope + name if scope else name
+    return _deferred(writer, tag, data, step, description, None, _CALLER)
+
+
+def _deferred(
+    writer: DefaultWriter, tag: str, data: Any, step: Any, description: str | None,
+    wall_time: float | None, caller: Caller,
+) -> bool:
+    where = caller.where
     if type(step) is int and _INT64_MIN <= step <= _INT64_MAX:
         if description is not None and type(description) is not str:
-            SCALARS.metadata_bytes(description, "scalar")  # raises TypeError naming it
+            SCALARS.metadata_bytes(description, where)  # raises TypeError naming it
         prefix = writer._resource.tags.prefix_of(tag)  # type: ignore[union-attr]
         if prefix is not None:
-            done = scalar_value_deferred(writer, prefix, tag, data, step)
+            done = scalar_value_deferred(writer, prefix, tag, data, step, wall_time, caller)
             if done is not None:
                 return done
-    entries = [(tag, data, "scalar", SCALARS.metadata_bytes(description, "scalar"))]
-    return scalar_values_deferred(writer, entries, step, "scalar")
+    entries = [(tag, data, (where, caller.data), SCALARS.metadata_bytes(description, where))]
+    return scalar_values_deferred(writer, entries, step, where, wall_time)
+
+
+_CALLER = Caller("scalar")
+
+
+def write_scalar(sink: Sink, data: Any, description: str | None = None) -> bool:
+    """The core of :func:`scalar`: write ``data`` to ``sink`` (same contract)."""
+    step = sink.step
+    if type(step) is not int:  # on the device: read on the writer thread
+        return _deferred(sink.writer, sink.tag, data, step, description, sink.wall_time,
+                         sink.caller)
+    return scalar_to(sink.writer, sink.tag, step, sink.wall_time, sink.caller, data,
+                     description)
+
+
+def scalar_to(
+    writer: DefaultWriter, tag: str, step: int, wall_time: float | None, caller: Caller,
+    data: Any, description: str | None = None,
+) -> bool:
+    """:func:`write_scalar` with the sink's fields as arguments, for the hot path of
+    ``SummaryWriter.add_scalar`` (no sink made per call). ``tag`` is checked and scoped,
+    ``step`` an int in int64's range; the data may live on a device."""
+    t = type(data)
+    if t is not float and t not in _fast_types:
+        if _numpy_types_missing:
+            _add_numpy_types()
+        if device_kind(data) is not None and defers_device_values(writer):
+            return _deferred(writer, tag, data, step, description, wall_time, caller)
+        data = scalar_float(data, caller.where, caller.data)
+    if description is not None and type(description) is not str:
+        SCALARS.metadata_bytes(description, caller.where)  # raises TypeError naming it
+    res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
+    prefix = res.tags.prefix_of(tag)
+    now = res.clock() if wall_time is None else wall_time
+    if prefix is None:
+        return _write_first(res, tag, data, step, description, now, caller.where)
+    return res.append(_scalar_event(prefix, step, now, data, caller.where))
 
 
 def _write_first(
-    res: BufferedEventWriter, tag: str, data: Any, step: int, description: str | None
+    res: BufferedEventWriter, tag: str, data: Any, step: int, description: str | None,
+    wall_time: float, where: str,
 ) -> bool:
     # First value of `tag` in this file: with metadata. Also caches the
     # prefix that every later event of the tag shares.
-    value = f32_bytes(scalar_float(data, "scalar"))
-    tag_field = field_bytes(1, _encode_tag(tag, "scalar"))
-    md = SCALARS.metadata_bytes(description, "scalar")
+    value = f32_bytes(scalar_float(data, where))
+    tag_field = field_bytes(1, _encode_tag(tag, where))
+    md = SCALARS.metadata_bytes(description, where)
     v = tag_field + SCALAR_TENSOR_HEAD + value + field_bytes(9, md)
-    if not res.append(summary_event(_time(), step, field_bytes(1, v))):
+    if not res.append(summary_event(wall_time, step, field_bytes(1, v))):
         return False
     _remember(res, tag, tag_field)
     return True
@@ -259,8 +314,19 @@ def scalars(
     cond = st.condition
     if cond is not True and not condition_holds(cond):
         return False
-    if step is None:
-        step = st.step
+    return write_scalars(writer, values, st.step if step is None else step, description,
+                         st.scope)
+
+
+def write_scalars(
+    writer: DefaultWriter,
+    values: Mapping[str, Any],
+    step: Step | None,
+    description: Mapping[str, str | None] | None = None,
+    scope: str = "",
+) -> bool:
+    """The core of :func:`scalars`: write ``values`` to ``writer`` as one event, each key
+    a tag prefixed by ``scope`` (same contract; ``step`` None is an error)."""
     if description is not None:
         _check_descriptions(description)
     res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
@@ -270,18 +336,17 @@ def scalars(
         # the writer thread makes the Event of it (see scalar_record). struct checks the
         # rest: a step beyond int64, a finite value beyond float32 (stored as ±inf by
         # the checked path) and an int beyond float raise, and the checked path decides.
-        scope = st.scope
         layout = res.tags.layout_of((scope, tuple(values)) if scope else tuple(values))
         if layout is not None:
             vals = values.values()
             if tuple(map(type, vals)) == layout.types or _accepts(layout, vals):
                 try:
-                    record = layout.pack(layout.marker, _time(), step, *vals)
+                    record = layout.pack(layout.marker, res.clock(), step, *vals)
                 except (OverflowError, struct.error):
                     pass
                 else:
                     return res.append(record)
-    return _scalars_checked(writer, values, step, description, st.scope)
+    return _scalars_checked(writer, values, step, description, scope)
 
 
 def _scalars_checked(
@@ -338,7 +403,7 @@ def _scalars_checked(
             append(field_bytes(1, v))
     if not parts:
         return False  # empty mapping: nothing to write
-    if not res.append(summary_event(_time(), step, b"".join(parts))):
+    if not res.append(summary_event(res.clock(), step, b"".join(parts))):
         return False
     for tag, tag_field in firsts:
         _remember(res, tag, tag_field)
@@ -362,7 +427,7 @@ def _scalars_deferred(
         desc = description.get(name) if description else None
         tag = scope + name if scope else name
         md = SCALARS.metadata_bytes(desc, "scalars")
-        entries.append((tag, data, f"scalars: values[{name!r}]", md))
+        entries.append((tag, data, (f"scalars: values[{name!r}]", "data"), md))
     if not entries:
         return False
     return scalar_values_deferred(writer, entries, step, "scalars")

@@ -30,13 +30,13 @@ from summarylib.encoding.pending import device_kind
 from summarylib.encoding.plugins import TEXT
 from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.ops._emit import emit_value
-from summarylib.ops._resolve import check_tag, resolve
+from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.writer.context import Step
 
 if TYPE_CHECKING:
     from summarylib.proto import summary_pb2
 
-__all__ = ["PLUGIN_NAME", "create_summary_metadata", "text", "text_pb"]
+__all__ = ["PLUGIN_NAME", "create_summary_metadata", "text", "text_pb", "write_text"]
 
 PLUGIN_NAME = TEXT.name
 
@@ -46,24 +46,24 @@ def create_summary_metadata(description: str | None = None) -> summary_pb2.Summa
     return TEXT.create_summary_metadata(description)
 
 
-def _utf8(s: str, where: str) -> bytes:
+def _utf8(s: str, where: str, arg: str) -> bytes:
     try:
         return s.encode("utf-8")
     except UnicodeEncodeError as e:
-        raise ValueError(f"{where}: 'data' is not valid Unicode text: {e}") from None
+        raise ValueError(f"{where}: {arg!r} is not valid Unicode text: {e}") from None
 
 
-def _check_size(total: int, where: str) -> None:
+def _check_size(total: int, where: str, arg: str) -> None:
     # `total` counts characters (a lower bound of the UTF-8 bytes) or bytes, plus a
     # byte per string for its framing: above the limit no event can hold the text.
     if total > MAX_EVENT_BYTES:
         raise ValueError(
-            f"{where}: 'data' holds at least {total} bytes of text; an event can hold at "
+            f"{where}: {arg!r} holds at least {total} bytes of text; an event can hold at "
             f"most {MAX_EVENT_BYTES} (2 GiB, protobuf's limit): log less text per call"
         )
 
 
-def strings(data: Any, where: str) -> tuple[tuple[int, ...], list[bytes]]:
+def strings(data: Any, where: str, arg: str = "data") -> tuple[tuple[int, ...], list[bytes]]:
     """The shape of ``data`` and its strings as UTF-8 bytes, flattened in C order.
 
     Raises ``ValueError`` before encoding anything if the text cannot fit in an event.
@@ -72,30 +72,30 @@ def strings(data: Any, where: str) -> tuple[tuple[int, ...], list[bytes]]:
 
     data = evaluate(data)
     if isinstance(data, str):
-        _check_size(len(data), where)
-        return (), [_utf8(data, where)]
+        _check_size(len(data), where, arg)
+        return (), [_utf8(data, where, arg)]
     if isinstance(data, (bytes, bytearray)):
-        _check_size(len(data), where)
+        _check_size(len(data), where, arg)
         return (), [bytes(data)]
     if isinstance(data, (list, tuple)):
         try:
             arr = np.array(data, dtype=object)
         except ValueError as e:  # ragged nesting
             raise ValueError(
-                f"{where}: 'data' must be a rectangular array of strings: {e}"
+                f"{where}: {arg!r} must be a rectangular array of strings: {e}"
             ) from None
     elif device_kind(data) is not None:
         # No framework has string arrays on a device: refused from the dtype, unread.
         raise TypeError(
-            f"{where}: 'data' must be str, bytes or an array of them, got a device array "
+            f"{where}: {arg!r} must be str, bytes or an array of them, got a device array "
             f"of dtype {data.dtype}"
         )
     else:
-        arr = as_array(data, where, "data")
+        arr = as_array(data, where, arg)
     kind = arr.dtype.kind
     if kind not in "OSU":
         raise TypeError(
-            f"{where}: 'data' must be str, bytes or an array of them, got "
+            f"{where}: {arg!r} must be str, bytes or an array of them, got "
             + (
                 f"an array of dtype {arr.dtype}"
                 if hasattr(data, "shape")
@@ -105,20 +105,20 @@ def strings(data: Any, where: str) -> tuple[tuple[int, ...], list[bytes]]:
     if kind != "O":
         # From numpy's lengths, before tolist() makes a Python string of each element
         # (a broadcast array can stand for far more text than it takes memory).
-        _check_size(int(np.char.str_len(arr).sum(dtype=np.int64)) + arr.size, where)
+        _check_size(int(np.char.str_len(arr).sum(dtype=np.int64)) + arr.size, where, arg)
     values = arr.reshape(-1).tolist()
     if kind == "O":
         size = sum(len(v) for v in values if isinstance(v, (str, bytes)))
-        _check_size(size + len(values), where)
+        _check_size(size + len(values), where, arg)
     out: list[bytes] = []
     for v in values:
         if isinstance(v, bytes):
             out.append(v)
         elif isinstance(v, str):
-            out.append(_utf8(v, where))
+            out.append(_utf8(v, where, arg))
         else:
             raise TypeError(
-                f"{where}: 'data' must hold only str or bytes, found {type(v).__name__} {v!r:.60}"
+                f"{where}: {arg!r} must hold only str or bytes, found {type(v).__name__} {v!r:.60}"
             )
     return arr.shape, out
 
@@ -145,13 +145,21 @@ def text(
       TypeError, ValueError: bad arguments (nothing is written).
       WriterClosedError, WriteFailedError: see :class:`~summarylib.SummaryWriter`.
     """
-    resolved = resolve(name, step, "text")
-    if resolved is None:
+    sink = resolve(name, step, _CALLER)
+    if sink is None:
         return False
-    writer, tag, step_ = resolved
-    md = TEXT.metadata_bytes(description, "text")
-    shape, values = strings(data, "text")
-    return emit_value(writer, tag, step_, string_tensor_bytes(shape, values), md)
+    return write_text(sink, data, description)
+
+
+_CALLER = Caller("text")
+
+
+def write_text(sink: Sink, data: Any, description: str | None = None) -> bool:
+    """The core of :func:`text`: write ``data`` to ``sink`` (same contract)."""
+    where = sink.caller.where
+    md = TEXT.metadata_bytes(description, where)
+    shape, values = strings(data, where, sink.caller.data)
+    return emit_value(sink, string_tensor_bytes(shape, values), md)
 
 
 def text_pb(tag: str, data: Any, description: str | None = None) -> summary_pb2.Summary:

@@ -49,16 +49,15 @@ from summarylib.encoding.device_reductions import scaled_uint8
 from summarylib.encoding.pending import capture, device_kind, is_real_dtype
 from summarylib.encoding.plugins import IMAGES
 from summarylib.encoding.tensor import string_tensor_bytes
-from summarylib.ops._device import DeviceStep, defers_device_values
+from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import emit_value_deferred
-from summarylib.ops._resolve import check_tag, resolve
+from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.writer.context import Step
 
 if TYPE_CHECKING:
     import numpy as np
 
     from summarylib.proto import summary_pb2
-    from summarylib.writer.context import DefaultWriter
 
 __all__ = [
     "PLUGIN_NAME",
@@ -68,6 +67,7 @@ __all__ = [
     "tile_videos",
     "video",
     "video_pb",
+    "write_video",
 ]
 
 PLUGIN_NAME = IMAGES.name
@@ -126,26 +126,27 @@ def _check_fps(fps: Any, where: str) -> float:
     return value
 
 
-def prepare(data: Any, where: str) -> np.ndarray:
-    """Validate ``data``; return it as fresh, tiled uint8 frames ``[T, H, W, C]``."""
+def prepare(data: Any, where: str, arg: str = "data") -> np.ndarray:
+    """Validate ``data`` (the caller's argument ``arg``); return it as fresh, tiled uint8
+    frames ``[T, H, W, C]``."""
     import numpy as np
 
-    arr = as_array(data, where, "data")
+    arr = as_array(data, where, arg)
     if is_extended_float(arr.dtype):
         arr = widen_extended_float(arr)
     if arr.ndim not in (4, 5) or arr.shape[-1] not in (1, 3, 4) or 0 in arr.shape:
         raise ValueError(
-            f"{where}: 'data' must have shape [T, H, W, C] or [N, T, H, W, C] with C in "
+            f"{where}: {arg!r} must have shape [T, H, W, C] or [N, T, H, W, C] with C in "
             f"(1, 3, 4) and N, T, H, W >= 1, got {arr.shape}")
     if arr.dtype != np.uint8 and arr.dtype.kind != "f":
-        raise TypeError(f"{where}: 'data' must be uint8 (0..255) or floats in [0, 1], got "
+        raise TypeError(f"{where}: {arg!r} must be uint8 (0..255) or floats in [0, 1], got "
                         f"dtype {arr.dtype}")
     frames = _to_uint8(arr)  # elementwise, so converting before tiling changes nothing
     # Tiling copies; a single video is copied here, so the caller may change its buffer.
     frames = tile_videos(frames) if frames.ndim == 5 else np.array(frames, order="C")
     _, h, w, _ = frames.shape
     if h > _GIF_MAX_SIDE or w > _GIF_MAX_SIDE:
-        raise ValueError(f"{where}: 'data' makes frames of {w}x{h} pixels; a GIF may be at "
+        raise ValueError(f"{where}: {arg!r} makes frames of {w}x{h} pixels; a GIF may be at "
                          f"most {_GIF_MAX_SIDE} pixels wide and high")
     return frames
 
@@ -193,55 +194,62 @@ def video(
       TypeError, ValueError: bad arguments, naming the argument (nothing is written).
       WriterClosedError, WriteFailedError: see :class:`~summarylib.SummaryWriter`.
     """
-    resolved = resolve(name, step, "video")
-    if resolved is None:
+    sink = resolve(name, step, _CALLER)
+    if sink is None:
         return False
-    writer, tag, step_ = resolved
-    md = IMAGES.metadata_bytes(description, "video")
-    rate = _check_fps(fps, "video")
+    return write_video(sink, data, fps, description)
+
+
+_CALLER = Caller("video")
+
+
+def write_video(sink: Sink, data: Any, fps: float = 4, description: str | None = None) -> bool:
+    """The core of :func:`video`: write the frames to ``sink`` (same contract)."""
+    where = sink.caller.where
+    md = IMAGES.metadata_bytes(description, where)
+    rate = _check_fps(fps, where)
     data = evaluate(data)
-    if device_kind(data) is not None and defers_device_values(writer):
-        done = _video_deferred(writer, tag, step_, data, rate, md)
+    if device_kind(data) is not None and defers_device_values(sink.writer):
+        done = _video_deferred(sink, data, rate, md)
         if done is not None:
             return done
-    frames = prepare(data, "video")
+    frames = prepare(data, where, sink.caller.data)
     _, h, w, _ = frames.shape
 
     def make_tensor() -> bytes:
         return string_tensor_bytes((3,), [str(w).encode(), str(h).encode(),
                                           encode_gif(frames, rate)])
 
-    return emit_value_deferred(writer, tag, step_, make_tensor, md, _size_hint(frames))
+    return emit_value_deferred(sink, make_tensor, md, _size_hint(frames))
 
 
-def _video_deferred(
-    writer: DefaultWriter, tag: str, step: int | DeviceStep, data: Any, rate: float, md: bytes
-) -> bool | None:
+def _video_deferred(sink: Sink, data: Any, rate: float, md: bytes) -> bool | None:
     # A device array: shape and dtype checked now, converted to uint8 on the device and
     # copied asynchronously; tiled, checked for GIF's size and encoded on the writer
     # thread once ready. None: a layout the capture does not take (the host path runs).
+    where, arg = sink.caller.where, sink.caller.data
     shape = tuple(int(d) for d in data.shape)
     if len(shape) not in (4, 5) or shape[-1] not in (1, 3, 4) or 0 in shape:
         raise ValueError(
-            f"video: 'data' must have shape [T, H, W, C] or [N, T, H, W, C] with C in "
+            f"{where}: {arg!r} must have shape [T, H, W, C] or [N, T, H, W, C] with C in "
             f"(1, 3, 4) and N, T, H, W >= 1, got {shape}")
     dtype = data.dtype
     if str(dtype) not in ("uint8", "torch.uint8") and not (
         is_real_dtype(dtype) and "float" in str(dtype)
     ):
-        raise TypeError(f"video: 'data' must be uint8 (0..255) or floats in [0, 1], got "
+        raise TypeError(f"{where}: {arg!r} must be uint8 (0..255) or floats in [0, 1], got "
                         f"dtype {dtype}")
     pending = capture(scaled_uint8(data))
     if pending is None:
         return None
 
     def make_tensor() -> bytes:
-        frames = prepare(pending.result(), "video")
+        frames = prepare(pending.result(), where, arg)
         _, h, w, _ = frames.shape
         return string_tensor_bytes((3,), [str(w).encode(), str(h).encode(),
                                           encode_gif(frames, rate)])
 
-    return emit_value_deferred(writer, tag, step, make_tensor, md, 2 * pending.nbytes + 800)
+    return emit_value_deferred(sink, make_tensor, md, 2 * pending.nbytes + 800)
 
 
 def video_pb(

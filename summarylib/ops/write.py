@@ -16,10 +16,14 @@ from summarylib.encoding.tensor import array_tensor_bytes, to_numeric_or_string_
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._device_ops import write_deferred
 from summarylib.ops._emit import emit_summary, emit_value
-from summarylib.ops._resolve import resolve
+from summarylib.ops._resolve import Caller, Sink, resolve
 from summarylib.writer.context import Step
 
-__all__ = ["write", "write_raw_pb"]
+__all__ = [
+    "write",
+    "write_raw_pb",
+    "write_tensor",
+]
 
 
 def _serialized(message: Any, where: str, arg: str) -> bytes:
@@ -72,24 +76,32 @@ def write(
     Returns:
       True if written, False if nothing is recording.
     """
-    resolved = resolve(tag, step, "write", scoped=False)
-    if resolved is None:
+    sink = resolve(tag, step, _CALLER, scoped=False)
+    if sink is None:
         return False
-    writer, tag, step_ = resolved
+    return write_tensor(sink, tensor, metadata)
+
+
+_CALLER = Caller("write", name="tag", data="tensor")
+
+
+def write_tensor(sink: Sink, tensor: Any, metadata: Any = None) -> bool:
+    """The core of :func:`write`: write ``tensor`` (and ``metadata``) to ``sink``."""
+    where, arg = sink.caller.where, sink.caller.data
     md = None
     if metadata is not None:
-        md = _serialized(metadata, "write", "metadata")
+        md = _serialized(metadata, where, "metadata")
         if not hasattr(metadata, "SerializeToString"):
             # Bytes go into the record verbatim: bytes that are not a SummaryMetadata would
             # make the whole event unparsable for every reader.
-            _check_parses(md, "SummaryMetadata", "write", "metadata")
+            _check_parses(md, "SummaryMetadata", where, "metadata")
     tensor = evaluate(tensor)
-    if device_kind(tensor) is not None and defers_device_values(writer):
-        done = write_deferred(writer, tag, step_, tensor, md)
+    if device_kind(tensor) is not None and defers_device_values(sink.writer):
+        done = write_deferred(sink, tensor, md)
         if done is not None:
             return done
-    arr = to_numeric_or_string_array(tensor, "write", "tensor")
-    return emit_value(writer, tag, step_, array_tensor_bytes(arr, "write", "tensor"), md)
+    arr = to_numeric_or_string_array(tensor, where, arg)
+    return emit_value(sink, array_tensor_bytes(arr, where, arg), md)
 
 
 def write_raw_pb(
@@ -112,15 +124,17 @@ def write_raw_pb(
       True if written, False if nothing is recording.
     """
     del name
-    resolved = resolve(None, step, "write_raw_pb", untagged=True)
-    if resolved is None:
+    sink = resolve(None, step, _RAW_CALLER, untagged=True)
+    if sink is None:
         return False
-    writer, _, step_ = resolved
     value = evaluate(tensor)
     items: Iterable[Any] = value if isinstance(value, (list, tuple)) else (value,)
     summary = b"".join(_serialized(_utf8(item), "write_raw_pb", "tensor") for item in items)
     _check_summary(summary)
-    return emit_summary(writer, step_, summary)
+    return emit_summary(sink, summary)
+
+
+_RAW_CALLER = Caller("write_raw_pb", data="tensor")
 
 
 def _utf8(item: Any) -> Any:

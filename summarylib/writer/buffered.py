@@ -39,14 +39,13 @@ import contextlib
 import os
 import threading
 import time
-import warnings
 import weakref
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
-from summarylib.errors import SummaryError, WriterClosedError
 from summarylib.writer import lifecycle
 from summarylib.writer.batch import BatchEncoder, Deferred, RecordCodecs
+from summarylib.writer.gate import WriterGate
 from summarylib.writer.lifecycle import EXIT_TIMEOUT_SECS
 from summarylib.writer.losses import Failures, again
 from summarylib.writer.output import Output
@@ -65,8 +64,6 @@ __all__ = [
 
 OnError = Literal["raise", "warn"]
 
-# How often waiting callers re-check that the background thread is alive.
-_POLL_SECS = 0.05
 # start_flush() gives up on the lock after this long: it is held for microseconds, so
 # only a stuck holder (a bug) makes it wait; the events are then written by the policy.
 _LOCK_SECS = 1.0
@@ -101,10 +98,12 @@ class BufferedEventWriter:
         on_error: OnError = "raise",
         fsync: bool = False,
         reopenable: bool = True,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        #: The wall time of events made without one (seconds since the epoch): ops call it.
+        self.clock = clock
         self._open_output = open_output
         self._reopenable = reopenable
-        self._orphaned = False  # a non-reopenable writer in a forked child
         self._max_queue = max_queue if flush_secs > 0 else 0
         self._flush_secs = flush_secs
         self._max_buffer_bytes = max_buffer_bytes
@@ -119,32 +118,30 @@ class BufferedEventWriter:
         me = weakref.proxy(self)
         self._encoder = BatchEncoder(self._codecs, lambda index, err: me._lose_one(index, err))
         self._init_state(output, output.name)
-        self._closed = False
         lifecycle.register(self)
 
     def _init_state(self, output: Output | None, name: str) -> None:
         self._lock = threading.RLock()
         me = weakref.proxy(self)
-        self._queue = EventQueue(self._lock, me, max_queue=self._max_queue,
-                                 max_buffer_bytes=self._max_buffer_bytes)
+        self._gate = gate = WriterGate(
+            self._lock, Failures(self._on_error), max_queue=self._max_queue,
+            max_buffer_bytes=self._max_buffer_bytes,
+            on_start=lambda: me._started())
+        # Weakly again (the gate holds the queue and the worker): no cycle among the parts.
+        g = weakref.proxy(gate)
+        self._queue = gate.queue = EventQueue(self._lock, g, max_queue=self._max_queue,
+                                              max_buffer_bytes=self._max_buffer_bytes)
         #: Queue one serialized Event (or a :class:`Deferred` one). Thread-safe. True, or
         #: False (dropping it) once an exit hook closed the writer. Raises
         #: WriterClosedError (closed) or WriteFailedError (an earlier write failed).
         self.append = self._queue.append
-        self._worker = Worker(
+        self._worker = gate.worker = Worker(
             self._lock, self._queue, output, open_output=self._open_output,
-            encoder=self._encoder, park=lambda err, first, end: me._park(err, first, end),
-            error_parked=lambda: me._failure_pending(), batch_lost=lambda: me._new_ledger(),
-            finished=lambda: me._forget(), name=name, max_queue=self._max_queue,
-            flush_secs=self._flush_secs, fsync=self._fsync, reopenable=self._reopenable)
-        self._progress = self._worker.progress  # callers wait here
-        self._closing = False
-        self._closed_by_exit = False  # closed by an exit hook: late ops get False
-        self._dropped_warned = False
-        self._failures = Failures(self._on_error)
-        # Threads waiting inside a call (the lock released): a call they make meanwhile,
-        # from a signal handler, is re-entered as one made under the lock is.
-        self._waiting: set[int] = set()
+            encoder=self._encoder, park=lambda err, first, end: me.park_error(err, first, end),
+            error_parked=lambda: g.failures.pending is not None,
+            batch_lost=lambda: me._new_ledger(), finished=lambda: me._forget(),
+            name=name, max_queue=self._max_queue, flush_secs=self._flush_secs,
+            fsync=self._fsync, reopenable=self._reopenable)
 
     @property
     def name(self) -> str:
@@ -171,7 +168,7 @@ class BufferedEventWriter:
     @property
     def error_pending(self) -> bool:
         """True while a background failure waits to be reported by the next call."""
-        return self._failures.pending is not None
+        return self._gate.failures.pending is not None
 
     @property
     def codecs(self) -> RecordCodecs:
@@ -182,72 +179,6 @@ class BufferedEventWriter:
     def lock(self) -> threading.RLock:
         """The writer's lock: the queue's slow path, the flush protocol and error parking."""
         return self._lock
-
-    # -- the queue's gate (lock held) ------------------------------------------------
-    def admit(self) -> bool:
-        """Slow path: closed, or an error is parked. False drops the event."""
-        if self._orphaned:
-            raise WriterClosedError(
-                f"the summary writer for {self.name} writes to a custom Output of the "
-                "parent process; it cannot write after fork(): create a writer in the child"
-            )
-        if self._closed or self._closing:
-            if self._closed_by_exit:
-                if not self._dropped_warned:  # once: a daemon thread must not flood stderr
-                    self._dropped_warned = True
-                    warnings.warn(
-                        f"summarylib: the writer for {self.name} was closed at interpreter "
-                        "exit; events logged after that are dropped", RuntimeWarning,
-                        stacklevel=5)
-                return False
-            raise WriterClosedError(f"summary writer for {self.name} is closed")
-        self._surface_error()
-        return True
-
-    def reentered(self) -> bool:
-        """The calling thread is inside a call of this writer (see held_by_this_thread)."""
-        return self.held_by_this_thread()
-
-    def queued(self, payload: Any, reentered: bool) -> None:
-        """An entry was queued: start or wake the thread; wait while over the bound.
-
-        A re-entered append does not wait for room: the bound is exceeded by its event.
-        """
-        worker = self._worker
-        if not worker.started:
-            worker.start()
-            lifecycle.close_at_multiprocessing_exit(self)
-        if len(self._queue) > self._max_queue:
-            worker.wake()
-        if reentered:
-            if self._queue.over_bound():
-                worker.wake(urgent=True)
-            return
-        me = threading.get_ident()
-        self._waiting.add(me)
-        try:
-            self._wait_for_room(payload)
-        finally:
-            self._waiting.discard(me)
-
-    def _wait_for_room(self, payload: Any) -> None:
-        worker = self._worker
-        while self._queue.over_bound():
-            # Nothing is dropped: the caller waits for the thread. A failure that lost
-            # events freed their room; one that keeps the bytes (an object store that is
-            # down) does not: raise mode takes this event back and raises, warn mode
-            # warns and keeps waiting while the output retries.
-            if self._queue.inflight_bytes == 0:
-                worker.wake(urgent=True)
-            self._check_thread()
-            if self._failures.pending is not None:
-                if self._thread_died() or self._queue.held_bytes <= self._max_buffer_bytes:
-                    return
-                if self._on_error == "raise" and self._queue.take_back(payload):
-                    self._surface_error()  # raises
-                self._surface_error()
-            self._progress.wait(_POLL_SECS)
-            self._queue.account()
 
     def register_record_format(
         self,
@@ -265,69 +196,34 @@ class BufferedEventWriter:
         """
         return self._codecs.register(expand, frame_run)
 
-    # -- errors (lock held) -----------------------------------------------------------
-    def _failure_pending(self) -> bool:
-        return self._failures.pending is not None
-
-    def _check_thread(self) -> None:
-        if self._worker.died() and self._failures.pending is None:
-            self._failures.pending = SummaryError(
-                f"summarylib's writer thread for {self.name} died")
-
-    def _thread_died(self) -> bool:
-        return self._worker.died()
+    def _started(self) -> None:
+        lifecycle.close_at_multiprocessing_exit(self)
 
     def _forget(self) -> None:
         lifecycle.forget(self)
 
+    # -- errors (lock held) -----------------------------------------------------------
     def _new_ledger(self) -> None:
         # Lost events may have carried their tags' metadata, so every tag's next event
         # carries it again (readers ignore repeats).
         self.tags = TagLedger()
 
-    def _park(self, err: BaseException, first: int, end: int) -> None:
-        # A failure that lost events [first, end): the next call reports it, and so does
-        # every flush()/close() covering them. Appends take the slow path until then.
-        self._failures.park(err, first, end)
-        self._queue.stop_fast_path()
+    def park_error(self, err: BaseException, first: int, end: int) -> None:
+        """Record a background failure that lost events ``[first, end)`` (numbered from the
+        file's first event); the lock must be held.
 
-    def _surface_error(self) -> None:
-        err = self._failures.take(self._worker.taken + len(self._queue))
-        if err is None:
-            return
-        if not self._closing and not self._closed and not self._orphaned:
-            self._queue.resume_fast_path()
-        self._failures.report(err, stacklevel=3)
+        What the writer thread does when a write fails: the next call reports ``err``, and
+        so does every ``flush()``/``close()`` covering those events; appends take the slow
+        path until then. A seam for tests of the error path (``first == end``: no event
+        lost, an error to report).
+        """
+        self._gate.park_error(err, first, end)
+
+    def lost_ranges(self) -> list[tuple[int, int]]:
+        """The ranges ``[first, end)`` of events lost so far, merged (for diagnostics)."""
+        return self._gate.failures.ledger.ranges()
 
     # -- flush and close ------------------------------------------------------------
-    def _wait(self, done: Callable[[], bool], deadline: float | None, doing: str,
-              timeout: float | None) -> None:
-        # Lock held (released while waiting): until done(), or the deadline (TimeoutError).
-        # Short polls: a dead writer thread never hangs the caller (a flush gives up on
-        # it; a close has a thread of its own finish the job). The caller counts as inside
-        # the writer meanwhile (see held_by_this_thread).
-        self._waiting.add(threading.get_ident())
-        worker = self._worker
-        while not done():
-            if worker.died():
-                if doing == "flushing":
-                    self._check_thread()
-                    return
-                worker.begin_close()
-            elif doing == "flushing" and worker.finished:
-                return
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                raise TimeoutError(f"{doing} {self.name} took longer than {timeout} s")
-            self._progress.wait(_POLL_SECS if remaining is None else min(remaining, _POLL_SECS))
-
-    def _acquire(self, deadline: float | None, doing: str, timeout: float | None) -> None:
-        # The lock is only held briefly (no I/O under it), but a caller with a deadline
-        # never waits for it beyond that deadline either.
-        wait = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
-        if not self._lock.acquire(timeout=wait):
-            raise TimeoutError(f"{doing} {self.name} took longer than {timeout} s")
-
     def flush(self, timeout: float | None = None, *, sync: bool = False) -> None:
         """Write every event appended before this call; return when it is written.
 
@@ -347,23 +243,23 @@ class BufferedEventWriter:
             self.start_flush(sync=sync)
             return
         deadline = None if timeout is None else time.monotonic() + timeout
-        self._acquire(deadline, "flushing", timeout)
+        gate = self._gate
+        gate.acquire(deadline, "flushing", timeout)
         try:
             worker = self._worker
-            if self._closed or worker.finished:
+            if gate.closed or worker.finished:
                 return
             target = worker.taken + len(self._queue)
             if target > worker.written or sync or self._queue.held_bytes:
                 ticket = worker.request_round(sync)
-                self._wait(lambda: worker.served(ticket), deadline, "flushing", timeout)
-            own = self._failures.covered(target)
-            if self._failures.pending is not None:
-                self._surface_error()
+                gate.wait(lambda: worker.served(ticket), deadline, "flushing", timeout)
+            own = gate.failures.covered(target)
+            if gate.failures.pending is not None:
+                gate.surface_error()
             elif own is not None:
-                self._failures.report(own)
+                gate.failures.report(own)
         finally:
-            self._waiting.discard(threading.get_ident())
-            self._lock.release()
+            gate.release()
 
     def start_flush(self, *, sync: bool = False, urgent: bool = True) -> None:
         """Ask the writer thread to write (and push) what is pending now; never waits
@@ -381,7 +277,7 @@ class BufferedEventWriter:
         if not self._lock.acquire(timeout=_LOCK_SECS):  # pragma: no cover - a stuck holder
             return
         try:
-            if worker.started and not self._closing:
+            if worker.started and not self._gate.closing:
                 worker.wake(urgent=urgent, sync=sync)
         finally:
             self._lock.release()
@@ -393,9 +289,7 @@ class BufferedEventWriter:
         handler checks it: it must not wait for the writer thread then (see
         :mod:`summarylib.writer.signals`).
         """
-        if self._lock._is_owned():  # type: ignore[attr-defined]
-            return True
-        return bool(self._waiting) and threading.get_ident() in self._waiting
+        return self._gate.held_by_this_thread()
 
     def flush_quietly(self, timeout: float, *, sync: bool = False) -> None:
         """Flush for a signal handler or exit hook: skip a writer being closed.
@@ -403,7 +297,7 @@ class BufferedEventWriter:
         A writer that is closing is written out by its ``close()``; waiting for it here
         could wait for the very frame this handler interrupted.
         """
-        if self._closed or self._closing:
+        if self._gate.closed or self._gate.closing:
             return
         self.flush(timeout, sync=sync)
 
@@ -428,59 +322,61 @@ class BufferedEventWriter:
                              name="summarylib-close", daemon=True).start()
             return
         deadline = None if timeout is None else time.monotonic() + timeout
-        self._acquire(deadline, "closing", timeout)
+        gate = self._gate
+        gate.acquire(deadline, "closing", timeout)
         try:
-            if self._closed:
+            if gate.closed:
                 return
             worker = self._worker
-            if not self._closing:
-                self._closing = True
+            if not gate.closing:
+                gate.closing = True
                 self._queue.stop_fast_path()  # no new events from here on
             worker.begin_close()
             # The worker writes what is pending, then pushes, syncs and closes the
             # output, all outside the lock: this wait keeps its own deadline even when
             # the storage hangs (and so does every flush() meanwhile).
-            self._wait(lambda: worker.finished, deadline, "closing", timeout)
-            own = self._failures.covered(worker.taken + len(self._queue))
+            gate.wait(lambda: worker.finished, deadline, "closing", timeout)
+            failures = gate.failures
+            own = failures.covered(worker.taken + len(self._queue))
             err = None  # a concurrent close() reported the parked error
-            if not self._closed:
-                self._closed = True
-                err, self._failures.pending = self._failures.pending, None
+            if not gate.closed:
+                gate.closed = True
+                err, failures.pending = failures.pending, None
             close_error = worker.close_error
         finally:
-            self._waiting.discard(threading.get_ident())
-            self._lock.release()
+            gate.release()
         if err is None:
             err = own if own is not None else (None if close_error is None
                                                else again(close_error))
         if err is not None:
-            self._failures.report(err)
+            gate.failures.report(err)
 
     def close_at_exit(self, timeout: float) -> None:
         """``close(timeout)`` for exit hooks: later ops return False with one warning."""
         # Unlocked: an exit hook must not wait for a lock a stuck thread holds (close()
         # has its own deadline), and a racing user close() only makes late ops quiet.
-        if not (self._closed or self._closing):
-            self._closed_by_exit = True
+        gate = self._gate
+        if not (gate.closed or gate.closing):
+            gate.closed_by_exit = True
         self.close(timeout)
 
     @property
     def closed(self) -> bool:
         """True once ``close()`` has finished."""
-        return self._closed
+        return self._gate.closed
 
     def _lose_one(self, index: int, err: BaseException) -> None:
         # An entry's own encoding failed on the writer thread: that event alone is lost.
         with self._lock:
-            self._park(err, index, index + 1)
+            self.park_error(err, index, index + 1)
 
     # -- fork -------------------------------------------------------------------------
     def after_fork_in_child(self) -> None:
         """Reset in a forked child (only the forking thread exists; locks may be held by
         threads that are gone). The parent's pending events stay with the parent."""
-        if self._closed:
+        if self._gate.closed:
             return
-        closing = self._closing
+        closing = self._gate.closing
         out = self._worker.output
         if out is not None:
             with contextlib.suppress(Exception):  # the parent's file is not ours to fix
@@ -489,13 +385,13 @@ class BufferedEventWriter:
         if closing:
             # The parent's close() had begun: the parent finishes it; here it is closed.
             self._init_state(None, self.name)
-            self._closed = True
+            self._gate.closed = True
             self._queue.stop_fast_path()
             lifecycle.forget(self)
             return
         if not self._reopenable:
             self._init_state(None, self.name)
-            self._orphaned = True
+            self._gate.orphaned = True
             self._queue.stop_fast_path()  # every append raises
         else:
             self._init_state(

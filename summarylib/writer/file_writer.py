@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 import warnings
 import weakref
 from collections.abc import Callable
@@ -23,23 +22,16 @@ from summarylib.errors import ArgumentError, WriteFailedError, WriterClosedError
 from summarylib.writer.buffered import EXIT_TIMEOUT_SECS, BufferedEventWriter
 from summarylib.writer.context import Step, _local, check_step, forget_writer, writer_opened
 from summarylib.writer.output import Output
+from summarylib.writer.settings import WriterSettings
 
 __all__ = [
-    "DEFAULT_FLUSH_MILLIS",
-    "DEFAULT_MAX_BUFFER_BYTES",
-    "DEFAULT_MAX_QUEUE",
     "SOURCE_WRITER",
     "WriterBase",
     "check_local_dir",
     "check_logdir",
-    "check_settings",
     "flush",
-    "open_resource",
+    "open_writer_resource",
 ]
-
-DEFAULT_MAX_QUEUE = 10
-DEFAULT_FLUSH_MILLIS = 120_000
-DEFAULT_MAX_BUFFER_BYTES = 16 << 20
 #: ``Event.source_metadata.writer`` of the first event of every file.
 SOURCE_WRITER = "summarylib"
 
@@ -65,13 +57,13 @@ class WriterBase:
         self,
         resource: BufferedEventWriter | None,
         logdir: str | None,
-        settings: dict[str, Any],
+        settings: WriterSettings,
     ) -> None:
         self._resource = resource
         self._logdir = logdir
         self._settings = settings
         # Ops read device arrays at the call (and wait for the device) when True.
-        self._sync_device_values = bool(settings.get("sync_device_values", False))
+        self._sync_device_values = settings.sync_device_values
         self._context_stack: list[Any] = []
         # Events written last, whoever closes the writer (close(), garbage collection or
         # interpreter exit), by name: e.g. the end of the run's trial. Each maker takes
@@ -89,9 +81,10 @@ class WriterBase:
         cls: type[W],
         resource: BufferedEventWriter | None,
         logdir: str | None,
-        settings: dict[str, Any],
+        settings: WriterSettings,
     ) -> W:
-        """A writer object around an open resource (the factories' way in; no ``__init__``)."""
+        """A writer object around an open resource, from :func:`open_writer_resource`
+        (no ``__init__``)."""
         obj = cls.__new__(cls)
         obj._setup(resource, logdir, settings)
         return obj
@@ -221,6 +214,11 @@ class WriterBase:
         return self._resource is not None and self._resource.closed
 
     @property
+    def settings(self) -> WriterSettings:
+        """The writer's checked settings (frozen; sub-runs and pickled copies share them)."""
+        return self._settings
+
+    @property
     def logdir(self) -> str | None:
         """The directory this writer writes to (None for the no-op writer)."""
         return self._logdir
@@ -305,42 +303,40 @@ class _DefaultContext(Generic[W]):
         self._writer._resource.start_flush(urgent=False)  # type: ignore[union-attr]
 
 
-def check_settings(
-    where: str,
-    max_queue: int | None,
-    flush_millis: int | None,
-    max_buffer_bytes: int | None,
-    on_error: str,
-    fsync: bool,
-) -> dict[str, Any]:
-    """The checked flush policy of a new writer (None means the default), as a dict."""
-    if on_error not in ("raise", "warn"):
-        raise ValueError(f"{where}: 'on_error' must be 'raise' or 'warn', got {on_error!r}")
-    return {
-        "max_queue": check_int(where, "max_queue", max_queue, DEFAULT_MAX_QUEUE, minimum=0),
-        "flush_millis": check_int(
-            where, "flush_millis", flush_millis, DEFAULT_FLUSH_MILLIS, minimum=0
-        ),
-        "max_buffer_bytes": check_int(
-            where, "max_buffer_bytes", max_buffer_bytes, DEFAULT_MAX_BUFFER_BYTES, minimum=1
-        ),
-        "on_error": on_error,
-        "fsync": bool(fsync),
-    }
+def open_writer_resource(
+    logdir: str | None, settings: WriterSettings, output: Output | None = None
+) -> BufferedEventWriter:
+    """Open the buffered resource of a new writer: the one way every writer is made.
+
+    A new event file in ``logdir`` (a local directory or a URL), or ``output`` when given
+    (then ``logdir`` is None, and the resource cannot reopen itself in a forked child).
+    The file's first event is on the output at return.
+
+    Raises:
+      WriteFailedError: the directory or file cannot be created or written.
+    """
+    if output is not None:
+        return _open_resource(lambda: output, None, settings, reopenable=False)
+    from summarylib.writer.remote import event_output_opener
+
+    assert logdir is not None, "a writer writes to a logdir or an output"
+    opener = event_output_opener(logdir, settings.filename_suffix, settings.storage_options)
+    return _open_resource(opener, logdir, settings, reopenable=True)
 
 
-def open_resource(
+def _open_resource(
     make_output: Callable[[], Output],
     logdir: str | None,
-    settings: dict[str, Any],
+    settings: WriterSettings,
     *,
-    reopenable: bool = True,
+    reopenable: bool,
 ) -> BufferedEventWriter:
-    """Open the buffered resource of a writer; the first event is on the output at return."""
+    clock = settings.clock
+
     def open_output() -> Output:
         out = make_output()
         try:
-            out.write(frame(file_version_event(time.time(), SOURCE_WRITER)))
+            out.write(frame(file_version_event(clock(), SOURCE_WRITER)))
             out.flush()
         except BaseException:
             out.close()
@@ -350,12 +346,13 @@ def open_resource(
     try:
         resource = BufferedEventWriter(
             open_output,
-            max_queue=settings["max_queue"],
-            flush_secs=settings["flush_millis"] / 1000.0,
-            max_buffer_bytes=settings["max_buffer_bytes"],
-            on_error=settings["on_error"],
-            fsync=settings["fsync"],
+            max_queue=settings.max_queue,
+            flush_secs=settings.flush_millis / 1000.0,
+            max_buffer_bytes=settings.max_buffer_bytes,
+            on_error=settings.on_error,
+            fsync=settings.fsync,
             reopenable=reopenable,
+            clock=clock,
         )
     except OSError as e:
         raise WriteFailedError(logdir or "<output>", e) from e
@@ -390,15 +387,10 @@ def check_local_dir(where: str, arg: str, logdir: object) -> str:
     return path
 
 
-def _reopen(cls: type[W], logdir: str | None, settings: dict[str, Any]) -> W:
-    from summarylib.writer.remote import event_output_opener
-
+def _reopen(cls: type[W], logdir: str | None, settings: WriterSettings) -> W:
     if logdir is None:
         return cls._wrap(None, None, settings)
-    opener = event_output_opener(logdir, settings["filename_suffix"],
-                                 settings.get("storage_options"))
-    resource = open_resource(opener, logdir, settings)
-    return cls._wrap(resource, logdir, settings)
+    return cls._wrap(open_writer_resource(logdir, settings), logdir, settings)
 
 
 def _check_timeout(where: str, timeout: object) -> None:
@@ -411,16 +403,6 @@ def _check_timeout(where: str, timeout: object) -> None:
         )
     if not timeout >= 0:  # also NaN
         raise ValueError(f"{where}: 'timeout' must be >= 0, got {timeout!r}")
-
-
-def check_int(where: str, name: str, value: object, default: int, *, minimum: int) -> int:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{where}: {name!r} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{where}: {name!r} must be >= {minimum}, got {value}")
-    return value
 
 
 def _say_last_words(
