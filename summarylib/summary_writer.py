@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from summarylib.encoding.arrays import shape_of
+from summarylib.encoding.pending import device_kind
 from summarylib.encoding.events import event_bytes
 from summarylib.encoding.wire import field_bytes
 from summarylib.ops._resolve import Caller, Sink, check_tag, check_wall_time, sink_for
@@ -206,7 +207,11 @@ class SummaryWriter(WriterBase):
             _INT64_MIN <= global_step <= _INT64_MAX
         ):
             # torch's step (a float becomes int(step)), use_metadata()'s defaults; checked.
-            global_step = check_step(self._step(global_step, "add_scalar"), "add_scalar")
+            step = self._step(global_step, "add_scalar")
+            if type(step) is not int and device_kind(step) is not None:  # read later
+                sink = self._sink(tag, step, walltime, _ADD_SCALAR)
+                return sink is not None and write_scalar(sink, _single(scalar_value))
+            global_step = check_step(step, "add_scalar")
             walltime = self._walltime(walltime)
         if walltime is not None:
             walltime = check_wall_time(walltime, "add_scalar")

@@ -129,6 +129,28 @@ def test_add_scalar_and_add_scalars_do_not_wait(logdir: Path) -> None:
     assert [v for _, _, v in points] == [f32(m[0, 0]) for m in seen]
 
 
+def test_walltime_forms_do_not_wait_and_write_the_callers_time(logdir: Path) -> None:
+    # walltime= goes through the op cores like the time of writing: device values and
+    # device steps are still not read on the caller's thread.
+    writer = sl.SummaryWriter(logdir)
+    seen: list[Any] = []
+
+    def log(matrix: Any) -> None:
+        seen.append(matrix)
+        i = len(seen)
+        assert writer.add_scalar("a", matrix[0, 0], jnp.int32(i), walltime=1000.0 + i)
+        assert writer.add_histogram("h", matrix, i, walltime=2000.0 + i)
+
+    assert not_ready_after(log, computing)
+    writer.close()
+    events = [e for e in tb_events(only_file(logdir)) if e.summary.value]
+    scalars = [(e.step, e.wall_time, f32(np.frombuffer(v.tensor.tensor_content, "<f4")[0]))
+               for e in events for v in e.summary.value if v.tag == "a"]
+    assert scalars == [(i + 1, 1001.0 + i, f32(m[0, 0])) for i, m in enumerate(seen)]
+    histos = [(e.step, e.wall_time) for e in events if e.summary.value[0].tag == "h"]
+    assert histos == [(i + 1, 2001.0 + i) for i in range(len(seen))]
+
+
 def test_histogram_does_not_wait_and_equals_the_host_histogram(logdir: Path) -> None:
     writer = sl.create_file_writer(logdir)
     seen: list[Any] = []
