@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from summarylib.encoding.arrays import shape_of
-from summarylib.encoding.pending import device_kind
 from summarylib.encoding.events import event_bytes
+from summarylib.encoding.pending import device_kind
 from summarylib.encoding.wire import field_bytes
 from summarylib.ops._resolve import Caller, Sink, check_tag, check_wall_time, sink_for
 from summarylib.ops.scalar import scalar_to, write_scalar
@@ -518,11 +518,11 @@ class SummaryWriter(WriterBase):
 
         where = "add_pr_curve"
         t = _thresholds(num_thresholds, where)
-        from summarylib.ops._device_ops import any_on_device, torch_pr_curve
+        from summarylib.ops._device_ops import any_on_device
 
         if any_on_device(labels, predictions, weights):  # counted off this thread
             sink = self._sink(tag, global_step, walltime, Caller(where, "tag"))
-            return sink is not None and torch_pr_curve(sink, labels, predictions, t, weights)
+            return sink is not None and _torch_pr_curve(sink, labels, predictions, t, weights)
         data = pr_curve_data(labels, predictions, t, weights, where)
         return self._pr_raw(tag, data, global_step, walltime, where)
 
@@ -803,3 +803,43 @@ def _reorder(data: Any, dataformats: Any, target: str, where: str) -> Any:
     if arr.ndim != len(target):
         raise ValueError(f"{where}: 'vid_tensor' must have {len(target)} axes, got {arr.shape}")
     return arr.transpose([fmt.index(c) for c in target])
+
+
+def _torch_pr_curve(
+    sink: Sink, labels: Any, predictions: Any, num_thresholds: int, weights: Any
+) -> bool:
+    """``SummaryWriter.add_pr_curve``'s write, as the op ``pr_curve_counts`` writes it, of
+    device labels, predictions or weights: torch's counting
+    (:func:`~summarylib.torch_conventions.pr_curve_data`) runs on the writer thread, on
+    the values at this call (read at once with ``sync_device_values=True``).
+    """
+    from summarylib.encoding.plugins import plugin_data_bytes
+    from summarylib.ops._device import defers_device_values
+    from summarylib.ops._device_ops import host_copy, reader
+    from summarylib.ops._emit import emit_value, emit_value_deferred
+    from summarylib.ops.pr_curve import PLUGIN_NAME, _tensor, check_pr_shapes, plugin_content
+    from summarylib.torch_conventions import pr_curve_data
+
+    where = sink.caller.where
+    md = plugin_data_bytes(PLUGIN_NAME, plugin_content(num_thresholds))
+    if not defers_device_values(sink.writer):
+        data = pr_curve_data(labels, predictions, num_thresholds, weights, where)
+        return emit_value(sink, _tensor(data), md)
+    check_pr_shapes(labels, predictions, None, where)
+    if weights is not None:
+        wshape = tuple(int(d) for d in getattr(weights, "shape", ()))
+        lshape = tuple(int(d) for d in labels.shape) if hasattr(labels, "shape") else None
+        if device_kind(weights) is not None and wshape not in ((), lshape):
+            raise ValueError(f"{where}: 'weights' must be a number or of shape {lshape}")
+    reads = [reader(v, host_copy(where, arg)) for v, arg in
+             ((labels, "labels"), (predictions, "predictions"), (weights, "weights"))]
+    if any(r is None for r in reads):
+        data = pr_curve_data(labels, predictions, num_thresholds, weights, where)
+        return emit_value(sink, _tensor(data), md)
+    (lab_r, n1), (pred_r, n2), (w_r, n3) = reads  # type: ignore[misc]
+
+    def make_tensor() -> bytes:
+        return _tensor(pr_curve_data(lab_r(), pred_r(), num_thresholds, w_r(), where))
+
+    size = n1 + n2 + n3 + 24 * num_thresholds + 64
+    return emit_value_deferred(sink, make_tensor, md, size)

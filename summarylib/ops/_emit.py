@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from summarylib.encoding.events import MAX_EVENT_BYTES, event_bytes, summary_event, value_bytes
 from summarylib.encoding.wire import field_bytes
-from summarylib.ops._device import DeviceStep, step_name
+from summarylib.ops._device_step import DeviceStep, step_name
 from summarylib.writer.buffered import Deferred
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from summarylib.writer.context import (
 from summarylib.writer.path_safety import check_name_text
 
 if TYPE_CHECKING:
-    from summarylib.ops._device import DeviceStep
+    from summarylib.ops._device_step import DeviceStep
 
 __all__ = ["Caller", "Sink", "check_tag", "check_wall_time", "resolve", "resolve_step", "sink_for"]
 
@@ -162,7 +162,7 @@ def sink_for(
 
 def _device_step(writer: DefaultWriter, step: object, where: str) -> DeviceStep | None:
     # A device scalar step, captured without reading it (None: read it at the call).
-    from summarylib.ops._device import defers_device_values, device_step
+    from summarylib.ops._device_step import defers_device_values, device_step
 
     return device_step(step, where) if defers_device_values(writer) else None
 

@@ -51,13 +51,12 @@ import operator
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array, evaluate, is_extended_float
-from summarylib.encoding.pending import device_kind
+from summarylib.encoding.pending import capture, device_kind, stand_in
 from summarylib.encoding.plugins import AUDIO
 from summarylib.encoding.tensor import string_tensor_bytes
 from summarylib.encoding.wav import MAX_CHANNELS, UINT32_MAX, quantize, wav_header
 from summarylib.errors import warn_user
 from summarylib.ops._device import defers_device_values
-from summarylib.ops._device_ops import audio_deferred
 from summarylib.ops._emit import emit_value_deferred
 from summarylib.ops._media import check_max_outputs
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
@@ -232,7 +231,7 @@ def write_audio(
     keep = check_max_outputs(max_outputs, where)
     data = evaluate(data)
     if device_kind(data) is not None and defers_device_values(sink.writer):
-        done = audio_deferred(sink, data, keep, rate, md)
+        done = _audio_deferred(sink, data, keep, rate, md)
         if done is not None:
             return done
     pcm = prepare(data, keep, rate, where, sink.caller.data)
@@ -273,3 +272,26 @@ def audio_pb(
     v.tensor.string_val.extend(_tensor_values(pcm, rate))
     v.metadata.CopyFrom(create_summary_metadata(description))
     return summary
+
+
+def _audio_deferred(
+    sink: Sink, data: Any, keep: int, rate: int, md: bytes
+) -> bool | None:
+    # A device array (see ops._device_ops): checked on a stand-in now, the kept clips
+    # copied asynchronously and encoded on the writer thread.
+    where, arg = sink.caller.where, sink.caller.data
+    # The op's checks of shape, dtype, channels and sizes (and its warning about a
+    # [t, c] clip), on a stand-in: no clip is kept, so nothing is converted.
+    prepare(stand_in(data), 0, rate, where, arg)
+    kept = data[:keep]
+    if len(kept.shape) == 2:
+        kept = kept[:, :, None]  # as prepare() reshapes it (and warns once, above)
+    pending = capture(kept)
+    if pending is None:
+        return None
+
+    def make_tensor() -> bytes:
+        pcm = prepare(pending.result(), keep, rate, where, arg)
+        return string_tensor_bytes((len(pcm), 2), _tensor_values(pcm, rate))
+
+    return emit_value_deferred(sink, make_tensor, md, pending.nbytes + 48 * keep + 32)

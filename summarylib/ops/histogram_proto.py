@@ -33,7 +33,7 @@ from summarylib.encoding.arrays import as_array, evaluate
 from summarylib.encoding.events import summary_event
 from summarylib.encoding.pending import capture, device_kind, is_real_dtype
 from summarylib.encoding.wire import field_bytes, pack_double
-from summarylib.ops._device import DeviceStep, defers_device_values, step_name
+from summarylib.ops._device_step import DeviceStep, defers_device_values, step_name
 from summarylib.ops._emit import emit_summary, event_wall_time
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.ops.histogram import MAX_BUCKETS

@@ -45,13 +45,13 @@ from summarylib.encoding.arrays import (
     is_extended_float,
     widen_extended_float,
 )
-from summarylib.encoding.pending import device_kind
+from summarylib.encoding.pending import device_kind, stand_in
 from summarylib.encoding.plugins import MESH, metadata_bytes, plugin_data_bytes
 from summarylib.encoding.tensor import DT_FLOAT, DT_INT32, DT_UINT8, tensor_bytes
 from summarylib.encoding.wire import field_bytes, field_varint, varint
 from summarylib.ops._device import defers_device_values
-from summarylib.ops._device_ops import mesh_deferred
-from summarylib.ops._emit import emit_value
+from summarylib.ops._device_ops import host_copy, reader
+from summarylib.ops._emit import emit_value, emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.writer.context import Step
 
@@ -261,7 +261,7 @@ def write_mesh(
     vertices, faces, colors = evaluate(vertices), evaluate(faces), evaluate(colors)
     if (device_kind(vertices) is not None or device_kind(faces) is not None
             or device_kind(colors) is not None) and defers_device_values(sink.writer):
-        done = mesh_deferred(sink, name, vertices, faces, colors,
+        done = _mesh_deferred(sink, name, vertices, faces, colors,
                              json_config(config_dict, where), description)
         if done is not None:
             return done
@@ -305,3 +305,84 @@ def mesh_pb(
         v.metadata.CopyFrom(
             create_summary_metadata(tag, kind, mask, arr.shape, config, description))
     return summary
+
+
+def _mesh_deferred(
+    sink: Sink, name: str, vertices: Any, faces: Any, colors: Any, config: str,
+    description: str | None,
+) -> bool | None:
+    """:func:`summarylib.mesh` with device components: one event per component, made
+    on the writer thread from the values read once (a bad value loses all of them)."""
+    where = sink.caller.where
+    shapes = _check_device_mesh_shapes(vertices, faces, colors, where)
+    reads = [reader(v, host_copy(where, arg)) for v, arg in
+             ((vertices, "vertices"), (faces, "faces"), (colors, "colors"))]
+    if any(r is None for r in reads):
+        return None
+    kinds = [kind for kind, shape in zip((VERTEX, FACE, COLOR), shapes, strict=True)
+             if shape is not None]
+    mask = 0
+    for kind in kinds:
+        mask |= 1 << kind
+    name_b, config_b = name.encode("utf-8"), config.encode("utf-8")
+    got: list[list[tuple[str, bytes, bytes]]] = []
+
+    def values() -> list[tuple[str, bytes, bytes]]:
+        # Read and checked once, by the first component's event (all run in file order).
+        if not got:
+            v, f, c = (read() for read, _ in reads)  # type: ignore[misc]
+            parts = prepare(v, f, c, where)
+            got.append(_values(name, parts, config, description, where))
+        return got[0]
+
+    nbytes = sum(n for _, n in reads)  # type: ignore[misc]
+    wrote = []
+    for i, kind in enumerate(kinds):
+        shape = shapes[(VERTEX, FACE, COLOR).index(kind)]
+        assert shape is not None
+        content = _plugin_content(name_b, kind, mask, shape, config_b)
+        md = metadata_bytes(plugin_data_bytes(PLUGIN_NAME, content), description, where)
+        tag = f"{name}_{_SUFFIX[kind]}"
+
+        def make_tensor(i: int = i) -> bytes:
+            return values()[i][1]
+
+        wrote.append(emit_value_deferred(sink._replace(tag=tag), make_tensor, md,
+                                         nbytes if i == 0 else 64))
+    return all(wrote)
+
+
+def _check_device_mesh_shapes(
+    vertices: Any, faces: Any, colors: Any, where: str
+) -> list[tuple[int, ...] | None]:
+    # prepare()'s checks that need no value, in its order and words.
+    def meta(value: Any, arg: str, kinds: str, what: str) -> np.ndarray:
+        # A stand-in (no memory) of a device array; a host array as it is.
+        from summarylib.encoding.arrays import as_array
+
+        arr = stand_in(value) if device_kind(value) is not None else as_array(value, where, arg)
+        if arr.dtype.kind not in kinds:
+            raise TypeError(f"{where}: {arg!r} must hold {what}, got dtype {arr.dtype}")
+        return arr
+
+    verts = meta(vertices, "vertices", "iuf", "real numbers")
+    _shape(verts, "vertices", where, "[B, N, 3]")
+    b, n = verts.shape[:2]
+    if b == 0:
+        raise ValueError(f"{where}: 'vertices' must hold at least one mesh, got shape "
+                         f"{verts.shape}")
+    out: list[tuple[int, ...] | None] = [tuple(verts.shape), None, None]
+    if faces is not None:
+        f = meta(faces, "faces", "iu", "integers (vertex indices)")
+        _shape(f, "faces", where, f"[{b}, F, 3] (B = {b} as in 'vertices')")
+        if f.shape[0] != b:
+            raise ValueError(f"{where}: 'faces' must have shape [{b}, F, 3] (B = {b} as in "
+                             f"'vertices'), got {f.shape}")
+        out[1] = tuple(f.shape)
+    if colors is not None:
+        c = meta(colors, "colors", "iu", "integers in [0, 255] (uint8 RGB)")
+        if c.shape != (b, n, 3):
+            raise ValueError(f"{where}: 'colors' must have shape [{b}, {n}, 3] (one RGB per "
+                             f"vertex), got {c.shape}")
+        out[2] = tuple(c.shape)
+    return out

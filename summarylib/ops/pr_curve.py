@@ -49,13 +49,14 @@ import operator
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding.arrays import as_array, evaluate, widen_extended_float
-from summarylib.encoding.pending import device_kind
+from summarylib.encoding.device_reductions import pr_bucket_table
+from summarylib.encoding.pending import device_kind, host_dtype
 from summarylib.encoding.plugins import PR_CURVES, metadata_bytes, plugin_data_bytes
 from summarylib.encoding.tensor import DT_FLOAT, shape_bytes
 from summarylib.encoding.wire import field_bytes, field_varint, varint
 from summarylib.ops._device import defers_device_values
-from summarylib.ops._device_ops import pr_curve_deferred
-from summarylib.ops._emit import emit_value
+from summarylib.ops._device_ops import host_copy, reader
+from summarylib.ops._emit import emit_value, emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.writer.context import Step
 
@@ -434,7 +435,7 @@ def write_pr_curve(
     labels, predictions, weights = evaluate(labels), evaluate(predictions), evaluate(weights)
     if (device_kind(labels) is not None or device_kind(predictions) is not None
             or device_kind(weights) is not None) and defers_device_values(sink.writer):
-        done = pr_curve_deferred(sink._replace(tag=sink.tag + "/pr_curves"), labels,
+        done = _pr_curve_deferred(sink._replace(tag=sink.tag + "/pr_curves"), labels,
                                  predictions, weights, t, md)
         if done is not None:
             return done
@@ -618,3 +619,83 @@ def pr_curve_raw_pb(
     data = _raw_data(values, num_thresholds, "pr_curve_raw_pb")
     _metadata(name, data.shape[1], description, "pr_curve_raw_pb", display_name)
     return _summary(name, data, data.shape[1], description, display_name)
+
+
+def _pr_curve_deferred(
+    sink: Sink, labels: Any, predictions: Any, weights: Any, t: int, md: bytes,
+) -> bool | None:
+    """:func:`summarylib.pr_curve` with device labels or predictions, written under the
+    sink's tag.
+
+    Unweighted counts of two device arrays are made on the device
+    (:func:`~summarylib.encoding.device_reductions.pr_bucket_table`): only the per-bucket
+    counts cross. Otherwise the arrays cross whole and are counted on the writer thread.
+    """
+    import numpy as np
+
+    where = sink.caller.where
+    check_pr_shapes(labels, predictions, weights, where)
+    table = None
+    if weights is None and device_kind(labels) is not None and (
+        device_kind(predictions) is not None
+    ):
+        table = pr_bucket_table(labels, predictions, t)
+    if table is not None:
+        pending = table
+
+        def make_from_table() -> bytes:
+            counts = pending.result().astype(np.int64)
+            if counts[-1]:
+                raise ValueError(
+                    f"{where}: 'labels' must be bool, or numbers that are all 0 or 1")
+            return _tensor(pr_from_buckets(counts[:-1].reshape(t, 2)))
+
+        return emit_value_deferred(sink, make_from_table, md, 16 * t + 64)
+    reads = [reader(v, host_copy(where, arg)) for v, arg in
+             ((labels, "labels"), (predictions, "predictions"), (weights, "weights"))]
+    if any(r is None for r in reads):
+        return None
+    (lab_r, n1), (pred_r, n2), (w_r, n3) = reads  # type: ignore[misc]
+
+    def make_tensor() -> bytes:
+        lab, pred, w = prepare(lab_r(), pred_r(), w_r(), where)
+        return _tensor(pr_data(lab, pred, w, t))
+
+    return emit_value_deferred(sink, make_tensor, md, n1 + n2 + n3 + 24 * t + 64)
+
+
+def check_pr_shapes(labels: Any, predictions: Any, weights: Any, where: str) -> None:
+    """:func:`prepare`'s checks that need no value (dtypes, equal shapes, weights that
+    broadcast), on device arrays or host ones."""
+    import numpy as np
+
+    from summarylib.encoding.arrays import as_array
+
+    def meta(value: Any, arg: str) -> tuple[tuple[int, ...], np.dtype]:
+        if device_kind(value) is not None:
+            return tuple(int(d) for d in value.shape), host_dtype(value.dtype)
+        arr = as_array(value, where, arg)
+        return arr.shape, arr.dtype
+
+    lshape, ldtype = meta(labels, "labels")
+    if ldtype.kind not in "biuf":
+        raise TypeError(
+            f"{where}: 'labels' must be bool (or numbers 0 and 1), got dtype {ldtype}")
+    pshape, pdtype = meta(predictions, "predictions")
+    if pdtype.kind not in "biuf":
+        raise TypeError(f"{where}: 'predictions' must hold real numbers, got dtype {pdtype}")
+    if pshape != lshape:
+        raise ValueError(
+            f"{where}: 'labels' and 'predictions' must have the same shape, got "
+            f"{lshape} and {pshape}")
+    if weights is not None:
+        wshape, wdtype = meta(weights, "weights")
+        if wdtype.kind not in "biuf":
+            raise TypeError(f"{where}: 'weights' must hold real numbers, got dtype {wdtype}")
+        try:
+            if np.broadcast_shapes(wshape, lshape) != lshape:
+                raise ValueError  # broadcast both ways, not to the labels' shape
+        except ValueError:
+            raise ValueError(
+                f"{where}: 'weights' of shape {wshape} does not broadcast to the shape "
+                f"of 'labels' {lshape}") from None

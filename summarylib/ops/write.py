@@ -11,11 +11,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from summarylib.encoding.arrays import evaluate
-from summarylib.encoding.pending import device_kind
+from summarylib.encoding.pending import capture, device_kind, host_dtype
 from summarylib.encoding.tensor import array_tensor_bytes, to_numeric_or_string_array
 from summarylib.ops._device import defers_device_values
-from summarylib.ops._device_ops import write_deferred
-from summarylib.ops._emit import emit_summary, emit_value
+from summarylib.ops._emit import emit_summary, emit_value, emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, resolve
 from summarylib.writer.context import Step
 
@@ -97,7 +96,7 @@ def write_tensor(sink: Sink, tensor: Any, metadata: Any = None) -> bool:
             _check_parses(md, "SummaryMetadata", where, "metadata")
     tensor = evaluate(tensor)
     if device_kind(tensor) is not None and defers_device_values(sink.writer):
-        done = write_deferred(sink, tensor, md)
+        done = _write_deferred(sink, tensor, md)
         if done is not None:
             return done
     arr = to_numeric_or_string_array(tensor, where, arg)
@@ -158,3 +157,29 @@ def _check_parses(data: bytes, message: str, where: str, arg: str) -> None:
         raise ValueError(
             f"{where}: {arg!r} is not a serialized {message} ({shown}): {e}"
         ) from None
+
+
+def _write_deferred(sink: Sink, tensor: Any, md: bytes | None) -> bool | None:
+    """:func:`summarylib.write` of a device array: stored in its own dtype, as the host
+    path stores it (JAX's bfloat16 as DT_BFLOAT16; torch's as float32, which is what its
+    host conversion gives)."""
+    import numpy as np
+
+    from summarylib.encoding.tensor import _NUMERIC, array_tensor_bytes
+
+    where, arg = sink.caller.where, sink.caller.data
+    kind = device_kind(tensor)
+    exact = np.dtype(tensor.dtype) if kind in ("jax", "cupy") else host_dtype(tensor.dtype)
+    if exact.name not in _NUMERIC:
+        raise TypeError(f"{where}: {arg!r} has dtype {exact}, which TensorBoard cannot store")
+    pending = capture(tensor)
+    if pending is None:
+        return None
+
+    def make_tensor() -> bytes:
+        arr = pending.result()
+        if arr.dtype != exact:
+            arr = arr.astype(exact)  # bfloat16 read as float32: back, exactly
+        return array_tensor_bytes(arr, where, arg)
+
+    return emit_value_deferred(sink, make_tensor, md, pending.nbytes + 64)
