@@ -67,7 +67,7 @@ def main() -> None:
         for k in range(16):
             fs.pipe_file(f"bench/plain/part-{k}", chunk)
         plain_s = time.perf_counter() - t0
-        from summarylib.writer.remote import open_object_output
+        from summarylib.writer._remote import open_object_output
 
         out = open_object_output("s3://bench/output", ".v2", None)
         t0 = time.perf_counter()

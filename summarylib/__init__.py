@@ -39,7 +39,7 @@ from summarylib.errors import (
 from summarylib.ops.scalar import scalar, scalar_pb, scalars
 from summarylib.ops.write import write, write_raw_pb
 from summarylib.summary_writer import SummaryWriter
-from summarylib.writer.context import (
+from summarylib.writer._context import (
     get_step,
     name_scope,
     record_if,
@@ -47,8 +47,8 @@ from summarylib.writer.context import (
     should_record_summaries,
     summary_scope,
 )
-from summarylib.writer.file_writer import flush
-from summarylib.writer.output import FileOutput, MemoryOutput, Output
+from summarylib.writer._file_writer import flush
+from summarylib.writer._output import FileOutput, MemoryOutput, Output
 
 if TYPE_CHECKING:
     from summarylib import distributed, graph, hparams, reader, v1
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from summarylib.ops.pr_curve import pr_curve, pr_curve_pb, pr_curve_raw, pr_curve_raw_pb
     from summarylib.ops.text import text, text_pb
     from summarylib.ops.video import video, video_pb
-    from summarylib.writer.signals import flush_on_signals
+    from summarylib.writer._signals import flush_on_signals
 
 __all__ = [
     "ArgumentError",
@@ -168,7 +168,7 @@ _LAZY_ATTRS = {
     "mesh_pb": "summarylib.ops.mesh",
     "video": "summarylib.ops.video",
     "video_pb": "summarylib.ops.video",
-    "flush_on_signals": "summarylib.writer.signals",
+    "flush_on_signals": "summarylib.writer._signals",
     "histogram": "summarylib.ops.histogram",
     "histogram_pb": "summarylib.ops.histogram",
     "image": "summarylib.ops.image",

@@ -11,12 +11,12 @@ from collections.abc import Callable
 from typing import Any
 
 from summarylib.summary_writer import SummaryWriter
-from summarylib.writer.buffered import OnError
-from summarylib.writer.file_writer import check_logdir, open_writer_resource
-from summarylib.writer.naming import normalize_suffix
-from summarylib.writer.output import Output
-from summarylib.writer.path_safety import check_name_text
-from summarylib.writer.settings import WriterSettings
+from summarylib.writer._buffered import OnError
+from summarylib.writer._file_writer import check_logdir, open_writer_resource
+from summarylib.writer._naming import normalize_suffix
+from summarylib.writer._output import Output
+from summarylib.writer._path_safety import check_name_text
+from summarylib.writer._settings import WriterSettings
 
 __all__ = ["create_file_writer", "create_noop_writer", "create_writer"]
 
@@ -42,7 +42,7 @@ def create_file_writer(
     event (``file_version="brain.Event:2"``, ``source_metadata.writer =
     "summarylib"``) on disk when this returns. Every call makes a new file; the
     files of one process sort by name in creation order (see
-    :mod:`summarylib.writer.naming`).
+    :mod:`summarylib.writer._naming`).
 
     Events are written by a background thread: when more than ``max_queue``
     are pending, at most ``flush_millis`` after the previous write, and on
@@ -53,7 +53,7 @@ def create_file_writer(
     Args:
       logdir: a local directory, or a URL of any fsspec protocol (``s3://bucket/run``,
         ``gs://...``, ``memory://...``): then the events go to object storage as a
-        sequence of objects, each byte uploaded once (see :mod:`summarylib.writer.remote`;
+        sequence of objects, each byte uploaded once (see :mod:`summarylib.writer._remote`;
         needs ``summarylib[remote]``).
       max_queue: flush when more than this many events are pending (default 10).
       flush_millis: flush pending events at most this long after the last flush

@@ -76,7 +76,7 @@ def create_distributed_writer(
       ValueError: ``rank_template`` does not hold ``{rank}`` or would leave ``logdir``.
     """
     from summarylib.creation import create_file_writer, create_noop_writer
-    from summarylib.writer.path_safety import safe_component
+    from summarylib.writer._path_safety import safe_component
 
     info = rank_info()
     root = os.fspath(logdir)

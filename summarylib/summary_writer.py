@@ -25,16 +25,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from summarylib.encoding.arrays import shape_of
-from summarylib.encoding.events import event_bytes
-from summarylib.encoding.pending import device_kind
-from summarylib.encoding.wire import field_bytes
+from summarylib.encoding._arrays import shape_of
+from summarylib.encoding._events import event_bytes
+from summarylib.encoding._pending import device_kind
+from summarylib.encoding._wire import field_bytes
 from summarylib.ops._resolve import Caller, Sink, check_tag, check_wall_time, sink_for
 from summarylib.ops.scalar import scalar_to, write_scalar
-from summarylib.writer.context import Step, _local, check_step, condition_holds
-from summarylib.writer.file_writer import WriterBase, check_logdir, open_writer_resource
-from summarylib.writer.path_safety import check_name_text, safe_component
-from summarylib.writer.settings import WriterSettings
+from summarylib.writer._context import Step, _local, check_step, condition_holds
+from summarylib.writer._file_writer import WriterBase, check_logdir, open_writer_resource
+from summarylib.writer._path_safety import check_name_text, safe_component
+from summarylib.writer._settings import WriterSettings
 
 __all__ = ["SummaryWriter"]
 
@@ -106,7 +106,7 @@ class SummaryWriter(WriterBase):
             storage_options=storage_options,
         )
         if purge_step is not None:
-            from summarylib.writer.context import check_step
+            from summarylib.writer._context import check_step
 
             purge_step = check_step(purge_step, where)
         if not write_to_disk:
@@ -236,7 +236,7 @@ class SummaryWriter(WriterBase):
         """Several scalars in one chart: ``tag_scalar_dict[k]`` goes to the sub-run
         ``<log_dir>/<main_tag>_<k>`` (``/`` in ``main_tag`` becomes ``_``) under the tag
         ``main_tag``, as torch lays it out. Sub-run names are made safe (see
-        :func:`~summarylib.writer.path_safety.safe_component`).
+        :func:`~summarylib.writer._path_safety.safe_component`).
         """
         where = "add_scalars"
         if not isinstance(tag_scalar_dict, Mapping):
@@ -364,7 +364,7 @@ class SummaryWriter(WriterBase):
         ``labels`` (one per box) are drawn on the boxes; a wrong count is ignored, as torch
         does. ``rescale`` resizes the result.
         """
-        from summarylib.encoding.arrays import as_array
+        from summarylib.encoding._arrays import as_array
         from summarylib.torch_conventions import boxed_image, image_hwc
 
         where = "add_image_with_boxes"
@@ -413,8 +413,8 @@ class SummaryWriter(WriterBase):
         """One mono clip: samples in [-1, 1] (clipped), any shape that squeezes to 1-D."""
         import numpy as np
 
-        from summarylib.encoding.arrays import as_array
-        from summarylib.encoding.pending import device_kind
+        from summarylib.encoding._arrays import as_array
+        from summarylib.encoding._pending import device_kind
         from summarylib.ops.audio import write_audio
 
         where = "add_audio"
@@ -791,13 +791,13 @@ def _reorder(data: Any, dataformats: Any, target: str, where: str) -> Any:
     fmt = dataformats.upper()
     if fmt == target:
         return data
-    from summarylib.encoding.pending import device_kind
+    from summarylib.encoding._pending import device_kind
 
     if device_kind(data) is not None:  # permuted on the device, unread
         from summarylib.torch_conventions import reorder_on_device
 
         return reorder_on_device(data, fmt, target, where)
-    from summarylib.encoding.arrays import as_array
+    from summarylib.encoding._arrays import as_array
 
     arr = as_array(data, where, "vid_tensor")
     if arr.ndim != len(target):
@@ -813,7 +813,7 @@ def _torch_pr_curve(
     (:func:`~summarylib.torch_conventions.pr_curve_data`) runs on the writer thread, on
     the values at this call (read at once with ``sync_device_values=True``).
     """
-    from summarylib.encoding.plugins import plugin_data_bytes
+    from summarylib.encoding._plugins import plugin_data_bytes
     from summarylib.ops._device import defers_device_values
     from summarylib.ops._device_ops import host_copy, reader
     from summarylib.ops._emit import emit_value, emit_value_deferred

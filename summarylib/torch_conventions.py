@@ -21,8 +21,8 @@ import socket
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import as_array
-from summarylib.encoding.pending import device_kind, is_real_dtype
+from summarylib.encoding._arrays import as_array
+from summarylib.encoding._pending import device_kind, is_real_dtype
 
 if TYPE_CHECKING:
     import numpy as np
@@ -410,7 +410,7 @@ def _device_audio(snd: Any, where: str) -> Any:
             x = x.float()
         pcm = (x.clamp(-1, 1) * 32767).to(ops.xp.int16)
     else:
-        from summarylib.encoding.arrays import is_extended_float
+        from summarylib.encoding._arrays import is_extended_float
 
         if is_extended_float(x.dtype):
             x = x.astype(ops.xp.float32)

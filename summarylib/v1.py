@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
-from summarylib.encoding.events import event_bytes, summary_event
-from summarylib.encoding.wire import field_bytes
-from summarylib.writer.context import check_step
+from summarylib.encoding._events import event_bytes, summary_event
+from summarylib.encoding._wire import field_bytes
+from summarylib.writer._context import check_step
 
 __all__ = ["FileWriter", "merge"]
 

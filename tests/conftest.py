@@ -36,7 +36,7 @@ def fresh_summary_context() -> object:
     import warnings
 
     from summarylib.errors import NoDefaultWriterWarning
-    from summarylib.writer import context
+    from summarylib.writer import _context as context
 
     warnings.filterwarnings("ignore", category=NoDefaultWriterWarning)
     context._local.state = context.State()

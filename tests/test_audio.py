@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import summarylib as sl
-from summarylib.encoding.events import summary_event
-from summarylib.encoding.plugins import AUDIO
-from summarylib.encoding.wav import encode_wav, quantize
+from summarylib.encoding._events import summary_event
+from summarylib.encoding._plugins import AUDIO
+from summarylib.encoding._wav import encode_wav, quantize
 from summarylib.ops import audio as audio_mod
 from tests.helpers import only_file, record_payloads
 from tests.tbserver import TensorBoardServer

@@ -207,7 +207,7 @@ ROWS = [
         "close: 'timeout'"),
     Row("module-flush-writer-int", lambda c: sl.flush(3), TypeError, "flush: 'writer'"),
     Row("flush_on_signals-signal-str",
-        lambda c: importlib.import_module("summarylib.writer.signals").flush_on_signals(["TERM"]),
+        lambda c: importlib.import_module("summarylib.writer._signals").flush_on_signals(["TERM"]),
         TypeError, "'signals'"),
     # -- refused at the call, not later on the writer thread or by a reader
     Row("histogram-name-surrogate", lambda c: sl.histogram("h\ud800", [1.0]), ValueError,

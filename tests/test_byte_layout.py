@@ -18,9 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import summarylib as sl
-from summarylib.encoding import compact, events
-from summarylib.encoding.template_framing import MAX_TABLE_POSITIONS, TemplateFramer
-from summarylib.encoding.tfrecord import crc_tables, frame_many, mask
+from summarylib.encoding import _compact as compact
+from summarylib.encoding import _events as events
+from summarylib.encoding._template_framing import MAX_TABLE_POSITIONS, TemplateFramer
+from summarylib.encoding._tfrecord import crc_tables, frame_many, mask
 from summarylib.proto import event_pb2, summary_pb2
 from summarylib.reader.records import iter_records
 from summarylib.reader.templates import scalar_template

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import summarylib as sl
-from summarylib.encoding.tfrecord import frame
+from summarylib.encoding._tfrecord import frame
 from summarylib.errors import DataLossError
 from summarylib.reader import read_columns
 from summarylib.reader.runs import list_runs

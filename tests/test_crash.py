@@ -374,7 +374,7 @@ def test_interpreter_exit_gives_up_on_an_fsync_that_hangs() -> None:
         """
         import threading
         import summarylib as sl
-        from summarylib.writer import file_writer
+        from summarylib.writer import _file_writer as file_writer
         file_writer.EXIT_TIMEOUT_SECS = 0.5  # the hook's deadline, shortened for the test
 
         class Hung(sl.MemoryOutput):
@@ -420,7 +420,7 @@ import os, signal, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)
 signal.signal(signal.SIGTERM, signal.SIG_DFL)
 import summarylib as sl
-from summarylib.writer.signals import flush_on_signals
+from summarylib.writer._signals import flush_on_signals
 a = sl.create_file_writer(sys.argv[1] + "/a", max_queue=10**6, flush_millis=10**9)
 b = sl.create_file_writer(sys.argv[1] + "/b", max_queue=10**6, flush_millis=10**9)
 """
@@ -567,7 +567,7 @@ def test_sigterm_inside_a_writer_call_flushes_after_it_then_dies_as_before(
         + "flush_on_signals()\n"
         + _LOG
         + """
-from summarylib.writer.buffered import Deferred
+from summarylib.writer._buffered import Deferred
 class Interrupting(Deferred):
     armed = True
     def __len__(self):
@@ -654,8 +654,8 @@ def test_a_signal_inside_a_writer_call_flushes_after_the_call() -> None:
     # lock under the interrupted call and let the writer thread take the
     # pending list from under it. Instead the flush and the chain to the
     # previous handler happen once the call has returned.
-    from summarylib.writer.buffered import Deferred
-    from summarylib.writer.signals import flush_on_signals
+    from summarylib.writer._buffered import Deferred
+    from summarylib.writer._signals import flush_on_signals
 
     inside = [False]
     writes_while_inside: list[bool] = []
@@ -707,8 +707,8 @@ def test_a_signal_inside_the_lock_free_append_flushes_at_once() -> None:
     # The common append takes no lock: a handler that lands in it (here from the
     # len() it takes of the payload, which is queued by then) may flush at once,
     # inside the call, and that flush already writes the interrupted event.
-    from summarylib.writer.buffered import Deferred
-    from summarylib.writer.signals import flush_on_signals
+    from summarylib.writer._buffered import Deferred
+    from summarylib.writer._signals import flush_on_signals
 
     out = sl.MemoryOutput()
     w = sl.create_writer(out, max_queue=10**6, flush_millis=10**9)
@@ -754,7 +754,7 @@ def _memory_events(data: bytes) -> list:
 def test_flush_on_signals_restore_and_validation() -> None:
     import threading
 
-    from summarylib.writer.signals import flush_on_signals
+    from summarylib.writer._signals import flush_on_signals
 
     before = signal.getsignal(signal.SIGUSR1)
     restore = flush_on_signals([signal.SIGUSR1])
@@ -797,7 +797,7 @@ def fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The paths summarylib's file output fsyncs, in order (Linux /proc)."""
     import types
 
-    from summarylib.writer import output as output_module
+    from summarylib.writer import _output as output_module
 
     if not os.path.isdir("/proc/self/fd"):
         pytest.skip("needs /proc/self/fd to name the fsynced descriptors")

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import summarylib as sl
-from summarylib.encoding.bucketing import histogram_buckets
+from summarylib.encoding._bucketing import histogram_buckets
 from summarylib.errors import SummaryError
 from tests.helpers import only_file, tb_events, tb_scalar_points
 
@@ -202,7 +202,7 @@ def test_values_are_those_at_the_call_when_the_caller_updates_right_after(
 
 def test_torch_pending_value_is_the_value_at_the_capture() -> None:
     torch = pytest.importorskip("torch")
-    from summarylib.encoding.pending import TorchPending
+    from summarylib.encoding._pending import TorchPending
 
     t = torch.arange(6, dtype=torch.float32).reshape(2, 3)
     pending = TorchPending(t)
@@ -342,8 +342,8 @@ def _host(values: np.ndarray, k: int) -> np.ndarray:
 @given(st.one_of(_floats, _special), st.integers(1, 40))
 def test_torch_device_histogram_equals_the_host_path(values: np.ndarray, k: int) -> None:
     torch = pytest.importorskip("torch")
-    from summarylib.encoding.bucketing import buckets_from_table
-    from summarylib.encoding.device_reductions import histogram_table
+    from summarylib.encoding._bucketing import buckets_from_table
+    from summarylib.encoding._device_reductions import histogram_table
 
     table = histogram_table(torch.from_numpy(values.copy()), k)
     assert table is not None
@@ -352,7 +352,7 @@ def test_torch_device_histogram_equals_the_host_path(values: np.ndarray, k: int)
 
 def test_jax_float64_has_no_device_table() -> None:
     # XLA's float arithmetic is not the host's; the integer kernels take 32 bits at most.
-    from summarylib.encoding.device_reductions import histogram_table
+    from summarylib.encoding._device_reductions import histogram_table
 
     with jax.enable_x64(True):
         assert histogram_table(jnp.ones(4), 3) is None
@@ -370,9 +370,9 @@ def test_jax_float64_has_no_device_table() -> None:
 def test_jax_device_histogram_equals_the_host_path(
     values: np.ndarray, k: int, as_bfloat16: bool
 ) -> None:
-    from summarylib.encoding.arrays import widen_extended_float
-    from summarylib.encoding.bucketing import buckets_from_table
-    from summarylib.encoding.device_reductions import histogram_table
+    from summarylib.encoding._arrays import widen_extended_float
+    from summarylib.encoding._bucketing import buckets_from_table
+    from summarylib.encoding._device_reductions import histogram_table
 
     array = jnp.asarray(values)
     if as_bfloat16 and values.dtype == np.float32:
@@ -385,8 +385,8 @@ def test_jax_device_histogram_equals_the_host_path(
 
 def test_jax_device_histogram_signed_zero_maximum_equals_the_host_path() -> None:
     # numpy's maximum picks one of -0.0 and +0.0: such data is bucketed on the host.
-    from summarylib.encoding.bucketing import buckets_from_table
-    from summarylib.encoding.device_reductions import histogram_table
+    from summarylib.encoding._bucketing import buckets_from_table
+    from summarylib.encoding._device_reductions import histogram_table
 
     for values in ([-1.0, -0.0, 0.0, -2.0], [0.0, -0.0], [-0.0, -0.0, -3.0, -1.0]):
         data = np.array(values * (48 // len(values)), np.float32)  # one shape: one compile
@@ -400,8 +400,8 @@ def test_jax_device_histogram_signed_zero_maximum_equals_the_host_path() -> None
                   elements={"allow_nan": True, "allow_infinity": True}))
 def test_device_uint8_pixels_equal_the_host_conversion(values: np.ndarray) -> None:
     torch = pytest.importorskip("torch")
-    from summarylib.encoding.device_reductions import images_uint8
-    from summarylib.encoding.pixels import to_uint8
+    from summarylib.encoding._device_reductions import images_uint8
+    from summarylib.encoding._pixels import to_uint8
 
     expected = to_uint8(values)
     np.testing.assert_array_equal(np.asarray(images_uint8(jnp.asarray(values))), expected)
@@ -816,7 +816,7 @@ def test_device_pr_counts_equal_the_host_counts(
     predictions: np.ndarray, labels: np.ndarray, t: int
 ) -> None:
     torch = pytest.importorskip("torch")
-    from summarylib.encoding.device_reductions import pr_bucket_table
+    from summarylib.encoding._device_reductions import pr_bucket_table
     from summarylib.ops.pr_curve import pr_data, pr_from_buckets, prepare
 
     expected = pr_data(*prepare(labels, predictions, None, "test"), t)

@@ -88,7 +88,7 @@ def test_an_existing_file_name_is_never_reused(
     logdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Force the same name twice: O_EXCL makes the second writer take another.
-    from summarylib.writer import output
+    from summarylib.writer import _output as output
 
     logdir.mkdir()
     taken = logdir / "events.out.tfevents.0000000001.h.1.0.v2"

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from summarylib.writer.queue import CHECK_EVERY, ENTRY_OVERHEAD, EventQueue, TakenBack
+from summarylib.writer._queue import CHECK_EVERY, ENTRY_OVERHEAD, EventQueue, TakenBack
 
 
 class Gate:

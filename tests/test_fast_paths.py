@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import summarylib as sl
-from summarylib.encoding.events import event_bytes, step_field, summary_event
-from summarylib.encoding.tfrecord import frame_many
+from summarylib.encoding._events import event_bytes, step_field, summary_event
+from summarylib.encoding._tfrecord import frame_many
 from summarylib.ops import scalar as scalar_mod
-from summarylib.writer.context import _local
+from summarylib.writer._context import _local
 from tests.helpers import record_payloads
 
 WALL_TIME = 1712345678.25
@@ -359,7 +359,7 @@ def test_step_table_edges(step: int) -> None:
 def test_scalar_hot_path_before_the_step_table_is_built() -> None:
     # The 3-byte step table is built on first use; until then scalar() takes
     # its fallback (step_field builds it), then the table.
-    from summarylib.encoding import events
+    from summarylib.encoding import _events as events
 
     def calls() -> None:
         sl.scalar("s", 1.0, step=0)  # the first event (step_field would build the table)
@@ -402,7 +402,7 @@ PAYLOADS = st.binary(max_size=300) | st.sampled_from(
 
 @given(value=INT64)
 def test_varint_equals_protobuf(value: int) -> None:
-    from summarylib.encoding.wire import varint
+    from summarylib.encoding._wire import varint
     from summarylib.proto import event_pb2
 
     expected = event_pb2.Event(step=value).SerializeToString()
@@ -416,7 +416,7 @@ def test_varint_boundaries(value: int) -> None:
 
 @given(payload=PAYLOADS)
 def test_field_bytes_equals_protobuf(payload: bytes) -> None:
-    from summarylib.encoding.wire import field_bytes
+    from summarylib.encoding._wire import field_bytes
     from summarylib.proto import tensor_pb2
 
     expected = tensor_pb2.TensorProto(tensor_content=payload).SerializeToString()
@@ -433,7 +433,7 @@ def test_field_bytes_equals_protobuf(payload: bytes) -> None:
 def test_value_bytes_and_summary_event_equal_protobuf(
     tag: str, content: bytes, metadata: bytes | None, wall_time: float, step: int
 ) -> None:
-    from summarylib.encoding.events import value_bytes
+    from summarylib.encoding._events import value_bytes
     from summarylib.proto import event_pb2, summary_pb2, tensor_pb2
 
     tensor = tensor_pb2.TensorProto(dtype=1, tensor_content=content)
@@ -458,7 +458,7 @@ def test_past_the_layout_bounds_the_checked_path_writes_the_same(
 ) -> None:
     # A program that logs ever new sets of tags: past the per-writer bounds (layouts,
     # record formats) new sets take the checked path, with the same bytes.
-    from summarylib.writer import batch
+    from summarylib.writer import _batch as batch
 
     monkeypatch.setattr(scalar_mod, "_MAX_LAYOUTS", 3)
     monkeypatch.setattr(batch, "_MAX_RECORD_FORMATS", 2)

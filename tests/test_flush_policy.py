@@ -11,7 +11,7 @@ import pytest
 
 import summarylib as sl
 from summarylib.reader import iter_records
-from summarylib.writer.gate import WriterGate
+from summarylib.writer._gate import WriterGate
 from tests.helpers import only_file, record_payloads, tb_events, wait_until
 
 
@@ -352,7 +352,7 @@ def test_a_failed_background_encoding_leaves_the_metadata_to_the_next_event(
 
 
 def test_dead_writer_thread_never_hangs_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
-    from summarylib.writer.worker import Worker
+    from summarylib.writer._worker import Worker
 
     monkeypatch.setattr(Worker, "_loop", lambda self: None)  # the thread exits at once
     w = sl.create_writer(sl.MemoryOutput(), max_queue=10**6)
@@ -394,7 +394,7 @@ def test_a_fast_loop_gets_few_large_writes_not_one_per_max_queue() -> None:
     # COALESCE_SECS before the next one: a loop that passes max_queue every few
     # microseconds wakes it a few times, not once per 10 events (each wake-up costs the
     # training thread a fight for the GIL).
-    from summarylib.writer.buffered import COALESCE_SECS
+    from summarylib.writer._buffered import COALESCE_SECS
 
     out = _CountingOutput()
     w = sl.create_writer(out, max_queue=10)

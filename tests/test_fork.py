@@ -233,7 +233,7 @@ def test_a_writer_to_a_custom_output_refuses_to_write_in_a_child(tmp_path: Path)
     # clear error instead, and the parent's output is untouched.
     out = run(
         """
-        from summarylib.writer.output import open_event_file
+        from summarylib.writer._output import open_event_file
         fo = open_event_file(logdir, ".v2")
         w = sl.create_writer(fo, max_queue=10**6, flush_millis=10**9)
         w.set_as_default()
@@ -315,7 +315,7 @@ def test_a_writer_whose_close_timed_out_is_closed_in_the_child(tmp_path: Path) -
     # no new events, and neither may a child forked then (nor open a file).
     out = run(
         """
-        from summarylib.writer import output
+        from summarylib.writer import _output as output
         gate = threading.Event()
         real_sync = output.FileOutput.sync
         def hanging_sync(self):

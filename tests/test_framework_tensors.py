@@ -1,7 +1,7 @@
 """Real torch and JAX tensors through every op: the same bytes as the equivalent numpy input.
 
 Low-precision floats (bfloat16, float8) are real numbers to every op and count as their exact
-float32 values, whichever framework holds them (summarylib.encoding.arrays). float16 is a numpy
+float32 values, whichever framework holds them (summarylib.encoding._arrays). float16 is a numpy
 dtype: ops that compute in the input's float type as TensorFlow does (image's ``x * 255.5``,
 pr_curve's ``p * (T - 1)``) are compared with numpy float16; every other result equals float32's.
 """
@@ -24,7 +24,7 @@ from hypothesis.extra import numpy as hnp
 from PIL import Image
 
 import summarylib as sl
-from summarylib.encoding.arrays import as_array, is_extended_float, scalar_float
+from summarylib.encoding._arrays import as_array, is_extended_float, scalar_float
 from tests.helpers import only_file, tb_events, torch_warns_always
 
 ml_dtypes = pytest.importorskip("ml_dtypes")

@@ -345,7 +345,7 @@ def test_dtype_names_match_tensorflow_enums() -> None:
 
 
 def test_one_dtype_registry_shared_with_tensor_encoding() -> None:
-    from summarylib.encoding import tensor
+    from summarylib.encoding import _tensor as tensor
     from summarylib.graph import conversion, ir
 
     # The graph's lookups are the tensor encoder's, over one table.

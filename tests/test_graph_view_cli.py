@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import summarylib as sl
-from summarylib.encoding.wire import field_bytes, field_varint
+from summarylib.encoding._wire import field_bytes, field_varint
 from summarylib.graph import (
     Graph,
     NodeStats,

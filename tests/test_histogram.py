@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import summarylib as sl
-from summarylib.encoding.bucketing import histogram_buckets
-from summarylib.encoding.events import summary_event
-from summarylib.encoding.plugins import HISTOGRAMS
+from summarylib.encoding._bucketing import histogram_buckets
+from summarylib.encoding._events import summary_event
+from summarylib.encoding._plugins import HISTOGRAMS
 from summarylib.ops import histogram as hist_mod
 from tests.helpers import only_file, record_payloads, tb_events
 from tests.tbserver import TensorBoardServer

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 import summarylib as sl
 from summarylib import cli
-from summarylib.encoding.tfrecord import frame, masked_crc32c
+from summarylib.encoding._tfrecord import frame, masked_crc32c
 from summarylib.errors import DataLossError
 from summarylib.reader import RecordReader, iter_events, list_runs, read_scalars
 from tests.helpers import tb_events

@@ -19,7 +19,7 @@ from hypothesis.extra import numpy as hnp
 from PIL import Image
 
 import summarylib as sl
-from summarylib.encoding.events import summary_event
+from summarylib.encoding._events import summary_event
 from summarylib.ops import image as image_mod
 from tests.helpers import only_file, record_payloads, tb_events
 from tests.tbserver import TensorBoardServer
@@ -219,7 +219,7 @@ def test_metadata_bytes_equal_protobuf_and_tensorboard() -> None:
 # The PNG encoder
 # ---------------------------------------------------------------------------
 def pillow_save(image: np.ndarray) -> bytes:
-    from summarylib.encoding.png import COMPRESS_LEVEL
+    from summarylib.encoding._png import COMPRESS_LEVEL
 
     mode = MODES[image.shape[2]]
     buf = io.BytesIO()
@@ -240,7 +240,7 @@ def pillow_save(image: np.ndarray) -> bytes:
 def test_small_pngs_decode_to_their_pixels(image: np.ndarray) -> None:
     # Small images are filtered by our own code (None/Sub/Up per row): Pillow decodes them
     # to the same pixels, in the mode TensorBoard gets.
-    from summarylib.encoding.png import encode_png
+    from summarylib.encoding._png import encode_png
 
     blob = encode_png(image)
     np.testing.assert_array_equal(decode_png(blob, image.shape[2]), image)
@@ -259,7 +259,7 @@ def test_small_pngs_decode_to_their_pixels(image: np.ndarray) -> None:
     )
 )
 def test_large_png_bytes_equal_pillows_own_png_writer(image: np.ndarray) -> None:
-    from summarylib.encoding.png import SMALL_IMAGE_BYTES, encode_png
+    from summarylib.encoding._png import SMALL_IMAGE_BYTES, encode_png
 
     assert image.nbytes > SMALL_IMAGE_BYTES
     blob = encode_png(image)
@@ -268,7 +268,7 @@ def test_large_png_bytes_equal_pillows_own_png_writer(image: np.ndarray) -> None
 
 
 def test_small_png_filters_are_chosen_per_row() -> None:
-    from summarylib.encoding.png import encode_png
+    from summarylib.encoding._png import encode_png
 
     # Small steps along a row and large ones between rows: Sub wins; the other way: Up.
     y, x = np.mgrid[0:30, 0:40]
@@ -283,7 +283,7 @@ def test_small_png_filters_are_chosen_per_row() -> None:
 
 
 def test_large_png_decodes_and_fallback_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    from summarylib.encoding import png
+    from summarylib.encoding import _png as png
 
     rng = np.random.default_rng(11)
     big = rng.integers(0, 256, (200, 150, 4), dtype=np.uint8)  # > 64 KiB of IDAT
@@ -322,7 +322,7 @@ def test_large_png_decodes_and_fallback_path(monkeypatch: pytest.MonkeyPatch) ->
     ],
 )
 def test_conversion_table(values: list[Any], dtype: str, expected: list[int]) -> None:
-    from summarylib.encoding.pixels import to_uint8
+    from summarylib.encoding._pixels import to_uint8
 
     arr = np.array(values, dtype=dtype).reshape(1, 1, -1, 1)
     got = to_uint8(arr)
@@ -334,7 +334,7 @@ def test_conversion_table(values: list[Any], dtype: str, expected: list[int]) ->
 def test_bfloat16_multiplies_by_256_as_tensorflow_does() -> None:
     # 255.5 rounds to 256 in bfloat16, so TF's product is x * 256.
     ml_dtypes = pytest.importorskip("ml_dtypes")
-    from summarylib.encoding.pixels import to_uint8
+    from summarylib.encoding._pixels import to_uint8
 
     values = [0.0, 0.5, 0.99609375, 1.0, -1.0, math.nan, math.inf]
     arr = np.array(values, dtype=ml_dtypes.bfloat16).reshape(1, 1, -1, 1)

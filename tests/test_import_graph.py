@@ -107,4 +107,4 @@ def test_the_byte_layout_depends_on_nothing_above_it() -> None:
     readers = {n: t for n, t in graph.items() if n.startswith("summarylib.reader")}
     for name, targets in readers.items():
         assert not [t for t in targets if t.startswith(("summarylib.ops", "summarylib.writer"))
-                    and t != "summarylib.writer.remote"], name
+                    and t != "summarylib.writer._remote"], name

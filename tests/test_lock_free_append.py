@@ -17,7 +17,7 @@ import pytest
 import summarylib as sl
 from summarylib.errors import WriteFailedError, WriterClosedError
 from summarylib.proto import event_pb2
-from summarylib.writer.buffered import BufferedEventWriter
+from summarylib.writer._buffered import BufferedEventWriter
 from tests.helpers import record_payloads
 
 TIMEOUT = 60.0
@@ -198,7 +198,7 @@ def test_a_flush_that_counted_a_taken_back_event_still_returns() -> None:
     # flush() counts every queued entry in its target. If one of them is then taken
     # back (its append raced a parked error), the flush must still end, reporting
     # the error, rather than wait for an event that will never be written.
-    from summarylib.writer.buffered import Deferred
+    from summarylib.writer._buffered import Deferred
 
     out = sl.MemoryOutput()
     w = sl.create_writer(out, max_queue=10**6, flush_millis=10**9)
@@ -295,7 +295,7 @@ def test_a_failed_run_write_does_not_count_the_block_before_it_as_lost() -> None
     # The writer writes the plain events queued before a run of records, then the run.
     # If the run's write fails, only the run is lost: the block before it is on file,
     # and a flush() that covered only that block must not report a loss.
-    from summarylib.writer.output import Output
+    from summarylib.writer._output import Output
 
     class FailingFourthWrite(Output):
         name = "<fails on its fourth write>"
@@ -334,7 +334,7 @@ def test_the_write_spacing_never_delays_past_flush_millis(
     # more than flush_millis, and not at all when every event is to be written at once
     # (max_queue 0; flush_millis=0 makes it 0). With the spacing set to 600 s here, each
     # lone event must still be on file long before that (10 s allowed, against 600).
-    from summarylib.writer import buffered
+    from summarylib.writer import _buffered as buffered
 
     monkeypatch.setattr(buffered, "COALESCE_SECS", 600.0)
     out = sl.MemoryOutput()

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import summarylib as sl
-from summarylib.encoding.wire import field_bytes, field_varint, key
+from summarylib.encoding._wire import field_bytes, field_varint, key
 from tests.helpers import only_file, tb_events
 
 

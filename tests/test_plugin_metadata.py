@@ -1,6 +1,6 @@
 """Each plugin's metadata is defined once and equals TensorBoard's own.
 
-``summarylib.encoding.plugins`` holds the name, version and metadata bytes of each kind;
+``summarylib.encoding._plugins`` holds the name, version and metadata bytes of each kind;
 the ops write those bytes, the ``*_pb`` functions and ``create_summary_metadata`` parse
 them, and the readers classify tags by the same names. TensorBoard's per-plugin
 ``metadata.create_summary_metadata`` is the independent reference.
@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import summarylib as sl
-from summarylib.encoding import plugins
+from summarylib.encoding import _plugins as plugins
 from summarylib.ops import audio, custom_scalars, figure, histogram, scalar, text, video
 from summarylib.reader.columns import read_columns
 

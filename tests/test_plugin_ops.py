@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import summarylib as sl
-from summarylib.encoding.events import summary_event
+from summarylib.encoding._events import summary_event
 from summarylib.ops import video as video_mod
 from summarylib.ops.custom_scalars import CONFIG_TAG, custom_scalars, custom_scalars_pb, layout_pb
 from summarylib.ops.figure import figure, figure_pb, figure_rgb

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import summarylib as sl
-from summarylib.encoding.events import summary_event
+from summarylib.encoding._events import summary_event
 from summarylib.ops import pr_curve as pr_mod
 from tests.helpers import only_file, record_payloads, tb_events
 from tests.tbserver import TensorBoardServer

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import summarylib as sl
-from summarylib.encoding.tfrecord import frame
+from summarylib.encoding._tfrecord import frame
 from summarylib.errors import DataLossError
 from summarylib.reader import (
     RecordReader,
@@ -197,7 +197,7 @@ def test_corrupt_length_raises(tmp_path: Path) -> None:
 
 
 def test_huge_length_with_valid_crc_is_a_truncated_tail_not_an_allocation(tmp_path: Path) -> None:
-    from summarylib.encoding.tfrecord import masked_crc32c
+    from summarylib.encoding._tfrecord import masked_crc32c
 
     header = struct.pack("<Q", 2**64 - 1)
     path = tmp_path / "f.tfevents"
@@ -253,7 +253,7 @@ def test_tbparse_reads_our_scalars(tmp_path: Path) -> None:
 def _next_counter() -> int:
     # The counter part of the next name this process creates (its digits, whatever the
     # letters around them), read from a fresh name.
-    from summarylib.writer.naming import event_file_name
+    from summarylib.writer._naming import event_file_name
 
     name = event_file_name(".x", now=0)
     counter = name.rsplit(f".{os.getpid()}.", 1)[1].removesuffix(".x")
@@ -261,7 +261,7 @@ def _next_counter() -> int:
 
 
 def test_event_file_names_sort_in_creation_order_for_any_count() -> None:
-    from summarylib.writer.naming import counter_text, event_file_name
+    from summarylib.writer._naming import counter_text, event_file_name
 
     numbers = [0, 1, 9, 10, 11, 99, 100, 999, 1000, 10**6 - 1, 10**6, 2**63 - 1, 2**64]
     assert sorted(numbers, key=counter_text) == numbers

@@ -164,7 +164,7 @@ def test_credentials_never_shown(monkeypatch: pytest.MonkeyPatch) -> None:
     options = {"key": "AKIAFAKEKEYID0000000", "secret": secret,
                "client_kwargs": {"endpoint_url": f"http://127.0.0.1:{port}"},
                "config_kwargs": {"retries": {"max_attempts": 1}, "connect_timeout": 1}}
-    from summarylib.writer import remote
+    from summarylib.writer import _remote as remote
 
     monkeypatch.setattr(remote, "DEFAULT_RETRIES", 0)
     with pytest.raises(Exception) as e:
@@ -268,7 +268,7 @@ def test_uploads_retry_through_failures_and_lose_nothing(
     import threading
     import warnings
 
-    from summarylib.writer import remote
+    from summarylib.writer import _remote as remote
 
     proxy = FlakyProxy(s3)
     monkeypatch.setattr(remote, "DEFAULT_RETRIES", 4)  # waits 0.2+0.4+0.8+1.6 s in all
@@ -372,7 +372,7 @@ def test_object_names_sort_in_upload_order_past_a_million() -> None:
     from hypothesis import given
     from hypothesis import strategies as st
 
-    from summarylib.writer.remote import object_name
+    from summarylib.writer._remote import object_name
 
     @given(st.integers(0, 10**12 - 2), st.integers(1, 10**11))
     def check(seq: int, later: int) -> None:
@@ -401,7 +401,7 @@ def test_the_buffer_bound_holds_during_an_outage(
     import threading
     import warnings
 
-    from summarylib.writer import remote
+    from summarylib.writer import _remote as remote
 
     proxy = FlakyProxy(s3)
     monkeypatch.setattr(remote, "DEFAULT_RETRIES", 0)

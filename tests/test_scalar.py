@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import summarylib as sl
-from summarylib.encoding.arrays import scalar_float
-from summarylib.encoding.events import summary_event
+from summarylib.encoding._arrays import scalar_float
+from summarylib.encoding._events import summary_event
 from summarylib.reader import iter_records, read_scalars
 from tests.helpers import (
     only_file,

@@ -31,7 +31,7 @@ import pytest
 
 import summarylib as sl
 from summarylib.reader import RecordReader, iter_events, iter_run_events, read_scalars
-from summarylib.writer import output as output_module
+from summarylib.writer import _output as output_module
 from tests.helpers import only_file, tb_directory_watcher, tb_events, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
@@ -39,7 +39,7 @@ TIMEOUT = 60.0
 
 
 class Faults:
-    """``os.write``/``os.fsync`` for summarylib.writer.output, with faults on demand."""
+    """``os.write``/``os.fsync`` for summarylib.writer._output, with faults on demand."""
 
     def __init__(self) -> None:
         self.write_error: int | None = None  # errno for the next write()s

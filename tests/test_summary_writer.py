@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import summarylib as sl
-from summarylib.writer.path_safety import safe_component
+from summarylib.writer._path_safety import safe_component
 from tests.helpers import only_file, tb_events, tb_scalar_points, wait_until
 
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from summarylib.encoding.template_framing import TemplateFramer
-from summarylib.encoding.tfrecord import frame_many
+from summarylib.encoding._template_framing import TemplateFramer
+from summarylib.encoding._tfrecord import frame_many
 
 
 @st.composite

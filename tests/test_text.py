@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import summarylib as sl
-from summarylib.encoding import plugins
-from summarylib.encoding.events import summary_event
+from summarylib.encoding import _plugins as plugins
+from summarylib.encoding._events import summary_event
 from summarylib.ops import text as text_mod
 from tests.helpers import only_file, record_payloads
 from tests.tbserver import TensorBoardServer

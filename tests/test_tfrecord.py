@@ -7,8 +7,8 @@ import struct
 from hypothesis import given
 from hypothesis import strategies as st
 
-from summarylib.encoding import tfrecord as records
-from summarylib.encoding.events import file_version_event
+from summarylib.encoding import _tfrecord as records
+from summarylib.encoding._events import file_version_event
 
 
 def test_crc32c_check_value() -> None:

@@ -21,7 +21,7 @@ import pytest
 
 import summarylib as sl
 from summarylib.reader import RecordReader, iter_events
-from summarylib.writer.buffered import Deferred
+from summarylib.writer._buffered import Deferred
 from tests.helpers import only_file, record_payloads, tb_events, wait_until
 
 JOIN = 60.0

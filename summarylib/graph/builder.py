@@ -399,7 +399,7 @@ def _node_name(inp: str) -> str:
 def _const_array(value: Any, dtype: str | None, where: str) -> Any:
     import numpy as np
 
-    from summarylib.encoding.tensor import to_numeric_or_string_array
+    from summarylib.encoding._tensor import to_numeric_or_string_array
 
     arr = to_numeric_or_string_array(value, where, "value")
     if arr.dtype.kind == "O":

@@ -32,8 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from summarylib.encoding.tensor import data_type
-from summarylib.writer.context import Step
+from summarylib.encoding._tensor import data_type
+from summarylib.writer._context import Step
 
 __all__ = ["PARENT_INPUT", "Module", "keras_json", "write_conceptual_graph"]
 

@@ -6,7 +6,7 @@ message node by node with protobuf; :func:`graph_def_bytes` writes the same mess
 from cached pieces (several times faster; every piece is encoded by protobuf, through the
 message encoder's own per-node and per-attr builders). :func:`nodes_from_graph_def` reads
 a ``GraphDef`` (ours or TensorFlow's) back. Dtype numbers come from
-:data:`summarylib.encoding.tensor.DATA_TYPES`. Protobuf and numpy are imported on first use.
+:data:`summarylib.encoding._tensor.DATA_TYPES`. Protobuf and numpy are imported on first use.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import struct
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.tensor import data_type, data_type_name
+from summarylib.encoding._tensor import data_type, data_type_name
 from summarylib.graph.elements import DType, Node, TensorSpec
 
 if TYPE_CHECKING:
@@ -150,7 +150,7 @@ def graph_def_bytes(nodes: Iterable[Node]) -> bytes:
     """The serialized ``GraphDef`` of ``nodes`` (``versions.producer`` =
     :data:`GRAPH_DEF_PRODUCER`); TypeError/ValueError naming the node and attr for an attr
     value the contract does not allow."""
-    from summarylib.encoding.wire import varint
+    from summarylib.encoding._wire import varint
     from summarylib.proto import attr_value_pb2, graph_pb2, node_def_pb2
 
     new_attr = attr_value_pb2.AttrValue
@@ -274,7 +274,7 @@ def _check_int(value: int) -> int:
 def _numpy_to_proto(value: Any, av: attr_value_pb2.AttrValue) -> None:
     import numpy as np
 
-    from summarylib.encoding.tensor import array_tensor_bytes
+    from summarylib.encoding._tensor import array_tensor_bytes
 
     if isinstance(value, np.ndarray):
         av.tensor.ParseFromString(array_tensor_bytes(value, "to_graph_def", "attr"))
@@ -311,7 +311,7 @@ def _list_to_proto(values: list[Any] | tuple[Any, ...], av: Any) -> None:
         for v in items:
             _shape_to_proto(v, lv.shape.add())
     else:  # tensor
-        from summarylib.encoding.tensor import array_tensor_bytes
+        from summarylib.encoding._tensor import array_tensor_bytes
 
         for v in items:
             lv.tensor.add().ParseFromString(array_tensor_bytes(v, "to_graph_def", "attr"))
@@ -374,7 +374,7 @@ def _attr_from_proto(av: Any) -> object:
     if kind == "shape":
         return _shape_from_proto(av.shape)
     if kind == "tensor":
-        from summarylib.encoding.tensor import make_ndarray
+        from summarylib.encoding._tensor import make_ndarray
 
         return make_ndarray(av.tensor)
     if kind == "placeholder":
@@ -397,7 +397,7 @@ def _attr_from_proto(av: Any) -> object:
     if lv.shape:
         return [_shape_from_proto(s) for s in lv.shape]
     if lv.tensor:
-        from summarylib.encoding.tensor import make_ndarray
+        from summarylib.encoding._tensor import make_ndarray
 
         return [make_ndarray(t) for t in lv.tensor]
     if lv.func:

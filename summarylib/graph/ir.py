@@ -28,7 +28,7 @@ Data contract (what TensorBoard's graph dashboard reads, graph-pipeline.md §2.2
 :mod:`summarylib.graph.elements` and exported here with :class:`Graph`.
 ``GraphDef.library`` (function definitions) is not represented. The conversion itself is
 :mod:`summarylib.graph.conversion`, which imports protobuf and numpy on first use; dtype
-numbers come from the library's one registry, :mod:`summarylib.encoding.tensor`.
+numbers come from the library's one registry, :mod:`summarylib.encoding._tensor`.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 # One dtype registry for the library; the old names of its lookups stay importable here.
-from summarylib.encoding.tensor import data_type as dtype_enum
-from summarylib.encoding.tensor import data_type_name as dtype_name
+from summarylib.encoding._tensor import data_type as dtype_enum
+from summarylib.encoding._tensor import data_type_name as dtype_name
 from summarylib.graph.conversion import (
     GRAPH_DEF_PRODUCER,
     f32_shortest,

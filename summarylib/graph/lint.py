@@ -47,7 +47,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from summarylib.encoding.tensor import data_type
+from summarylib.encoding._tensor import data_type
 from summarylib.graph.builder import _FORBIDDEN, _GOOD_NAME, NAME_RULE
 from summarylib.graph.ir import DType, Graph, Node, TensorSpec, split_input
 
@@ -155,7 +155,7 @@ def _utf8_len(value: object) -> int | None:
 
 def _tensor_payload(arr: Any) -> int | None:
     """Size of the TensorProto ``array_tensor_bytes`` writes for ``arr``."""
-    from summarylib.encoding.tensor import _NUMERIC
+    from summarylib.encoding._tensor import _NUMERIC
 
     shape = _field(_shape_payload(arr.shape))
     if arr.dtype.kind in "OSU":

@@ -45,7 +45,7 @@ from summarylib.graph.writers import (
     step_stats_bytes,
     string_scalar_bytes,
 )
-from summarylib.writer.context import Step
+from summarylib.writer._context import Step
 
 __all__ = [
     "NodeStats",

@@ -23,12 +23,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.plugins import plugin_data_bytes
-from summarylib.encoding.tensor import data_type, string_tensor_bytes
-from summarylib.encoding.wire import field_bytes, field_varint
+from summarylib.encoding._plugins import plugin_data_bytes
+from summarylib.encoding._tensor import data_type, string_tensor_bytes
+from summarylib.encoding._wire import field_bytes, field_varint
 from summarylib.errors import ArgumentError
 from summarylib.graph.ir import Graph, TensorSpec
-from summarylib.writer.context import Step
+from summarylib.writer._context import Step
 
 if TYPE_CHECKING:
     from summarylib.ops._resolve import Sink

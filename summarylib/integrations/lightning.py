@@ -143,8 +143,8 @@ class TensorBoardLogger(Logger):
         if self._resumed and step is not None:
             # Once: later points of the interrupted attempt are dropped by TensorBoard.
             self._resumed = False
-            from summarylib.encoding.events import event_bytes
-            from summarylib.encoding.wire import field_bytes
+            from summarylib.encoding._events import event_bytes
+            from summarylib.encoding._wire import field_bytes
 
             writer._append(event_bytes(time.time(), int(step), field_bytes(7, b"\x08\x01")))
         for key, value in metrics.items():

@@ -62,7 +62,7 @@ class Watch:
                 handle.remove()
             self._grad_handles = []
         if self._logging_now():
-            from summarylib.writer.context import _local
+            from summarylib.writer._context import _local
 
             default = _local.state.step  # the forward's thread, where set_step() applies
             self.logged_step = self.step - 1 if default is None else int(default)
@@ -136,8 +136,8 @@ def watch(model: Any, log: str = "gradients", log_freq: int = 100, *, writer: An
     Raises:
       TypeError, ValueError: a bad argument, or no writer; the model is already watched.
     """
-    from summarylib.writer.context import _local
-    from summarylib.writer.file_writer import WriterBase
+    from summarylib.writer._context import _local
+    from summarylib.writer._file_writer import WriterBase
 
     if not (hasattr(model, "register_forward_hook") and hasattr(model, "named_parameters")):
         raise TypeError(f"watch: 'model' must be a torch.nn.Module, got {type(model).__name__}")

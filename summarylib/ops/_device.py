@@ -1,9 +1,9 @@
 """The ops' path for device values: captured at the call, written when ready.
 
-An op given an array that lives on an accelerator (:func:`~summarylib.encoding.pending.
+An op given an array that lives on an accelerator (:func:`~summarylib.encoding._pending.
 device_kind`) checks what needs no value (rank, dtype) on the caller's thread, starts
-the array's copy to the host (:mod:`summarylib.encoding.pending`) and queues a
-:class:`~summarylib.writer.buffered.Deferred` event whose ``make`` (on the writer
+the array's copy to the host (:mod:`summarylib.encoding._pending`) and queues a
+:class:`~summarylib.writer._buffered.Deferred` event whose ``make`` (on the writer
 thread, in file order) waits for the value and encodes it. The caller never waits for
 the device. A framework error while the value is read loses that event only and is
 reported like a failed write, naming the tag.
@@ -17,29 +17,29 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import f32_bytes, scalar_float
-from summarylib.encoding.events import (
+from summarylib.encoding._arrays import f32_bytes, scalar_float
+from summarylib.encoding._events import (
     SCALAR_TENSOR_HEAD,
     SUMMARY_KEY,
     VALUE_KEY,
     WALL_TIME_KEY,
     step_field,
 )
-from summarylib.encoding.pending import (
+from summarylib.encoding._pending import (
     capture,
     capture_stacked,
     device_kind,
     is_real_dtype,
 )
-from summarylib.encoding.wire import field_bytes, pack_double, varint
+from summarylib.encoding._wire import field_bytes, pack_double, varint
 from summarylib.ops._device_step import DeviceStep, defers_device_values, device_step
 from summarylib.ops._resolve import Caller, resolve_step
-from summarylib.writer.buffered import Deferred
+from summarylib.writer._buffered import Deferred
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from summarylib.writer.context import DefaultWriter
+    from summarylib.writer._context import DefaultWriter
 
 __all__ = [
     "DeviceStep",

@@ -2,14 +2,14 @@
 tensors; each op module holds its own path).
 
 Each op core takes its device path when an argument is an array on an accelerator
-(:func:`~summarylib.encoding.pending.device_kind`) and the writer defers device values.
+(:func:`~summarylib.encoding._pending.device_kind`) and the writer defers device values.
 Every path follows one pattern:
 
 1. On the caller's thread, everything that needs no value is checked from the arrays'
    shapes and dtypes (the op's own checks, run on a
-   :func:`~summarylib.encoding.pending.stand_in` where they can be, so the messages are
+   :func:`~summarylib.encoding._pending.stand_in` where they can be, so the messages are
    the op's), and the device arrays' copies to the host start
-   (:mod:`summarylib.encoding.pending`); host arguments are copied, so the caller may
+   (:mod:`summarylib.encoding._pending`); host arguments are copied, so the caller may
    change them at once.
 2. The event is queued with :func:`~summarylib.ops._emit.emit_value_deferred`: on the
    writer thread, in file order, ``make_tensor`` waits for the values and runs the op's
@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from summarylib.encoding.pending import capture, device_kind
+from summarylib.encoding._pending import capture, device_kind
 
 __all__ = ["any_on_device", "host_copy", "reader"]
 
@@ -56,7 +56,7 @@ def host_copy(where: str, arg: str) -> Callable[[Any], Any]:
     def copy(value: Any) -> Any:
         import numpy as np
 
-        from summarylib.encoding.arrays import as_array
+        from summarylib.encoding._arrays import as_array
 
         return np.array(as_array(value, where, arg))  # a copy, even of a numpy array
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.pending import PendingValue, capture, device_kind, is_integer_dtype
+from summarylib.encoding._pending import PendingValue, capture, device_kind, is_integer_dtype
 
 if TYPE_CHECKING:
-    from summarylib.writer.context import DefaultWriter
+    from summarylib.writer._context import DefaultWriter
 
 __all__ = ["DeviceStep", "defers_device_values", "device_step", "step_name"]
 

@@ -15,15 +15,15 @@ import concurrent.futures.thread  # noqa: F401  # see below
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from summarylib.encoding.events import MAX_EVENT_BYTES, event_bytes, summary_event, value_bytes
-from summarylib.encoding.wire import field_bytes
+from summarylib.encoding._events import MAX_EVENT_BYTES, event_bytes, summary_event, value_bytes
+from summarylib.encoding._wire import field_bytes
 from summarylib.ops._device_step import DeviceStep, step_name
-from summarylib.writer.buffered import Deferred
+from summarylib.writer._buffered import Deferred
 
 if TYPE_CHECKING:
     from summarylib.ops._resolve import Sink
-    from summarylib.writer.buffered import BufferedEventWriter
-    from summarylib.writer.context import DefaultWriter
+    from summarylib.writer._buffered import BufferedEventWriter
+    from summarylib.writer._context import DefaultWriter
 
 __all__ = [
     "check_event_size",
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 # The writer thread runs the ``prepare`` of deferred events on a thread pool
-# (summarylib.writer.buffered). Its module is imported above, by the op's thread: the
+# (summarylib.writer._buffered). Its module is imported above, by the op's thread: the
 # writer thread must import nothing, as a child forked while a thread holds a module's
 # import lock waits for that lock forever when it imports the module.
 
@@ -67,7 +67,7 @@ def emit_value(sink: Sink, tensor: bytes, metadata: bytes | None, tag: str | Non
 
     ``tag`` replaces the sink's tag when given (ops that write under derived tags).
     Raises ``ValueError`` (nothing written) if the event would be larger than
-    :data:`~summarylib.encoding.events.MAX_EVENT_BYTES`. A step on the device is read
+    :data:`~summarylib.encoding._events.MAX_EVENT_BYTES`. A step on the device is read
     on the writer thread (the event is then made there, in its place in the file).
     """
     if tag is None:
@@ -101,7 +101,7 @@ def emit_value_deferred(
 
     Use it for expensive, infallible encoding (PNG, WAV, bucketing) of input
     the caller has already validated and copied. An event that turns out larger
-    than :data:`~summarylib.encoding.events.MAX_EVENT_BYTES` is not written: it
+    than :data:`~summarylib.encoding._events.MAX_EVENT_BYTES` is not written: it
     is reported as lost, like an event whose encoding failed. The wall time is taken now,
     and the event keeps its place in the file order. A step on the device
     (:class:`~summarylib.ops._device.DeviceStep`) is read in ``make``, on the writer thread.

@@ -1,6 +1,6 @@
 """Argument checks shared by the image, audio and text ops.
 
-The metadata helpers are :mod:`summarylib.encoding.plugins`'; they are named here too
+The metadata helpers are :mod:`summarylib.encoding._plugins`'; they are named here too
 for the ops that take them from this module.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from summarylib.encoding.plugins import metadata_bytes, plugin_data_bytes
+from summarylib.encoding._plugins import metadata_bytes, plugin_data_bytes
 
 __all__ = ["check_max_outputs", "metadata_bytes", "plugin_data_bytes"]
 

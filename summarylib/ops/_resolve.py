@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from summarylib.encoding.pending import device_kind
-from summarylib.writer.context import (
+from summarylib.encoding._pending import device_kind
+from summarylib.writer._context import (
     DefaultWriter,
     Step,
     _local,
@@ -26,7 +26,7 @@ from summarylib.writer.context import (
     condition_holds,
     no_default_writer,
 )
-from summarylib.writer.path_safety import check_name_text
+from summarylib.writer._path_safety import check_name_text
 
 if TYPE_CHECKING:
     from summarylib.ops._device_step import DeviceStep

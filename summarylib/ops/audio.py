@@ -50,17 +50,17 @@ import math
 import operator
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import as_array, evaluate, is_extended_float
-from summarylib.encoding.pending import capture, device_kind, stand_in
-from summarylib.encoding.plugins import AUDIO
-from summarylib.encoding.tensor import string_tensor_bytes
-from summarylib.encoding.wav import MAX_CHANNELS, UINT32_MAX, quantize, wav_header
+from summarylib.encoding._arrays import as_array, evaluate, is_extended_float
+from summarylib.encoding._pending import capture, device_kind, stand_in
+from summarylib.encoding._plugins import AUDIO
+from summarylib.encoding._tensor import string_tensor_bytes
+from summarylib.encoding._wav import MAX_CHANNELS, UINT32_MAX, quantize, wav_header
 from summarylib.errors import warn_user
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import emit_value_deferred
 from summarylib.ops._media import check_max_outputs
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
-from summarylib.writer.context import Step
+from summarylib.writer._context import Step
 
 if TYPE_CHECKING:
     import numpy as np

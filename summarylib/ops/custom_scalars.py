@@ -29,15 +29,15 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.plugins import CUSTOM_SCALARS
-from summarylib.encoding.tensor import string_tensor_bytes
+from summarylib.encoding._plugins import CUSTOM_SCALARS
+from summarylib.encoding._tensor import string_tensor_bytes
 from summarylib.ops._emit import emit_value
 from summarylib.ops._resolve import Caller, Sink, resolve
-from summarylib.writer.context import get_step
+from summarylib.writer._context import get_step
 
 if TYPE_CHECKING:
     from summarylib.proto import custom_scalar_pb2, summary_pb2
-    from summarylib.writer.context import Step
+    from summarylib.writer._context import Step
 
 __all__ = [
     "CONFIG_TAG",

@@ -35,7 +35,7 @@ Data contract:
     ``ceil(sqrt(N))`` thumbnails (square for square thumbnails, as torch's); the projector
     needs as many thumbnails per column as per row, and at most 8192 px a side.
   * ``tag``: any non-empty name; it becomes one directory name under ``<step:05d>``,
-    percent-encoded by :func:`summarylib.writer.path_safety.safe_component` (``/`` becomes
+    percent-encoded by :func:`summarylib.writer._path_safety.safe_component` (``/`` becomes
     ``%2f`` as in torch; ``..``, absolute paths, ``\\``, NUL, leading dots and Windows'
     reserved names cannot leave the logdir or name a special file). The tensor name keeps
     the tag as given.
@@ -60,15 +60,15 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import as_array
-from summarylib.writer.context import (
+from summarylib.encoding._arrays import as_array
+from summarylib.writer._context import (
     Step,
     _local,
     check_step,
     condition_holds,
     no_default_writer,
 )
-from summarylib.writer.path_safety import safe_component
+from summarylib.writer._path_safety import safe_component
 
 if TYPE_CHECKING:
     import numpy as np
@@ -206,7 +206,7 @@ class _Files:
         self.remote = "://" in logdir and not logdir.startswith("file://")
         self.fs: Any = None
         if self.remote:
-            from summarylib.writer.remote import filesystem
+            from summarylib.writer._remote import filesystem
 
             self.fs = filesystem(logdir, storage_options)
 

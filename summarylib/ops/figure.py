@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.plugins import IMAGES
-from summarylib.encoding.png import encode_png
-from summarylib.encoding.tensor import string_tensor_bytes
+from summarylib.encoding._plugins import IMAGES
+from summarylib.encoding._png import encode_png
+from summarylib.encoding._tensor import string_tensor_bytes
 from summarylib.ops._emit import emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.ops.image import image_pb
-from summarylib.writer.context import Step
+from summarylib.writer._context import Step
 
 if TYPE_CHECKING:
     import numpy as np

@@ -21,7 +21,7 @@ Data contract:
   * **NaN and ±Inf are left out** (TensorFlow would write NaN/Inf edges and
     lose counts), so counts sum to the number of finite values. Data whose
     range overflows or underflows float64 still gets finite, meaningful
-    buckets; see :mod:`summarylib.encoding.bucketing`.
+    buckets; see :mod:`summarylib.encoding._bucketing`.
   * Stored as TensorFlow 2 does: a ``DT_DOUBLE`` tensor ``[buckets, 3]`` of
     ``[left, right, count]`` rows in ``tensor_content``. Metadata:
     ``plugin_name="histograms"``, empty content (``HistogramPluginData``
@@ -34,7 +34,7 @@ Device arrays (JAX arrays, torch CUDA tensors, CuPy arrays) are never read on th
 caller's thread: large torch tensors are bucketed on the device with the same
 float64 arithmetic, large JAX arrays (float32, float16, bfloat16, small integers, bool)
 with integer kernels that give the host's edges and counts exactly (only the bucket
-table is copied; see :mod:`summarylib.encoding.device_reductions`), other arrays are
+table is copied; see :mod:`summarylib.encoding._device_reductions`), other arrays are
 copied asynchronously, and the writer thread writes the histogram once the device is
 done.
 
@@ -51,17 +51,17 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import as_array, evaluate, is_extended_float, widen_extended_float
-from summarylib.encoding.bucketing import buckets_from_table, histogram_buckets
-from summarylib.encoding.device_reductions import histogram_table
-from summarylib.encoding.pending import capture, device_kind, is_real_dtype
-from summarylib.encoding.plugins import HISTOGRAMS
-from summarylib.encoding.tensor import DT_DOUBLE, shape_bytes
-from summarylib.encoding.wire import field_bytes, varint
+from summarylib.encoding._arrays import as_array, evaluate, is_extended_float, widen_extended_float
+from summarylib.encoding._bucketing import buckets_from_table, histogram_buckets
+from summarylib.encoding._device_reductions import histogram_table
+from summarylib.encoding._pending import capture, device_kind, is_real_dtype
+from summarylib.encoding._plugins import HISTOGRAMS
+from summarylib.encoding._tensor import DT_DOUBLE, shape_bytes
+from summarylib.encoding._wire import field_bytes, varint
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import emit_value, emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
-from summarylib.writer.context import Step
+from summarylib.writer._context import Step
 
 if TYPE_CHECKING:
     import numpy as np

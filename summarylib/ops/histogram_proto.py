@@ -29,16 +29,16 @@ import math
 import operator
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import as_array, evaluate
-from summarylib.encoding.events import summary_event
-from summarylib.encoding.pending import capture, device_kind, is_real_dtype
-from summarylib.encoding.wire import field_bytes, pack_double
+from summarylib.encoding._arrays import as_array, evaluate
+from summarylib.encoding._events import summary_event
+from summarylib.encoding._pending import capture, device_kind, is_real_dtype
+from summarylib.encoding._wire import field_bytes, pack_double
 from summarylib.ops._device_step import DeviceStep, defers_device_values, step_name
 from summarylib.ops._emit import emit_summary, event_wall_time
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.ops.histogram import MAX_BUCKETS
-from summarylib.writer.buffered import Deferred
-from summarylib.writer.context import Step
+from summarylib.writer._buffered import Deferred
+from summarylib.writer._context import Step
 
 if TYPE_CHECKING:
     import numpy as np

@@ -18,7 +18,7 @@ Data contract:
     floats in [0, 1] as ``trunc(clip(x * 255.5, 0, 255))`` (computed in the
     input's float type, as TensorFlow does), other integer types rescaled
     from their full range, bool as 0/255, NaN as 0 (details in
-    :mod:`summarylib.encoding.pixels`). bfloat16 and float8 (ml_dtypes, JAX,
+    :mod:`summarylib.encoding._pixels`). bfloat16 and float8 (ml_dtypes, JAX,
     torch) convert as their exact float32 values: 0.5 gives 127 from every
     framework. (TensorFlow would multiply by 255.5 rounded to bfloat16, i.e.
     256, giving 128; torch's bfloat16 reaches us only as float32, so
@@ -47,15 +47,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import (
+from summarylib.encoding._arrays import (
     as_array,
     evaluate,
     is_extended_float,
     widen_extended_float,
 )
-from summarylib.encoding.device_reductions import images_uint8
-from summarylib.encoding.pending import capture, device_kind, is_real_dtype
-from summarylib.encoding.pixels import (
+from summarylib.encoding._device_reductions import images_uint8
+from summarylib.encoding._pending import capture, device_kind, is_real_dtype
+from summarylib.encoding._pixels import (
     DATAFORMATS,
     SUSPECT_FLOAT_PIXEL,
     float_pixel_max,
@@ -63,14 +63,14 @@ from summarylib.encoding.pixels import (
     to_nhwc,
     to_uint8,
 )
-from summarylib.encoding.png import encode_png
-from summarylib.encoding.tensor import string_tensor_bytes
+from summarylib.encoding._png import encode_png
+from summarylib.encoding._tensor import string_tensor_bytes
 from summarylib.errors import warn_user
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import emit_value_deferred
 from summarylib.ops._media import check_max_outputs, metadata_bytes, plugin_data_bytes
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
-from summarylib.writer.context import Step
+from summarylib.writer._context import Step
 
 if TYPE_CHECKING:
     import numpy as np

@@ -39,21 +39,21 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import (
+from summarylib.encoding._arrays import (
     as_array,
     evaluate,
     is_extended_float,
     widen_extended_float,
 )
-from summarylib.encoding.pending import device_kind, stand_in
-from summarylib.encoding.plugins import MESH, metadata_bytes, plugin_data_bytes
-from summarylib.encoding.tensor import DT_FLOAT, DT_INT32, DT_UINT8, tensor_bytes
-from summarylib.encoding.wire import field_bytes, field_varint, varint
+from summarylib.encoding._pending import device_kind, stand_in
+from summarylib.encoding._plugins import MESH, metadata_bytes, plugin_data_bytes
+from summarylib.encoding._tensor import DT_FLOAT, DT_INT32, DT_UINT8, tensor_bytes
+from summarylib.encoding._wire import field_bytes, field_varint, varint
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._device_ops import host_copy, reader
 from summarylib.ops._emit import emit_value, emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
-from summarylib.writer.context import Step
+from summarylib.writer._context import Step
 
 if TYPE_CHECKING:
     import numpy as np
@@ -358,7 +358,7 @@ def _check_device_mesh_shapes(
     # prepare()'s checks that need no value, in its order and words.
     def meta(value: Any, arg: str, kinds: str, what: str) -> np.ndarray:
         # A stand-in (no memory) of a device array; a host array as it is.
-        from summarylib.encoding.arrays import as_array
+        from summarylib.encoding._arrays import as_array
 
         arr = stand_in(value) if device_kind(value) is not None else as_array(value, where, arg)
         if arr.dtype.kind not in kinds:

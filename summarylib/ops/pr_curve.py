@@ -31,7 +31,7 @@ Data contract of :func:`pr_curve`:
 
 Device arrays (JAX arrays, torch CUDA tensors) are not read on the caller's thread:
 their shapes and dtypes are checked, unweighted counts are made on the device (only the
-``2T`` bucket counts cross; :mod:`summarylib.encoding.device_reductions`), and the
+``2T`` bucket counts cross; :mod:`summarylib.encoding._device_reductions`), and the
 writer thread makes the curve once the device is done (weighted ones cross whole and
 are counted there). The labels' values (all 0 or 1) are checked there too: a bad one
 is reported like a failed write, naming the tag.
@@ -48,17 +48,17 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import as_array, evaluate, widen_extended_float
-from summarylib.encoding.device_reductions import pr_bucket_table
-from summarylib.encoding.pending import device_kind, host_dtype
-from summarylib.encoding.plugins import PR_CURVES, metadata_bytes, plugin_data_bytes
-from summarylib.encoding.tensor import DT_FLOAT, shape_bytes
-from summarylib.encoding.wire import field_bytes, field_varint, varint
+from summarylib.encoding._arrays import as_array, evaluate, widen_extended_float
+from summarylib.encoding._device_reductions import pr_bucket_table
+from summarylib.encoding._pending import device_kind, host_dtype
+from summarylib.encoding._plugins import PR_CURVES, metadata_bytes, plugin_data_bytes
+from summarylib.encoding._tensor import DT_FLOAT, shape_bytes
+from summarylib.encoding._wire import field_bytes, field_varint, varint
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._device_ops import host_copy, reader
 from summarylib.ops._emit import emit_value, emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
-from summarylib.writer.context import Step
+from summarylib.writer._context import Step
 
 if TYPE_CHECKING:
     import numpy as np
@@ -536,7 +536,7 @@ def pr_curve_counts_pb(
     recall: Any,
 ) -> summary_pb2.Summary:
     """A ``Summary`` of :func:`pr_curve_counts`'s value; no writer needed."""
-    from summarylib.encoding.events import value_bytes
+    from summarylib.encoding._events import value_bytes
     from summarylib.proto import summary_pb2
 
     tag = check_tag(tag, "pr_curve_counts_pb", "tag")
@@ -628,7 +628,7 @@ def _pr_curve_deferred(
     sink's tag.
 
     Unweighted counts of two device arrays are made on the device
-    (:func:`~summarylib.encoding.device_reductions.pr_bucket_table`): only the per-bucket
+    (:func:`~summarylib.encoding._device_reductions.pr_bucket_table`): only the per-bucket
     counts cross. Otherwise the arrays cross whole and are counted on the writer thread.
     """
     import numpy as np
@@ -669,7 +669,7 @@ def check_pr_shapes(labels: Any, predictions: Any, weights: Any, where: str) -> 
     broadcast), on device arrays or host ones."""
     import numpy as np
 
-    from summarylib.encoding.arrays import as_array
+    from summarylib.encoding._arrays import as_array
 
     def meta(value: Any, arg: str) -> tuple[tuple[int, ...], np.dtype]:
         if device_kind(value) is not None:

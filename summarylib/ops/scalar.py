@@ -30,9 +30,9 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding import events
-from summarylib.encoding.arrays import f32_bytes, scalar_float
-from summarylib.encoding.events import (
+from summarylib.encoding import _events as events
+from summarylib.encoding._arrays import f32_bytes, scalar_float
+from summarylib.encoding._events import (
     SCALAR_TENSOR_HEAD,
     STEP3_LOW,
     STEP_FIELDS,
@@ -41,9 +41,9 @@ from summarylib.encoding.events import (
     step_field,
     summary_event,
 )
-from summarylib.encoding.pending import device_kind
-from summarylib.encoding.plugins import SCALARS
-from summarylib.encoding.wire import field_bytes, pack_double, pack_float
+from summarylib.encoding._pending import device_kind
+from summarylib.encoding._plugins import SCALARS
+from summarylib.encoding._wire import field_bytes, pack_double, pack_float
 from summarylib.ops._device import (
     defers_device_values,
     scalar_prefix,
@@ -52,12 +52,12 @@ from summarylib.ops._device import (
 )
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve_step
 from summarylib.ops.scalar_record import Layout
-from summarylib.writer.context import Step, _local, condition_holds, no_default_writer
+from summarylib.writer._context import Step, _local, condition_holds, no_default_writer
 
 if TYPE_CHECKING:
     from summarylib.proto import summary_pb2
-    from summarylib.writer.buffered import BufferedEventWriter
-    from summarylib.writer.context import DefaultWriter
+    from summarylib.writer._buffered import BufferedEventWriter
+    from summarylib.writer._context import DefaultWriter
 
 __all__ = [
     "PLUGIN_NAME",

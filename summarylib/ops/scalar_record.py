@@ -4,7 +4,7 @@ On the fast path the caller packs only a record: the marker of its format, the t
 step and one float32 per tag (``_RECORD_FIELDS``); the writer thread turns records into
 Events, one at a time (:meth:`Layout.expand`) or a run of them at once
 (:meth:`Layout.frame_run`, framed TFRecords, through
-:class:`~summarylib.encoding.template_framing.TemplateFramer`). Both give the bytes that
+:class:`~summarylib.encoding._template_framing.TemplateFramer`). Both give the bytes that
 the op's checked path writes: the wall-time field, the step field, the ``Event.summary``
 key and length (fixed: every value is 4 bytes), then per ``Value`` its cached head (key,
 length, tag, tensor header) and the value's 4 bytes, copied from the record.
@@ -20,8 +20,8 @@ import struct
 from itertools import pairwise
 from typing import Any
 
-from summarylib.encoding.compact import MARKER_FORMAT
-from summarylib.encoding.events import (
+from summarylib.encoding._compact import MARKER_FORMAT
+from summarylib.encoding._events import (
     STEP_KEY,
     SUMMARY_KEY,
     WALL_TIME_KEY,
@@ -29,9 +29,9 @@ from summarylib.encoding.events import (
     step_varint_bytes,
     step_varint_lengths,
 )
-from summarylib.encoding.template_framing import TemplateFramer, numpy_if_loaded
-from summarylib.encoding.tfrecord import frame_many
-from summarylib.encoding.wire import varint
+from summarylib.encoding._template_framing import TemplateFramer, numpy_if_loaded
+from summarylib.encoding._tfrecord import frame_many
+from summarylib.encoding._wire import varint
 
 __all__ = ["Layout"]
 

@@ -15,7 +15,7 @@ Data contract:
     (``TypeError``) from its dtype, without reading it (no wait for the device).
   * TensorBoard renders rank 0 as one Markdown block, ranks 1 and 2 as a
     table, and only the first 2-D slice of higher ranks.
-  * At most :data:`~summarylib.encoding.events.MAX_EVENT_BYTES` (2 GiB) in all,
+  * At most :data:`~summarylib.encoding._events.MAX_EVENT_BYTES` (2 GiB) in all,
     the most an event can hold: larger text is refused with ``ValueError``,
     checked from the lengths before anything is encoded or copied.
 """
@@ -24,14 +24,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import as_array, evaluate
-from summarylib.encoding.events import MAX_EVENT_BYTES
-from summarylib.encoding.pending import device_kind
-from summarylib.encoding.plugins import TEXT
-from summarylib.encoding.tensor import string_tensor_bytes
+from summarylib.encoding._arrays import as_array, evaluate
+from summarylib.encoding._events import MAX_EVENT_BYTES
+from summarylib.encoding._pending import device_kind
+from summarylib.encoding._plugins import TEXT
+from summarylib.encoding._tensor import string_tensor_bytes
 from summarylib.ops._emit import emit_value
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
-from summarylib.writer.context import Step
+from summarylib.writer._context import Step
 
 if TYPE_CHECKING:
     from summarylib.proto import summary_pb2

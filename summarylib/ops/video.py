@@ -39,20 +39,20 @@ from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
-from summarylib.encoding.arrays import (
+from summarylib.encoding._arrays import (
     as_array,
     evaluate,
     is_extended_float,
     widen_extended_float,
 )
-from summarylib.encoding.device_reductions import scaled_uint8
-from summarylib.encoding.pending import capture, device_kind, is_real_dtype
-from summarylib.encoding.plugins import IMAGES
-from summarylib.encoding.tensor import string_tensor_bytes
+from summarylib.encoding._device_reductions import scaled_uint8
+from summarylib.encoding._pending import capture, device_kind, is_real_dtype
+from summarylib.encoding._plugins import IMAGES
+from summarylib.encoding._tensor import string_tensor_bytes
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
-from summarylib.writer.context import Step
+from summarylib.writer._context import Step
 
 if TYPE_CHECKING:
     import numpy as np

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from summarylib.encoding.arrays import evaluate
-from summarylib.encoding.pending import capture, device_kind, host_dtype
-from summarylib.encoding.tensor import array_tensor_bytes, to_numeric_or_string_array
+from summarylib.encoding._arrays import evaluate
+from summarylib.encoding._pending import capture, device_kind, host_dtype
+from summarylib.encoding._tensor import array_tensor_bytes, to_numeric_or_string_array
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import emit_summary, emit_value, emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, resolve
-from summarylib.writer.context import Step
+from summarylib.writer._context import Step
 
 __all__ = [
     "write",
@@ -165,7 +165,7 @@ def _write_deferred(sink: Sink, tensor: Any, md: bytes | None) -> bool | None:
     host conversion gives)."""
     import numpy as np
 
-    from summarylib.encoding.tensor import _NUMERIC, array_tensor_bytes
+    from summarylib.encoding._tensor import _NUMERIC, array_tensor_bytes
 
     where, arg = sink.caller.where, sink.caller.data
     kind = device_kind(tensor)

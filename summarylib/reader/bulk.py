@@ -8,7 +8,7 @@ the period is a fixed stride apart). Where the pattern breaks it walks again.
 
 Checksums are checked in bulk too. CRC-32C is affine over GF(2) for a fixed length:
 ``crc(x) = crc(ref) ^ L(x ^ ref)`` with ``L`` linear (the tables of
-:func:`~summarylib.encoding.tfrecord.crc_tables`, which the writer's bulk framer uses too), so
+:func:`~summarylib.encoding._tfrecord.crc_tables`, which the writer's bulk framer uses too), so
 for records of one length, only the byte columns that differ from a reference record (the wall
 time, the step, the value) need a table lookup each; every other column is checked for
 equality with the reference instead.
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from summarylib.encoding.tfrecord import crc32c, crc_tables, mask, masked_crc32c
+from summarylib.encoding._tfrecord import crc32c, crc_tables, mask, masked_crc32c
 from summarylib.errors import DataLossError
 
 __all__ = ["Phase", "ScannedChunk", "phase_rows", "scan_chunk"]

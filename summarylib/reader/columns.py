@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from summarylib.encoding.plugins import AUDIO, HISTOGRAMS, IMAGES, SCALARS, TEXT
+from summarylib.encoding._plugins import AUDIO, HISTOGRAMS, IMAGES, SCALARS, TEXT
 from summarylib.reader.bulk import phase_rows, scan_chunk
 from summarylib.reader.runs import is_logdir, list_runs
 from summarylib.reader.templates import decode_rows, scalar_template

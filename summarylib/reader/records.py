@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
-from summarylib.encoding.tfrecord import FOOTER_SIZE, HEADER_SIZE, mask, masked_crc32c
+from summarylib.encoding._tfrecord import FOOTER_SIZE, HEADER_SIZE, mask, masked_crc32c
 from summarylib.errors import DataLossError
 
 __all__ = ["Record", "RecordReader", "iter_records"]
@@ -160,7 +160,7 @@ def file_size(f: io.BufferedReader) -> int:
 
 def _open_regular(path: str) -> io.BufferedReader:
     if "://" in path and not path.startswith("file://"):
-        from summarylib.writer.remote import filesystem
+        from summarylib.writer._remote import filesystem
 
         fs = filesystem(path, None)
         return _InMemory(fs.cat_file(fs._strip_protocol(path)))

@@ -113,7 +113,7 @@ def _inside(path: str, root: str) -> bool:
 
 def _list_remote_runs(url: str) -> dict[str, list[str]]:
     # Object stores have no directories: every prefix holding an event object is a run.
-    from summarylib.writer.remote import filesystem, split_url
+    from summarylib.writer._remote import filesystem, split_url
 
     fs = filesystem(url, None)
     protocol = split_url(url)[0]
@@ -136,7 +136,7 @@ def is_remote(path: str) -> bool:
 def is_logdir(path: str) -> bool:
     """True if ``path`` (local or URL) is a directory of runs rather than one event file."""
     if is_remote(path):
-        from summarylib.writer.remote import filesystem
+        from summarylib.writer._remote import filesystem
 
         fs = filesystem(path, None)
         return bool(fs.isdir(fs._strip_protocol(path)))

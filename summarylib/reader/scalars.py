@@ -6,7 +6,7 @@ import os
 import struct
 from typing import TYPE_CHECKING
 
-from summarylib.encoding.plugins import SCALARS
+from summarylib.encoding._plugins import SCALARS
 from summarylib.reader.events import iter_summary_values
 from summarylib.reader.runs import list_runs
 

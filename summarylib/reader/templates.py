@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from summarylib.encoding.events import (
+from summarylib.encoding._events import (
     AFTER_WALL_TIME,
     STEP_KEY,
     SUMMARY_KEY,

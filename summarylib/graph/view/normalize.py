@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from summarylib.encoding.tensor import data_type_name
+from summarylib.encoding._tensor import data_type_name
 from summarylib.graph.conversion import f32_shortest
 from summarylib.graph.ir import DType, Graph, TensorSpec
 from summarylib.graph.view.model import BaseEdge, Embedding, OpNode, Shape

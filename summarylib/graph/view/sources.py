@@ -439,7 +439,7 @@ def _read_file(name: str) -> bytes:
 
     try:
         if is_remote(name):
-            from summarylib.writer.remote import filesystem
+            from summarylib.writer._remote import filesystem
 
             fs = filesystem(name, None)
             return bytes(fs.cat_file(fs._strip_protocol(name)))
@@ -456,7 +456,7 @@ def _has_graph_suffix(base: str) -> bool:
 def _looks_like_records(data: bytes) -> bool:
     # A TFRecord file starts with a length and its masked CRC: a GraphDef practically never
     # does (its first byte is a field key such as 0x0a).
-    from summarylib.encoding.tfrecord import masked_crc32c
+    from summarylib.encoding._tfrecord import masked_crc32c
 
     return len(data) >= 12 and masked_crc32c(data[:8]) == int.from_bytes(data[8:12], "little")
 

@@ -5,7 +5,7 @@ Every way of making a writer (``create_file_writer``, ``create_writer``,
 ``SummaryWriter(...)``) checks its arguments into a :class:`WriterSettings` once; the
 writer, the sub-runs it opens (``add_scalars``, ``add_hparams``) and a copy unpickled in
 another process are all built from that same object by one function
-(:func:`summarylib.writer.file_writer.open_writer_resource`), so none can drift.
+(:func:`summarylib.writer._file_writer.open_writer_resource`), so none can drift.
 """
 
 from __future__ import annotations

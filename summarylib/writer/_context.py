@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, SupportsIndex
 from summarylib.errors import ArgumentError, NoDefaultWriterWarning
 
 if TYPE_CHECKING:
-    from summarylib.writer.buffered import BufferedEventWriter
+    from summarylib.writer._buffered import BufferedEventWriter
 
 __all__ = [
     "Condition",

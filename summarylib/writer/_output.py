@@ -20,7 +20,7 @@ import errno
 import os
 
 from summarylib.errors import WriteFailedError
-from summarylib.writer.naming import event_file_name
+from summarylib.writer._naming import event_file_name
 
 __all__ = ["FileOutput", "MemoryOutput", "Output", "open_event_file"]
 

@@ -23,10 +23,10 @@ from collections.abc import Callable
 from typing import Any
 
 from summarylib.errors import SummaryError
-from summarylib.writer.batch import BatchEncoder, BatchWriteError
-from summarylib.writer.losses import write_failed
-from summarylib.writer.output import Output
-from summarylib.writer.queue import EventQueue
+from summarylib.writer._batch import BatchEncoder, BatchWriteError
+from summarylib.writer._losses import write_failed
+from summarylib.writer._output import Output
+from summarylib.writer._queue import EventQueue
 
 __all__ = ["COALESCE_SECS", "Worker"]
 

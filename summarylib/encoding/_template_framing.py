@@ -8,7 +8,7 @@ the interpreter lock with the training loop. Here a whole run costs a few numpy
 calls.
 
 The CRC works because CRC-32C is affine over GF(2) (see
-:func:`~summarylib.encoding.tfrecord.crc_tables`): with ``T`` the template with its
+:func:`~summarylib.encoding._tfrecord.crc_tables`): with ``T`` the template with its
 variable positions zeroed, a payload's CRC is ``crc(T)`` XOR one table entry per
 variable position, indexed by that position's byte.
 
@@ -30,7 +30,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from summarylib.encoding.tfrecord import HEADER_SIZE, crc32c, crc_tables, mask
+from summarylib.encoding._tfrecord import HEADER_SIZE, crc32c, crc_tables, mask
 
 __all__ = ["MAX_TABLE_POSITIONS", "TemplateFramer", "numpy_if_loaded"]
 

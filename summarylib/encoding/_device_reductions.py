@@ -1,9 +1,9 @@
 """Reductions run on the device, so that only their small results cross to the host.
 
 :func:`histogram_table` buckets a device array where it lives, with the arithmetic of
-:mod:`summarylib.encoding.bucketing` (float64 throughout), and starts the copy of the
+:mod:`summarylib.encoding._bucketing` (float64 throughout), and starts the copy of the
 table ``[lo, hi, n, counts...]`` (``k + 3`` float64 values) to the host;
-:func:`~summarylib.encoding.bucketing.buckets_from_table` then makes the same edges and
+:func:`~summarylib.encoding._bucketing.buckets_from_table` then makes the same edges and
 counts as the host path. Every step is an elementwise kernel, a reduction or a
 scatter-add: nothing here waits for the device (no ``item()``, no data-dependent
 shape, no ``bincount``, which reads the maximum back on CUDA).
@@ -39,7 +39,7 @@ on the device (unweighted counts are integers, exact in any order), so only ``2T
 integers cross.
 
 :func:`images_uint8` converts float pixels to uint8 on the device before their copy
-(a quarter of float32's bytes), with the rules of :mod:`summarylib.encoding.pixels`.
+(a quarter of float32's bytes), with the rules of :mod:`summarylib.encoding._pixels`.
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from summarylib.encoding.arrays import widen_extended_float
-from summarylib.encoding.bucketing import bucket_scaling, histogram_buckets
-from summarylib.encoding.pending import PendingValue, TorchPending, device_kind
+from summarylib.encoding._arrays import widen_extended_float
+from summarylib.encoding._bucketing import bucket_scaling, histogram_buckets
+from summarylib.encoding._pending import PendingValue, TorchPending, device_kind
 
 __all__ = ["histogram_table", "images_uint8", "pr_bucket_table", "scaled_uint8"]
 
@@ -85,7 +85,7 @@ class JaxHistogram(PendingValue):
 
     See the module docstring. :meth:`result` (on the writer thread) returns the float64
     table ``[lo, hi, n, count_0, ..., count_{k-1}]`` of
-    :func:`~summarylib.encoding.bucketing.buckets_from_table`.
+    :func:`~summarylib.encoding._bucketing.buckets_from_table`.
     """
 
     __slots__ = ("_count", "_data", "_int", "_k", "_slots", "_stats")
@@ -286,7 +286,7 @@ def images_uint8(data: Any) -> Any:
 
     ``data``: a JAX array or a torch tensor (on any device; tests use the CPU).
 
-    The rule of :func:`summarylib.encoding.pixels.to_uint8` for floats:
+    The rule of :func:`summarylib.encoding._pixels.to_uint8` for floats:
     ``trunc(clip(x * 255.5, 0, 255))`` in the input's float type (bfloat16 and float8
     as float32), NaN as 0. Other dtypes are returned as they are (the host converts
     them after the copy).
@@ -363,7 +363,7 @@ def pr_bucket_table(labels: Any, predictions: Any, t: int) -> PendingValue | Non
             return None
         return TorchPending(_torch_pr_table(labels, predictions, t))
     if kind == "jax":
-        from summarylib.encoding.pending import JaxPending
+        from summarylib.encoding._pending import JaxPending
 
         key = (t, labels.dtype, predictions.dtype)
         fn = _JAX_PR.get(key)
@@ -410,7 +410,7 @@ def _torch_pr_table(labels: Any, predictions: Any, t: int) -> Any:
 def _jax_pr_table(labels: Any, predictions: Any, t: int) -> Any:
     import jax.numpy as jnp
 
-    from summarylib.encoding.arrays import is_extended_float
+    from summarylib.encoding._arrays import is_extended_float
 
     k = t - 1
     lab = jnp.reshape(labels, -1)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.wire import field_bytes, varint
+from summarylib.encoding._wire import field_bytes, varint
 
 if TYPE_CHECKING:
     import numpy as np
@@ -180,7 +180,7 @@ def to_numeric_or_string_array(value: Any, where: str, arg: str = "tensor") -> n
     """
     import numpy as np
 
-    from summarylib.encoding.arrays import as_array
+    from summarylib.encoding._arrays import as_array
 
     if isinstance(value, (str, bytes)):
         return np.array(value, dtype=object)

@@ -1,10 +1,10 @@
 """The buffered writer's gate: whether a call may go on, and what it waits for.
 
 :class:`WriterGate` answers the queue's slow-path questions (the
-:class:`~summarylib.writer.queue.Gate` protocol: admit, reentered, queued) and the waits of
+:class:`~summarylib.writer._queue.Gate` protocol: admit, reentered, queued) and the waits of
 ``flush()`` and ``close()``. It owns the state those answers depend on: whether the writer
 is open, closing, closed (by an exit hook) or orphaned in a forked child; the background
-failures still to be reported (:class:`~summarylib.writer.losses.Failures`); and the
+failures still to be reported (:class:`~summarylib.writer._losses.Failures`); and the
 threads waiting inside a call, so that a call re-entered from a signal handler never waits.
 Every method except :meth:`held_by_this_thread` runs with the writer's lock held.
 """
@@ -18,11 +18,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from summarylib.errors import SummaryError, WriterClosedError
-from summarylib.writer.losses import Failures
+from summarylib.writer._losses import Failures
 
 if TYPE_CHECKING:
-    from summarylib.writer.queue import EventQueue
-    from summarylib.writer.worker import Worker
+    from summarylib.writer._queue import EventQueue
+    from summarylib.writer._worker import Worker
 
 __all__ = ["POLL_SECS", "WriterGate"]
 

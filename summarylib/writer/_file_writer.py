@@ -16,13 +16,13 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
-from summarylib.encoding.events import file_version_event
-from summarylib.encoding.tfrecord import frame
+from summarylib.encoding._events import file_version_event
+from summarylib.encoding._tfrecord import frame
 from summarylib.errors import ArgumentError, WriteFailedError, WriterClosedError
-from summarylib.writer.buffered import EXIT_TIMEOUT_SECS, BufferedEventWriter
-from summarylib.writer.context import Step, _local, check_step, forget_writer, writer_opened
-from summarylib.writer.output import Output
-from summarylib.writer.settings import WriterSettings
+from summarylib.writer._buffered import EXIT_TIMEOUT_SECS, BufferedEventWriter
+from summarylib.writer._context import Step, _local, check_step, forget_writer, writer_opened
+from summarylib.writer._output import Output
+from summarylib.writer._settings import WriterSettings
 
 __all__ = [
     "SOURCE_WRITER",
@@ -317,7 +317,7 @@ def open_writer_resource(
     """
     if output is not None:
         return _open_resource(lambda: output, None, settings, reopenable=False)
-    from summarylib.writer.remote import event_output_opener
+    from summarylib.writer._remote import event_output_opener
 
     assert logdir is not None, "a writer writes to a logdir or an output"
     opener = event_output_opener(logdir, settings.filename_suffix, settings.storage_options)

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from summarylib.encoding.wire import field_bytes, field_varint, key, pack_double, varint
+from summarylib.encoding._wire import field_bytes, field_varint, key, pack_double, varint
 
 __all__ = [
     "AFTER_WALL_TIME",

@@ -24,7 +24,7 @@ another thread (the writer's):
 Frameworks are recognised by the module of an object's type and, for torch, by
 ``torch.Tensor`` once torch is loaded: nothing here imports a framework that the
 caller has not imported already. Anything else is host data (:func:`capture` returns
-None) and keeps the ordinary conversion (:mod:`summarylib.encoding.arrays`).
+None) and keeps the ordinary conversion (:mod:`summarylib.encoding._arrays`).
 
 Data contract of :meth:`PendingValue.result`: a numpy array of the captured shape and
 the captured dtype, except torch's and JAX's low-precision floats (bfloat16, float8),
@@ -37,7 +37,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from summarylib.encoding.arrays import is_extended_float, widen_extended_float
+from summarylib.encoding._arrays import is_extended_float, widen_extended_float
 
 if TYPE_CHECKING:
     import numpy as np

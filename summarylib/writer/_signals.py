@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable
 from types import FrameType
 from typing import Any
 
-from summarylib.writer.buffered import live_writers
+from summarylib.writer._buffered import live_writers
 
 __all__ = ["flush_all", "flush_on_signals"]
 

@@ -39,8 +39,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from summarylib.writer.naming import event_file_name
-from summarylib.writer.output import Output
+from summarylib.writer._naming import event_file_name
+from summarylib.writer._output import Output
 
 __all__ = [
     "SEQUENCE_DIGITS",
@@ -198,7 +198,7 @@ def event_output_opener(path: str, suffix: str,
     """A zero-argument callable opening a new event file at ``path`` (local or URL)."""
     if is_url(path):
         return lambda: open_object_output(path, suffix, storage_options)
-    from summarylib.writer.output import open_event_file
+    from summarylib.writer._output import open_event_file
 
     local = path[len("file://"):] if path.startswith("file://") else path
     return lambda: open_event_file(local, suffix)

@@ -6,7 +6,7 @@ A queue entry is one of:
 * a :class:`Deferred` event, whose bytes are computed here, on the writer's thread
   (PNG/WAV encoding, bucketing, values copied from a device);
 * a compact record of a registered :class:`RecordCodecs` format (see
-  :mod:`summarylib.encoding.compact`), which the format expands into an Event; runs of
+  :mod:`summarylib.encoding._compact`), which the format expands into an Event; runs of
   records of one format may be framed at once;
 * the queue's placeholder of an entry its caller took back, which is skipped.
 
@@ -22,11 +22,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from summarylib.encoding.compact import MARK, MARKER_SIZE, format_number, marker
-from summarylib.encoding.tfrecord import frame_many
+from summarylib.encoding._compact import MARK, MARKER_SIZE, format_number, marker
+from summarylib.encoding._tfrecord import frame_many
 from summarylib.errors import SummaryError
-from summarylib.writer.output import Output
-from summarylib.writer.queue import TakenBack
+from summarylib.writer._output import Output
+from summarylib.writer._queue import TakenBack
 
 __all__ = ["BatchEncoder", "BatchWriteError", "Deferred", "RecordCodecs"]
 

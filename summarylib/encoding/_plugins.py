@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from summarylib.encoding.wire import field_bytes, field_varint
+from summarylib.encoding._wire import field_bytes, field_varint
 
 if TYPE_CHECKING:
     from summarylib.proto import summary_pb2

@@ -2,12 +2,12 @@
 
 Composed of small parts, each one concept:
 
-* :class:`~summarylib.writer.queue.EventQueue`: the lock-free append, the byte bound;
-* :class:`~summarylib.writer.batch.BatchEncoder`: a batch of entries (Events, deferred
+* :class:`~summarylib.writer._queue.EventQueue`: the lock-free append, the byte bound;
+* :class:`~summarylib.writer._batch.BatchEncoder`: a batch of entries (Events, deferred
   events, compact records) encoded and framed onto the :class:`Output`;
-* :class:`~summarylib.writer.losses.LossLedger`: which events were lost, who was told;
-* :class:`~summarylib.writer.tags.TagLedger`: the current file's tags with metadata;
-* :mod:`~summarylib.writer.lifecycle`: exit, garbage collection, fork, multiprocessing.
+* :class:`~summarylib.writer._losses.LossLedger`: which events were lost, who was told;
+* :class:`~summarylib.writer._tags.TagLedger`: the current file's tags with metadata;
+* :mod:`~summarylib.writer._lifecycle`: exit, garbage collection, fork, multiprocessing.
 
 This class is the flush protocol and the background thread that drives them.
 
@@ -43,15 +43,15 @@ import weakref
 from collections.abc import Callable
 from typing import Literal
 
-from summarylib.writer import lifecycle
-from summarylib.writer.batch import BatchEncoder, Deferred, RecordCodecs
-from summarylib.writer.gate import WriterGate
-from summarylib.writer.lifecycle import EXIT_TIMEOUT_SECS
-from summarylib.writer.losses import Failures, again
-from summarylib.writer.output import Output
-from summarylib.writer.queue import EventQueue
-from summarylib.writer.tags import TagLedger
-from summarylib.writer.worker import COALESCE_SECS, Worker
+from summarylib.writer import _lifecycle as lifecycle
+from summarylib.writer._batch import BatchEncoder, Deferred, RecordCodecs
+from summarylib.writer._gate import WriterGate
+from summarylib.writer._lifecycle import EXIT_TIMEOUT_SECS
+from summarylib.writer._losses import Failures, again
+from summarylib.writer._output import Output
+from summarylib.writer._queue import EventQueue
+from summarylib.writer._tags import TagLedger
+from summarylib.writer._worker import COALESCE_SECS, Worker
 
 __all__ = [
     "COALESCE_SECS",
@@ -287,7 +287,7 @@ class BufferedEventWriter:
 
         That includes a wait inside a call (the lock is released then). A signal
         handler checks it: it must not wait for the writer thread then (see
-        :mod:`summarylib.writer.signals`).
+        :mod:`summarylib.writer._signals`).
         """
         return self._gate.held_by_this_thread()
 
