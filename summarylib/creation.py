@@ -32,6 +32,7 @@ def create_file_writer(
     fsync: bool = False,
     storage_options: dict[str, Any] | None = None,
     sync_device_values: bool = False,
+    compact_on_close: bool = False,
 ) -> SummaryWriter:
     """Create a writer of a new event file in ``logdir``.
 
@@ -78,6 +79,13 @@ def create_file_writer(
         loggers do. By default they are captured without waiting (their copy to the
         host starts at the call) and written once ready; errors of the device then
         surface from a later call, ``flush()`` or ``close()``. For debugging.
+      compact_on_close: for a URL ``logdir``: ``close()`` (also at garbage collection
+        and interpreter exit) then merges the file's objects into one, keeping only
+        those of the last minute, which a live TensorBoard may still be reading (see
+        :mod:`summarylib.writer.compaction`; ``summarylib compact URL`` merges those
+        later). It downloads and re-uploads the file once, so ``close()`` takes that
+        long; a failed merge warns and loses nothing. No effect on a local directory
+        (a local event file is one file already).
 
     Raises:
       ValueError, TypeError: a bad argument (named in the message).
@@ -99,7 +107,11 @@ def create_file_writer(
         if not isinstance(storage_options, dict):
             raise TypeError("create_file_writer: 'storage_options' must be a dict or None")
         settings["storage_options"] = storage_options
-    opener = event_output_opener(path, suffix, storage_options)
+    settings["compact_on_close"] = _check_switch(
+        "create_file_writer", "compact_on_close", compact_on_close
+    )
+    opener = event_output_opener(path, suffix, storage_options,
+                                 compact_on_close=settings["compact_on_close"])
     resource = open_resource(opener, path, settings)
     return SummaryWriter._wrap(resource, path, settings)
 

@@ -396,7 +396,8 @@ def _reopen(cls: type[W], logdir: str | None, settings: dict[str, Any]) -> W:
     if logdir is None:
         return cls._wrap(None, None, settings)
     opener = event_output_opener(logdir, settings["filename_suffix"],
-                                 settings.get("storage_options"))
+                                 settings.get("storage_options"),
+                                 compact_on_close=settings.get("compact_on_close", False))
     resource = open_resource(opener, logdir, settings)
     return cls._wrap(resource, logdir, settings)
 

@@ -6,18 +6,22 @@ grow with the square of the run's length. :class:`ObjectOutput` uploads every by
 each upload is a **new object** holding the records written since the previous one, named
 ``<event file name>.<seq:012d>`` (``seq`` from 0; twelve digits, so the names sort in write
 order for as many uploads as a run can make), and TensorBoard reads them, one after the
-other, as one run.
+other, as one run. ``close()`` ends the file with an empty object ``<event file name>.end``
+(it sorts after every numbered object): the mark of a finished file, which
+:mod:`summarylib.writer.compaction` needs before it merges a file's objects.
 
 When data becomes visible, and how many objects a run makes:
   * the first object (the file-version record) is uploaded when the writer is created;
   * ``flush()``, ``close()``, exiting ``as_default()`` and interpreter exit upload what is
     pending at once;
   * writes that the flush policy triggers (``max_queue``, ``flush_millis``) upload only if
-    ``min_upload_secs`` (default 5) passed since the previous upload or ``upload_bytes``
+    ``min_upload_secs`` (default 60) passed since the previous upload or ``upload_bytes``
     (default 8 MiB) are pending; otherwise the bytes wait for the next upload. So a writer
-    makes at most ``3600 / min_upload_secs`` objects an hour (720 by default) plus one per
-    explicit flush, and a live TensorBoard sees data at most ``max(flush_millis,
-    min_upload_secs)`` after it was logged.
+    makes at most ``3600 / min_upload_secs`` objects an hour (60 by default) plus one per
+    8 MiB logged and one per explicit flush, and a live TensorBoard sees data at most
+    ``max(flush_millis, min_upload_secs)`` after it was logged. Every object costs each
+    reader requests for as long as the run is read (TensorBoard's loader takes about as
+    long per small object as for a whole file), hence the minute.
   * A failed upload is retried ``retries`` times with exponential backoff (0.2 s, doubling,
     at most 10 s apart) on the writer's thread; then the writer reports
     ``WriteFailedError`` on the next call, flush or close (or warns, ``on_error="warn"``)
@@ -28,6 +32,9 @@ When data becomes visible, and how many objects a run makes:
     outage, callers wait for room (nothing is dropped) as they would for a slow disk.
   * The bucket must exist: a logger never creates one (a typo would otherwise leave logs in
     a bucket nobody watches).
+  * With ``compact_on_close``, ``close()`` then merges the file's objects (see
+    :mod:`summarylib.writer.compaction`); a failed merge only warns: nothing is lost, and
+    ``summarylib compact URL`` finishes it later.
 
 fsspec and the protocol's package (s3fs, gcsfs, adlfs) are imported only for a URL logdir
 (``pip install summarylib[remote]``). Messages name the URL only, never the
@@ -43,6 +50,7 @@ from summarylib.writer.naming import event_file_name
 from summarylib.writer.output import Output
 
 __all__ = [
+    "END_SUFFIX",
     "SEQUENCE_DIGITS",
     "ObjectOutput",
     "event_output_opener",
@@ -52,11 +60,13 @@ __all__ = [
     "split_url",
 ]
 
-DEFAULT_MIN_UPLOAD_SECS = 5.0
+DEFAULT_MIN_UPLOAD_SECS = 60.0
 DEFAULT_UPLOAD_BYTES = 8 << 20
 DEFAULT_RETRIES = 5
 #: Digits of an object's sequence number: names sort in upload order up to 10**12 uploads.
 SEQUENCE_DIGITS = 12
+#: Suffix of the empty object that ``close()`` uploads last: the file is finished.
+END_SUFFIX = ".end"
 # Protocols whose first path component is a bucket (or container) that must exist.
 _BUCKET_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oss"})
 
@@ -92,6 +102,14 @@ def object_name(base: str, seq: int) -> str:
     return f"{base}.{seq:0{SEQUENCE_DIGITS}d}"
 
 
+def end_object_name(base: str) -> str:
+    """The name of the empty object that marks the event file ``base`` finished.
+
+    ``.end`` sorts after ``.<digits>``, so readers reach it after every numbered object.
+    """
+    return base + END_SUFFIX
+
+
 def _redacted(error: BaseException, url: str) -> OSError:
     # Only the error's type and message, never its arguments, which for some clients
     # include request parameters; and only the URL, never the storage options.
@@ -108,10 +126,12 @@ class ObjectOutput(Output):
     def __init__(self, fs: Any, directory: str, url: str, suffix: str, *,
                  min_upload_secs: float = DEFAULT_MIN_UPLOAD_SECS,
                  upload_bytes: int = DEFAULT_UPLOAD_BYTES,
-                 retries: int | None = None) -> None:
+                 retries: int | None = None,
+                 compact_on_close: bool = False) -> None:
         basename = event_file_name(suffix)
         self._fs = fs
         self._base = f"{directory.rstrip('/')}/{basename}"
+        self._url = url
         self.name = f"{url.rstrip('/')}/{basename}"
         self._pending = bytearray()
         self._seq = 0
@@ -119,9 +139,16 @@ class ObjectOutput(Output):
         self._min_upload_secs = min_upload_secs
         self._upload_bytes = upload_bytes
         self._retries = DEFAULT_RETRIES if retries is None else retries
+        self._compact_on_close = compact_on_close
+        # Wall-clock time of each object's upload, by name: close-time compaction keeps the
+        # objects that a live reader may still be positioned on (see compaction).
+        self._uploaded_at: dict[str, float] = {}
+        self._closed = False
         #: Bytes uploaded so far (objects' contents): never more than the bytes written.
         self.bytes_uploaded = 0
         self.objects = 0
+        #: What close-time compaction did (None until it ran): see ``compact_file``.
+        self.compaction: Any = None
 
     def write(self, data: bytes) -> None:
         self._pending += data
@@ -146,11 +173,40 @@ class ObjectOutput(Output):
         self.push()
 
     def close(self) -> None:
+        """Upload what is pending, then the empty end object; then compact if asked to."""
+        if self._closed:
+            return
         self.push()
+        self._put(end_object_name(self._base), b"")
+        self._closed = True
+        if self._compact_on_close:
+            self._compact()
+
+    def _compact(self) -> None:
+        import warnings
+
+        from summarylib.writer import compaction
+
+        try:
+            self.compaction = compaction.compact_file(
+                self._fs, self._base, self.name, grace_secs=compaction.DEFAULT_GRACE_SECS,
+                modified=dict(self._uploaded_at), now=time.time())
+        except Exception as e:
+            # Every event is uploaded already: a failed merge loses nothing, and the
+            # command line can finish it (it resumes where this one stopped).
+            warnings.warn(
+                f"summarylib: compacting {self.name} at close failed ({_redacted(e, self.name)});"
+                f" its objects are all there: run `summarylib compact {self._url}` later",
+                RuntimeWarning, stacklevel=2)
 
     def _upload(self) -> None:
         data = bytes(self._pending)
-        path = object_name(self._base, self._seq)
+        self._put(object_name(self._base, self._seq), data)
+        del self._pending[: len(data)]
+        self._seq += 1
+        self._last_upload = time.monotonic()
+
+    def _put(self, path: str, data: bytes) -> None:
         delay = 0.2
         for attempt in range(self._retries + 1):
             try:
@@ -161,11 +217,9 @@ class ObjectOutput(Output):
                     raise _redacted(e, self.name) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 10.0)
-        del self._pending[: len(data)]
-        self._seq += 1
+        self._uploaded_at[path] = time.time()
         self.objects += 1
         self.bytes_uploaded += len(data)
-        self._last_upload = time.monotonic()
 
 
 def open_object_output(url: str, suffix: str, storage_options: dict[str, Any] | None,
@@ -194,10 +248,15 @@ def open_object_output(url: str, suffix: str, storage_options: dict[str, Any] | 
 
 
 def event_output_opener(path: str, suffix: str,
-                        storage_options: dict[str, Any] | None) -> Any:
-    """A zero-argument callable opening a new event file at ``path`` (local or URL)."""
+                        storage_options: dict[str, Any] | None, *,
+                        compact_on_close: bool = False) -> Any:
+    """A zero-argument callable opening a new event file at ``path`` (local or URL).
+
+    ``compact_on_close`` applies to URLs only: a local event file is one file already.
+    """
     if is_url(path):
-        return lambda: open_object_output(path, suffix, storage_options)
+        return lambda: open_object_output(path, suffix, storage_options,
+                                          compact_on_close=compact_on_close)
     from summarylib.writer.output import open_event_file
 
     local = path[len("file://"):] if path.startswith("file://") else path
