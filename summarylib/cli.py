@@ -242,12 +242,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def compact_command(url: str, out: TextIO, *, grace: float | None = None,
-                    assume_finished: bool = False) -> int:
+                    assume_finished: bool = False, live_readers: bool = True) -> int:
     """``summarylib compact URL``: one line per event file; exit status 1 if any file could
     not be merged (not finished, objects missing), 2 if ``url`` cannot be compacted at all.
 
     Credentials come from the environment (as for the other commands): nothing but the URL
-    is ever printed.
+    is ever printed. ``live_readers`` False: ``--no-live-readers`` (no grace, and the end
+    object deleted too).
     """
     from summarylib.writer.compaction import (
         DEFAULT_GRACE_SECS,
@@ -258,9 +259,11 @@ def compact_command(url: str, out: TextIO, *, grace: float | None = None,
     if grace is not None and not grace >= 0:
         print(f"error: --grace must be >= 0, got {grace}", file=sys.stderr)
         return 2
+    if grace is None:
+        grace = DEFAULT_GRACE_SECS if live_readers else 0.0
     try:
-        results = compact(url, grace_secs=DEFAULT_GRACE_SECS if grace is None else grace,
-                          assume_finished=assume_finished)
+        results = compact(url, grace_secs=grace, assume_finished=assume_finished,
+                          keep_end=live_readers)
     except (CompactionError, ValueError, FileNotFoundError, OSError, ImportError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -337,6 +340,11 @@ def _main(argv: Sequence[str] | None) -> int:
         "--assume-finished", action="store_true",
         help="also merge files without the end object that close() uploads (their "
         "writer crashed); never use it on a file still being written")
+    p_compact.add_argument(
+        "--no-live-readers", action="store_true",
+        help="no TensorBoard that loaded these files before is still running: merge every "
+        "object at once and delete the end object too, leaving one object per file (such "
+        "a TensorBoard would stop reloading)")
     add_reading_parsers(sub)
     add_graph_parsers(sub)
     args = parser.parse_args(rewrite_argv(sys.argv[1:] if argv is None else argv))
@@ -346,7 +354,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return run_graph_command(args)
     if args.command == "compact":
         return compact_command(args.url, sys.stdout, grace=args.grace,
-                               assume_finished=args.assume_finished)
+                               assume_finished=args.assume_finished,
+                               live_readers=not args.no_live_readers)
     if args.command == "inspect":
         from summarylib.cli_reading import missing
 

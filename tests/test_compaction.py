@@ -201,3 +201,29 @@ def test_summarylib_tail_prints_nothing_twice_across_a_merge(memory_logdir: str)
             writer.close()
             compact(memory_logdir, grace_secs=0)  # merges objects it read and not yet
     assert seen == list(range(9))
+
+
+def test_no_live_readers_leaves_one_object_per_file(
+    memory_logdir: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from summarylib.cli import main
+
+    url = f"{memory_logdir}/run"
+    writer = sl.create_file_writer(url)
+    for _ in log_flushed(writer, range(5)):
+        pass
+    writer.close()
+    # Merged with the default first (two objects), then told no reader is left: one.
+    assert main(["compact", memory_logdir, "--grace", "0"]) == 0
+    assert len(object_names(url)) == 2
+    assert main(["compact", memory_logdir, "--no-live-readers"]) == 0
+    assert "2 objects -> 1" in capsys.readouterr().out
+    names = object_names(url)
+    assert len(names) == 1 and names[0].endswith(".compacted")
+    assert read_columns(url)["."]["loss"].step.tolist() == list(range(5))
+    # A merged file stays as it is: nothing to refuse, nothing to merge.
+    assert main(["compact", memory_logdir]) == 0
+    assert "nothing to merge" in capsys.readouterr().out
+    assert main(["compact", "s3x://"]) == 2
+    assert main(["compact", f"{memory_logdir}/nothing-here"]) == 2
+    assert f"{memory_logdir}/nothing-here" in capsys.readouterr().err

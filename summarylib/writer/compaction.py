@@ -158,6 +158,7 @@ def compact_file(
     modified: dict[str, float] | None = None,
     now: float | None = None,
     infos: dict[str, dict[str, Any]] | None = None,
+    keep_end: bool = True,
 ) -> FileCompaction:
     """Merge the objects of the event file ``base`` (a path of ``fs``) as the module says.
 
@@ -165,7 +166,9 @@ def compact_file(
       fs: the fsspec filesystem.
       base: the file's path in ``fs`` (its objects are ``base.<seq>``, ``base.end``, ...).
       url: the file's URL, for messages (never the filesystem's options).
-      grace_secs: merge a numbered object only once the object after it is this old.
+      grace_secs: merge a numbered object only once the object after it is this old (an
+        object whose time neither ``modified`` nor the store gives is never old enough,
+        unless this is 0).
       assume_finished: merge a file without its end object (its writer is gone for good,
         e.g. a crashed process). Never for a file still being written: a live writer's
         later objects would sort after the merged one, fine, but its readers are not
@@ -174,6 +177,10 @@ def compact_file(
         other objects' times come from the store's listing.
       now: the current time (default ``time.time()``), on the clock of ``modified``.
       infos: the listing of ``base``'s directory (path -> fsspec info), if already made.
+      keep_end: False also deletes the end object once every numbered object is merged,
+        leaving only merged objects (one, unless the file was merged in stages). Only when
+        no TensorBoard that loaded the file before is still running: its loader sits on
+        that object and stops reloading once it vanishes.
 
     Raises:
       CompactionError: the file is not finished, or numbered objects are missing.
@@ -187,7 +194,9 @@ def compact_file(
     report = FileCompaction(url, "nothing to merge")
     report.objects_before = report.objects_after = (
         len(numbered) + len(merged) + (end is not None))
-    if end is None and not assume_finished:
+    if not numbered and (keep_end or end is None or not merged):
+        return report  # merged already (or not a file of ours): as it is
+    if numbered and end is None and not assume_finished:
         report.status = "not finished"
         raise CompactionError(
             f"{url} is still being written (no {url}{END_SUFFIX} object, which close() "
@@ -219,9 +228,11 @@ def compact_file(
             break
         chosen.append(seq)
     report.kept_recent = len(remaining) - len(chosen)
-    if len(chosen) < 2:
+    if len(chosen) < 2 and (keep_end or end is None or len(chosen) < len(remaining)):
         chosen = []  # one object merged alone is the same number of objects
-    if not chosen and not stale:
+    drop_end = (not keep_end and end is not None and len(chosen) == len(remaining)
+                and (chosen or merged))
+    if not chosen and not stale and not drop_end:
         return report
     try:
         if chosen:
@@ -244,7 +255,10 @@ def compact_file(
             report.bytes_uploaded = total
             report.written.append(target)
         doomed = [numbered[s] for s in stale + chosen]
-        fs.rm(doomed)  # one request per 1,000 objects on S3
+        if drop_end and end is not None:
+            doomed.append(end)  # the merged objects hold everything: one object left
+        if doomed:
+            fs.rm(doomed)  # one request per 1,000 objects on S3
     except CompactionError:
         raise
     except Exception as e:
@@ -252,7 +266,8 @@ def compact_file(
 
         raise _redacted(e, url) from None
     report.merged = len(stale) + len(chosen)
-    report.objects_after = report.objects_before - report.merged + len(report.written)
+    report.objects_after = (report.objects_before - report.merged + len(report.written)
+                            - bool(drop_end))
     report.status = "compacted"
     return report
 
@@ -263,13 +278,15 @@ def compact(
     storage_options: dict[str, Any] | None = None,
     grace_secs: float = DEFAULT_GRACE_SECS,
     assume_finished: bool = False,
+    keep_end: bool = True,
 ) -> list[FileCompaction | CompactionError]:
     """Merge the objects of every finished event file under ``url``, or of one file.
 
     ``url`` is a logdir or run (every event file below it, in every run) or one event
     file's URL (the name its objects share, without ``.<seq>``). Returns, per file, what
     was done, or the :class:`CompactionError` that kept it as it is (not finished, objects
-    missing); a single file that cannot be merged raises instead.
+    missing); a single file that cannot be merged raises instead. ``keep_end`` as in
+    :func:`compact_file`.
 
     Raises:
       ValueError: ``url`` is not a URL (a local event file is one file already).
@@ -323,7 +340,8 @@ def compact(
         own = {p: i for p, i in infos.items() if p.rpartition("/")[0] == directory}
         try:
             results.append(compact_file(fs, base, file_url, grace_secs=grace_secs,
-                                        assume_finished=assume_finished, infos=own))
+                                        assume_finished=assume_finished, infos=own,
+                                        keep_end=keep_end))
         except CompactionError as e:
             if single:
                 raise
