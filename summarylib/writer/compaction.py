@@ -33,6 +33,9 @@ is reading):
   live reader to have moved past it. ``<file>.end``, where every reader ends, is never
   deleted. A finished file therefore ends as one merged object plus the empty end object
   (plus, for a merge done by ``close()``, the objects of the last minute).
+* A TensorBoard started with ``--reload_multifile=true`` reads every object of a run at
+  each reload, not only the latest: if it was following the run, it reads the merged
+  object's events a second time (it does not fail). Restart it after a merge.
 * Not atomic against every reader: a reader that is *starting* on the file while it is merged
   (between the upload of the merged object and the delete, one request) may read objects that
   are being deleted. Merge files that nobody is loading for the first time at that moment, or
