@@ -70,6 +70,9 @@ __all__ = [
 DEFAULT_GRACE_SECS = 60.0
 #: Suffix of a merged object, after the sequence number of the last object it holds.
 MERGED_SUFFIX = ".compacted"
+# Bytes the merge holds before it uploads a part (S3's parts are at least 5 MiB): with one
+# numbered object read at a time, what a merge holds in memory, however long the file.
+_PART_BYTES = 8 << 20
 _PIECE = re.compile(rf"\.(\d{{{SEQUENCE_DIGITS}}})({re.escape(MERGED_SUFFIX)})?$")
 
 
@@ -243,7 +246,7 @@ def compact_file(
             total = 0
             # Written whole, then made visible at once (a single put, or a multipart upload
             # that appears when completed): no reader sees a partial merged object.
-            with fs.open(target, "wb") as f:
+            with fs.open(target, "wb", block_size=_PART_BYTES) as f:
                 for seq in chosen:
                     data = fs.cat_file(numbered[seq])
                     report.bytes_downloaded += len(data)
