@@ -37,6 +37,7 @@ def log_flushed(writer: sl.SummaryWriter, steps: range) -> Iterator[int]:
 
 
 def object_names(url: str) -> list[str]:
+    """The names of the objects of the run at ``url``, sorted (as readers list them)."""
     return [u.rpartition("/")[2] for u in list_runs(url.rpartition("/")[0])[url.rpartition("/")[2]]]
 
 
