@@ -2,7 +2,8 @@
 
 ``export``, ``plot`` and ``tail`` read scalars (see :mod:`summarylib.cli_reading`);
 ``graph`` views a graph offline and ``graph diff`` compares two (see
-:mod:`summarylib.cli_graph`).
+:mod:`summarylib.cli_graph`). ``compact URL`` merges the objects of finished event files on
+an object store (README: "URL logdirs").
 ``inspect LOGDIR`` lists runs, their tags (with plugin, number of values,
 step range and first/last wall time) and other events; ``verify LOGDIR``
 checks every record of every event file and exits non-zero on corruption,
@@ -240,6 +241,48 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
 
 
+def compact_command(url: str, out: TextIO, *, grace: float | None = None,
+                    assume_finished: bool = False, live_readers: bool = True) -> int:
+    """``summarylib compact URL``: one line per event file; exit status 1 if any file could
+    not be merged (not finished, objects missing), 2 if ``url`` cannot be compacted at all.
+
+    Credentials come from the environment (as for the other commands): nothing but the URL
+    is ever printed. ``live_readers`` False: ``--no-live-readers`` (no grace, and the end
+    object deleted too).
+    """
+    from summarylib.writer._compaction import (
+        DEFAULT_GRACE_SECS,
+        CompactionError,
+        compact,
+    )
+
+    if grace is not None and not grace >= 0:
+        print(f"error: --grace must be >= 0, got {grace}", file=sys.stderr)
+        return 2
+    if grace is None:
+        grace = DEFAULT_GRACE_SECS if live_readers else 0.0
+    try:
+        results = compact(url, grace_secs=grace, assume_finished=assume_finished,
+                          keep_end=live_readers)
+    except (CompactionError, ValueError, FileNotFoundError, OSError, ImportError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    status = 0
+    for r in results:
+        if isinstance(r, CompactionError):
+            print(f"skipped: {r}", file=out)
+            status = 1
+        elif r.status == "compacted":
+            kept = f", {r.kept_recent} recent kept" if r.kept_recent else ""
+            print(f"compacted {r.url}: {r.objects_before} objects -> {r.objects_after} "
+                  f"({r.bytes_uploaded} bytes re-uploaded{kept})", file=out)
+        else:
+            kept = f" ({r.kept_recent} recent objects kept)" if r.kept_recent else ""
+            print(f"unchanged {r.url}: {r.objects_before} objects, nothing to merge{kept}",
+                  file=out)
+    return status
+
+
 def _unencodable(error: UnicodeError) -> tuple[str | bytes, int]:
     # A file name that is not valid in the file system's encoding reaches Python as
     # surrogate escapes: write its own bytes back, as `ls` does, so that the name printed
@@ -285,6 +328,23 @@ def _main(argv: Sequence[str] | None) -> int:
     p_verify = sub.add_parser("verify", help="check every record; exit 1 on corruption")
     p_verify.add_argument("paths", nargs="+", metavar="LOGDIR_OR_FILE")
     add_follow_links(p_verify)
+    p_compact = sub.add_parser(
+        "compact", help="merge the objects of finished event files on an object store")
+    p_compact.add_argument("url", metavar="URL",
+                           help="a logdir, run or event file URL (s3://bucket/run, ...)")
+    p_compact.add_argument(
+        "--grace", type=float, default=None, metavar="SECS",
+        help="merge an object only once the one after it is this old, so that a live "
+        "TensorBoard has moved past it (default 60)")
+    p_compact.add_argument(
+        "--assume-finished", action="store_true",
+        help="also merge files without the end object that close() uploads (their "
+        "writer crashed); never use it on a file still being written")
+    p_compact.add_argument(
+        "--no-live-readers", action="store_true",
+        help="no TensorBoard that loaded these files before is still running: merge every "
+        "object at once and delete the end object too, leaving one object per file (such "
+        "a TensorBoard would stop reloading)")
     add_reading_parsers(sub)
     add_graph_parsers(sub)
     args = parser.parse_args(rewrite_argv(sys.argv[1:] if argv is None else argv))
@@ -292,6 +352,10 @@ def _main(argv: Sequence[str] | None) -> int:
         return run_reading_command(args)
     if args.command in GRAPH_COMMANDS:
         return run_graph_command(args)
+    if args.command == "compact":
+        return compact_command(args.url, sys.stdout, grace=args.grace,
+                               assume_finished=args.assume_finished,
+                               live_readers=not args.no_live_readers)
     if args.command == "inspect":
         from summarylib.cli_reading import missing
 

@@ -34,6 +34,7 @@ def create_file_writer(
     storage_options: dict[str, Any] | None = None,
     sync_device_values: bool = False,
     clock: Callable[[], float] | None = None,
+    compact_on_close: bool = False,
 ) -> SummaryWriter:
     """Create a writer of a new event file in ``logdir``.
 
@@ -41,8 +42,8 @@ def create_file_writer(
     ``events.out.tfevents.<secs>.<host>.<pid>.<n><suffix>``, holds its first
     event (``file_version="brain.Event:2"``, ``source_metadata.writer =
     "summarylib"``) on disk when this returns. Every call makes a new file; the
-    files of one process sort by name in creation order (see
-    :mod:`summarylib.writer._naming`).
+    files of one process sort by name in creation order (``<n>`` is written so
+    that names sort as numbers: ``0``-``9``, ``a10``-``a99``, ``b100``, ...).
 
     Events are written by a background thread: when more than ``max_queue``
     are pending, at most ``flush_millis`` after the previous write, and on
@@ -53,8 +54,8 @@ def create_file_writer(
     Args:
       logdir: a local directory, or a URL of any fsspec protocol (``s3://bucket/run``,
         ``gs://...``, ``memory://...``): then the events go to object storage as a
-        sequence of objects, each byte uploaded once (see :mod:`summarylib.writer._remote`;
-        needs ``summarylib[remote]``).
+        sequence of objects, each byte uploaded once (README: "URL logdirs"; needs
+        ``summarylib[remote]``).
       max_queue: flush when more than this many events are pending (default 10).
       flush_millis: flush pending events at most this long after the last flush
         (default 120000).
@@ -83,6 +84,13 @@ def create_file_writer(
       clock: a zero-argument callable giving the wall time (seconds since the epoch)
         of events logged without one; default ``time.time``. A fixed clock makes files
         byte-for-byte reproducible (tests, golden files).
+      compact_on_close: for a URL ``logdir``: ``close()`` (also at garbage collection
+        and interpreter exit) then merges the file's objects into one, keeping only
+        those of the last minute, which a live TensorBoard may still be reading (see
+        ``summarylib compact``; ``summarylib compact URL`` merges those
+        later). It downloads and re-uploads the file once, so ``close()`` takes that
+        long; a failed merge warns and loses nothing. No effect on a local directory
+        (a local event file is one file already).
 
     Raises:
       ValueError, TypeError: a bad argument (named in the message).
@@ -96,7 +104,7 @@ def create_file_writer(
         where, max_queue=max_queue, flush_millis=flush_millis,
         max_buffer_bytes=max_buffer_bytes, on_error=on_error, fsync=fsync,
         filename_suffix=suffix, storage_options=storage_options,
-        sync_device_values=sync_device_values, clock=clock,
+        sync_device_values=sync_device_values, clock=clock, compact_on_close=compact_on_close,
     )
     return SummaryWriter._wrap(open_writer_resource(path, settings), path, settings)
 

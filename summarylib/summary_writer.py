@@ -235,8 +235,9 @@ class SummaryWriter(WriterBase):
     ) -> bool:
         """Several scalars in one chart: ``tag_scalar_dict[k]`` goes to the sub-run
         ``<log_dir>/<main_tag>_<k>`` (``/`` in ``main_tag`` becomes ``_``) under the tag
-        ``main_tag``, as torch lays it out. Sub-run names are made safe (see
-        :func:`~summarylib.writer._path_safety.safe_component`).
+        ``main_tag``, as torch lays it out. Sub-run names are made safe: path separators,
+        characters a file name cannot hold, and a name of ``.`` or ``..`` are
+        percent-escaped, so a sub-run never leaves ``log_dir``.
         """
         where = "add_scalars"
         if not isinstance(tag_scalar_dict, Mapping):

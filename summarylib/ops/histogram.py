@@ -21,7 +21,7 @@ Data contract:
   * **NaN and ±Inf are left out** (TensorFlow would write NaN/Inf edges and
     lose counts), so counts sum to the number of finite values. Data whose
     range overflows or underflows float64 still gets finite, meaningful
-    buckets; see :mod:`summarylib.encoding._bucketing`.
+    buckets.
   * Stored as TensorFlow 2 does: a ``DT_DOUBLE`` tensor ``[buckets, 3]`` of
     ``[left, right, count]`` rows in ``tensor_content``. Metadata:
     ``plugin_name="histograms"``, empty content (``HistogramPluginData``
@@ -34,7 +34,7 @@ Device arrays (JAX arrays, torch CUDA tensors, CuPy arrays) are never read on th
 caller's thread: large torch tensors are bucketed on the device with the same
 float64 arithmetic, large JAX arrays (float32, float16, bfloat16, small integers, bool)
 with integer kernels that give the host's edges and counts exactly (only the bucket
-table is copied; see :mod:`summarylib.encoding._device_reductions`), other arrays are
+table is copied), other arrays are
 copied asynchronously, and the writer thread writes the histogram once the device is
 done.
 

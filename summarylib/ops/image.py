@@ -17,8 +17,7 @@ Data contract:
     ``tf.image.convert_image_dtype(..., saturate=True)`` does: uint8 as is,
     floats in [0, 1] as ``trunc(clip(x * 255.5, 0, 255))`` (computed in the
     input's float type, as TensorFlow does), other integer types rescaled
-    from their full range, bool as 0/255, NaN as 0 (details in
-    :mod:`summarylib.encoding._pixels`). bfloat16 and float8 (ml_dtypes, JAX,
+    from their full range, bool as 0/255, NaN as 0. bfloat16 and float8 (ml_dtypes, JAX,
     torch) convert as their exact float32 values: 0.5 gives 127 from every
     framework. (TensorFlow would multiply by 255.5 rounded to bfloat16, i.e.
     256, giving 128; torch's bfloat16 reaches us only as float32, so

@@ -31,7 +31,7 @@ Data contract of :func:`pr_curve`:
 
 Device arrays (JAX arrays, torch CUDA tensors) are not read on the caller's thread:
 their shapes and dtypes are checked, unweighted counts are made on the device (only the
-``2T`` bucket counts cross; :mod:`summarylib.encoding._device_reductions`), and the
+``2T`` bucket counts cross), and the
 writer thread makes the curve once the device is done (weighted ones cross whole and
 are counted there). The labels' values (all 0 or 1) are checked there too: a bad one
 is reported like a failed write, naming the tag.

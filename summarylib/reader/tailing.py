@@ -70,6 +70,7 @@ def follow_scalars(
 
     readers: dict[str, RecordReader] = {}
     done: set[str] = set()  # objects of a URL logdir read whole, and files found corrupt
+    read_sizes: dict[str, int] = {}  # bytes read of each object of a URL logdir
     plugin_of: dict[tuple[str, str], str] = {}
     first = True
     root = os.fspath(logdir)
@@ -91,6 +92,9 @@ def follow_scalars(
                 reader = readers.get(path)
                 if reader is None or (not remote and _shrank(path, reader.end)):
                     reader = readers[path] = RecordReader(path)
+                    if remote:
+                        # A merged object repeats objects this loop may have read.
+                        reader.end = _read_already(path, files, read_sizes)
                 try:
                     for _, payload in reader:
                         _scalar_points(run, payload, plugin_of, points)
@@ -104,11 +108,35 @@ def follow_scalars(
                     continue  # vanished or unreadable since it was listed: try again
                 if remote:
                     done.add(path)
+                    read_sizes[path] = reader.end
         if skipping:
             skipped(points)
         first = False
         yield points
         time.sleep(interval)
+
+
+def _read_already(path: str, listed: list[str], read_sizes: dict[str, int]) -> int:
+    """Bytes at the start of the merged object ``path`` that were read from the numbered
+    objects it replaced (0 for any other object): where to start reading it."""
+    from summarylib.writer._remote import object_name, object_parts
+
+    parts = object_parts(path)
+    if parts is None or not parts[2]:
+        return 0
+    base, last, _ = parts
+    first = 0  # after the merged object before it, if any
+    for other in [*listed, *read_sizes]:
+        p = object_parts(other)
+        if p is not None and p[0] == base and p[2] and p[1] < last:
+            first = max(first, p[1] + 1)
+    skip = 0
+    for seq in range(first, last + 1):
+        size = read_sizes.get(object_name(base, seq))
+        if size is None:
+            break  # not read (deleted before this loop reached it): the rest is new
+        skip += size
+    return skip
 
 
 def _shrank(path: str, end: int) -> bool:

@@ -320,7 +320,13 @@ def open_writer_resource(
     from summarylib.writer._remote import event_output_opener
 
     assert logdir is not None, "a writer writes to a logdir or an output"
-    opener = event_output_opener(logdir, settings.filename_suffix, settings.storage_options)
+    on_closed = None
+    if settings.compact_on_close:
+        from summarylib.writer._compaction import compact_at_close
+
+        on_closed = compact_at_close
+    opener = event_output_opener(logdir, settings.filename_suffix, settings.storage_options,
+                                 on_closed=on_closed)
     return _open_resource(opener, logdir, settings, reopenable=True)
 
 

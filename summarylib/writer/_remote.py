@@ -6,18 +6,22 @@ grow with the square of the run's length. :class:`ObjectOutput` uploads every by
 each upload is a **new object** holding the records written since the previous one, named
 ``<event file name>.<seq:012d>`` (``seq`` from 0; twelve digits, so the names sort in write
 order for as many uploads as a run can make), and TensorBoard reads them, one after the
-other, as one run.
+other, as one run. ``close()`` ends the file with an empty object ``<event file name>.end``
+(it sorts after every numbered object): the mark of a finished file, which
+:mod:`summarylib.writer._compaction` needs before it merges a file's objects.
 
 When data becomes visible, and how many objects a run makes:
   * the first object (the file-version record) is uploaded when the writer is created;
   * ``flush()``, ``close()``, exiting ``as_default()`` and interpreter exit upload what is
     pending at once;
   * writes that the flush policy triggers (``max_queue``, ``flush_millis``) upload only if
-    ``min_upload_secs`` (default 5) passed since the previous upload or ``upload_bytes``
+    ``min_upload_secs`` (default 60) passed since the previous upload or ``upload_bytes``
     (default 8 MiB) are pending; otherwise the bytes wait for the next upload. So a writer
-    makes at most ``3600 / min_upload_secs`` objects an hour (720 by default) plus one per
-    explicit flush, and a live TensorBoard sees data at most ``max(flush_millis,
-    min_upload_secs)`` after it was logged.
+    makes at most ``3600 / min_upload_secs`` objects an hour (60 by default) plus one per
+    8 MiB logged and one per explicit flush, and a live TensorBoard sees data at most
+    ``max(flush_millis, min_upload_secs)`` after it was logged. Every object costs each
+    reader requests for as long as the run is read (TensorBoard's loader takes about as
+    long per small object as for a whole file), hence the minute.
   * A failed upload is retried ``retries`` times with exponential backoff (0.2 s, doubling,
     at most 10 s apart) on the writer's thread; then the writer reports
     ``WriteFailedError`` on the next call, flush or close (or warns, ``on_error="warn"``)
@@ -28,6 +32,9 @@ When data becomes visible, and how many objects a run makes:
     outage, callers wait for room (nothing is dropped) as they would for a slow disk.
   * The bucket must exist: a logger never creates one (a typo would otherwise leave logs in
     a bucket nobody watches).
+  * With ``compact_on_close``, ``close()`` then merges the file's objects (see
+    :mod:`summarylib.writer._compaction`); a failed merge only warns: nothing is lost, and
+    ``summarylib compact URL`` finishes it later.
 
 fsspec and the protocol's package (s3fs, gcsfs, adlfs) are imported only for a URL logdir
 (``pip install summarylib[remote]``). Messages name the URL only, never the
@@ -36,27 +43,39 @@ fsspec and the protocol's package (s3fs, gcsfs, adlfs) are imported only for a U
 
 from __future__ import annotations
 
+import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 from summarylib.writer._naming import event_file_name
 from summarylib.writer._output import Output
 
 __all__ = [
+    "END_SUFFIX",
+    "MERGED_SUFFIX",
     "SEQUENCE_DIGITS",
     "ObjectOutput",
     "event_output_opener",
     "is_url",
+    "merged_object_name",
     "object_name",
+    "object_parts",
     "open_object_output",
     "split_url",
 ]
 
-DEFAULT_MIN_UPLOAD_SECS = 5.0
+DEFAULT_MIN_UPLOAD_SECS = 60.0
 DEFAULT_UPLOAD_BYTES = 8 << 20
 DEFAULT_RETRIES = 5
 #: Digits of an object's sequence number: names sort in upload order up to 10**12 uploads.
 SEQUENCE_DIGITS = 12
+#: Suffix of the empty object that ``close()`` uploads last: the file is finished.
+END_SUFFIX = ".end"
+#: The suffix of a merged object (``summarylib compact``), after the sequence number of
+#: the last numbered object it holds.
+MERGED_SUFFIX = ".compacted"
+_PIECE = re.compile(rf"\.(\d{{{SEQUENCE_DIGITS}}})({re.escape(MERGED_SUFFIX)})?$")
 # Protocols whose first path component is a bucket (or container) that must exist.
 _BUCKET_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oss"})
 
@@ -92,6 +111,30 @@ def object_name(base: str, seq: int) -> str:
     return f"{base}.{seq:0{SEQUENCE_DIGITS}d}"
 
 
+def end_object_name(base: str) -> str:
+    """The name of the empty object that marks the event file ``base`` finished.
+
+    ``.end`` sorts after ``.<digits>``, so readers reach it after every numbered object.
+    """
+    return base + END_SUFFIX
+
+
+def merged_object_name(base: str, last_seq: int) -> str:
+    """The merged object holding numbered objects up to ``last_seq`` of the file ``base``.
+
+    It sorts after object ``last_seq`` and before ``last_seq + 1``.
+    """
+    return f"{base}.{last_seq:0{SEQUENCE_DIGITS}d}{MERGED_SUFFIX}"
+
+
+def object_parts(path: str) -> tuple[str, int, bool] | None:
+    """``(file, seq, merged)`` of a numbered or merged object's path or URL, else None."""
+    m = _PIECE.search(path)
+    if m is None:
+        return None
+    return path[: m.start()], int(m.group(1)), bool(m.group(2))
+
+
 def _redacted(error: BaseException, url: str) -> OSError:
     # Only the error's type and message, never its arguments, which for some clients
     # include request parameters; and only the URL, never the storage options.
@@ -108,10 +151,12 @@ class ObjectOutput(Output):
     def __init__(self, fs: Any, directory: str, url: str, suffix: str, *,
                  min_upload_secs: float = DEFAULT_MIN_UPLOAD_SECS,
                  upload_bytes: int = DEFAULT_UPLOAD_BYTES,
-                 retries: int | None = None) -> None:
+                 retries: int | None = None,
+                 on_closed: Callable[[ObjectOutput], None] | None = None) -> None:
         basename = event_file_name(suffix)
         self._fs = fs
         self._base = f"{directory.rstrip('/')}/{basename}"
+        self._url = url
         self.name = f"{url.rstrip('/')}/{basename}"
         self._pending = bytearray()
         self._seq = 0
@@ -119,9 +164,16 @@ class ObjectOutput(Output):
         self._min_upload_secs = min_upload_secs
         self._upload_bytes = upload_bytes
         self._retries = DEFAULT_RETRIES if retries is None else retries
+        self._on_closed = on_closed
+        # Wall-clock time of each object's upload, by name: close-time compaction keeps the
+        # objects that a live reader may still be positioned on (see compaction).
+        self._uploaded_at: dict[str, float] = {}
+        self._closed = False
         #: Bytes uploaded so far (objects' contents): never more than the bytes written.
         self.bytes_uploaded = 0
         self.objects = 0
+        #: What close-time compaction did (None until it ran): see ``compact_file``.
+        self.compaction: Any = None
 
     def write(self, data: bytes) -> None:
         self._pending += data
@@ -146,11 +198,42 @@ class ObjectOutput(Output):
         self.push()
 
     def close(self) -> None:
+        """Upload what is pending, then the empty end object; then compact if asked to."""
+        if self._closed:
+            return
         self.push()
+        self._put(end_object_name(self._base), b"")
+        self._closed = True
+        if self._on_closed is not None:
+            self._on_closed(self)
+
+    @property
+    def fs(self) -> Any:
+        """The fsspec filesystem the objects are on."""
+        return self._fs
+
+    @property
+    def base(self) -> str:
+        """The file's path on the filesystem; its objects are ``<base>.<seq>``."""
+        return self._base
+
+    @property
+    def url(self) -> str:
+        """The logdir URL as the writer was given it (for messages)."""
+        return self._url
+
+    def uploaded_at(self) -> dict[str, float]:
+        """Each object's path -> when it was uploaded (``time.time()``)."""
+        return dict(self._uploaded_at)
 
     def _upload(self) -> None:
         data = bytes(self._pending)
-        path = object_name(self._base, self._seq)
+        self._put(object_name(self._base, self._seq), data)
+        del self._pending[: len(data)]
+        self._seq += 1
+        self._last_upload = time.monotonic()
+
+    def _put(self, path: str, data: bytes) -> None:
         delay = 0.2
         for attempt in range(self._retries + 1):
             try:
@@ -161,11 +244,9 @@ class ObjectOutput(Output):
                     raise _redacted(e, self.name) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 10.0)
-        del self._pending[: len(data)]
-        self._seq += 1
+        self._uploaded_at[path] = time.time()
         self.objects += 1
         self.bytes_uploaded += len(data)
-        self._last_upload = time.monotonic()
 
 
 def open_object_output(url: str, suffix: str, storage_options: dict[str, Any] | None,
@@ -194,10 +275,16 @@ def open_object_output(url: str, suffix: str, storage_options: dict[str, Any] | 
 
 
 def event_output_opener(path: str, suffix: str,
-                        storage_options: dict[str, Any] | None) -> Any:
-    """A zero-argument callable opening a new event file at ``path`` (local or URL)."""
+                        storage_options: dict[str, Any] | None, *,
+                        on_closed: Callable[[ObjectOutput], None] | None = None) -> Any:
+    """A zero-argument callable opening a new event file at ``path`` (local or URL).
+
+    ``on_closed`` (URLs only: a local event file is one file already) runs after an
+    object output's close, e.g. to merge its objects.
+    """
     if is_url(path):
-        return lambda: open_object_output(path, suffix, storage_options)
+        return lambda: open_object_output(path, suffix, storage_options,
+                                          on_closed=on_closed)
     from summarylib.writer._output import open_event_file
 
     local = path[len("file://"):] if path.startswith("file://") else path

@@ -47,6 +47,7 @@ class WriterSettings:
     storage_options: dict[str, Any] | None = field(default=None, repr=False)
     sync_device_values: bool = False
     clock: Callable[[], float] = time.time
+    compact_on_close: bool = False
 
     @classmethod
     def checked(
@@ -62,6 +63,7 @@ class WriterSettings:
         storage_options: object = None,
         sync_device_values: object = False,
         clock: object = None,
+        compact_on_close: object = False,
     ) -> WriterSettings:
         """Settings from a constructor's arguments (None: the default), each checked;
         errors name ``where`` and the argument."""
@@ -90,6 +92,7 @@ class WriterSettings:
             storage_options=None if storage_options is None else dict(storage_options),
             sync_device_values=_check_bool(where, "sync_device_values", sync_device_values),
             clock=clock,
+            compact_on_close=_check_bool(where, "compact_on_close", compact_on_close),
         )
 
 
