@@ -328,7 +328,7 @@ def test_concurrent_closes_all_report_a_loss_they_covered() -> None:
     res = w._resource
     assert res is not None
     # Both close() calls are inside, waiting for the writer thread.
-    assert wait_until(lambda: len(res._progress._waiters) == 2, JOIN)  # type: ignore[attr-defined]
+    assert wait_until(lambda: res.callers_waiting() == 2, JOIN)
     out.fail_with = errno.EIO
     out.gate.set()
     _join(closers)

@@ -322,7 +322,8 @@ def embedding(
         if logdir is None:
             return False
         if storage_options is None:
-            storage_options = getattr(writer, "_settings", {}).get("storage_options")
+            settings = getattr(writer, "settings", None)
+            storage_options = None if settings is None else settings.storage_options
     if st.condition is not True and not condition_holds(st.condition):
         return False
     if step is None:

@@ -282,6 +282,11 @@ class BufferedEventWriter:
         finally:
             self._lock.release()
 
+    def callers_waiting(self) -> int:
+        """How many threads are inside a ``flush()``, ``close()`` or an append waiting for
+        room (diagnostics, and a seam for tests of concurrent calls)."""
+        return self._gate.callers_waiting()
+
     def held_by_this_thread(self) -> bool:
         """True while the calling thread is inside a call of this writer.
 

@@ -149,6 +149,10 @@ class WriterGate:
         self.failures.report(err, stacklevel=3)
 
     # -- waits ----------------------------------------------------------------------------
+    def callers_waiting(self) -> int:
+        """How many threads are inside a call that waits (flush, close, room in the queue)."""
+        return len(self._waiting)
+
     def held_by_this_thread(self) -> bool:
         """True while the calling thread is inside a call of this writer, waiting
         included (the lock is released then)."""
