@@ -80,7 +80,7 @@ def _timed_calls(n: int, out: Any, **writer_kw: Any) -> tuple[list[int], float, 
 
 def run(n: int = 50_000, stall_s: float = 0.2, reps: int = 5) -> dict[str, Any]:
     """Median over ``reps`` of p50/p99/max per ``scalar()`` with a stalling output."""
-    from summarylib.writer._file_writer import DEFAULT_MAX_BUFFER_BYTES
+    from summarylib.writer._settings import DEFAULT_MAX_BUFFER_BYTES
 
     runs = []
     for _ in range(reps):
