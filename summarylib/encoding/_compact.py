@@ -2,7 +2,7 @@
 
 An op that registers a record format with the buffered writer gets a marker, and then
 queues ``marker + data`` instead of a whole Event; the writer thread hands the record to
-the format's expander (see ``BufferedEventWriter.register_record_format``). A marker is
+the format's expander (see ``RecordCodecs.register`` in the writer). A marker is
 :data:`MARKER_SIZE` bytes: :data:`MARK`, then the format's number, 3 bytes little-endian.
 
 :data:`MARK` is a zero byte because no serialized Event begins with one: protobuf has no

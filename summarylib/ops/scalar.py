@@ -484,7 +484,7 @@ def _add_layout(
             return  # a failed write reset the metadata meanwhile
         heads.append(prefix[_summary_header_len(prefix) :])
     layout = Layout(heads)
-    marker = res.register_record_format(layout.expand, layout.run_framer())
+    marker = res.codecs.register(layout.expand, layout.run_framer())
     if marker is not None:
         layout.marker = marker
         tags.remember_layout(key, layout)

@@ -91,7 +91,15 @@ class RecordCodecs:
         expand: Callable[[bytes], bytes],
         frame_run: Callable[[list[bytes]], bytes] | None = None,
     ) -> bytes | None:
-        """The 4-byte prefix of records that ``expand`` turns into Events (None: full)."""
+        """The 4-byte prefix of compact records that ``expand`` turns into Events.
+
+        A record is ``prefix + data``; it is appended to the writer like an Event and costs
+        the caller only the packing of ``data``. The writer thread calls
+        ``expand(record)`` and writes the Event it returns in the record's place; for a run
+        of records of the format, ``frame_run(records)`` if given, which must return
+        exactly ``frame_many([expand(r) for r in records])``. Neither may fail for records
+        their caller made. None when no more formats fit (4096 per writer).
+        """
         with self._lock:
             number = len(self._formats)
             if number >= _MAX_RECORD_FORMATS:

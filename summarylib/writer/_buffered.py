@@ -172,29 +172,14 @@ class BufferedEventWriter:
 
     @property
     def codecs(self) -> RecordCodecs:
-        """The registered compact record formats (see :meth:`register_record_format`)."""
+        """The registered compact record formats: an op registers one with
+        ``codecs.register(expand, frame_run)`` (see :class:`RecordCodecs`)."""
         return self._codecs
 
     @property
     def lock(self) -> threading.RLock:
         """The writer's lock: the queue's slow path, the flush protocol and error parking."""
         return self._lock
-
-    def register_record_format(
-        self,
-        expand: Callable[[bytes], bytes],
-        frame_run: Callable[[list[bytes]], bytes] | None = None,
-    ) -> bytes | None:
-        """The 4-byte prefix of compact records that ``expand`` turns into Events.
-
-        A record is ``prefix + data``; it is appended like an Event and costs the caller
-        only the packing of ``data``. The writer thread calls ``expand(record)`` and
-        writes the Event it returns in the record's place; for a run of records of the
-        format, ``frame_run(records)`` if given, which must return exactly
-        ``frame_many([expand(r) for r in records])``. Neither may fail for records their
-        caller made. None when this writer keeps no more formats (4096).
-        """
-        return self._codecs.register(expand, frame_run)
 
     def _started(self) -> None:
         lifecycle.close_at_multiprocessing_exit(self)
