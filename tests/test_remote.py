@@ -176,6 +176,18 @@ def test_credentials_never_shown(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "s3://logs/run" in text
 
 
+def test_settings_repr_never_shows_the_storage_options(s3: str) -> None:
+    # A writer's settings may be printed (logs, debuggers): the options may hold keys.
+    w = sl.create_file_writer("s3://logs/repr/run")
+    try:
+        secret = "FAKESECRETfakesecret0123456789"
+        settings = w.settings._replace(storage_options={"secret": secret})
+        assert secret not in repr(settings) and "storage_options" not in repr(settings)
+        assert "max_queue=10" in repr(settings)
+    finally:
+        w.close()
+
+
 def test_cli_reads_s3(s3: str, tmp_path: Path) -> None:
     import subprocess
     import sys
