@@ -169,23 +169,23 @@ def emit_value_deferred(
 
 def emit_summary(sink: Sink, summary: bytes) -> bool:
     """Write a serialized ``Summary`` verbatim as one Event (False: dropped at exit)."""
-    step = sink.step
-    if isinstance(step, DeviceStep):
-        return _emit_at_device_step(sink, step, summary_event, summary)
-    event = summary_event(event_wall_time(sink), step, summary)
-    if len(event) > MAX_EVENT_BYTES:
-        check_event_size(len(event), "a summary", step)
-    return _resource(sink.writer).append(event)
+    return _emit_encoded(sink, summary_event, summary, "a summary")
 
 
 def emit_event_field(sink: Sink, field: bytes) -> bool:
     """Write an Event whose ``what`` is the already encoded field (False: dropped at exit)."""
+    return _emit_encoded(sink, event_bytes, field, "an event")
+
+
+def _emit_encoded(
+    sink: Sink, encode: Callable[[float, int, bytes], bytes], payload: bytes, what: str
+) -> bool:
     step = sink.step
     if isinstance(step, DeviceStep):
-        return _emit_at_device_step(sink, step, event_bytes, field)
-    event = event_bytes(event_wall_time(sink), step, field)
+        return _emit_at_device_step(sink, step, encode, payload)
+    event = encode(event_wall_time(sink), step, payload)
     if len(event) > MAX_EVENT_BYTES:
-        check_event_size(len(event), "an event", step)
+        check_event_size(len(event), what, step)
     return _resource(sink.writer).append(event)
 
 
