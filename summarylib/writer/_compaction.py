@@ -13,11 +13,37 @@ Layout. A file's objects sort in the order readers must read them::
                                          object up to and including <k>, concatenated
     <file>.end                           empty; uploaded by close(); never deleted
 
-Merging the numbered objects ``i..k`` uploads ``<file>.<k>.compacted`` (their bytes, in
-order) as one new object, checks its size, and then deletes ``i..k`` in one request. A
-merged object is never merged again, so each byte is uploaded at most twice in all: once in
-its numbered object, once in the merged one. Downloading and re-uploading is what works on
-every fsspec store (S3's server-side part copy needs parts of 5 MiB, and flushes are small).
+Merging the numbered objects ``i..k`` uploads their bytes, in order, under a temporary
+name that no reader reads (``.<file with tfevents -> tfmerge>.<k>.merging-<token>``, beside
+the file), reads that object back and compares its SHA-256 and size with the bytes it
+downloaded, then copies it to ``<file>.<k>.compacted`` in one server-side request (the
+object appears whole or not at all) and deletes ``i..k`` in one request. fsspec's file
+objects upload what they hold even when an exception leaves their block: that is why the
+upload never goes to the visible name. A merged object is never merged again, so each
+byte is uploaded at most twice in all: once in its numbered object, once in the merged one
+(the copy is made by the store). Downloading and re-uploading is what works on every
+fsspec store (S3's server-side part copy needs parts of 5 MiB, and flushes are small).
+
+One merge at a time per file. A merge first creates a lease object
+(``.<...>.lease``) *exclusively*: on S3 one conditional ``PUT`` (``If-None-Match: *``,
+which fsspec's ``pipe_file(mode="create")`` sends); elsewhere a check then a write. A
+second merge (a cron job beside ``compact_on_close``) finds it and does nothing
+(:class:`CompactionBusy`); a lease older than ``lease_secs`` (its merge was killed) is
+broken. The holder checks that the lease is still its own, and that no merged object
+appeared and none of its objects went, before it makes its merged object visible, and its
+lease again before it deletes. Nothing relies on the lease alone for safety:
+
+* a numbered object is deleted only once a visible merged object is known to hold it byte
+  for byte (the one just verified, or, for objects an interrupted merge left behind, the
+  merged object searched for their bytes in order);
+* a merged object is deleted only when a later merged object begins with all of its bytes
+  (two merges that started from the same listing), or when it is only the start of the
+  numbered objects it names, all still there (a failed merge of an earlier version).
+
+So a re-run after a failure at any point (download, upload, copy, check, a delete that
+stopped halfway, a kill) converges: nothing lost, and once it has run, nothing that a
+reader reads twice. A merge killed outright leaves its lease: the next one waits up to
+``lease_secs`` (default 15 minutes) and says so.
 
 What readers see (TensorBoard's loaders read a run's objects in name order, and its Python
 loader, the one that reads ``s3://``, never goes back to a name that sorts before the one it
@@ -39,10 +65,10 @@ is reading):
 * Not atomic against every reader: a reader that is *starting* on the file while it is merged
   (between the upload of the merged object and the delete, one request) may read objects that
   are being deleted. Merge files that nobody is loading for the first time at that moment, or
-  restart such a TensorBoard.
-
-An interrupted merge is safe to run again: numbered objects that a merged object already
-covers are deleted first; nothing is uploaded twice.
+  restart such a TensorBoard. Likewise a merge that fails after its merged object became
+  visible and before its delete finished leaves, until the next run, objects that a reader
+  *starting* then reads twice (a follower reads nothing twice: the merged object sorts
+  before where it sits). A merge that fails earlier leaves nothing a reader reads.
 """
 
 from __future__ import annotations
