@@ -627,17 +627,33 @@ def _is_event_file(basename: str) -> bool:
 
 
 def compact_at_close(out: ObjectOutput) -> None:
-    """Merge ``out``'s objects once it is closed (``compact_on_close``); a failure warns."""
+    """Merge ``out``'s objects once it is closed (``compact_on_close``).
+
+    A failed merge warns (every event is uploaded already: nothing is lost). So does a merge
+    that left objects as they are: the objects of the last ``DEFAULT_GRACE_SECS`` (a live
+    reader may sit on them; a run shorter than that leaves all of them), and a file another
+    merge held at that moment. Each warning names the file, why, and the command that
+    finishes the job.
+    """
     import warnings
 
     try:
-        out.compaction = compact_file(
+        report = out.compaction = compact_file(
             out.fs, out.base, out.name, grace_secs=DEFAULT_GRACE_SECS,
             modified=out.uploaded_at(), now=time.time())
     except Exception as e:
-        # Every event is uploaded already: a failed merge loses nothing, and the
-        # command line can finish it (it resumes where this one stopped).
+        # The command line can finish it (it resumes where this one stopped).
         warnings.warn(
             f"summarylib: compacting {out.name} at close failed ({_redacted(e, out.name)});"
             f" its objects are all there: run `summarylib compact {out.url}` later",
             RuntimeWarning, stacklevel=2)
+        return
+    if report.kept_recent:
+        merged = (f"merged {report.merged} objects and left " if report.merged
+                  else "merged nothing: left ")
+        warnings.warn(
+            f"summarylib: compact_on_close {merged}{report.kept_recent} objects of "
+            f"{out.name} as they are: they were uploaded less than {DEFAULT_GRACE_SECS:g} s "
+            "before close, and a live reader (TensorBoard) may still be on them; run "
+            f"`summarylib compact {out.url}` once it has moved on (or with --grace 0 if "
+            "nothing is reading)", RuntimeWarning, stacklevel=2)
