@@ -356,10 +356,13 @@ def _main(argv: Sequence[str] | None) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    from summarylib.writer._remote import reading_storage_options
+
     urls = [u for u in _url_arguments(args) if "://" in u and not u.startswith("file://")]
-    if urls:
-        return _run_on_urls(args, urls, options)
-    return _run(args, options)
+    with reading_storage_options(options):
+        if urls:
+            return _run_on_urls(args, urls, options)
+        return _run(args, options)
 
 
 def _run(args: argparse.Namespace, options: dict[str, object] | None) -> int:
@@ -406,8 +409,6 @@ def _add_storage_arguments(parser: argparse.ArgumentParser) -> None:
 def _storage_options(args: argparse.Namespace) -> dict[str, object] | None:
     """The fsspec options given on the command line (None: none given), which every
     reader and ``compact`` of this run use."""
-    from summarylib.writer._remote import set_reading_storage_options
-
     options: dict[str, object] = {}
     for item in args.storage_option:
         key, sep, text = item.partition("=")
@@ -421,10 +422,7 @@ def _storage_options(args: argparse.Namespace) -> dict[str, object] | None:
         options["endpoint_url"] = args.endpoint_url
     if args.profile is not None:
         options["profile"] = args.profile
-    if not options:
-        return None
-    set_reading_storage_options(options)
-    return options
+    return options or None
 
 
 def _url_arguments(args: argparse.Namespace) -> list[str]:

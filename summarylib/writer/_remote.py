@@ -44,9 +44,10 @@ fsspec and the protocol's package (s3fs, gcsfs, adlfs) are imported only for a U
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from summarylib.writer._naming import event_file_name
@@ -64,6 +65,7 @@ __all__ = [
     "object_parts",
     "open_object_output",
     "reading_filesystem",
+    "reading_storage_options",
     "set_reading_storage_options",
     "split_url",
     "url_problem",
@@ -123,6 +125,18 @@ def set_reading_storage_options(options: dict[str, Any] | None) -> None:
     _reading_options = None if options is None else dict(options)
 
 
+@contextlib.contextmanager
+def reading_storage_options(options: dict[str, Any] | None) -> Iterator[None]:
+    """:func:`set_reading_storage_options` for the ``with`` block (a command line run),
+    then the options of before."""
+    before = _reading_options
+    set_reading_storage_options(options)
+    try:
+        yield
+    finally:
+        set_reading_storage_options(before)
+
+
 def reading_filesystem(url: str) -> Any:
     """The fsspec filesystem through which readers read ``url``, with an empty listing
     cache: fsspec keeps one instance per protocol and options for the whole process, and
@@ -131,6 +145,25 @@ def reading_filesystem(url: str) -> Any:
     fs = filesystem(url, _reading_options)
     fs.invalidate_cache()
     return fs
+
+
+def _unreachable(error: BaseException) -> bool:
+    """Whether ``error`` (or what caused it) says that the store did not answer: refused,
+    timed out, no route, a name that does not resolve. Clients name these differently
+    (botocore's ``EndpointConnectionError``, aiohttp's ``ClientConnectorError``, ...)."""
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, (ConnectionError, TimeoutError)):
+            return True
+        names = {c.__name__ for c in type(e).__mro__}
+        if names & {"EndpointConnectionError", "ConnectTimeoutError", "ConnectionError",
+                    "ClientConnectorError", "ServerTimeoutError", "gaierror",
+                    "ConnectionClosedError", "ReadTimeoutError", "ProxyConnectionError"}:
+            return True
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def _bucket_exists(fs: Any, bucket: str, url: str) -> bool:
@@ -145,11 +178,13 @@ def _bucket_exists(fs: Any, bucket: str, url: str) -> bool:
     except PermissionError:
         return True  # there, but these credentials may not look at it: writes will say
     except Exception as e:
-        raise ConnectionError(
-            f"could not reach the object store of {url!r} ({_redacted(e, url)}); check its "
-            "endpoint (AWS_ENDPOINT_URL, or storage_options such as "
-            "{'endpoint_url': ...}; --endpoint-url on the command line) and the network"
-        ) from None
+        if _unreachable(e):
+            raise ConnectionError(
+                f"could not reach the object store of {url!r} ({_redacted(e, url)}); check "
+                "its endpoint (AWS_ENDPOINT_URL, or storage_options such as "
+                "{'endpoint_url': ...}; --endpoint-url on the command line) and the network"
+            ) from None
+        raise _redacted(e, url) from None
     return True
 
 
