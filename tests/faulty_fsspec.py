@@ -9,13 +9,15 @@ opens it by URL, as it opens ``s3://``. A test arms one fault at a time::
 Faults: ``cat_file`` (a download), ``write`` (an upload that fails midway: the bytes
 written so far stay in the file object, which fsspec uploads as the block exits),
 ``copy``, ``rm`` (a bulk delete that deletes half its objects, then fails), ``info``.
-``delay`` seconds are slept before each download (to make concurrent merges overlap).
+``delay`` seconds are slept before each download (to make concurrent merges overlap), and
+``before_download`` runs before the next one (another client acting in the middle of a read).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import fsspec
@@ -34,6 +36,8 @@ class FaultyMemoryFileSystem(MemoryFileSystem):  # type: ignore[misc]
     _armed: ClassVar[dict[str, int]] = {}
     _only = ""
     delay = 0.0
+    #: Called (once, then cleared) before the next download: another client's action.
+    before_download: ClassVar[Callable[[], None] | None] = None
 
     @classmethod
     def arm(cls, what: str, *, after: int = 0, only: str = "") -> None:
@@ -48,6 +52,7 @@ class FaultyMemoryFileSystem(MemoryFileSystem):  # type: ignore[misc]
         with cls._lock:
             cls._armed = {}
         cls.delay = 0.0
+        cls.before_download = None
 
     @classmethod
     def _fires(cls, what: str, path: object = "") -> bool:
@@ -71,6 +76,10 @@ class FaultyMemoryFileSystem(MemoryFileSystem):  # type: ignore[misc]
                  **kwargs: Any) -> bytes:
         if self.delay:
             time.sleep(self.delay)
+        action = FaultyMemoryFileSystem.before_download
+        FaultyMemoryFileSystem.before_download = None
+        if action is not None:
+            action()
         if self._fires("cat_file", path):
             raise InjectedFault(5, "injected download failure", path)
         return super().cat_file(path, start=start, end=end, **kwargs)  # type: ignore[no-any-return]

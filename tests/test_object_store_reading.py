@@ -144,3 +144,18 @@ def test_compact_on_close_says_what_it_left(memory_logdir: str) -> None:
             r"are: they were uploaded less than 60 s before close")):
         writer.close()
     assert read_columns(url)["."]["loss"].step.tolist() == [0, 1, 2]
+
+
+def test_a_read_that_a_merge_overtakes_reads_the_merged_object(memory_logdir: str) -> None:
+    """A merge deletes the objects a reader listed, after it listed them: the reader lists the
+    run again and reads the merged object instead (every event once, no error)."""
+    from summarylib.writer._compaction import compact
+    from tests.faulty_fsspec import FaultyMemoryFileSystem
+
+    finished_file(f"{memory_logdir}/run", events=6)
+    FaultyMemoryFileSystem.before_download = lambda: compact(memory_logdir, grace_secs=0)
+    try:
+        faulty = memory_logdir.replace("memory://", "faultymem://")
+        assert read_columns(faulty)["run"]["loss"].step.tolist() == list(range(6))
+    finally:
+        FaultyMemoryFileSystem.disarm()
