@@ -185,3 +185,25 @@ def test_two_merges_at_once_on_s3_threads_and_processes(s3: str) -> None:
         assert all(p.returncode in (0, 1) for p in procs), outs
         assert loss_steps(url) == list(range(EVENTS)), outs
         assert [n.rsplit(".", 1)[1] for n in object_names(url)] == ["compacted", "end"], outs
+
+
+def test_overlapping_merged_objects_are_repaired(memory_logdir: str) -> None:
+    """Two merges that both started from the same listing (on a store without an exclusive
+    create, both can take the lease) leave two merged objects, the later holding the earlier
+    whole: readers read its events twice until the next merge removes the earlier one."""
+    from summarylib.writer._compaction import compact
+    from summarylib.writer._remote import merged_object_name, object_parts
+
+    url = f"{memory_logdir}/run"
+    path = finished_file(url, events=8)
+    fs = fsspec.filesystem("memory")
+    base = fs._strip_protocol(path)
+    objects = sorted(p for p in fs.find(fs._strip_protocol(url)) if object_parts(p))
+    data = [fs.cat_file(p) for p in objects]
+    fs.pipe_file(merged_object_name(base, 3), b"".join(data[:4]))  # merge A: objects 0..3
+    fs.pipe_file(merged_object_name(base, 6), b"".join(data[:7]))  # merge B: objects 0..6
+    fs.rm(objects[:7])
+    assert loss_steps(url) == [0, 1, 2, 0, 1, 2, 3, 4, 5, 6, 7]  # read twice
+    (report,) = compact(memory_logdir, grace_secs=0)
+    assert not isinstance(report, Exception) and report.merged_objects_removed == 1
+    assert loss_steps(url) == list(range(8))

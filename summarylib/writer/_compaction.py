@@ -144,7 +144,8 @@ class FileCompaction:
     objects_after: int = 0
     #: Numbered objects merged (or deleted as already merged by an interrupted run).
     merged: int = 0
-    #: Merged objects deleted because a later merged object holds them whole.
+    #: Merged objects deleted because a later merged object holds them whole, or because
+    #: they held only the start of the numbered objects they name (all still there).
     merged_objects_removed: int = 0
     #: Numbered objects left because a live reader may still be positioned on them.
     kept_recent: int = 0
@@ -459,6 +460,7 @@ def _merge(fs: Any, base: str, url: str, lease: _Lease, *, grace_secs: float,
         if held is None:  # a partial merged object (an older version's failed merge)
             lease.check()
             fs.rm_file(merged.pop(seq))
+            report.merged_objects_removed += 1
             continue
         stale += held
         first = seq + 1
@@ -492,6 +494,9 @@ def _merge(fs: Any, base: str, url: str, lease: _Lease, *, grace_secs: float,
     drop_end = (not keep_end and end is not None and len(chosen) == len(remaining)
                 and bool(chosen or merged))
     if not chosen and not stale and not drop_end:
+        if report.merged_objects_removed:
+            report.status = "compacted"
+            report.objects_after -= report.merged_objects_removed
         return report
 
     def unchanged() -> None:
@@ -544,7 +549,7 @@ def _merge(fs: Any, base: str, url: str, lease: _Lease, *, grace_secs: float,
         fs.rm(doomed)  # one request per 1,000 objects on S3
     report.merged = len(stale) + len(chosen)
     report.objects_after = (report.objects_before - report.merged + len(report.written)
-                            - bool(drop_end))
+                            - bool(drop_end) - report.merged_objects_removed)
     report.status = "compacted"
     return report
 
