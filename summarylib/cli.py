@@ -448,9 +448,13 @@ def _run_on_urls(args: argparse.Namespace, urls: list[str],
             return 2
     try:
         return _run(args, options)
-    except (OSError, ImportError) as e:
-        if isinstance(e, BrokenPipeError):
+    except Exception as e:
+        from summarylib.writer._remote import unreachable
+
+        # The store went away while reading (botocore's connection errors are no OSError).
+        if isinstance(e, BrokenPipeError) or not (
+                isinstance(e, (OSError, ImportError)) or unreachable(e)):
             raise
         text = str(e).splitlines()[0] if str(e) else type(e).__name__
-        print(f"error: {', '.join(urls)}: {text}", file=sys.stderr)
+        print(f"error: {', '.join(urls)}: {type(e).__name__}: {text}", file=sys.stderr)
         return 2

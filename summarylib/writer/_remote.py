@@ -68,6 +68,7 @@ __all__ = [
     "reading_storage_options",
     "set_reading_storage_options",
     "split_url",
+    "unreachable",
     "url_problem",
 ]
 
@@ -147,7 +148,7 @@ def reading_filesystem(url: str) -> Any:
     return fs
 
 
-def _unreachable(error: BaseException) -> bool:
+def unreachable(error: BaseException) -> bool:
     """Whether ``error`` (or what caused it) says that the store did not answer: refused,
     timed out, no route, a name that does not resolve. Clients name these differently
     (botocore's ``EndpointConnectionError``, aiohttp's ``ClientConnectorError``, ...)."""
@@ -178,7 +179,7 @@ def _bucket_exists(fs: Any, bucket: str, url: str) -> bool:
     except PermissionError:
         return True  # there, but these credentials may not look at it: writes will say
     except Exception as e:
-        if _unreachable(e):
+        if unreachable(e):
             raise ConnectionError(
                 f"could not reach the object store of {url!r} ({_redacted(e, url)}); check "
                 "its endpoint (AWS_ENDPOINT_URL, or storage_options such as "
