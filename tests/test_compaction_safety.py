@@ -172,9 +172,10 @@ def test_two_merges_at_once_on_s3_threads_and_processes(s3: str) -> None:
     import s3fs
 
     fs = s3fs.S3FileSystem()
-    _two_merges_trials("s3://logs/race", fs, fs._strip_protocol, trials=6)
+    # The lease is one conditional PUT (If-None-Match: *), which moto's server honours.
+    assert _two_merges_trials("s3://logs/race", fs, fs._strip_protocol, trials=6) >= 1
     # Two `summarylib compact` processes on one logdir (a cron job and a second one).
-    for trial in range(3):
+    for trial in range(2):
         url = f"s3://logs/race-cli{trial}/run"
         finished_file(url)
         child = [sys.executable, "-m", "summarylib", "compact", url.rpartition("/")[0],

@@ -225,7 +225,8 @@ class _Lease:
     It holds a random token and an expiry time. A merge that finds a lease not yet expired
     leaves the file alone (:class:`CompactionBusy`); an expired one (its merge was killed)
     is broken. The holder checks that the lease is still its own before it makes its merged
-    object visible and before it deletes anything.
+    object visible and before it deletes anything. The expiry is the holder's clock: hosts
+    that merge the same files must agree on the time to within minutes.
     """
 
     def __init__(self, fs: Any, base: str, url: str, secs: float) -> None:
