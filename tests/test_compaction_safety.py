@@ -208,3 +208,35 @@ def test_overlapping_merged_objects_are_repaired(memory_logdir: str) -> None:
     (report,) = compact(memory_logdir, grace_secs=0)
     assert not isinstance(report, Exception) and report.merged_objects_removed == 1
     assert loss_steps(url) == list(range(8))
+
+
+def test_a_merge_killed_between_copy_and_delete_is_finished_once_its_lease_expires(
+    memory_logdir: str,
+) -> None:
+    """What a merge killed (SIGKILL) after making its merged object visible leaves: its
+    lease (JSON: token and expiry, Unix time), a temporary object and every numbered object.
+    The next merge waits for the lease to expire, then finishes the job."""
+    import json
+
+    from summarylib.writer._compaction import CompactionBusy, compact, side_object_name
+    from summarylib.writer._remote import merged_object_name, object_parts
+
+    url = f"{memory_logdir}/run"
+    path = finished_file(url, events=6)
+    fs = fsspec.filesystem("memory")
+    base = fs._strip_protocol(path)
+    objects = sorted(p for p in fs.find(fs._strip_protocol(url)) if object_parts(p))
+    whole = b"".join(fs.cat_file(p) for p in objects)
+    fs.pipe_file(side_object_name(base, "lease"),
+                 json.dumps({"token": "killed", "expires": time.time() + 0.5}).encode())
+    fs.pipe_file(side_object_name(base, f"{len(objects) - 1:012d}.merging-killed"), whole[:9])
+    fs.pipe_file(merged_object_name(base, len(objects) - 1), whole)
+    (busy,) = compact(memory_logdir, grace_secs=0)
+    assert isinstance(busy, CompactionBusy) and "being merged by another" in str(busy)
+    time.sleep(0.6)
+    (report,) = compact(memory_logdir, grace_secs=0)
+    assert not isinstance(report, Exception) and report.merged == len(objects)
+    assert report.bytes_uploaded == 0  # the merged object was whole: nothing uploaded again
+    assert loss_steps(url) == list(range(6))
+    assert sorted(fs.find(fs._strip_protocol(url))) == sorted(  # lease and temporary gone
+        fs._strip_protocol(f"{url}/{n}") for n in object_names(url))
