@@ -81,7 +81,7 @@ def inspect_logdir(logdir: str, *, follow_links: bool = True) -> dict[str, RunSt
     from summarylib.progress import Progress
     from summarylib.proto import event_pb2
     from summarylib.reader.records import RecordReader
-    from summarylib.reader.runs import is_logdir, list_runs
+    from summarylib.reader.runs import event_file_count, is_logdir, list_runs
 
     out: dict[str, RunStats] = {}
     bar = Progress("inspect")
@@ -90,7 +90,7 @@ def inspect_logdir(logdir: str, *, follow_links: bool = True) -> dict[str, RunSt
     )
     for done, (run, files) in enumerate(all_runs.items()):
         bar.update(done, len(all_runs))
-        stats = out[run] = RunStats(files=len(files))
+        stats = out[run] = RunStats(files=event_file_count(files))
         for path in files:
             reader = RecordReader(path)
             try:
@@ -173,7 +173,7 @@ def verify(paths: Sequence[str], out: TextIO, *, follow_links: bool = True) -> i
 
     from summarylib.proto import event_pb2
     from summarylib.reader.records import RecordReader
-    from summarylib.reader.runs import is_logdir, is_remote, list_runs
+    from summarylib.reader.runs import event_file_count, is_logdir, is_remote, list_runs
 
     files: list[str] = []
     for p in paths:
@@ -216,8 +216,8 @@ def verify(paths: Sequence[str], out: TextIO, *, follow_links: bool = True) -> i
             )
     bar.close()
     status = "FAILED" if bad else "OK"
-    print(f"{status}: {len(files)} file(s), {records} valid record(s), {bad} corrupt file(s)",
-          file=out)
+    print(f"{status}: {event_file_count(files)} file(s), {records} valid record(s), {bad} "
+          "corrupt file(s)", file=out)
     return 1 if bad else 0
 
 
@@ -242,13 +242,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def compact_command(url: str, out: TextIO, *, grace: float | None = None,
-                    assume_finished: bool = False, live_readers: bool = True) -> int:
+                    assume_finished: bool = False, live_readers: bool = True,
+                    storage_options: dict[str, object] | None = None) -> int:
     """``summarylib compact URL``: one line per event file; exit status 1 if any file could
     not be merged (not finished, objects missing), 2 if ``url`` cannot be compacted at all.
 
-    Credentials come from the environment (as for the other commands): nothing but the URL
-    is ever printed. ``live_readers`` False: ``--no-live-readers`` (no grace, and the end
-    object deleted too).
+    Credentials come from the environment or ``storage_options`` (``--storage-option``, as
+    for the other commands): nothing but the URL is ever printed. ``live_readers`` False:
+    ``--no-live-readers`` (no grace, and the end object deleted too).
     """
     from summarylib.writer._compaction import (
         DEFAULT_GRACE_SECS,
@@ -263,7 +264,7 @@ def compact_command(url: str, out: TextIO, *, grace: float | None = None,
         grace = DEFAULT_GRACE_SECS if live_readers else 0.0
     try:
         results = compact(url, grace_secs=grace, assume_finished=assume_finished,
-                          keep_end=live_readers)
+                          keep_end=live_readers, storage_options=storage_options)
     except (CompactionError, ValueError, FileNotFoundError, OSError, ImportError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -347,7 +348,24 @@ def _main(argv: Sequence[str] | None) -> int:
         "a TensorBoard would stop reloading)")
     add_reading_parsers(sub)
     add_graph_parsers(sub)
+    for command in sub.choices.values():
+        _add_storage_arguments(command)
     args = parser.parse_args(rewrite_argv(sys.argv[1:] if argv is None else argv))
+    try:
+        options = _storage_options(args)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    from summarylib.writer._remote import reading_storage_options
+
+    urls = [u for u in _url_arguments(args) if "://" in u and not u.startswith("file://")]
+    with reading_storage_options(options):
+        if urls:
+            return _run_on_urls(args, urls, options)
+        return _run(args, options)
+
+
+def _run(args: argparse.Namespace, options: dict[str, object] | None) -> int:
     if args.command in READING_COMMANDS:
         return run_reading_command(args)
     if args.command in GRAPH_COMMANDS:
@@ -355,7 +373,8 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "compact":
         return compact_command(args.url, sys.stdout, grace=args.grace,
                                assume_finished=args.assume_finished,
-                               live_readers=not args.no_live_readers)
+                               live_readers=not args.no_live_readers,
+                               storage_options=options)
     if args.command == "inspect":
         from summarylib.cli_reading import missing
 
@@ -370,3 +389,72 @@ def _main(argv: Sequence[str] | None) -> int:
             _print_inspect(stats, sys.stdout)
         return 0
     return verify(args.paths, sys.stdout, follow_links=args.follow_links)
+
+
+def _add_storage_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group(
+        "object stores (s3://, gs://, ...; see docs/object-stores.md)")
+    g.add_argument(
+        "--storage-option", action="append", default=[], metavar="KEY=VALUE",
+        help="an fsspec option of the URL's filesystem (repeatable); VALUE is JSON if it "
+        "parses as JSON (true, 3, {...}), else text. E.g. endpoint_url=http://127.0.0.1:9000")
+    g.add_argument("--endpoint-url", metavar="URL",
+                   help="s3://: the S3-compatible endpoint (MinIO, R2, ...); the same as "
+                   "--storage-option endpoint_url=URL (default: AWS_ENDPOINT_URL)")
+    g.add_argument("--profile", metavar="NAME",
+                   help="s3://: the AWS profile whose credentials to use (default: "
+                   "AWS_PROFILE)")
+
+
+def _storage_options(args: argparse.Namespace) -> dict[str, object] | None:
+    """The fsspec options given on the command line (None: none given), which every
+    reader and ``compact`` of this run use."""
+    options: dict[str, object] = {}
+    for item in args.storage_option:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--storage-option must be KEY=VALUE, got {item!r}")
+        try:
+            options[key] = json.loads(text)
+        except ValueError:
+            options[key] = text
+    if args.endpoint_url is not None:
+        options["endpoint_url"] = args.endpoint_url
+    if args.profile is not None:
+        options["profile"] = args.profile
+    return options or None
+
+
+def _url_arguments(args: argparse.Namespace) -> list[str]:
+    # The logdirs and files the command reads (the graph commands report their own).
+    if args.command == "verify":
+        return list(args.paths)
+    if args.command == "compact":
+        return [args.url]
+    logdir = getattr(args, "logdir", None)
+    return [logdir] if isinstance(logdir, str) else []
+
+
+def _run_on_urls(args: argparse.Namespace, urls: list[str],
+                 options: dict[str, object] | None) -> int:
+    """:func:`_run` for URLs: a missing bucket, nothing at the URL or a store that cannot be
+    reached is one ``error:`` line and status 2, before and while reading."""
+    from summarylib.writer._remote import url_problem
+
+    for url in urls:
+        problem = url_problem(url, options)
+        if problem is not None:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
+    try:
+        return _run(args, options)
+    except Exception as e:
+        from summarylib.writer._remote import unreachable
+
+        # The store went away while reading (botocore's connection errors are no OSError).
+        if isinstance(e, BrokenPipeError) or not (
+                isinstance(e, (OSError, ImportError)) or unreachable(e)):
+            raise
+        text = str(e).splitlines()[0] if str(e) else type(e).__name__
+        print(f"error: {', '.join(urls)}: {type(e).__name__}: {text}", file=sys.stderr)
+        return 2

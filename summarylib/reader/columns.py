@@ -17,7 +17,7 @@ import numpy as np
 
 from summarylib.encoding._plugins import AUDIO, HISTOGRAMS, IMAGES, SCALARS, TEXT
 from summarylib.reader.bulk import phase_rows, scan_chunk
-from summarylib.reader.runs import is_logdir, list_runs
+from summarylib.reader.runs import is_logdir, is_remote, list_runs
 from summarylib.reader.templates import decode_rows, scalar_template
 from summarylib.reader.tensors import tensor_array, tensor_strings
 
@@ -150,12 +150,31 @@ def iter_columns(
     for run, files in sorted(run_files.items()):
         if runs is not None and run not in runs:
             continue
-        builder = _RunBuilder(set(kinds), tag_set, purge)
-        for file in files:
-            builder.read_file(file, check_crc)
+        builder = _read_run(run, files, path, set(kinds), tag_set, purge, check_crc,
+                            follow_links)
         series = builder.finish()
         if series:
             yield run, series
+
+
+def _read_run(run: str, files: list[str], logdir: str, kinds: set[str],
+              tags: set[str] | None, purge: Purge, check_crc: bool,
+              follow_links: bool) -> _RunBuilder:
+    """A builder that has read the run's files. On an object store, an object that a merge
+    (``summarylib compact``) deleted since the listing sends the reading back to a fresh
+    listing of the run, where the merged object holds its bytes."""
+    attempts = 3
+    while True:
+        builder = _RunBuilder(kinds, tags, purge)
+        try:
+            for file in files:
+                builder.read_file(file, check_crc)
+            return builder
+        except FileNotFoundError:
+            attempts -= 1
+            if not attempts or not is_remote(logdir) or not is_logdir(logdir):
+                raise
+            files = list_runs(logdir, follow_links=follow_links).get(run, [])
 
 
 class _RunBuilder:

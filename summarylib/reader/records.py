@@ -160,9 +160,9 @@ def file_size(f: io.BufferedReader) -> int:
 
 def _open_regular(path: str) -> io.BufferedReader:
     if "://" in path and not path.startswith("file://"):
-        from summarylib.writer._remote import filesystem
+        from summarylib.writer._remote import reading_filesystem
 
-        fs = filesystem(path, None)
+        fs = reading_filesystem(path)
         return _InMemory(fs.cat_file(fs._strip_protocol(path)))
     # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
     # writer forever. Only a regular file can hold event records.

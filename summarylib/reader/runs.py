@@ -13,7 +13,7 @@ import os
 import stat
 from collections.abc import Iterator
 
-__all__ = ["event_files", "is_event_file", "list_runs"]
+__all__ = ["event_file_count", "event_files", "is_event_file", "list_runs"]
 
 
 def is_event_file(basename: str) -> bool:
@@ -113,9 +113,9 @@ def _inside(path: str, root: str) -> bool:
 
 def _list_remote_runs(url: str) -> dict[str, list[str]]:
     # Object stores have no directories: every prefix holding an event object is a run.
-    from summarylib.writer._remote import filesystem, split_url
+    from summarylib.writer._remote import reading_filesystem, split_url
 
-    fs = filesystem(url, None)
+    fs = reading_filesystem(url)
     protocol = split_url(url)[0]
     root = fs._strip_protocol(url).rstrip("/")
     runs: dict[str, list[str]] = {}
@@ -133,11 +133,25 @@ def is_remote(path: str) -> bool:
     return "://" in path and not path.startswith("file://")
 
 
+def event_file_count(paths: list[str]) -> int:
+    """How many event files ``paths`` (a run's, from :func:`list_runs`) are: on an object
+    store, the objects of one event file (numbered, merged and end) count once."""
+    from summarylib.writer._remote import END_SUFFIX, object_parts
+
+    files = set()
+    for path in paths:
+        if is_remote(path):
+            parts = object_parts(path)
+            path = parts[0] if parts is not None else path.removesuffix(END_SUFFIX)
+        files.add(path)
+    return len(files)
+
+
 def is_logdir(path: str) -> bool:
     """True if ``path`` (local or URL) is a directory of runs rather than one event file."""
     if is_remote(path):
-        from summarylib.writer._remote import filesystem
+        from summarylib.writer._remote import reading_filesystem
 
-        fs = filesystem(path, None)
+        fs = reading_filesystem(path)
         return bool(fs.isdir(fs._strip_protocol(path)))
     return os.path.isdir(path)

@@ -13,11 +13,37 @@ Layout. A file's objects sort in the order readers must read them::
                                          object up to and including <k>, concatenated
     <file>.end                           empty; uploaded by close(); never deleted
 
-Merging the numbered objects ``i..k`` uploads ``<file>.<k>.compacted`` (their bytes, in
-order) as one new object, checks its size, and then deletes ``i..k`` in one request. A
-merged object is never merged again, so each byte is uploaded at most twice in all: once in
-its numbered object, once in the merged one. Downloading and re-uploading is what works on
-every fsspec store (S3's server-side part copy needs parts of 5 MiB, and flushes are small).
+Merging the numbered objects ``i..k`` uploads their bytes, in order, under a temporary
+name that no reader reads (``.<file with tfevents -> tfmerge>.<k>.merging-<token>``, beside
+the file), reads that object back and compares its SHA-256 and size with the bytes it
+downloaded, then copies it to ``<file>.<k>.compacted`` in one server-side request (the
+object appears whole or not at all) and deletes ``i..k`` in one request. fsspec's file
+objects upload what they hold even when an exception leaves their block: that is why the
+upload never goes to the visible name. A merged object is never merged again, so each
+byte is uploaded at most twice in all: once in its numbered object, once in the merged one
+(the copy is made by the store). Downloading and re-uploading is what works on every
+fsspec store (S3's server-side part copy needs parts of 5 MiB, and flushes are small).
+
+One merge at a time per file. A merge first creates a lease object
+(``.<...>.lease``) *exclusively*: on S3 one conditional ``PUT`` (``If-None-Match: *``,
+which fsspec's ``pipe_file(mode="create")`` sends); elsewhere a check then a write. A
+second merge (a cron job beside ``compact_on_close``) finds it and does nothing
+(:class:`CompactionBusy`); a lease older than ``lease_secs`` (its merge was killed) is
+broken. The holder checks that the lease is still its own, and that no merged object
+appeared and none of its objects went, before it makes its merged object visible, and its
+lease again before it deletes. Nothing relies on the lease alone for safety:
+
+* a numbered object is deleted only once a visible merged object is known to hold it byte
+  for byte (the one just verified, or, for objects an interrupted merge left behind, the
+  merged object searched for their bytes in order);
+* a merged object is deleted only when a later merged object begins with all of its bytes
+  (two merges that started from the same listing), or when it is only the start of the
+  numbered objects it names, all still there (a failed merge of an earlier version).
+
+So a re-run after a failure at any point (download, upload, copy, check, a delete that
+stopped halfway, a kill) converges: nothing lost, and once it has run, nothing that a
+reader reads twice. A merge killed outright leaves its lease: the next one waits up to
+``lease_secs`` (default 15 minutes) and says so.
 
 What readers see (TensorBoard's loaders read a run's objects in name order, and its Python
 loader, the one that reads ``s3://``, never goes back to a name that sorts before the one it
@@ -39,16 +65,20 @@ is reading):
 * Not atomic against every reader: a reader that is *starting* on the file while it is merged
   (between the upload of the merged object and the delete, one request) may read objects that
   are being deleted. Merge files that nobody is loading for the first time at that moment, or
-  restart such a TensorBoard.
-
-An interrupted merge is safe to run again: numbered objects that a merged object already
-covers are deleted first; nothing is uploaded twice.
+  restart such a TensorBoard. Likewise a merge that fails after its merged object became
+  visible and before its delete finished leaves, until the next run, objects that a reader
+  *starting* then reads twice (a follower reads nothing twice: the merged object sorts
+  before where it sits). A merge that fails earlier leaves nothing a reader reads.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import hashlib
+import json
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,7 +97,9 @@ from summarylib.writer._remote import (
 
 __all__ = [
     "DEFAULT_GRACE_SECS",
+    "DEFAULT_LEASE_SECS",
     "MERGED_SUFFIX",
+    "CompactionBusy",
     "CompactionError",
     "FileCompaction",
     "compact",
@@ -75,6 +107,7 @@ __all__ = [
     "compact_file",
     "merged_object_name",
     "object_parts",
+    "side_object_name",
 ]
 
 #: How long the object after a numbered one must have existed before that one is merged.
@@ -83,10 +116,20 @@ DEFAULT_GRACE_SECS = 60.0
 # Bytes the merge holds before it uploads a part (S3's parts are at least 5 MiB): with one
 # numbered object read at a time, what a merge holds in memory, however long the file.
 _PART_BYTES = 8 << 20
+#: How long a merge's lease lasts (see :class:`_Lease`): the longest a merge killed on the
+#: way keeps another from merging the same file.
+DEFAULT_LEASE_SECS = 900.0
+# Bytes of each merged object compared to find two that begin alike (see _held_by_later).
+_HEAD_BYTES = 64
 
 
 class CompactionError(Exception):
     """A file cannot be merged (not finished, objects missing); the message names its URL."""
+
+
+class CompactionBusy(CompactionError):
+    """Another merge of the same file holds its lease (or changed it meanwhile): this one
+    did nothing, or stopped before deleting anything. Run it again later."""
 
 
 @dataclass
@@ -101,6 +144,9 @@ class FileCompaction:
     objects_after: int = 0
     #: Numbered objects merged (or deleted as already merged by an interrupted run).
     merged: int = 0
+    #: Merged objects deleted because a later merged object holds them whole, or because
+    #: they held only the start of the numbered objects they name (all still there).
+    merged_objects_removed: int = 0
     #: Numbered objects left because a live reader may still be positioned on them.
     kept_recent: int = 0
     bytes_downloaded: int = 0
@@ -147,6 +193,174 @@ def _objects_of(infos: dict[str, dict[str, Any]], base: str) -> tuple[
     return numbered, merged, end
 
 
+def side_object_name(base: str, what: str) -> str:
+    """The name of a merge's own object (lease, temporary) beside the event file ``base``.
+
+    It never contains ``tfevents`` (readers, TensorBoard's too, read only names that do) and
+    starts with a dot: no reader lists it as an event file, whatever it holds.
+    """
+    directory, _, name = base.rpartition("/")
+    return f"{directory}/.{name.replace('tfevents', 'tfmerge')}.{what}"
+
+
+def _create_exclusive(fs: Any, path: str, data: bytes) -> None:
+    """Create ``path`` only if no object has that name (``FileExistsError`` otherwise).
+
+    S3 (and moto's server) does this in one conditional request (``If-None-Match: *``),
+    through ``pipe_file(mode="create")``; a store whose fsspec class has no such mode gets a
+    check then a write, which two merges started in the same instant can both pass (the
+    checks before every delete keep that case from losing or duplicating events).
+    """
+    try:
+        fs.pipe_file(path, data, mode="create")
+    except TypeError:  # an fsspec class without the mode
+        if fs.exists(path):
+            raise FileExistsError(path) from None
+        fs.pipe_file(path, data)
+
+
+class _Lease:
+    """One merge at a time per event file: a small object created exclusively.
+
+    It holds a random token and an expiry time. A merge that finds a lease not yet expired
+    leaves the file alone (:class:`CompactionBusy`); an expired one (its merge was killed)
+    is broken. The holder checks that the lease is still its own before it makes its merged
+    object visible and before it deletes anything. The expiry is the holder's clock: hosts
+    that merge the same files must agree on the time to within minutes.
+    """
+
+    def __init__(self, fs: Any, base: str, url: str, secs: float) -> None:
+        self.fs = fs
+        self.path = side_object_name(base, "lease")
+        self.url = url
+        self.secs = secs
+        self.token = uuid.uuid4().hex
+
+    def acquire(self) -> None:
+        body = json.dumps({"token": self.token, "expires": time.time() + self.secs}).encode()
+        for _ in range(3):
+            try:
+                _create_exclusive(self.fs, self.path, body)
+                return
+            except FileExistsError:
+                holder = self._holder()
+                if holder is None:
+                    continue  # released meanwhile
+                expires = holder.get("expires")
+                if isinstance(expires, (int, float)) and expires > time.time():
+                    when = datetime.datetime.fromtimestamp(expires, datetime.timezone.utc)
+                    raise CompactionBusy(
+                        f"{self.url} is being merged by another compaction (its lease "
+                        f"expires at {when:%Y-%m-%d %H:%M:%S} UTC); nothing done") from None
+                with contextlib.suppress(FileNotFoundError):
+                    self.fs.rm_file(self.path)  # expired: that merge was stopped
+        raise CompactionBusy(f"{self.url}: another compaction keeps taking its lease; "
+                             "nothing done")
+
+    def _holder(self) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.fs.cat_file(self.path))
+        except FileNotFoundError:
+            return None
+        except ValueError:
+            return {}  # unreadable: treated as expired
+        return data if isinstance(data, dict) else {}
+
+    def check(self) -> None:
+        """Raise :class:`CompactionBusy` unless the lease is still this merge's."""
+        holder = self._holder()
+        if holder is None or holder.get("token") != self.token:
+            raise CompactionBusy(
+                f"{self.url}: this compaction's lease was broken (it ran past "
+                f"{self.secs:g} s) and another one took over; nothing deleted")
+
+    def release(self) -> None:
+        holder = self._holder()
+        if holder is not None and holder.get("token") == self.token:
+            with contextlib.suppress(FileNotFoundError):
+                self.fs.rm_file(self.path)
+
+
+def _listing(fs: Any, base: str) -> dict[str, dict[str, Any]]:
+    """The directory of ``base`` as the store holds it now (never a cached listing)."""
+    directory = base.rpartition("/")[0]
+    fs.invalidate_cache(directory)
+    return {i["name"]: i for i in fs.ls(directory, detail=True)}
+
+
+def _sha256_of(fs: Any, path: str) -> tuple[int, bytes]:
+    """``(size, sha256)`` of the object ``path``, read back from the store in parts."""
+    digest = hashlib.sha256()
+    size = 0
+    with fs.open(path, "rb", block_size=_PART_BYTES) as f:
+        while chunk := f.read(_PART_BYTES):
+            digest.update(chunk)
+            size += len(chunk)
+    return size, digest.digest()
+
+
+def _held_objects(fs: Any, merged_path: str, first: int, last: int,
+                  numbered: dict[int, str], url: str) -> list[int] | None:
+    """Numbered objects ``first..last`` still there that the merged object holds, byte for
+    byte and in order; None if the merged object is only a part of them (all there); or
+    raise :class:`CompactionError` (then nothing is deleted).
+
+    A merge interrupted between its delete requests leaves some of the objects its merged
+    object holds: each one left must appear in the merged object, after the one before it.
+    The merged object is read whole here (only on this recovery path).
+    """
+    present = [s for s in range(first, last + 1) if s in numbered]
+    if not present:
+        return []
+    merged = fs.cat_file(merged_path)
+    parts = [fs.cat_file(numbered[s]) for s in present]
+    name = merged_path.rpartition("/")[2]
+    if len(present) == last - first + 1:
+        whole = b"".join(parts)
+        if merged == whole:
+            return present
+        if whole.startswith(merged):
+            return None  # its bytes are all in the numbered objects: it can go
+        raise CompactionError(
+            f"{url}: the merged object {name} does not hold exactly the objects it "
+            f"replaces ({len(merged)} bytes, they hold {len(whole)}); nothing deleted")
+    at = 0
+    for seq, data in zip(present, parts, strict=True):
+        found = merged.find(data, at)
+        if found < 0:
+            raise CompactionError(
+                f"{url}: object {url}.{seq:0{SEQUENCE_DIGITS}d} is not in the merged object "
+                f"{name}; nothing deleted")
+        at = found + len(data)
+    return present
+
+
+def _held_by_later(fs: Any, merged: dict[int, str],
+                   infos: dict[str, dict[str, Any]]) -> list[int]:
+    """Merged objects whose bytes begin a later merged object (made by two merges that
+    started from the same listing): the later one holds them whole."""
+    if len(merged) < 2:
+        return []
+    seqs = sorted(merged)
+    heads: dict[int, bytes] = {}
+
+    def head(seq: int) -> bytes:
+        if seq not in heads:
+            heads[seq] = fs.cat_file(merged[seq], start=0, end=_HEAD_BYTES)
+        return heads[seq]
+
+    held = []
+    for i, a in enumerate(seqs):
+        size_a = int(infos[merged[a]].get("size") or 0)
+        for b in seqs[i + 1:]:
+            if int(infos[merged[b]].get("size") or 0) < size_a or head(a) != head(b):
+                continue
+            if fs.cat_file(merged[b], start=0, end=size_a) == fs.cat_file(merged[a]):
+                held.append(a)
+                break
+    return held
+
+
 def compact_file(
     fs: Any,
     base: str,
@@ -156,8 +370,8 @@ def compact_file(
     assume_finished: bool = False,
     modified: dict[str, float] | None = None,
     now: float | None = None,
-    infos: dict[str, dict[str, Any]] | None = None,
     keep_end: bool = True,
+    lease_secs: float = DEFAULT_LEASE_SECS,
 ) -> FileCompaction:
     """Merge the objects of the event file ``base`` (a path of ``fs``) as the module says.
 
@@ -175,21 +389,50 @@ def compact_file(
       modified: upload times (``time.time()``) by path, known to the caller (the writer);
         other objects' times come from the store's listing.
       now: the current time (default ``time.time()``), on the clock of ``modified``.
-      infos: the listing of ``base``'s directory (path -> fsspec info), if already made.
       keep_end: False also deletes the end object once every numbered object is merged,
         leaving only merged objects (one, unless the file was merged in stages). Only when
         no TensorBoard that loaded the file before is still running: its loader sits on
         that object and stops reloading once it vanishes.
+      lease_secs: how long this merge's lease lasts: a merge killed on the way blocks the
+        next one on the same file for at most this long.
 
     Raises:
-      CompactionError: the file is not finished, or numbered objects are missing.
-      OSError: the store failed (the message names ``url``).
+      CompactionBusy: another merge holds the file's lease (or took it over).
+      CompactionError: the file is not finished, objects are missing, or a merged object
+        does not hold what it replaces; nothing is deleted.
+      OSError: the store failed (the message names ``url``); nothing is lost, and a new
+        run resumes.
     """
-    if infos is None:
-        directory = base.rpartition("/")[0]
-        fs.invalidate_cache(directory)
-        infos = {i["name"]: i for i in fs.ls(directory, detail=True)}
+    lease = _Lease(fs, base, url, lease_secs)
+    try:
+        lease.acquire()
+    except CompactionError:
+        raise
+    except Exception as e:
+        raise _redacted(e, url) from None
+    try:
+        return _merge(fs, base, url, lease, grace_secs=grace_secs,
+                      assume_finished=assume_finished, modified=modified, now=now,
+                      keep_end=keep_end)
+    except CompactionError:
+        raise
+    except Exception as e:
+        raise _redacted(e, url) from None
+    finally:
+        with contextlib.suppress(Exception):
+            lease.release()
+
+
+def _merge(fs: Any, base: str, url: str, lease: _Lease, *, grace_secs: float,
+           assume_finished: bool, modified: dict[str, float] | None, now: float | None,
+           keep_end: bool) -> FileCompaction:
+    """:func:`compact_file` once the lease is held."""
+    infos = _listing(fs, base)
     numbered, merged, end = _objects_of(infos, base)
+    temp_prefix = side_object_name(base, "")
+    for leftover in [p for p in infos if p.startswith(temp_prefix) and ".merging-" in p]:
+        with contextlib.suppress(FileNotFoundError):
+            fs.rm_file(leftover)  # a temporary object of a merge that failed
     report = FileCompaction(url, "nothing to merge")
     report.objects_before = report.objects_after = (
         len(numbered) + len(merged) + (end is not None))
@@ -201,8 +444,28 @@ def compact_file(
             f"{url} is still being written (no {url}{END_SUFFIX} object, which close() "
             "uploads last); if its writer is gone for good, pass assume_finished "
             "(--assume-finished)")
+    # Merged objects that a later one holds whole (two merges that ran at once, each
+    # from the same object): the earlier goes, so that no reader reads its events twice.
+    overlapped = _held_by_later(fs, merged, infos)
+    if overlapped:
+        lease.check()
+        fs.rm([merged.pop(s) for s in overlapped])
+        report.merged_objects_removed = len(overlapped)
     last_merged = max(merged, default=-1)
-    stale = sorted(s for s in numbered if s <= last_merged)  # an interrupted merge's
+    # Numbered objects that a merged object already holds (a merge interrupted before or
+    # during its deletes): deleted only once found in it, byte for byte.
+    stale: list[int] = []
+    first = 0
+    for seq in sorted(merged):
+        held = _held_objects(fs, merged[seq], first, seq, numbered, url)
+        if held is None:  # a partial merged object (an older version's failed merge)
+            lease.check()
+            fs.rm_file(merged.pop(seq))
+            report.merged_objects_removed += 1
+            continue
+        stale += held
+        first = seq + 1
+    last_merged = max(merged, default=-1)
     remaining = sorted(s for s in numbered if s > last_merged)
     expected = list(range(last_merged + 1, last_merged + 1 + len(remaining)))
     if remaining != expected:
@@ -230,41 +493,64 @@ def compact_file(
     if len(chosen) < 2 and (keep_end or end is None or len(chosen) < len(remaining)):
         chosen = []  # one object merged alone is the same number of objects
     drop_end = (not keep_end and end is not None and len(chosen) == len(remaining)
-                and (chosen or merged))
+                and bool(chosen or merged))
     if not chosen and not stale and not drop_end:
+        if report.merged_objects_removed:
+            report.status = "compacted"
+            report.objects_after -= report.merged_objects_removed
         return report
-    try:
-        if chosen:
-            target = merged_object_name(base, chosen[-1])
-            total = 0
-            # Written whole, then made visible at once (a single put, or a multipart upload
-            # that appears when completed): no reader sees a partial merged object.
-            with fs.open(target, "wb", block_size=_PART_BYTES) as f:
+
+    def unchanged() -> None:
+        # Before the merged object is made visible: the lease is ours, and the objects are
+        # as listed (no merged object appeared, none of ours went). Raises otherwise.
+        lease.check()
+        numbered_now, merged_now, _ = _objects_of(_listing(fs, base), base)
+        if set(merged_now) != set(merged) or any(s not in numbered_now for s in chosen):
+            raise CompactionBusy(f"{url} was changed by another compaction meanwhile; "
+                                 "nothing deleted")
+
+    if chosen:
+        target = merged_object_name(base, chosen[-1])
+        temp = side_object_name(base, f"{chosen[-1]:0{SEQUENCE_DIGITS}d}.merging-{lease.token}")
+        digest = hashlib.sha256()
+        total = 0
+        try:
+            # Uploaded under a name no reader reads: fsspec's file uploads what it holds
+            # even when an exception leaves the block, so a failed download leaves a
+            # partial *temporary* object (removed below or by the next merge).
+            with fs.open(temp, "wb", block_size=_PART_BYTES) as f:
                 for seq in chosen:
                     data = fs.cat_file(numbered[seq])
                     report.bytes_downloaded += len(data)
+                    digest.update(data)
                     f.write(data)
                     total += len(data)
-            fs.invalidate_cache(target.rpartition("/")[0])
-            size = fs.info(target)["size"]
-            if size != total:
+            size, uploaded = _sha256_of(fs, temp)
+            if (size, uploaded) != (total, digest.digest()):
                 raise CompactionError(
-                    f"{url}: the merged object holds {size} bytes, not {total}; its numbered "
-                    "objects are kept")
-            report.bytes_uploaded = total
-            report.written.append(target)
-        doomed = [numbered[s] for s in stale + chosen]
-        if drop_end and end is not None:
-            doomed.append(end)  # the merged objects hold everything: one object left
-        if doomed:
-            fs.rm(doomed)  # one request per 1,000 objects on S3
-    except CompactionError:
-        raise
-    except Exception as e:
-        raise _redacted(e, url) from None
+                    f"{url}: the merged object read back differs from the objects it "
+                    f"merges ({size} bytes, they hold {total}); nothing changed")
+            unchanged()
+            fs.copy(temp, target)  # one server-side request: the object appears whole
+        finally:
+            with contextlib.suppress(Exception):
+                fs.rm_file(temp)
+        fs.invalidate_cache(target.rpartition("/")[0])
+        if fs.info(target)["size"] != total:
+            raise CompactionError(
+                f"{url}: the merged object holds {fs.info(target)['size']} bytes, not "
+                f"{total}; its numbered objects are kept")
+        report.bytes_uploaded = total
+        report.written.append(target)
+    lease.check()
+    doomed = [numbered[s] for s in stale + chosen]
+    if drop_end and end is not None:
+        doomed.append(end)  # the merged objects hold everything: one object left
+    if doomed:
+        fs.rm(doomed)  # one request per 1,000 objects on S3
     report.merged = len(stale) + len(chosen)
     report.objects_after = (report.objects_before - report.merged + len(report.written)
-                            - bool(drop_end))
+                            - bool(drop_end) - report.merged_objects_removed)
     report.status = "compacted"
     return report
 
@@ -276,14 +562,15 @@ def compact(
     grace_secs: float = DEFAULT_GRACE_SECS,
     assume_finished: bool = False,
     keep_end: bool = True,
+    lease_secs: float = DEFAULT_LEASE_SECS,
 ) -> list[FileCompaction | CompactionError]:
     """Merge the objects of every finished event file under ``url``, or of one file.
 
     ``url`` is a logdir or run (every event file below it, in every run) or one event
     file's URL (the name its objects share, without ``.<seq>``). Returns, per file, what
     was done, or the :class:`CompactionError` that kept it as it is (not finished, objects
-    missing); a single file that cannot be merged raises instead. ``keep_end`` as in
-    :func:`compact_file`.
+    missing, merged by another compaction at that moment); a single file that cannot be
+    merged raises instead. ``keep_end`` and ``lease_secs`` as in :func:`compact_file`.
 
     Raises:
       ValueError: ``url`` is not a URL (a local event file is one file already).
@@ -329,12 +616,10 @@ def compact(
         # The URL as the user spelled it (memory:// paths gain a "/" when stripped).
         file_url = url.rstrip("/") + base[len(root):] if base.startswith(root) else (
             f"{protocol}://{base}")
-        directory = base.rpartition("/")[0]
-        own = {p: i for p, i in infos.items() if p.rpartition("/")[0] == directory}
         try:
             results.append(compact_file(fs, base, file_url, grace_secs=grace_secs,
-                                        assume_finished=assume_finished, infos=own,
-                                        keep_end=keep_end))
+                                        assume_finished=assume_finished,
+                                        keep_end=keep_end, lease_secs=lease_secs))
         except CompactionError as e:
             if single:
                 raise
@@ -348,17 +633,33 @@ def _is_event_file(basename: str) -> bool:
 
 
 def compact_at_close(out: ObjectOutput) -> None:
-    """Merge ``out``'s objects once it is closed (``compact_on_close``); a failure warns."""
+    """Merge ``out``'s objects once it is closed (``compact_on_close``).
+
+    A failed merge warns (every event is uploaded already: nothing is lost). So does a merge
+    that left objects as they are: the objects of the last ``DEFAULT_GRACE_SECS`` (a live
+    reader may sit on them; a run shorter than that leaves all of them), and a file another
+    merge held at that moment. Each warning names the file, why, and the command that
+    finishes the job.
+    """
     import warnings
 
     try:
-        out.compaction = compact_file(
+        report = out.compaction = compact_file(
             out.fs, out.base, out.name, grace_secs=DEFAULT_GRACE_SECS,
             modified=out.uploaded_at(), now=time.time())
     except Exception as e:
-        # Every event is uploaded already: a failed merge loses nothing, and the
-        # command line can finish it (it resumes where this one stopped).
+        # The command line can finish it (it resumes where this one stopped).
         warnings.warn(
             f"summarylib: compacting {out.name} at close failed ({_redacted(e, out.name)});"
             f" its objects are all there: run `summarylib compact {out.url}` later",
             RuntimeWarning, stacklevel=2)
+        return
+    if report.kept_recent:
+        merged = (f"merged {report.merged} objects and left " if report.merged
+                  else "merged nothing: left ")
+        warnings.warn(
+            f"summarylib: compact_on_close {merged}{report.kept_recent} objects of "
+            f"{out.name} as they are: they were uploaded less than {DEFAULT_GRACE_SECS:g} s "
+            "before close, and a live reader (TensorBoard) may still be on them; run "
+            f"`summarylib compact {out.url}` once it has moved on (or with --grace 0 if "
+            "nothing is reading)", RuntimeWarning, stacklevel=2)

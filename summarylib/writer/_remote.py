@@ -31,7 +31,8 @@ When data becomes visible, and how many objects a run makes:
   * Bytes waiting for upload count toward the writer's ``max_buffer_bytes``: during an
     outage, callers wait for room (nothing is dropped) as they would for a slow disk.
   * The bucket must exist: a logger never creates one (a typo would otherwise leave logs in
-    a bucket nobody watches).
+    a bucket nobody watches). A store that cannot be reached at all (a wrong endpoint, no
+    network) is reported as such (``ConnectionError``), not as a missing bucket.
   * With ``compact_on_close``, ``close()`` then merges the file's objects (see
     :mod:`summarylib.writer._compaction`); a failed merge only warns: nothing is lost, and
     ``summarylib compact URL`` finishes it later.
@@ -43,9 +44,10 @@ fsspec and the protocol's package (s3fs, gcsfs, adlfs) are imported only for a U
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from summarylib.writer._naming import event_file_name
@@ -62,7 +64,12 @@ __all__ = [
     "object_name",
     "object_parts",
     "open_object_output",
+    "reading_filesystem",
+    "reading_storage_options",
+    "set_reading_storage_options",
     "split_url",
+    "unreachable",
+    "url_problem",
 ]
 
 DEFAULT_MIN_UPLOAD_SECS = 60.0
@@ -104,6 +111,103 @@ def filesystem(url: str, storage_options: dict[str, Any] | None) -> Any:
         return fsspec.filesystem(protocol, **(storage_options or {}))
     except ValueError as e:
         raise ValueError(f"unknown URL protocol {protocol!r} in {url!r}: {e}") from None
+
+
+# The storage options readers use (None: fsspec's defaults, from the environment).
+_reading_options: dict[str, Any] | None = None
+
+
+def set_reading_storage_options(options: dict[str, Any] | None) -> None:
+    """Set the fsspec options that every reader of a URL uses from now on in this process
+    (the command line's ``--storage-option``/``--endpoint-url``/``--profile``); None: the
+    defaults, which fsspec's protocols take from the environment (``AWS_ENDPOINT_URL``,
+    ``AWS_PROFILE``, ...)."""
+    global _reading_options
+    _reading_options = None if options is None else dict(options)
+
+
+@contextlib.contextmanager
+def reading_storage_options(options: dict[str, Any] | None) -> Iterator[None]:
+    """:func:`set_reading_storage_options` for the ``with`` block (a command line run),
+    then the options of before."""
+    before = _reading_options
+    set_reading_storage_options(options)
+    try:
+        yield
+    finally:
+        set_reading_storage_options(before)
+
+
+def reading_filesystem(url: str) -> Any:
+    """The fsspec filesystem through which readers read ``url``, with an empty listing
+    cache: fsspec keeps one instance per protocol and options for the whole process, and
+    its cached listings would hide objects written, merged or deleted since (a notebook
+    polling a live run, ``summarylib tail``)."""
+    fs = filesystem(url, _reading_options)
+    fs.invalidate_cache()
+    return fs
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether ``error`` (or what caused it) says that the store did not answer: refused,
+    timed out, no route, a name that does not resolve. Clients name these differently
+    (botocore's ``EndpointConnectionError``, aiohttp's ``ClientConnectorError``, ...)."""
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, (ConnectionError, TimeoutError)):
+            return True
+        names = {c.__name__ for c in type(e).__mro__}
+        if names & {"EndpointConnectionError", "ConnectTimeoutError", "ConnectionError",
+                    "ClientConnectorError", "ServerTimeoutError", "gaierror",
+                    "ConnectionClosedError", "ReadTimeoutError", "ProxyConnectionError"}:
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def _bucket_exists(fs: Any, bucket: str, url: str) -> bool:
+    """Whether ``bucket`` exists; ConnectionError if the store cannot be reached.
+
+    Not ``fs.exists``: it answers False for a store that does not answer at all.
+    """
+    try:
+        fs.info(bucket)
+    except FileNotFoundError:
+        return False
+    except PermissionError:
+        return True  # there, but these credentials may not look at it: writes will say
+    except Exception as e:
+        if unreachable(e):
+            raise ConnectionError(
+                f"could not reach the object store of {url!r} ({_redacted(e, url)}); check "
+                "its endpoint (AWS_ENDPOINT_URL, or storage_options such as "
+                "{'endpoint_url': ...}; --endpoint-url on the command line) and the network"
+            ) from None
+        raise _redacted(e, url) from None
+    return True
+
+
+def url_problem(url: str, storage_options: dict[str, Any] | None = None) -> str | None:
+    """Why nothing can be read at ``url`` (no such bucket, nothing there, the store cannot
+    be reached, fsspec or the protocol's package missing), or None if something is there.
+    ``storage_options`` None: the readers' (see :func:`set_reading_storage_options`)."""
+    try:
+        fs = filesystem(url, _reading_options if storage_options is None else storage_options)
+        fs.invalidate_cache()
+        path = fs._strip_protocol(url).rstrip("/")
+        bucket = path.split("/", 1)[0]
+        if split_url(url)[0] in _BUCKET_PROTOCOLS and bucket and not _bucket_exists(
+                fs, bucket, url):
+            return f"the bucket {bucket!r} of {url} does not exist"
+        if not fs.exists(path):
+            return f"nothing at {url}"
+    except (ConnectionError, ImportError, ValueError) as e:
+        return str(e)
+    except Exception as e:
+        return str(_redacted(e, url))
+    return None
 
 
 def object_name(base: str, seq: int) -> str:
@@ -258,11 +362,7 @@ def open_object_output(url: str, suffix: str, storage_options: dict[str, Any] | 
     if protocol in _BUCKET_PROTOCOLS:
         # No makedirs here: on an object store it creates a missing bucket.
         bucket = directory.split("/", 1)[0]
-        try:
-            exists = bool(bucket) and fs.exists(bucket)
-        except Exception as e:
-            raise _redacted(e, url) from None
-        if not exists:
+        if not bucket or not _bucket_exists(fs, bucket, url):
             raise FileNotFoundError(
                 f"the bucket {bucket!r} of {url!r} does not exist; create it first "
                 "(summarylib never creates buckets)")

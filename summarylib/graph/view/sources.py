@@ -439,9 +439,9 @@ def _read_file(name: str) -> bytes:
 
     try:
         if is_remote(name):
-            from summarylib.writer._remote import filesystem
+            from summarylib.writer._remote import reading_filesystem
 
-            fs = filesystem(name, None)
+            fs = reading_filesystem(name)
             return bytes(fs.cat_file(fs._strip_protocol(name)))
         with open(name, "rb") as f:
             return f.read()
