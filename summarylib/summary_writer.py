@@ -30,7 +30,7 @@ from summarylib.encoding._events import event_bytes
 from summarylib.encoding._pending import device_kind
 from summarylib.encoding._wire import field_bytes
 from summarylib.ops._resolve import Caller, Sink, check_tag, check_wall_time, sink_for
-from summarylib.ops.scalar import scalar_to, write_scalar
+from summarylib.ops.scalar import simple_scalar_to, write_simple_scalar
 from summarylib.writer._context import Step, _local, check_step, condition_holds
 from summarylib.writer._file_writer import WriterBase, check_logdir, open_writer_resource
 from summarylib.writer._path_safety import check_name_text, safe_component
@@ -196,13 +196,19 @@ class SummaryWriter(WriterBase):
         walltime: float | None = None, new_style: bool = False,
         double_precision: bool = False,
     ) -> bool:
-        """A scalar (a number or 0-d tensor) under ``tag``; stored as float32 always.
+        """A scalar (a number or 0-d tensor) under ``tag``, written as torch writes it.
 
-        ``new_style`` and ``double_precision`` are accepted and ignored: TensorBoard's fast
-        loader reads float32 scalar tensors only, which is what is written.
+        A ``Summary.Value.simple_value`` (float32, no plugin metadata): TensorBoard's
+        ``EventAccumulator`` and tbparse list it under ``scalars``, as torch's.
+        ``new_style=True`` writes torch's other form, a ``scalars``-plugin tensor with
+        ``float_val`` (``double_val`` with ``double_precision=True``), listed under
+        ``tensors``; ``double_precision`` without ``new_style`` is ignored, as in torch.
         """
         if self._silent:
             return False
+        if new_style:
+            return self._tensor_scalar(tag, scalar_value, global_step, walltime,
+                                       double_precision)
         if type(global_step) is not int or self._defaults is not None or not (
             _INT64_MIN <= global_step <= _INT64_MAX
         ):
@@ -210,7 +216,7 @@ class SummaryWriter(WriterBase):
             step = self._step(global_step, "add_scalar")
             if type(step) is not int and device_kind(step) is not None:  # read later
                 sink = self._sink(tag, step, walltime, _ADD_SCALAR)
-                return sink is not None and write_scalar(sink, _single(scalar_value))
+                return sink is not None and write_simple_scalar(sink, _single(scalar_value))
             global_step = check_step(step, "add_scalar")
             walltime = self._walltime(walltime)
         if walltime is not None:
@@ -226,8 +232,16 @@ class SummaryWriter(WriterBase):
         if type(tag) is not str or not tag:
             tag = check_tag(tag, "add_scalar", "tag")
         scope = st.scope
-        return scalar_to(self, scope + tag if scope else tag, global_step, walltime,
-                         _ADD_SCALAR, scalar_value)
+        return simple_scalar_to(self, scope + tag if scope else tag, global_step, walltime,
+                                _ADD_SCALAR, scalar_value)
+
+    def _tensor_scalar(self, tag: str, scalar_value: Any, global_step: Step | None,
+                       walltime: float | None, double_precision: bool) -> bool:
+        from summarylib.ops.scalar import write_tensor_scalar
+
+        sink = self._sink(tag, global_step, walltime, _ADD_SCALAR)
+        return sink is not None and write_tensor_scalar(sink, _single(scalar_value),
+                                                        bool(double_precision))
 
     def add_scalars(
         self, main_tag: str, tag_scalar_dict: Mapping[str, Any],
@@ -268,7 +282,7 @@ class SummaryWriter(WriterBase):
             t = type(value)
             if t is not float and t is not int and getattr(value, "ndim", 0) != 0:
                 value = _single(value)
-            wrote = write_scalar(sink, value) or wrote
+            wrote = write_simple_scalar(sink, value) or wrote
         return wrote
 
     def _child(self, logdir: str, name: str, where: str, arg: str, *,
@@ -324,7 +338,8 @@ class SummaryWriter(WriterBase):
         from summarylib.ops.image import write_image
 
         sink = self._sink(tag, global_step, walltime, _image_caller(where))
-        return sink is not None and write_image(sink, hwc[None], 1, dataformats="NHWC")
+        return sink is not None and write_image(sink, hwc[None], 1, dataformats="NHWC",
+                                                torch_form=True)
 
     def add_image(self, tag: str, img_tensor: Any, global_step: Step | None = None,
                   walltime: float | None = None, dataformats: str = "CHW") -> bool:
@@ -407,7 +422,7 @@ class SummaryWriter(WriterBase):
         vid = _reorder(vid_tensor, dataformats, "NTCHW", where)
         frames = video_frames(vid, where, on_device=True)
         sink = self._sink(tag, global_step, walltime, _ADD_VIDEO)
-        return sink is not None and write_video(sink, frames, fps)
+        return sink is not None and write_video(sink, frames, fps, torch_form=True)
 
     def add_audio(self, tag: str, snd_tensor: Any, global_step: Step | None = None,
                   sample_rate: int = 44100, walltime: float | None = None) -> bool:
@@ -434,7 +449,7 @@ class SummaryWriter(WriterBase):
             pcm = (np.clip(clip, -1, 1) * np.iinfo(np.int16).max).astype("<i2")
             data = (pcm.astype(np.float32) / 32768).reshape(1, -1, 1)
         sink = self._sink(tag, global_step, walltime, _ADD_AUDIO)
-        return sink is not None and write_audio(sink, data, sample_rate, 1)
+        return sink is not None and write_audio(sink, data, sample_rate, 1, torch_form=True)
 
     def add_text(self, tag: str, text_string: str, global_step: Step | None = None,
                  walltime: float | None = None) -> bool:
@@ -649,8 +664,9 @@ class SummaryWriter(WriterBase):
         for key, value in metrics.items():
             # Metric tags are literal (no name scope), as the trial names them.
             metric = sink_for(self, key, step, None, _ADD_HPARAMS_METRIC, scoped=False)
-            if metric is not None and tags.needs_metadata(key):
-                write_scalar(metric, value)
+            logged = not tags.needs_metadata(key) or tags.simple_prefix_of(key) is not None
+            if metric is not None and not logged:
+                write_simple_scalar(metric, value)
         if written:
             self._trial_started()
         return written
