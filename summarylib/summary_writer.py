@@ -23,7 +23,7 @@ import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding._arrays import shape_of
 from summarylib.encoding._events import event_bytes
@@ -35,6 +35,9 @@ from summarylib.writer._context import Step, _local, check_step, condition_holds
 from summarylib.writer._file_writer import WriterBase, check_logdir, open_writer_resource
 from summarylib.writer._path_safety import check_name_text, safe_component
 from summarylib.writer._settings import WriterSettings
+
+if TYPE_CHECKING:
+    from summarylib.torch_file_writer import TorchFileWriter
 
 __all__ = ["SummaryWriter"]
 
@@ -187,6 +190,23 @@ class SummaryWriter(WriterBase):
         return self._logdir
 
     # -- torch's methods ------------------------------------------------------
+    @property
+    def file_writer(self) -> TorchFileWriter | None:
+        """torch's ``FileWriter`` of this run (``get_logdir``, ``add_event``,
+        ``add_summary``, ``add_graph``, ``flush``, ``close``), writing into this writer's
+        event file; None once the writer is closed, as in torch."""
+        if self.closed:
+            return None
+        from summarylib.torch_file_writer import TorchFileWriter
+
+        return TorchFileWriter(self)
+
+    @property
+    def all_writers(self) -> dict[str, TorchFileWriter] | None:
+        """torch's ``{log_dir: file_writer}`` (this run's only); None once closed."""
+        fw = self.file_writer
+        return None if fw is None else {str(self._logdir): fw}
+
     def get_logdir(self) -> str | None:
         """The log directory (torch's name for :attr:`logdir`)."""
         return self._logdir
@@ -229,7 +249,7 @@ class SummaryWriter(WriterBase):
         cond = st.condition
         if cond is not True and not condition_holds(cond):
             return False
-        if type(tag) is not str or not tag:
+        if type(tag) is not str:
             tag = check_tag(tag, "add_scalar", "tag")
         scope = st.scope
         return simple_scalar_to(self, scope + tag if scope else tag, global_step, walltime,
@@ -461,8 +481,8 @@ class SummaryWriter(WriterBase):
             raise TypeError(
                 f"{where}: 'text_string' must be a str, got {type(text_string).__name__}"
             )
-        if not isinstance(tag, str) or not tag:
-            raise ValueError(f"{where}: 'tag' must be a non-empty str, got {tag!r}")
+        if not isinstance(tag, str):
+            raise TypeError(f"{where}: 'tag' must be a str, got {type(tag).__name__}")
         sink = self._sink(tag + "/text_summary", global_step, walltime, _ADD_TEXT)
         return sink is not None and write_text(sink, [text_string])
 
@@ -485,7 +505,14 @@ class SummaryWriter(WriterBase):
             inputs = tuple(inputs) if isinstance(inputs, list) else (inputs,)
         graph = capture(model, inputs)
         sink = self._sink(None, 0, None, _ADD_GRAPH, untagged=True)
-        return sink is not None and write_graph_def(sink, graph)
+        if sink is None or not write_graph_def(sink, graph):
+            return False
+        # torch's "step1" run metadata beside the graph (one CPU device, no node stats):
+        # TensorBoard's graph dashboard then offers the run "step1" as torch's does.
+        from summarylib.ops._emit import emit_event_field
+        from summarylib.torch_file_writer import step1_run_metadata_field
+
+        return emit_event_field(sink, step1_run_metadata_field(_TORCH_STEP1_RUN_METADATA))
 
     def add_onnx_graph(self, prototxt: Any) -> bool:
         """The graph of an ONNX model: ``prototxt`` is the path of an ``.onnx`` file (torch's
@@ -528,7 +555,8 @@ class SummaryWriter(WriterBase):
     ) -> bool:
         """A precision-recall curve with torch's counting (predictions in [0, 1]).
 
-        ``num_thresholds`` is capped at 127, as torch caps it.
+        ``num_thresholds`` is capped at 127, as torch caps it; 1 writes a one-point
+        curve, as tensorboardX does.
         """
         from summarylib.torch_conventions import pr_curve_data
 
@@ -537,7 +565,7 @@ class SummaryWriter(WriterBase):
         from summarylib.ops._device_ops import any_on_device
 
         if any_on_device(labels, predictions, weights):  # counted off this thread
-            sink = self._sink(tag, global_step, walltime, Caller(where, "tag"))
+            sink = self._sink(tag, global_step, walltime, _torch_caller(where, "tag"))
             return sink is not None and _torch_pr_curve(sink, labels, predictions, t, weights)
         data = pr_curve_data(labels, predictions, t, weights, where)
         return self._pr_raw(tag, data, global_step, walltime, where)
@@ -558,8 +586,8 @@ class SummaryWriter(WriterBase):
                 where: str) -> bool:
         from summarylib.ops.pr_curve import write_pr_curve_counts
 
-        sink = self._sink(tag, global_step, walltime, Caller(where, "tag"))
-        return sink is not None and write_pr_curve_counts(sink, *data)
+        sink = self._sink(tag, global_step, walltime, _torch_caller(where, "tag"))
+        return sink is not None and write_pr_curve_counts(sink, *data, min_thresholds=1)
 
     def add_custom_scalars(self, layout: Any) -> bool:
         """The Custom Scalars layout: ``{category: {chart: ["Multiline", [tag regexes]] |
@@ -736,25 +764,35 @@ class SummaryWriter(WriterBase):
                 child.close(timeout)
 
 
-# Who calls the op cores, with torch's argument names (errors name them).
-_ADD_SCALAR = Caller("add_scalar", "tag", "scalar_value")
-_ADD_SCALARS = Caller("add_scalars", "main_tag", "tag_scalar_dict")
-_ADD_TENSOR = Caller("add_tensor", "tag", "tensor")
-_ADD_HISTOGRAM = Caller("add_histogram", "tag", "values")
-_ADD_HISTOGRAM_RAW = Caller("add_histogram_raw", "tag")
-_ADD_VIDEO = Caller("add_video", "tag", "vid_tensor")
-_ADD_AUDIO = Caller("add_audio", "tag", "snd_tensor")
-_ADD_TEXT = Caller("add_text", "tag", "text_string")
-_ADD_GRAPH = Caller("add_graph", data="model")
-_ADD_ONNX_GRAPH = Caller("add_onnx_graph", data="prototxt")
-_ADD_CUSTOM_SCALARS = Caller("add_custom_scalars", data="layout")
-_ADD_MESH = Caller("add_mesh", "tag", "vertices")
-_ADD_HPARAMS = Caller("add_hparams", data="hparam_dict")
-_ADD_HPARAMS_METRIC = Caller("add_hparams", "metric_dict", "metric_dict")
+# Who calls the op cores, with torch's argument names (errors name them); an empty tag
+# is accepted, as torch and tensorboardX accept it.
+def _torch_caller(where: str, name: str = "name", data: str = "data") -> Caller:
+    return Caller(where, name, data, empty_tag=True)
+
+
+_ADD_SCALAR = _torch_caller("add_scalar", "tag", "scalar_value")
+_ADD_SCALARS = _torch_caller("add_scalars", "main_tag", "tag_scalar_dict")
+_ADD_TENSOR = _torch_caller("add_tensor", "tag", "tensor")
+_ADD_HISTOGRAM = _torch_caller("add_histogram", "tag", "values")
+_ADD_HISTOGRAM_RAW = _torch_caller("add_histogram_raw", "tag")
+_ADD_VIDEO = _torch_caller("add_video", "tag", "vid_tensor")
+_ADD_AUDIO = _torch_caller("add_audio", "tag", "snd_tensor")
+_ADD_TEXT = _torch_caller("add_text", "tag", "text_string")
+_ADD_GRAPH = _torch_caller("add_graph", data="model")
+_ADD_ONNX_GRAPH = _torch_caller("add_onnx_graph", data="prototxt")
+_ADD_CUSTOM_SCALARS = _torch_caller("add_custom_scalars", data="layout")
+_ADD_MESH = _torch_caller("add_mesh", "tag", "vertices")
+_ADD_HPARAMS = _torch_caller("add_hparams", data="hparam_dict")
+_ADD_HPARAMS_METRIC = _torch_caller("add_hparams", "metric_dict", "metric_dict")
+
+
+# RunMetadata{step_stats{dev_stats{device: "/device:CPU:0"}}}: what torch's add_graph
+# writes under "step1" (its trace records no node stats).
+_TORCH_STEP1_RUN_METADATA = field_bytes(1, field_bytes(1, field_bytes(1, b"/device:CPU:0")))
 
 
 def _image_caller(where: str) -> Caller:
-    return Caller(where, "tag", "figure" if where == "add_figure" else "img_tensor")
+    return _torch_caller(where, "tag", "figure" if where == "add_figure" else "img_tensor")
 
 
 def _session_end_event(explicit: bool, status: str | None = None) -> bytes:
@@ -795,8 +833,8 @@ def _verbatim_suffix(suffix: Any, where: str) -> str:
 def _thresholds(num_thresholds: Any, where: str) -> int:
     if isinstance(num_thresholds, bool) or not isinstance(num_thresholds, int):
         raise TypeError(f"{where}: 'num_thresholds' must be an int, got {num_thresholds!r}")
-    if num_thresholds < 2:
-        raise ValueError(f"{where}: 'num_thresholds' must be >= 2, got {num_thresholds}")
+    if num_thresholds < 1:  # one threshold: one point (everything predicted positive)
+        raise ValueError(f"{where}: 'num_thresholds' must be >= 1, got {num_thresholds}")
     return min(num_thresholds, 127)
 
 

@@ -341,7 +341,8 @@ def _tensor(data: np.ndarray) -> bytes:
     return header + data.astype("<f4", copy=False).tobytes()
 
 
-def _raw_data(values: tuple[Any, ...], num_thresholds: Any, where: str) -> np.ndarray:
+def _raw_data(values: tuple[Any, ...], num_thresholds: Any, where: str,
+              min_thresholds: int = 2) -> np.ndarray:
     import numpy as np
 
     arrays = [_real_array(v, where, arg) for v, arg in zip(values, _RAW_ARGS, strict=True)]
@@ -359,8 +360,9 @@ def _raw_data(values: tuple[Any, ...], num_thresholds: Any, where: str) -> np.nd
             raise ValueError(
                 f"{where}: 'num_thresholds' is {expected} but the vectors have length {t}"
             )
-    elif t < 2:
-        raise ValueError(f"{where}: the vectors must have length >= 2 (thresholds), got {t}")
+    elif t < min_thresholds:
+        raise ValueError(f"{where}: the vectors must have length >= {min_thresholds} "
+                         f"(thresholds), got {t}")
     # float32 with numpy's cast: values beyond float32's range become +-inf.
     with np.errstate(over="ignore"):
         return np.stack(arrays).astype(np.float32)
@@ -517,11 +519,17 @@ def write_pr_curve_counts(
     false_negative_counts: Any,
     precision: Any,
     recall: Any,
+    *,
+    min_thresholds: int = 2,
 ) -> bool:
-    """The core of :func:`pr_curve_counts`: write the counts to ``sink`` under its tag."""
+    """The core of :func:`pr_curve_counts`: write the counts to ``sink`` under its tag.
+
+    ``min_thresholds``: the shortest vectors accepted (torch's ``SummaryWriter`` writes
+    one-threshold curves, as tensorboardX does: 1).
+    """
     values = (true_positive_counts, false_positive_counts, true_negative_counts,
               false_negative_counts, precision, recall)
-    data = _raw_data(values, None, sink.caller.where)
+    data = _raw_data(values, None, sink.caller.where, min_thresholds)
     md = plugin_data_bytes(PLUGIN_NAME, plugin_content(data.shape[1]))
     return emit_value(sink, _tensor(data), md)
 

@@ -287,7 +287,8 @@ def simple_scalar_to(
     if prefix is None:
         # No metadata to write first: the prefix is known before any event is.
         try:
-            tag_field = field_bytes(1, tag.encode("utf-8"))
+            # An empty tag (torch takes one) is left out, as protobuf leaves it out.
+            tag_field = field_bytes(1, tag.encode("utf-8")) if tag else b""
         except UnicodeEncodeError as e:
             raise ValueError(f"{caller.where}: {caller.name!r} is not valid Unicode text: "
                              f"{e}") from None
