@@ -568,7 +568,7 @@ class SummaryWriter(WriterBase):
             sink = self._sink(tag, global_step, walltime, _torch_caller(where, "tag"))
             return sink is not None and _torch_pr_curve(sink, labels, predictions, t, weights)
         data = pr_curve_data(labels, predictions, t, weights, where)
-        return self._pr_raw(tag, data, global_step, walltime, where)
+        return self._pr_raw(tag, data, global_step, walltime, where, t)
 
     def add_pr_curve_raw(
         self, tag: str, true_positive_counts: Any, false_positive_counts: Any,
@@ -576,18 +576,25 @@ class SummaryWriter(WriterBase):
         global_step: Step | None = None, num_thresholds: int = 127, weights: Any = None,
         walltime: float | None = None,
     ) -> bool:
-        """A precision-recall curve from counts (six vectors of one length)."""
-        del num_thresholds, weights  # torch ignores them too: the length decides
+        """A precision-recall curve from counts (six vectors of one length).
+
+        ``num_thresholds`` (capped at 127) goes into the plugin metadata, as torch writes
+        it; the curve has the vectors' length. ``weights`` is ignored, as in torch.
+        """
+        del weights
+        where = "add_pr_curve_raw"
+        t = _thresholds(num_thresholds, where)
         data = (true_positive_counts, false_positive_counts, true_negative_counts,
                 false_negative_counts, precision, recall)
-        return self._pr_raw(tag, data, global_step, walltime, "add_pr_curve_raw")
+        return self._pr_raw(tag, data, global_step, walltime, where, t)
 
     def _pr_raw(self, tag: str, data: Any, global_step: Step | None, walltime: Any,
-                where: str) -> bool:
+                where: str, num_thresholds: int) -> bool:
         from summarylib.ops.pr_curve import write_pr_curve_counts
 
         sink = self._sink(tag, global_step, walltime, _torch_caller(where, "tag"))
-        return sink is not None and write_pr_curve_counts(sink, *data, min_thresholds=1)
+        return sink is not None and write_pr_curve_counts(sink, *data,
+                                                          torch_form=num_thresholds)
 
     def add_custom_scalars(self, layout: Any) -> bool:
         """The Custom Scalars layout: ``{category: {chart: ["Multiline", [tag regexes]] |
@@ -879,7 +886,7 @@ def _torch_pr_curve(
     md = plugin_data_bytes(PLUGIN_NAME, plugin_content(num_thresholds))
     if not defers_device_values(sink.writer):
         data = pr_curve_data(labels, predictions, num_thresholds, weights, where)
-        return emit_value(sink, _tensor(data), md)
+        return emit_value(sink, _tensor(data, True), md)
     check_pr_shapes(labels, predictions, None, where)
     if weights is not None:
         wshape = tuple(int(d) for d in getattr(weights, "shape", ()))
@@ -890,11 +897,11 @@ def _torch_pr_curve(
              ((labels, "labels"), (predictions, "predictions"), (weights, "weights"))]
     if any(r is None for r in reads):
         data = pr_curve_data(labels, predictions, num_thresholds, weights, where)
-        return emit_value(sink, _tensor(data), md)
+        return emit_value(sink, _tensor(data, True), md)
     (lab_r, n1), (pred_r, n2), (w_r, n3) = reads  # type: ignore[misc]
 
     def make_tensor() -> bytes:
-        return _tensor(pr_curve_data(lab_r(), pred_r(), num_thresholds, w_r(), where))
+        return _tensor(pr_curve_data(lab_r(), pred_r(), num_thresholds, w_r(), where), True)
 
     size = n1 + n2 + n3 + 24 * num_thresholds + 64
     return emit_value_deferred(sink, make_tensor, md, size)

@@ -329,8 +329,13 @@ def _weighted_counts(index: np.ndarray, weights: np.ndarray, t: int) -> np.ndarr
     return total
 
 
-def _tensor(data: np.ndarray) -> bytes:
+def _tensor(data: np.ndarray, float_val: bool = False) -> bytes:
+    # ``float_val``: the values in TensorProto.float_val (packed), as torch writes them,
+    # instead of tensor_content; the same bytes under another key.
     t = data.shape[1]
+    if float_val:
+        head = b"\x08" + varint(DT_FLOAT) + field_bytes(2, shape_bytes((6, t)))
+        return head + b"\x2a" + varint(24 * t) + data.astype("<f4", copy=False).tobytes()
     header = _HEADERS.get(t)
     if header is None:
         # dtype, tensor_shape [6, T], then tensor_content's key and length.
@@ -520,18 +525,20 @@ def write_pr_curve_counts(
     precision: Any,
     recall: Any,
     *,
-    min_thresholds: int = 2,
+    torch_form: int | None = None,
 ) -> bool:
     """The core of :func:`pr_curve_counts`: write the counts to ``sink`` under its tag.
 
-    ``min_thresholds``: the shortest vectors accepted (torch's ``SummaryWriter`` writes
-    one-threshold curves, as tensorboardX does: 1).
+    ``torch_form``: write as torch's ``SummaryWriter`` does, with this ``num_thresholds``
+    in the plugin metadata whatever the vectors' length, the values in ``float_val``,
+    and one-threshold curves accepted (as tensorboardX writes them).
     """
     values = (true_positive_counts, false_positive_counts, true_negative_counts,
               false_negative_counts, precision, recall)
-    data = _raw_data(values, None, sink.caller.where, min_thresholds)
-    md = plugin_data_bytes(PLUGIN_NAME, plugin_content(data.shape[1]))
-    return emit_value(sink, _tensor(data), md)
+    data = _raw_data(values, None, sink.caller.where, 2 if torch_form is None else 1)
+    thresholds = data.shape[1] if torch_form is None else torch_form
+    md = plugin_data_bytes(PLUGIN_NAME, plugin_content(thresholds))
+    return emit_value(sink, _tensor(data, torch_form is not None), md)
 
 
 def pr_curve_counts_pb(
