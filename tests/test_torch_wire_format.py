@@ -260,3 +260,15 @@ def test_one_threshold_pr_curve_is_tensorboardxs(tmp_path: Path) -> None:
         got[name] = ANSWERS["tensors"](ea, "pr")
     assert got["ours"] == got["tbx"]
     assert np.asarray(got["ours"][0][1][1]).shape == (6, 1)
+
+
+@pytest.mark.parametrize(("method", "shape", "hint"), [
+    ("add_image", (8, 8, 3), "dataformats='HWC'"),
+    ("add_images", (2, 8, 8, 3), "dataformats='NHWC'"),
+])
+def test_layout_errors_name_dataformats(tmp_path: Path, method: str, shape: tuple[int, ...],
+                                        hint: str) -> None:
+    with sl.SummaryWriter(tmp_path) as w, pytest.raises(
+        ValueError, match=rf"C axis of dataformats=.*pass {hint} if that is its layout"
+    ):
+        getattr(w, method)("x", np.zeros(shape), 0)

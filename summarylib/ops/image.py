@@ -197,11 +197,17 @@ def _check_shape(shape: tuple[int, ...], fmt: str, where: str, arg: str) -> None
     c_axis = axes[3]  # where the channels are in the input, None for "HW"
     rank = sum(a is not None for a in axes)
     if len(shape) != rank or (c_axis is not None and shape[c_axis] not in (1, 2, 3, 4)):
-        with_fmt = "" if fmt == "NHWC" else f" with dataformats={fmt!r}"
         channels = "" if c_axis is None else " with c in (1, 2, 3, 4)"
-        raise ValueError(
-            f"{where}: {arg!r}{with_fmt} must have shape {layout}{channels}, got {shape}"
-        )
+        message = (f"{where}: {arg!r} with dataformats={fmt!r} must have shape "
+                   f"{layout}{channels}, got {shape}")
+        for other, (other_axes, _) in DATAFORMATS.items():  # a layout the shape fits
+            c = other_axes[3]
+            if other != fmt and sum(a is not None for a in other_axes) == len(shape) and (
+                c is not None and shape[c] in (1, 2, 3, 4)
+            ):
+                message += f"; pass dataformats={other!r} if that is its layout"
+                break
+        raise ValueError(message)
     h_axis, w_axis = axes[1], axes[2]
     if shape[h_axis] == 0 or shape[w_axis] == 0:  # type: ignore[index]
         raise ValueError(
