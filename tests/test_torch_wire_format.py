@@ -20,11 +20,10 @@ import summarylib as sl
 from tests.helpers import tb_events
 
 torch = pytest.importorskip("torch")
-from torch.utils.tensorboard import SummaryWriter as TorchWriter  # noqa: E402
-
 from tensorboard.backend.event_processing.event_accumulator import (  # noqa: E402
     EventAccumulator,
 )
+from torch.utils.tensorboard import SummaryWriter as TorchWriter  # noqa: E402
 
 KINDS = ("images", "audio", "histograms", "scalars", "tensors")
 
@@ -125,11 +124,13 @@ def _tensor(event: Any) -> tuple[Any, Any]:
 ANSWERS = {
     "scalars": lambda ea, tag: [(e.step, e.value) for e in ea.Scalars(tag)],
     "histograms": lambda ea, tag: [(e.step, e.histogram_value) for e in ea.Histograms(tag)],
-    "images": lambda ea, tag: [(e.step, e.width, e.height, _pixels(e.encoded_image_string).tolist())
+    "images": lambda ea, tag: [(e.step, e.width, e.height,
+                                _pixels(e.encoded_image_string).tolist())
                                for e in ea.Images(tag)],
     "audio": lambda ea, tag: [(e.step, e.encoded_audio_string, e.content_type, e.sample_rate,
                                e.length_frames) for e in ea.Audio(tag)],
-    "tensors": lambda ea, tag: [(e.step, _tensor(e), ea.SummaryMetadata(tag).plugin_data.plugin_name,
+    "tensors": lambda ea, tag: [(e.step, _tensor(e),
+                                 ea.SummaryMetadata(tag).plugin_data.plugin_name,
                                  ea.SummaryMetadata(tag).plugin_data.content)
                                 for e in ea.Tensors(tag)],
 }
@@ -232,7 +233,7 @@ def test_torch_file_writer_surface(tmp_path: Path) -> None:
     summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="x", simple_value=2.0)])
     fw.add_summary(summary, 5, walltime=10.0)
     fw.add_event(event_pb2.Event(summary=summary), step=6)
-    with pytest.raises(ValueError, match="file_writer.add_summary: 'summary'"):
+    with pytest.raises(ValueError, match=r"file_writer\.add_summary: 'summary'"):
         fw.add_summary(b"\xff\xff", 7)
     w.add_graph(torch.nn.Linear(2, 2), torch.zeros(1, 2))
     assert w.add_image("", np.zeros((3, 2, 2)), 1)  # an empty tag, as torch takes it

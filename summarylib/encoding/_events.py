@@ -31,9 +31,9 @@ from summarylib.encoding._wire import field_bytes, field_varint, key, pack_doubl
 __all__ = [
     "AFTER_WALL_TIME",
     "AUDIO_KEY",
-    "IMAGE_KEY",
     "EVENT_PACKS",
     "FILE_VERSION",
+    "IMAGE_KEY",
     "MAX_EVENT_BYTES",
     "METADATA_KEY",
     "SCALAR_TENSOR_HEAD",

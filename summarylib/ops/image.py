@@ -53,6 +53,7 @@ from summarylib.encoding._arrays import (
     widen_extended_float,
 )
 from summarylib.encoding._device_reductions import images_uint8
+from summarylib.encoding._events import image_proto_bytes
 from summarylib.encoding._pending import capture, device_kind, is_real_dtype
 from summarylib.encoding._pixels import (
     DATAFORMATS,
@@ -62,7 +63,6 @@ from summarylib.encoding._pixels import (
     to_nhwc,
     to_uint8,
 )
-from summarylib.encoding._events import image_proto_bytes
 from summarylib.encoding._png import encode_png
 from summarylib.encoding._tensor import string_tensor_bytes
 from summarylib.errors import warn_user

@@ -27,7 +27,8 @@ class TagLedger:
     """One file's tags with metadata written, and the ops' per-tag caches.
 
     ``prefix_of(tag)``, ``simple_prefix_of(tag)`` and ``layout_of(key)`` are the caches'
-    lookups (None when absent); they are bound methods of plain dicts, so the hot path pays one call.
+    lookups (None when absent); they are bound methods of plain dicts, so the hot path
+    pays one call.
     """
 
     __slots__ = ("_layouts", "_prefixes", "_simple_prefixes", "_with_metadata", "layout_of",
