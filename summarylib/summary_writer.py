@@ -319,12 +319,13 @@ class SummaryWriter(WriterBase):
 
     def add_tensor(self, tag: str, tensor: Any, global_step: Step | None = None,
                    walltime: float | None = None) -> bool:
-        """Any numeric or string array as a tensor value with no plugin (``write``)."""
+        """Any numeric or string array as a tensor value (``write``), with torch's plugin
+        metadata (``plugin_name="tensor"``) on the tag's first value in the file."""
         from summarylib.ops.write import write_tensor
 
         # write() takes tags literally; add_* honour the name scope.
         sink = self._sink(tag, global_step, walltime, _ADD_TENSOR)
-        return sink is not None and write_tensor(sink, tensor)
+        return sink is not None and write_tensor(sink, tensor, _TENSOR_PLUGIN_METADATA)
 
     def add_histogram(
         self, tag: str, values: Any, global_step: Step | None = None,
@@ -792,6 +793,9 @@ _ADD_MESH = _torch_caller("add_mesh", "tag", "vertices")
 _ADD_HPARAMS = _torch_caller("add_hparams", data="hparam_dict")
 _ADD_HPARAMS_METRIC = _torch_caller("add_hparams", "metric_dict", "metric_dict")
 
+
+# SummaryMetadata{plugin_data{plugin_name: "tensor"}}: torch's add_tensor metadata.
+_TENSOR_PLUGIN_METADATA = field_bytes(1, field_bytes(1, b"tensor"))
 
 # RunMetadata{step_stats{dev_stats{device: "/device:CPU:0"}}}: what torch's add_graph
 # writes under "step1" (its trace records no node stats).

@@ -42,6 +42,7 @@ def calls(SummaryWriter: Any, logdir: Path) -> None:
         w.add_scalar("np", np.float32(step) * 0.5, step)
         w.add_scalars("m", {"a": math.sin(step), "b": math.cos(step)}, step)
     w.add_scalar("big_step", 2.5, 1 << 40)
+    w.add_tensor("tensor", torch.tensor([[1.0, 2.0], [3.0, 4.5]]), 2)
     w.add_scalar("new", torch.tensor(0.25), 1, new_style=True)
     w.add_scalar("new64", 0.1, 2, new_style=True, double_precision=True)
     w.add_histogram("hist", rng.normal(size=200), 1)
