@@ -97,11 +97,12 @@ class WriterBase:
           step: if not None, also the default step inside the block.
 
         On exit the previous default writer (and, if ``step`` was given, the
-        previous default step) is restored, and the background thread is asked
-        to write every event logged so far, at once; the exit does not wait
-        for that write (``flush()`` does), so a block per step costs about as
-        much as one block around the loop. A write error is reported by the
-        next op, ``flush()`` or ``close()``.
+        previous default step) is restored, and every event logged so far is
+        written before the exit returns, as TensorFlow flushes on exit. A few
+        pending events on a local file (a block per training step) are written
+        by the calling thread itself, one ``write`` call, so a block per step
+        costs well under twice one block around the loop; more, or an object
+        store, is a ``flush()``. A write error is raised as by ``flush()``.
 
         On the no-op writer it does nothing at all, as in TensorFlow: inside
         another writer's block, ops keep writing to that writer.
