@@ -14,14 +14,24 @@ message raise ``ValueError`` and write nothing.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from summarylib.encoding._events import event_bytes, summary_event
 from summarylib.encoding._wire import field_bytes
 from summarylib.writer._context import check_step
 
-if TYPE_CHECKING:
-    from summarylib.summary_writer import SummaryWriter
+
+class _Writer(Protocol):
+    """What this surface needs of a ``SummaryWriter`` (named structurally: the writer's
+    module imports this one)."""
+
+    _silent: bool
+
+    def get_logdir(self) -> str | None: ...
+    def flush(self, timeout: float | None = None) -> None: ...
+    def close(self, timeout: float | None = None) -> None: ...
+    def _check_open(self, where: str) -> None: ...
+    def _append(self, payload: bytes) -> bool: ...
 
 __all__ = ["TorchFileWriter", "step1_run_metadata_field"]
 
@@ -45,7 +55,7 @@ class TorchFileWriter:
 
     __slots__ = ("_writer",)
 
-    def __init__(self, writer: SummaryWriter) -> None:
+    def __init__(self, writer: _Writer) -> None:
         self._writer = writer
 
     def get_logdir(self) -> str | None:
@@ -56,7 +66,6 @@ class TorchFileWriter:
         """Write ``event`` (an ``Event`` or its bytes) with the wall time ``walltime`` (default
         now) and, when given, the step ``step``, as torch sets them."""
         from summarylib.proto import event_pb2
-        from summarylib.v1 import _parses, _serialized
 
         where = "file_writer.add_event"
         data = _serialized(event, where, "event", "Event")
@@ -71,8 +80,6 @@ class TorchFileWriter:
                     walltime: float | None = None) -> None:
         """Write ``summary`` (a ``Summary`` or its bytes) verbatim as one Event at
         ``global_step`` (default 0)."""
-        from summarylib.v1 import _parses, _serialized
-
         where = "file_writer.add_summary"
         data = _serialized(summary, where, "summary", "Summary")
         _parses(data, "Summary", where, "summary")
@@ -84,7 +91,6 @@ class TorchFileWriter:
         under the tag ``"step1"``. A lone graph (message, bytes or
         :class:`summarylib.graph.Graph`) is written without run metadata."""
         from summarylib.graph.writers import graph_def_bytes
-        from summarylib.v1 import _serialized
 
         where = "file_writer.add_graph"
         graph, stats = graph_profile if isinstance(graph_profile, tuple) else (
@@ -124,3 +130,28 @@ class TorchFileWriter:
 
     def __repr__(self) -> str:
         return f"<TorchFileWriter of {self._writer!r}>"
+
+
+def _serialized(message: Any, where: str, arg: str, expected: str) -> bytes:
+    # A protobuf message (ours or TensorBoard's) or its serialized bytes.
+    if isinstance(message, (bytes, bytearray, memoryview)):
+        return bytes(message)
+    serialize = getattr(message, "SerializeToString", None)
+    if serialize is None:
+        raise TypeError(f"{where}: {arg!r} must be a {expected} message or its bytes, got "
+                        f"{type(message).__name__}")
+    data: bytes = serialize()
+    return data
+
+
+def _parses(data: bytes, message_name: str, where: str, arg: str) -> None:
+    # Bytes that are not the message would make the event unreadable: refused here.
+    from google.protobuf.message import DecodeError
+
+    from summarylib.proto import event_pb2, summary_pb2
+
+    cls: Any = {"Summary": summary_pb2.Summary, "Event": event_pb2.Event}[message_name]
+    try:
+        cls.FromString(data)
+    except DecodeError as e:
+        raise ValueError(f"{where}: {arg!r} is not a serialized {message_name}: {e}") from None

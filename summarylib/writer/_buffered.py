@@ -271,13 +271,19 @@ class BufferedEventWriter:
             self.flush()
             return
         batch, first = taken
+        own = None
+        failures = self._gate.failures
         try:
             worker.write_here(batch, first)
         finally:
             with lock:
                 worker.done_here(len(batch))
-        if self._gate.failures.pending is not None:
-            self.flush()  # reports the failure (or a lost event of this batch)
+                if failures.pending is None:  # an event of the batch lost on its own
+                    own = failures.covered(first + len(batch))
+        if failures.pending is not None:
+            self.flush()  # reports the failure, as flush() would have
+        elif own is not None:
+            failures.report(own)
 
     def start_flush(self, *, sync: bool = False, urgent: bool = True) -> None:
         """Ask the writer thread to write (and push) what is pending now; never waits
