@@ -625,11 +625,13 @@ class SummaryWriter(WriterBase):
         walltime: float | None = None,
     ) -> bool:
         """A 3-D mesh or point cloud: vertices ``[B, N, 3]``, colors ``[B, N, 3]`` (0..255),
-        faces ``[B, F, 3]`` (vertex indices), for TensorBoard's Mesh dashboard."""
+        faces ``[B, F, 3]`` (vertex indices), for TensorBoard's Mesh dashboard; every
+        component stored as float32, as torch stores them."""
         from summarylib.ops.mesh import write_mesh
 
         sink = self._sink(None, global_step, walltime, _ADD_MESH, untagged=True)
-        return sink is not None and write_mesh(sink, tag, vertices, faces, colors, config_dict)
+        return sink is not None and write_mesh(sink, tag, vertices, faces, colors, config_dict,
+                                               torch_form=True)
 
     def add_hparams(
         self, hparam_dict: Mapping[str, Any], metric_dict: Mapping[str, Any],
