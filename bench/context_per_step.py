@@ -4,10 +4,10 @@
     python bench/context_per_step.py --quick    # fewer steps and repetitions
 
 Both loops log one ``scalar()`` a step to the same warm writer (default policy) and end with
-``flush()``, so the writes the block's end asks for are counted. Prints microseconds per step
-(median of alternating repetitions) and their ratio. Target: the per-step block within 2x of
-the single block: leaving ``as_default()`` asks the writer thread for a write and does not
-wait for it.
+``flush()``, so every write is counted. Prints microseconds per step (median of alternating
+repetitions) and their ratio. Target: the per-step block within 2x of the single block,
+although leaving ``as_default()`` returns only once the block's events are in the file (as
+TensorFlow's): the calling thread writes its one pending event itself, with one ``write``.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ keep working::
     SummaryError(Exception)
      ├── ArgumentError(SummaryError, TypeError, ValueError)  see below
      ├── DataLossError(SummaryError, OSError)       corrupt or unreadable event data
+     │    └── SummaryDecodeError(DataLossError, ValueError)  bytes that are not a Summary
      ├── WriterClosedError(SummaryError, RuntimeError)  use of a closed writer
      └── WriteFailedError(SummaryError, OSError)    background I/O failed (names the file)
 
@@ -28,6 +29,7 @@ __all__ = [
     "ArgumentError",
     "DataLossError",
     "NoDefaultWriterWarning",
+    "SummaryDecodeError",
     "SummaryError",
     "WriteFailedError",
     "WriterClosedError",
@@ -76,6 +78,22 @@ class DataLossError(SummaryError, OSError):
 
     def __reduce__(self) -> tuple[type[DataLossError], tuple[str, int, str]]:
         return (type(self), (self.path, self.offset, self.reason))
+
+
+class SummaryDecodeError(DataLossError, ValueError):
+    """Bytes handed over as a serialized ``Summary`` (``write_raw_pb``) do not parse.
+
+    TensorFlow raises its ``DataLossError`` here; this is our :class:`DataLossError`,
+    and a ``ValueError`` too (a bad argument), so ``except`` clauses written for either
+    catch it. ``path`` names the function and argument, ``offset`` is 0.
+    """
+
+    def __init__(self, where: str, offset: int, reason: str) -> None:
+        super().__init__(where, offset, reason)
+        self.args = (f"{where} {reason}",)
+
+    def __str__(self) -> str:
+        return f"{self.path} {self.reason}"
 
 
 class WriterClosedError(SummaryError, RuntimeError):

@@ -23,18 +23,21 @@ import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding._arrays import shape_of
 from summarylib.encoding._events import event_bytes
 from summarylib.encoding._pending import device_kind
 from summarylib.encoding._wire import field_bytes
 from summarylib.ops._resolve import Caller, Sink, check_tag, check_wall_time, sink_for
-from summarylib.ops.scalar import scalar_to, write_scalar
+from summarylib.ops.scalar import simple_scalar_to, write_simple_scalar
 from summarylib.writer._context import Step, _local, check_step, condition_holds
 from summarylib.writer._file_writer import WriterBase, check_logdir, open_writer_resource
 from summarylib.writer._path_safety import check_name_text, safe_component
 from summarylib.writer._settings import WriterSettings
+
+if TYPE_CHECKING:
+    from summarylib.torch_file_writer import TorchFileWriter
 
 __all__ = ["SummaryWriter"]
 
@@ -187,6 +190,23 @@ class SummaryWriter(WriterBase):
         return self._logdir
 
     # -- torch's methods ------------------------------------------------------
+    @property
+    def file_writer(self) -> TorchFileWriter | None:
+        """torch's ``FileWriter`` of this run (``get_logdir``, ``add_event``,
+        ``add_summary``, ``add_graph``, ``flush``, ``close``), writing into this writer's
+        event file; None once the writer is closed, as in torch."""
+        if self.closed:
+            return None
+        from summarylib.torch_file_writer import TorchFileWriter
+
+        return TorchFileWriter(self)
+
+    @property
+    def all_writers(self) -> dict[str, TorchFileWriter] | None:
+        """torch's ``{log_dir: file_writer}`` (this run's only); None once closed."""
+        fw = self.file_writer
+        return None if fw is None else {str(self._logdir): fw}
+
     def get_logdir(self) -> str | None:
         """The log directory (torch's name for :attr:`logdir`)."""
         return self._logdir
@@ -196,13 +216,19 @@ class SummaryWriter(WriterBase):
         walltime: float | None = None, new_style: bool = False,
         double_precision: bool = False,
     ) -> bool:
-        """A scalar (a number or 0-d tensor) under ``tag``; stored as float32 always.
+        """A scalar (a number or 0-d tensor) under ``tag``, written as torch writes it.
 
-        ``new_style`` and ``double_precision`` are accepted and ignored: TensorBoard's fast
-        loader reads float32 scalar tensors only, which is what is written.
+        A ``Summary.Value.simple_value`` (float32, no plugin metadata): TensorBoard's
+        ``EventAccumulator`` and tbparse list it under ``scalars``, as torch's.
+        ``new_style=True`` writes torch's other form, a ``scalars``-plugin tensor with
+        ``float_val`` (``double_val`` with ``double_precision=True``), listed under
+        ``tensors``; ``double_precision`` without ``new_style`` is ignored, as in torch.
         """
         if self._silent:
             return False
+        if new_style:
+            return self._tensor_scalar(tag, scalar_value, global_step, walltime,
+                                       double_precision)
         if type(global_step) is not int or self._defaults is not None or not (
             _INT64_MIN <= global_step <= _INT64_MAX
         ):
@@ -210,7 +236,7 @@ class SummaryWriter(WriterBase):
             step = self._step(global_step, "add_scalar")
             if type(step) is not int and device_kind(step) is not None:  # read later
                 sink = self._sink(tag, step, walltime, _ADD_SCALAR)
-                return sink is not None and write_scalar(sink, _single(scalar_value))
+                return sink is not None and write_simple_scalar(sink, _single(scalar_value))
             global_step = check_step(step, "add_scalar")
             walltime = self._walltime(walltime)
         if walltime is not None:
@@ -223,11 +249,19 @@ class SummaryWriter(WriterBase):
         cond = st.condition
         if cond is not True and not condition_holds(cond):
             return False
-        if type(tag) is not str or not tag:
+        if type(tag) is not str:
             tag = check_tag(tag, "add_scalar", "tag")
         scope = st.scope
-        return scalar_to(self, scope + tag if scope else tag, global_step, walltime,
-                         _ADD_SCALAR, scalar_value)
+        return simple_scalar_to(self, scope + tag if scope else tag, global_step, walltime,
+                                _ADD_SCALAR, scalar_value)
+
+    def _tensor_scalar(self, tag: str, scalar_value: Any, global_step: Step | None,
+                       walltime: float | None, double_precision: bool) -> bool:
+        from summarylib.ops.scalar import write_tensor_scalar
+
+        sink = self._sink(tag, global_step, walltime, _ADD_SCALAR)
+        return sink is not None and write_tensor_scalar(sink, _single(scalar_value),
+                                                        bool(double_precision))
 
     def add_scalars(
         self, main_tag: str, tag_scalar_dict: Mapping[str, Any],
@@ -268,7 +302,7 @@ class SummaryWriter(WriterBase):
             t = type(value)
             if t is not float and t is not int and getattr(value, "ndim", 0) != 0:
                 value = _single(value)
-            wrote = write_scalar(sink, value) or wrote
+            wrote = write_simple_scalar(sink, value) or wrote
         return wrote
 
     def _child(self, logdir: str, name: str, where: str, arg: str, *,
@@ -285,12 +319,13 @@ class SummaryWriter(WriterBase):
 
     def add_tensor(self, tag: str, tensor: Any, global_step: Step | None = None,
                    walltime: float | None = None) -> bool:
-        """Any numeric or string array as a tensor value with no plugin (``write``)."""
+        """Any numeric or string array as a tensor value (``write``), with torch's plugin
+        metadata (``plugin_name="tensor"``) on the tag's first value in the file."""
         from summarylib.ops.write import write_tensor
 
         # write() takes tags literally; add_* honour the name scope.
         sink = self._sink(tag, global_step, walltime, _ADD_TENSOR)
-        return sink is not None and write_tensor(sink, tensor)
+        return sink is not None and write_tensor(sink, tensor, _TENSOR_PLUGIN_METADATA)
 
     def add_histogram(
         self, tag: str, values: Any, global_step: Step | None = None,
@@ -324,7 +359,8 @@ class SummaryWriter(WriterBase):
         from summarylib.ops.image import write_image
 
         sink = self._sink(tag, global_step, walltime, _image_caller(where))
-        return sink is not None and write_image(sink, hwc[None], 1, dataformats="NHWC")
+        return sink is not None and write_image(sink, hwc[None], 1, dataformats="NHWC",
+                                                torch_form=True)
 
     def add_image(self, tag: str, img_tensor: Any, global_step: Step | None = None,
                   walltime: float | None = None, dataformats: str = "CHW") -> bool:
@@ -407,7 +443,7 @@ class SummaryWriter(WriterBase):
         vid = _reorder(vid_tensor, dataformats, "NTCHW", where)
         frames = video_frames(vid, where, on_device=True)
         sink = self._sink(tag, global_step, walltime, _ADD_VIDEO)
-        return sink is not None and write_video(sink, frames, fps)
+        return sink is not None and write_video(sink, frames, fps, torch_form=True)
 
     def add_audio(self, tag: str, snd_tensor: Any, global_step: Step | None = None,
                   sample_rate: int = 44100, walltime: float | None = None) -> bool:
@@ -434,7 +470,7 @@ class SummaryWriter(WriterBase):
             pcm = (np.clip(clip, -1, 1) * np.iinfo(np.int16).max).astype("<i2")
             data = (pcm.astype(np.float32) / 32768).reshape(1, -1, 1)
         sink = self._sink(tag, global_step, walltime, _ADD_AUDIO)
-        return sink is not None and write_audio(sink, data, sample_rate, 1)
+        return sink is not None and write_audio(sink, data, sample_rate, 1, torch_form=True)
 
     def add_text(self, tag: str, text_string: str, global_step: Step | None = None,
                  walltime: float | None = None) -> bool:
@@ -446,8 +482,8 @@ class SummaryWriter(WriterBase):
             raise TypeError(
                 f"{where}: 'text_string' must be a str, got {type(text_string).__name__}"
             )
-        if not isinstance(tag, str) or not tag:
-            raise ValueError(f"{where}: 'tag' must be a non-empty str, got {tag!r}")
+        if not isinstance(tag, str):
+            raise TypeError(f"{where}: 'tag' must be a str, got {type(tag).__name__}")
         sink = self._sink(tag + "/text_summary", global_step, walltime, _ADD_TEXT)
         return sink is not None and write_text(sink, [text_string])
 
@@ -470,7 +506,14 @@ class SummaryWriter(WriterBase):
             inputs = tuple(inputs) if isinstance(inputs, list) else (inputs,)
         graph = capture(model, inputs)
         sink = self._sink(None, 0, None, _ADD_GRAPH, untagged=True)
-        return sink is not None and write_graph_def(sink, graph)
+        if sink is None or not write_graph_def(sink, graph):
+            return False
+        # torch's "step1" run metadata beside the graph (one CPU device, no node stats):
+        # TensorBoard's graph dashboard then offers the run "step1" as torch's does.
+        from summarylib.ops._emit import emit_event_field
+        from summarylib.torch_file_writer import step1_run_metadata_field
+
+        return emit_event_field(sink, step1_run_metadata_field(_TORCH_STEP1_RUN_METADATA))
 
     def add_onnx_graph(self, prototxt: Any) -> bool:
         """The graph of an ONNX model: ``prototxt`` is the path of an ``.onnx`` file (torch's
@@ -513,7 +556,8 @@ class SummaryWriter(WriterBase):
     ) -> bool:
         """A precision-recall curve with torch's counting (predictions in [0, 1]).
 
-        ``num_thresholds`` is capped at 127, as torch caps it.
+        ``num_thresholds`` is capped at 127, as torch caps it; 1 writes a one-point
+        curve, as tensorboardX does.
         """
         from summarylib.torch_conventions import pr_curve_data
 
@@ -522,10 +566,10 @@ class SummaryWriter(WriterBase):
         from summarylib.ops._device_ops import any_on_device
 
         if any_on_device(labels, predictions, weights):  # counted off this thread
-            sink = self._sink(tag, global_step, walltime, Caller(where, "tag"))
+            sink = self._sink(tag, global_step, walltime, _torch_caller(where, "tag"))
             return sink is not None and _torch_pr_curve(sink, labels, predictions, t, weights)
         data = pr_curve_data(labels, predictions, t, weights, where)
-        return self._pr_raw(tag, data, global_step, walltime, where)
+        return self._pr_raw(tag, data, global_step, walltime, where, t)
 
     def add_pr_curve_raw(
         self, tag: str, true_positive_counts: Any, false_positive_counts: Any,
@@ -533,18 +577,25 @@ class SummaryWriter(WriterBase):
         global_step: Step | None = None, num_thresholds: int = 127, weights: Any = None,
         walltime: float | None = None,
     ) -> bool:
-        """A precision-recall curve from counts (six vectors of one length)."""
-        del num_thresholds, weights  # torch ignores them too: the length decides
+        """A precision-recall curve from counts (six vectors of one length).
+
+        ``num_thresholds`` (capped at 127) goes into the plugin metadata, as torch writes
+        it; the curve has the vectors' length. ``weights`` is ignored, as in torch.
+        """
+        del weights
+        where = "add_pr_curve_raw"
+        t = _thresholds(num_thresholds, where)
         data = (true_positive_counts, false_positive_counts, true_negative_counts,
                 false_negative_counts, precision, recall)
-        return self._pr_raw(tag, data, global_step, walltime, "add_pr_curve_raw")
+        return self._pr_raw(tag, data, global_step, walltime, where, t)
 
     def _pr_raw(self, tag: str, data: Any, global_step: Step | None, walltime: Any,
-                where: str) -> bool:
+                where: str, num_thresholds: int) -> bool:
         from summarylib.ops.pr_curve import write_pr_curve_counts
 
-        sink = self._sink(tag, global_step, walltime, Caller(where, "tag"))
-        return sink is not None and write_pr_curve_counts(sink, *data)
+        sink = self._sink(tag, global_step, walltime, _torch_caller(where, "tag"))
+        return sink is not None and write_pr_curve_counts(sink, *data,
+                                                          torch_form=num_thresholds)
 
     def add_custom_scalars(self, layout: Any) -> bool:
         """The Custom Scalars layout: ``{category: {chart: ["Multiline", [tag regexes]] |
@@ -574,11 +625,13 @@ class SummaryWriter(WriterBase):
         walltime: float | None = None,
     ) -> bool:
         """A 3-D mesh or point cloud: vertices ``[B, N, 3]``, colors ``[B, N, 3]`` (0..255),
-        faces ``[B, F, 3]`` (vertex indices), for TensorBoard's Mesh dashboard."""
+        faces ``[B, F, 3]`` (vertex indices), for TensorBoard's Mesh dashboard; every
+        component stored as float32, as torch stores them."""
         from summarylib.ops.mesh import write_mesh
 
         sink = self._sink(None, global_step, walltime, _ADD_MESH, untagged=True)
-        return sink is not None and write_mesh(sink, tag, vertices, faces, colors, config_dict)
+        return sink is not None and write_mesh(sink, tag, vertices, faces, colors, config_dict,
+                                               torch_form=True)
 
     def add_hparams(
         self, hparam_dict: Mapping[str, Any], metric_dict: Mapping[str, Any],
@@ -649,8 +702,9 @@ class SummaryWriter(WriterBase):
         for key, value in metrics.items():
             # Metric tags are literal (no name scope), as the trial names them.
             metric = sink_for(self, key, step, None, _ADD_HPARAMS_METRIC, scoped=False)
-            if metric is not None and tags.needs_metadata(key):
-                write_scalar(metric, value)
+            logged = not tags.needs_metadata(key) or tags.simple_prefix_of(key) is not None
+            if metric is not None and not logged:
+                write_simple_scalar(metric, value)
         if written:
             self._trial_started()
         return written
@@ -720,25 +774,38 @@ class SummaryWriter(WriterBase):
                 child.close(timeout)
 
 
-# Who calls the op cores, with torch's argument names (errors name them).
-_ADD_SCALAR = Caller("add_scalar", "tag", "scalar_value")
-_ADD_SCALARS = Caller("add_scalars", "main_tag", "tag_scalar_dict")
-_ADD_TENSOR = Caller("add_tensor", "tag", "tensor")
-_ADD_HISTOGRAM = Caller("add_histogram", "tag", "values")
-_ADD_HISTOGRAM_RAW = Caller("add_histogram_raw", "tag")
-_ADD_VIDEO = Caller("add_video", "tag", "vid_tensor")
-_ADD_AUDIO = Caller("add_audio", "tag", "snd_tensor")
-_ADD_TEXT = Caller("add_text", "tag", "text_string")
-_ADD_GRAPH = Caller("add_graph", data="model")
-_ADD_ONNX_GRAPH = Caller("add_onnx_graph", data="prototxt")
-_ADD_CUSTOM_SCALARS = Caller("add_custom_scalars", data="layout")
-_ADD_MESH = Caller("add_mesh", "tag", "vertices")
-_ADD_HPARAMS = Caller("add_hparams", data="hparam_dict")
-_ADD_HPARAMS_METRIC = Caller("add_hparams", "metric_dict", "metric_dict")
+# Who calls the op cores, with torch's argument names (errors name them); an empty tag
+# is accepted, as torch and tensorboardX accept it.
+def _torch_caller(where: str, name: str = "name", data: str = "data") -> Caller:
+    return Caller(where, name, data, empty_tag=True)
+
+
+_ADD_SCALAR = _torch_caller("add_scalar", "tag", "scalar_value")
+_ADD_SCALARS = _torch_caller("add_scalars", "main_tag", "tag_scalar_dict")
+_ADD_TENSOR = _torch_caller("add_tensor", "tag", "tensor")
+_ADD_HISTOGRAM = _torch_caller("add_histogram", "tag", "values")
+_ADD_HISTOGRAM_RAW = _torch_caller("add_histogram_raw", "tag")
+_ADD_VIDEO = _torch_caller("add_video", "tag", "vid_tensor")
+_ADD_AUDIO = _torch_caller("add_audio", "tag", "snd_tensor")
+_ADD_TEXT = _torch_caller("add_text", "tag", "text_string")
+_ADD_GRAPH = _torch_caller("add_graph", data="model")
+_ADD_ONNX_GRAPH = _torch_caller("add_onnx_graph", data="prototxt")
+_ADD_CUSTOM_SCALARS = _torch_caller("add_custom_scalars", data="layout")
+_ADD_MESH = _torch_caller("add_mesh", "tag", "vertices")
+_ADD_HPARAMS = _torch_caller("add_hparams", data="hparam_dict")
+_ADD_HPARAMS_METRIC = _torch_caller("add_hparams", "metric_dict", "metric_dict")
+
+
+# SummaryMetadata{plugin_data{plugin_name: "tensor"}}: torch's add_tensor metadata.
+_TENSOR_PLUGIN_METADATA = field_bytes(1, field_bytes(1, b"tensor"))
+
+# RunMetadata{step_stats{dev_stats{device: "/device:CPU:0"}}}: what torch's add_graph
+# writes under "step1" (its trace records no node stats).
+_TORCH_STEP1_RUN_METADATA = field_bytes(1, field_bytes(1, field_bytes(1, b"/device:CPU:0")))
 
 
 def _image_caller(where: str) -> Caller:
-    return Caller(where, "tag", "figure" if where == "add_figure" else "img_tensor")
+    return _torch_caller(where, "tag", "figure" if where == "add_figure" else "img_tensor")
 
 
 def _session_end_event(explicit: bool, status: str | None = None) -> bytes:
@@ -779,8 +846,8 @@ def _verbatim_suffix(suffix: Any, where: str) -> str:
 def _thresholds(num_thresholds: Any, where: str) -> int:
     if isinstance(num_thresholds, bool) or not isinstance(num_thresholds, int):
         raise TypeError(f"{where}: 'num_thresholds' must be an int, got {num_thresholds!r}")
-    if num_thresholds < 2:
-        raise ValueError(f"{where}: 'num_thresholds' must be >= 2, got {num_thresholds}")
+    if num_thresholds < 1:  # one threshold: one point (everything predicted positive)
+        raise ValueError(f"{where}: 'num_thresholds' must be >= 1, got {num_thresholds}")
     return min(num_thresholds, 127)
 
 
@@ -825,7 +892,7 @@ def _torch_pr_curve(
     md = plugin_data_bytes(PLUGIN_NAME, plugin_content(num_thresholds))
     if not defers_device_values(sink.writer):
         data = pr_curve_data(labels, predictions, num_thresholds, weights, where)
-        return emit_value(sink, _tensor(data), md)
+        return emit_value(sink, _tensor(data, True), md)
     check_pr_shapes(labels, predictions, None, where)
     if weights is not None:
         wshape = tuple(int(d) for d in getattr(weights, "shape", ()))
@@ -836,11 +903,11 @@ def _torch_pr_curve(
              ((labels, "labels"), (predictions, "predictions"), (weights, "weights"))]
     if any(r is None for r in reads):
         data = pr_curve_data(labels, predictions, num_thresholds, weights, where)
-        return emit_value(sink, _tensor(data), md)
+        return emit_value(sink, _tensor(data, True), md)
     (lab_r, n1), (pred_r, n2), (w_r, n3) = reads  # type: ignore[misc]
 
     def make_tensor() -> bytes:
-        return _tensor(pr_curve_data(lab_r(), pred_r(), num_thresholds, w_r(), where))
+        return _tensor(pr_curve_data(lab_r(), pred_r(), num_thresholds, w_r(), where), True)
 
     size = n1 + n2 + n3 + 24 * num_thresholds + 64
     return emit_value_deferred(sink, make_tensor, md, size)

@@ -144,9 +144,7 @@ def image_hwc(
     if len(fmt) == 4:
         nchw = arr.transpose([fmt.find(c) for c in "NCHW"])
         if nchw.shape[1] not in (1, 3):
-            raise ValueError(
-                f"{where}: {arg!r} must have 1 or 3 channels for a batch, got shape {arr.shape}"
-            )
+            raise _channels_error(where, arg, arr.shape, fmt, (1, 3))
         if nchw.shape[0] == 0:
             raise ValueError(f"{where}: {arg!r} holds no images, got shape {arr.shape}")
         hwc = make_grid(nchw).transpose(1, 2, 0)
@@ -155,9 +153,7 @@ def image_hwc(
         if hwc.shape[2] == 1:
             hwc = np.concatenate([hwc, hwc, hwc], 2)
         elif hwc.shape[2] not in (3, 4):
-            raise ValueError(
-                f"{where}: {arg!r} must have 1, 3 or 4 channels, got shape {arr.shape}"
-            )
+            raise _channels_error(where, arg, arr.shape, fmt, (1, 3, 4))
     else:
         hw = arr.transpose([fmt.find(c) for c in "HW"])
         hwc = np.stack([hw, hw, hw], 2)
@@ -210,9 +206,7 @@ def _device_hwc(img: Any, dataformats: str, where: str, arg: str) -> Any:
         nchw = ops.permute(img, [fmt.find(c) for c in "NCHW"])
         n, c, h, w = (int(d) for d in nchw.shape)
         if c not in (1, 3):
-            raise ValueError(
-                f"{where}: {arg!r} must have 1 or 3 channels for a batch, got shape {shape}"
-            )
+            raise _channels_error(where, arg, shape, fmt, (1, 3))
         if n == 0:
             raise ValueError(f"{where}: {arg!r} holds no images, got shape {shape}")
         if c == 1:
@@ -229,7 +223,7 @@ def _device_hwc(img: Any, dataformats: str, where: str, arg: str) -> Any:
         if channels == 1:
             hwc = ops.cat([hwc, hwc, hwc], 2)
         elif channels not in (3, 4):
-            raise ValueError(f"{where}: {arg!r} must have 1, 3 or 4 channels, got shape {shape}")
+            raise _channels_error(where, arg, shape, fmt, (1, 3, 4))
     else:
         hw = ops.permute(img, [fmt.find(c) for c in "HW"])
         hwc = ops.stack([hw, hw, hw], 2)
@@ -458,3 +452,17 @@ def pr_curve_data(
     precision = tp / np.maximum(1e-7, tp + fp)
     recall = tp / np.maximum(1e-7, tp + fn)
     return np.stack((tp, fp, tn, fn, precision, recall)).astype(np.float32)
+
+
+def _channels_error(where: str, arg: str, shape: tuple[int, ...], fmt: str,
+                    allowed: tuple[int, ...]) -> ValueError:
+    """A wrong channel count, naming ``dataformats`` (the usual cause: the layout), and
+    the layout the shape would fit when one does (channels first or last)."""
+    counts = ", ".join(map(str, allowed[:-1])) + f" or {allowed[-1]}"
+    message = (f"{where}: {arg!r} must have {counts} channels (the C axis of "
+               f"dataformats={fmt!r}), got shape {tuple(shape)}")
+    batch = "N" if fmt.startswith("N") else ""
+    for other in (batch + "HWC", batch + "CHW"):
+        if other != fmt and len(other) == len(shape) and shape[other.index("C")] in allowed:
+            return ValueError(f"{message}; pass dataformats={other!r} if that is its layout")
+    return ValueError(message)

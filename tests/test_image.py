@@ -485,7 +485,9 @@ BAD_INPUTS = [
     ({"data": np.zeros((1, 4, 4, 5))}, ValueError, r"c in \(1, 2, 3, 4\), got \(1, 4, 4, 5\)"),
     ({"data": np.zeros((1, 4, 4, 0))}, ValueError, r"got \(1, 4, 4, 0\)"),
     ({"data": np.zeros((1, 1, 4, 4, 3))}, ValueError, r"got \(1, 1, 4, 4, 3\)"),
-    ({"data": np.zeros((4, 4, 3))}, ValueError, r"'data' must have shape \[k, h, w, c\]"),
+    ({"data": np.zeros((4, 4, 3))}, ValueError,
+     r"'data' with dataformats='NHWC' must have shape \[k, h, w, c\].*"
+     r"pass dataformats='HWC' if that is its layout"),
     ({"data": np.zeros((1, 0, 4, 3))}, ValueError, r"at least 1x1.*\(1, 0, 4, 3\)"),
     (
         {"data": np.zeros((5, 4, 3)), "dataformats": "CHW"},

@@ -254,7 +254,7 @@ def test_ci_has_every_optional_tool() -> None:
         for m in ("torch", "jax", "grpc_tools", "tbparse", "pytest_timeout", "pandas",
                   "pyarrow", "playwright", "tensorboardX", "soundfile", "matplotlib", "keras",
                   "lightning", "transformers", "accelerate", "flax", "optax", "clu",
-                  "fsspec", "s3fs", "boto3", "moto", "pydot", "pdoc", "setuptools")
+                  "fsspec", "s3fs", "boto3", "moto", "pydot", "pdoc", "setuptools", "onnx")
         if importlib.util.find_spec(m) is None
     ]
     assert not missing, f"CI environment lacks {missing}"

@@ -383,7 +383,8 @@ def test_video_is_a_gif_of_torchs_frames(tmp_path: Path) -> None:
         w.add_video("dummy", tensor_n((4, 3, 1, 8, 8)) / 767.0, 0)
         w.add_video("rand", vid, 1, fps=10)
     events = [v for e in tb_events(only_file(tmp_path)) for v in e.summary.value]
-    gif = events[1].tensor.string_val[2]
+    gif = events[1].image.encoded_image_string  # a Summary.Image holding a GIF, as torch
+    assert (events[1].image.height, events[1].image.width) == (16, 16)  # 2x2 grid
     image = Image.open(__import__("io").BytesIO(gif))
     assert image.format == "GIF" and image.n_frames == 3
     expected = video_frames(vid, "t")

@@ -536,3 +536,22 @@ def test_tags_whose_first_event_was_lost_get_their_metadata_again(
     assert list(acc.PluginTagToContent("histograms")) == ["w"]
     assert [e.step for e in acc.Tensors("loss")] == [1, 2]
     assert read_scalars(logdir)["."]["acc"][0][0] == 1
+
+
+def test_a_fault_writing_at_the_end_of_a_block_is_raised_there(
+    logdir: Path, faults: Faults
+) -> None:
+    # Leaving as_default() writes the block's events (on the calling thread, a few events
+    # on a local file): a failure is raised there, as by flush(), and earlier data stays.
+    w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+    path = only_file(logdir)
+    with w.as_default(step=0):
+        sl.scalar("ok", 1.0)
+    faults.write_error = errno.EIO
+    with pytest.raises(sl.WriteFailedError, match=str(path)), w.as_default(step=1):
+        sl.scalar("lost", 2.0)
+    faults.write_error = None
+    with w.as_default(step=2):
+        sl.scalar("again", 3.0)
+    assert _readable(path) == [("ok", 0), ("again", 2)]
+    w.close()

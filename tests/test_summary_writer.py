@@ -244,7 +244,7 @@ def test_closed_writer_raises(tmp_path: Path) -> None:
 
 BAD_CALLS = [
     ("add_scalar", ("a", "x", 1), TypeError, "'scalar_value'"),
-    ("add_scalar", ("", 1.0, 1), ValueError, "'tag'"),
+    ("add_scalar", ("\ud800", 1.0, 1), ValueError, "'tag'"),
     ("add_scalars", ("m", [1, 2], 1), TypeError, "'tag_scalar_dict'"),
     ("add_histogram", ("h", [], 1), ValueError, "'values' is empty"),
     ("add_histogram", ("h", [1.0, float("nan")], 1), ValueError, "'values' must be finite"),
@@ -261,7 +261,7 @@ BAD_CALLS = [
     ("add_text", ("t", 3, 1), TypeError, "'text_string'"),
     ("add_pr_curve", ("p", [1, 0], [0.5, 2.0], 1), ValueError, "'predictions'"),
     ("add_pr_curve", ("p", [1, 0], [0.5], 1), ValueError, "same shape"),
-    ("add_pr_curve", ("p", [1], [0.5], 1, 1), ValueError, "'num_thresholds'"),
+    ("add_pr_curve", ("p", [1], [0.5], 1, 0), ValueError, "'num_thresholds'"),
     ("add_custom_scalars_marginchart", (["a", "b"],), ValueError, "'tags'"),
     ("add_hparams", ({"lr": None}, {"m": 1.0}), TypeError, "lr"),
     ("add_hparams", ({"lr": [1, 2]}, {"m": 1.0}), TypeError, "lr"),

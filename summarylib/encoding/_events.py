@@ -12,7 +12,11 @@ Defaults are skipped as proto3 does (a step of 0 is not written).
 Event:   1 wall_time (double), 2 step (int64), 3 file_version, 4 graph_def,
          5 summary, 8 tagged_run_metadata, 10 source_metadata
 Summary: 1 value (repeated Value)
-Value:   1 tag, 8 tensor (TensorProto), 9 metadata (SummaryMetadata)
+Value:   1 tag, 2 simple_value (float), 4 image (Summary.Image), 5 histo,
+         6 audio (Summary.Audio), 8 tensor (TensorProto), 9 metadata (SummaryMetadata)
+
+TensorFlow 2's ops write ``tensor`` values; torch's ``SummaryWriter`` writes the legacy
+``simple_value``, ``image`` and ``audio`` fields, composed here too.
 """
 
 from __future__ import annotations
@@ -26,11 +30,14 @@ from summarylib.encoding._wire import field_bytes, field_varint, key, pack_doubl
 
 __all__ = [
     "AFTER_WALL_TIME",
+    "AUDIO_KEY",
     "EVENT_PACKS",
     "FILE_VERSION",
+    "IMAGE_KEY",
     "MAX_EVENT_BYTES",
     "METADATA_KEY",
     "SCALAR_TENSOR_HEAD",
+    "SIMPLE_VALUE_KEY",
     "STEP3_LOW",
     "STEP_FIELDS",
     "STEP_KEY",
@@ -40,9 +47,12 @@ __all__ = [
     "VALUE_KEY",
     "WALL_TIME_AT",
     "WALL_TIME_KEY",
+    "audio_proto_bytes",
     "event_bytes",
     "event_packs",
     "file_version_event",
+    "image_proto_bytes",
+    "simple_value_prefix",
     "step_field",
     "step_varint_bytes",
     "step_varint_lengths",
@@ -63,6 +73,9 @@ STEP_KEY = (2 << 3) | 0  # Event.step, varint: 0x10
 SUMMARY_KEY = (5 << 3) | 2  # Event.summary, length-delimited: 0x2a
 VALUE_KEY = (1 << 3) | 2  # Summary.value, length-delimited: 0x0a
 TAG_KEY = (1 << 3) | 2  # Summary.Value.tag: 0x0a
+SIMPLE_VALUE_KEY = (2 << 3) | 5  # Summary.Value.simple_value, fixed32: 0x15
+IMAGE_KEY = (4 << 3) | 2  # Summary.Value.image: 0x22
+AUDIO_KEY = (6 << 3) | 2  # Summary.Value.audio: 0x32
 TENSOR_KEY = (8 << 3) | 2  # Summary.Value.tensor: 0x42
 METADATA_KEY = (9 << 3) | 2  # Summary.Value.metadata: 0x4a
 
@@ -195,17 +208,24 @@ def summary_event(wall_time: float, step: int, summary: bytes) -> bytes:
     )
 
 
-def value_bytes(tag: str, tensor: bytes, metadata: bytes | None = None) -> bytes:
-    """A ``Summary.Value`` with a tag, a serialized tensor and optional metadata."""
+def value_bytes(
+    tag: str, tensor: bytes, metadata: bytes | None = None, field: bytes = _TENSOR
+) -> bytes:
+    """A ``Summary.Value`` with a tag, a serialized tensor and optional metadata.
+
+    ``field`` is the key of the value's field: ``tensor`` by default, or the legacy
+    ``image``/``audio`` (``bytes((IMAGE_KEY,))``...) holding a serialized
+    ``Summary.Image``/``Summary.Audio`` (:func:`image_proto_bytes`).
+    """
     tag_b = tag.encode("utf-8")
     if metadata is None:
-        return b"".join((_TAG, varint(len(tag_b)), tag_b, _TENSOR, varint(len(tensor)), tensor))
+        return b"".join((_TAG, varint(len(tag_b)), tag_b, field, varint(len(tensor)), tensor))
     return b"".join(
         (
             _TAG,
             varint(len(tag_b)),
             tag_b,
-            _TENSOR,
+            field,
             varint(len(tensor)),
             tensor,
             _METADATA,
@@ -213,6 +233,43 @@ def value_bytes(tag: str, tensor: bytes, metadata: bytes | None = None) -> bytes
             metadata,
         )
     )
+
+
+def simple_value_prefix(tag_field: bytes) -> bytes:
+    """The bytes every ``simple_value`` scalar Event of a tag shares after its step.
+
+    ``Event.summary`` key and length, ``Value`` key and length, the tag field, the
+    ``simple_value`` key; only the 4 float32 bytes of the value follow. The layout of
+    the tensor scalar's prefix, so the same packers make both Events.
+    """
+    value_len = len(tag_field) + 1 + 4
+    value_head = bytes((VALUE_KEY,)) + varint(value_len)
+    return (_SUMMARY + varint(len(value_head) + value_len) + value_head + tag_field
+            + bytes((SIMPLE_VALUE_KEY,)))
+
+
+def image_proto_bytes(height: int, width: int, colorspace: int, encoded: bytes) -> bytes:
+    """A serialized ``Summary.Image``: 1 height, 2 width, 3 colorspace (channels), 4 the
+    encoded image (PNG, or GIF for torch's videos); zeros left out as proto3 does."""
+    return b"".join((
+        field_varint(1, height) if height else b"",
+        field_varint(2, width) if width else b"",
+        field_varint(3, colorspace) if colorspace else b"",
+        field_bytes(4, encoded) if encoded else b"",
+    ))
+
+
+def audio_proto_bytes(sample_rate: float, channels: int, frames: int, encoded: bytes,
+                      content_type: str = "audio/wav") -> bytes:
+    """A serialized ``Summary.Audio``: 1 sample_rate (float), 2 num_channels,
+    3 length_frames, 4 the encoded clip, 5 content_type; zeros left out."""
+    return b"".join((
+        key(1, 5) + struct.pack("<f", sample_rate) if sample_rate else b"",
+        field_varint(2, channels) if channels else b"",
+        field_varint(3, frames) if frames else b"",
+        field_bytes(4, encoded) if encoded else b"",
+        field_bytes(5, content_type.encode()) if content_type else b"",
+    ))
 
 
 def summary_bytes(values: Iterable[bytes]) -> bytes:

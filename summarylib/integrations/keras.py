@@ -43,6 +43,9 @@ from typing import Any
 
 from keras.callbacks import Callback
 
+from summarylib.ops._resolve import Caller, sink_for
+from summarylib.ops.scalar import write_scalar
+
 __all__ = ["TensorBoard"]
 
 
@@ -127,10 +130,10 @@ class TensorBoard(Callback):  # type: ignore[misc]
         step = self._global_train_batch
         if self.write_steps_per_second:
             elapsed = time.time() - self._batch_start
-            writer.add_scalar("batch_steps_per_second", 1.0 / elapsed if elapsed else 0.0,
-                              step)
+            _scalar(writer, "batch_steps_per_second", 1.0 / elapsed if elapsed else 0.0,
+                    step)
         for name, value in (logs or {}).items():
-            writer.add_scalar(f"batch_{name}", value, step)
+            _scalar(writer, f"batch_{name}", value, step)
 
     def on_test_end(self, logs: dict[str, Any] | None = None) -> None:
         optimizer = getattr(self.model, "optimizer", None)
@@ -139,7 +142,7 @@ class TensorBoard(Callback):  # type: ignore[misc]
         step = int(_numpy(optimizer.iterations))
         writer = self._writer("validation")
         for name, value in logs.items():
-            writer.add_scalar(f"evaluation_{name}_vs_iterations", value, step)
+            _scalar(writer, f"evaluation_{name}_vs_iterations", value, step)
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         if self.write_steps_per_second:
@@ -169,7 +172,7 @@ class TensorBoard(Callback):  # type: ignore[misc]
             if values:
                 writer = self._writer(run)
                 for name, value in values.items():
-                    writer.add_scalar(f"epoch_{name}", value, epoch)
+                    _scalar(writer, f"epoch_{name}", value, epoch)
 
     def _learning_rates(self) -> dict[str, float]:
         from keras.optimizers import Optimizer
@@ -289,3 +292,14 @@ def _weight_image(w: Any) -> Any:
         return None
     lo, hi = float(img.min()), float(img.max())
     return (img - lo) / (hi - lo) if hi > lo else np.zeros_like(img)
+
+
+def _scalar(writer: Any, tag: str, value: Any, step: int) -> None:
+    # Keras' own callback writes through tf.summary: TensorFlow 2's tensor scalars (the
+    # SummaryWriter's add_scalar writes torch's simple_value instead).
+    sink = sink_for(writer, tag, step, None, _KERAS_SCALAR)
+    if sink is not None:
+        write_scalar(sink, value)
+
+
+_KERAS_SCALAR = Caller("TensorBoard", "name", "value")

@@ -45,6 +45,7 @@ __all__ = [
     "DeviceStep",
     "defers_device_values",
     "device_step",
+    "read_scalar_later",
     "scalar_prefix",
     "scalar_value_deferred",
     "scalar_values_deferred",
@@ -99,6 +100,23 @@ def scalar_value_deferred(
         return head + prefix + f32_bytes(float(pending.result()))
 
     return res.append(Deferred(make, len(prefix) + 32, f"the value of {tag!r} at step {step}"))
+
+
+def read_scalar_later(data: Any, caller: Caller) -> Callable[[], float]:
+    """A reader of the scalar ``data`` for the writer thread: a device scalar is checked
+    and its copy to the host started now (read at the call if the capture does not take
+    it); anything else is converted now.
+
+    Raises:
+      TypeError, ValueError: ``data`` is not a real rank-0 value (named by ``caller``).
+    """
+    if device_kind(data) is not None:
+        _check_device_scalar(data, caller.where, caller.data)
+        pending = capture(data)
+        if pending is not None:
+            return _element(pending.result, None)
+    value = scalar_float(data, caller.where, caller.data)
+    return lambda: value
 
 
 def scalar_values_deferred(

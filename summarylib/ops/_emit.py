@@ -15,7 +15,15 @@ import concurrent.futures.thread  # noqa: F401  # see below
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from summarylib.encoding._events import MAX_EVENT_BYTES, event_bytes, summary_event, value_bytes
+from summarylib.encoding._events import (
+    AUDIO_KEY,
+    IMAGE_KEY,
+    MAX_EVENT_BYTES,
+    TENSOR_KEY,
+    event_bytes,
+    summary_event,
+    value_bytes,
+)
 from summarylib.encoding._wire import field_bytes
 from summarylib.ops._device_step import DeviceStep, step_name
 from summarylib.writer._buffered import Deferred
@@ -26,6 +34,9 @@ if TYPE_CHECKING:
     from summarylib.writer._context import DefaultWriter
 
 __all__ = [
+    "AUDIO_FIELD",
+    "IMAGE_FIELD",
+    "TENSOR_FIELD",
     "check_event_size",
     "emit_event_field",
     "emit_summary",
@@ -33,6 +44,11 @@ __all__ = [
     "emit_value_deferred",
     "event_wall_time",
 ]
+
+#: The ``Summary.Value`` field keys a deferred value may fill (see emit_value_deferred).
+TENSOR_FIELD = bytes((TENSOR_KEY,))
+IMAGE_FIELD = bytes((IMAGE_KEY,))
+AUDIO_FIELD = bytes((AUDIO_KEY,))
 
 # The writer thread runs the ``prepare`` of deferred events on a thread pool
 # (summarylib.writer._buffered). Its module is imported above, by the op's thread: the
@@ -96,8 +112,12 @@ def emit_value_deferred(
     make_tensor: Callable[[], bytes],
     metadata: bytes | None,
     size_hint: int,
+    field: bytes = TENSOR_FIELD,
 ) -> bool:
     """Like :func:`emit_value`, but ``make_tensor`` runs on the writer thread.
+
+    ``field`` is the ``Summary.Value`` field ``make_tensor``'s bytes go to: the tensor,
+    or torch's legacy ``image``/``audio`` (:data:`IMAGE_FIELD`, :data:`AUDIO_FIELD`).
 
     Use it for expensive, infallible encoding (PNG, WAV, bucketing) of input
     the caller has already validated and copied. An event that turns out larger
@@ -136,7 +156,9 @@ def emit_value_deferred(
             else:
                 tensor = make_tensor()
             s = step.value() if isinstance(step, DeviceStep) else step
-            value = value_bytes(tag, tensor, metadata if attach else None)  # type: ignore[arg-type]
+            value = value_bytes(
+                tag, tensor, metadata if attach else None, field  # type: ignore[arg-type]
+            )
             event = summary_event(wall_time, s, field_bytes(1, value))
             # Too large to parse: reported as this event's loss, never written as a
             # record that ends every reader's view of the file.

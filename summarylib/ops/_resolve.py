@@ -40,11 +40,14 @@ class Caller(NamedTuple):
     ``where`` starts every message (``"image"``, ``"add_image"``); ``name`` and ``data``
     are the caller's names of the tag and data arguments (``"name"``/``"data"`` for the
     tf.summary-style ops, torch's ``"tag"``/``"img_tensor"`` for ``add_image``).
+    ``empty_tag``: an empty tag is accepted (torch's and tensorboardX's ``add_*`` take
+    one); the tf.summary-style ops refuse it, as TensorFlow does.
     """
 
     where: str
     name: str = "name"
     data: str = "data"
+    empty_tag: bool = False
 
 
 class Sink(NamedTuple):
@@ -64,18 +67,20 @@ class Sink(NamedTuple):
     caller: Caller
 
 
-def check_tag(name: object, where: str, arg: str = "name") -> str:
+def check_tag(name: object, where: str, arg: str = "name", *, allow_empty: bool = False) -> str:
     """Return ``name`` if it is a non-empty str that UTF-8 can encode, else raise
-    naming ``where``/``arg``.
+    naming ``where``/``arg``. ``allow_empty``: "" is returned too.
 
     A lone surrogate (``"\\ud800"``, from a mis-decoded file name) has no UTF-8 form:
     it is refused here, at the call, not when the writer thread encodes the event.
     """
     if type(name) is not str:
         if isinstance(name, str):
-            return check_tag(str(name), where, arg)
+            return check_tag(str(name), where, arg, allow_empty=allow_empty)
         raise TypeError(f"{where}: {arg!r} must be a str, got {type(name).__name__} {name!r}")
     if not name:
+        if allow_empty:
+            return name
         raise ValueError(f"{where}: {arg!r} must be a non-empty string")
     return check_name_text(name, where, arg)
 
@@ -171,7 +176,7 @@ def _full_tag(scope: str, name: object, caller: Caller, scoped: bool, untagged: 
     # The checked tag inside the name scope; "" for ops that write no tag.
     if untagged:
         return ""
-    tag = check_tag(name, caller.where, caller.name)
+    tag = check_tag(name, caller.where, caller.name, allow_empty=caller.empty_tag)
     return scope + tag if scoped and scope else tag
 
 

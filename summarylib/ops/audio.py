@@ -51,13 +51,14 @@ import operator
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding._arrays import as_array, evaluate, is_extended_float
+from summarylib.encoding._events import audio_proto_bytes
 from summarylib.encoding._pending import capture, device_kind, stand_in
 from summarylib.encoding._plugins import AUDIO
 from summarylib.encoding._tensor import string_tensor_bytes
 from summarylib.encoding._wav import MAX_CHANNELS, UINT32_MAX, quantize, wav_header
 from summarylib.errors import warn_user
 from summarylib.ops._device import defers_device_values
-from summarylib.ops._emit import emit_value_deferred
+from summarylib.ops._emit import AUDIO_FIELD, TENSOR_FIELD, emit_value_deferred
 from summarylib.ops._media import check_max_outputs
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.writer._context import Step
@@ -222,25 +223,42 @@ def write_audio(
     max_outputs: int = 3,
     encoding: str | None = None,
     description: str | None = None,
+    *,
+    torch_form: bool = False,
 ) -> bool:
-    """The core of :func:`audio`: write the clips to ``sink`` (same contract)."""
+    """The core of :func:`audio`: write the clips to ``sink`` (same contract).
+
+    ``torch_form``: write the first clip as torch's ``SummaryWriter`` does, a legacy
+    ``Summary.Value.audio`` (``Summary.Audio``: rate, channels, frames, WAV,
+    ``audio/wav``) without plugin metadata, instead of the ``audio`` plugin's tensor.
+    """
     where = sink.caller.where
-    md = AUDIO.metadata_bytes(description, where)
+    md = None if torch_form else AUDIO.metadata_bytes(description, where)
     _check_encoding(encoding, where)
     rate = check_sample_rate(sample_rate, where)
-    keep = check_max_outputs(max_outputs, where)
+    keep = 1 if torch_form else check_max_outputs(max_outputs, where)
     data = evaluate(data)
     if device_kind(data) is not None and defers_device_values(sink.writer):
-        done = _audio_deferred(sink, data, keep, rate, md)
+        done = _audio_deferred(sink, data, keep, rate, md, torch_form)
         if done is not None:
             return done
     pcm = prepare(data, keep, rate, where, sink.caller.data)
     n = len(pcm)
 
     def make_tensor() -> bytes:
-        return string_tensor_bytes((n, 2), _tensor_values(pcm, rate))
+        return _encoded(pcm, rate, torch_form)
 
-    return emit_value_deferred(sink, make_tensor, md, pcm.nbytes + 48 * n + 32)
+    return emit_value_deferred(sink, make_tensor, md, pcm.nbytes + 48 * n + 32,
+                               AUDIO_FIELD if torch_form else TENSOR_FIELD)
+
+
+def _encoded(pcm: np.ndarray, rate: int, torch_form: bool) -> bytes:
+    # The value's bytes: a Summary.Audio of the first clip, or the plugin's tensor.
+    if torch_form:
+        _, frames, channels = pcm.shape
+        wav = wav_header(rate, channels, frames) + pcm[0].tobytes()
+        return audio_proto_bytes(rate, channels, frames, wav)
+    return string_tensor_bytes((len(pcm), 2), _tensor_values(pcm, rate))
 
 
 def audio_pb(
@@ -275,7 +293,7 @@ def audio_pb(
 
 
 def _audio_deferred(
-    sink: Sink, data: Any, keep: int, rate: int, md: bytes
+    sink: Sink, data: Any, keep: int, rate: int, md: bytes | None, torch_form: bool
 ) -> bool | None:
     # A device array (see ops._device_ops): checked on a stand-in now, the kept clips
     # copied asynchronously and encoded on the writer thread.
@@ -292,6 +310,7 @@ def _audio_deferred(
 
     def make_tensor() -> bytes:
         pcm = prepare(pending.result(), keep, rate, where, arg)
-        return string_tensor_bytes((len(pcm), 2), _tensor_values(pcm, rate))
+        return _encoded(pcm, rate, torch_form)
 
-    return emit_value_deferred(sink, make_tensor, md, pending.nbytes + 48 * keep + 32)
+    return emit_value_deferred(sink, make_tensor, md, pending.nbytes + 48 * keep + 32,
+                               AUDIO_FIELD if torch_form else TENSOR_FIELD)

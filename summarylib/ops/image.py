@@ -53,6 +53,7 @@ from summarylib.encoding._arrays import (
     widen_extended_float,
 )
 from summarylib.encoding._device_reductions import images_uint8
+from summarylib.encoding._events import image_proto_bytes
 from summarylib.encoding._pending import capture, device_kind, is_real_dtype
 from summarylib.encoding._pixels import (
     DATAFORMATS,
@@ -66,7 +67,7 @@ from summarylib.encoding._png import encode_png
 from summarylib.encoding._tensor import string_tensor_bytes
 from summarylib.errors import warn_user
 from summarylib.ops._device import defers_device_values
-from summarylib.ops._emit import emit_value_deferred
+from summarylib.ops._emit import IMAGE_FIELD, TENSOR_FIELD, emit_value_deferred
 from summarylib.ops._media import check_max_outputs, metadata_bytes, plugin_data_bytes
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.writer._context import Step
@@ -196,11 +197,17 @@ def _check_shape(shape: tuple[int, ...], fmt: str, where: str, arg: str) -> None
     c_axis = axes[3]  # where the channels are in the input, None for "HW"
     rank = sum(a is not None for a in axes)
     if len(shape) != rank or (c_axis is not None and shape[c_axis] not in (1, 2, 3, 4)):
-        with_fmt = "" if fmt == "NHWC" else f" with dataformats={fmt!r}"
         channels = "" if c_axis is None else " with c in (1, 2, 3, 4)"
-        raise ValueError(
-            f"{where}: {arg!r}{with_fmt} must have shape {layout}{channels}, got {shape}"
-        )
+        message = (f"{where}: {arg!r} with dataformats={fmt!r} must have shape "
+                   f"{layout}{channels}, got {shape}")
+        for other, (other_axes, _) in DATAFORMATS.items():  # a layout the shape fits
+            c = other_axes[3]
+            if other != fmt and sum(a is not None for a in other_axes) == len(shape) and (
+                c is not None and shape[c] in (1, 2, 3, 4)
+            ):
+                message += f"; pass dataformats={other!r} if that is its layout"
+                break
+        raise ValueError(message)
     h_axis, w_axis = axes[1], axes[2]
     if shape[h_axis] == 0 or shape[w_axis] == 0:  # type: ignore[index]
         raise ValueError(
@@ -257,28 +264,42 @@ def write_image(
     description: str | None = None,
     *,
     dataformats: str | None = None,
+    torch_form: bool = False,
 ) -> bool:
-    """The core of :func:`image`: write the images to ``sink`` (same contract)."""
+    """The core of :func:`image`: write the images to ``sink`` (same contract).
+
+    ``torch_form``: write the first image as torch's ``SummaryWriter`` does, a legacy
+    ``Summary.Value.image`` (``Summary.Image``: height, width, channels, PNG) without
+    plugin metadata, instead of TensorFlow 2's tensor of the ``images`` plugin.
+    """
     where, arg = sink.caller.where, sink.caller.data
-    md = metadata_bytes(_PLUGIN_DATA, description, where)
-    keep = check_max_outputs(max_outputs, where)
+    md = None if torch_form else metadata_bytes(_PLUGIN_DATA, description, where)
+    keep = 1 if torch_form else check_max_outputs(max_outputs, where)
     data = evaluate(data)
     if device_kind(data) is not None and defers_device_values(sink.writer):
-        done = _image_deferred(sink, data, keep, dataformats, md)
+        done = _image_deferred(sink, data, keep, dataformats, md, torch_form)
         if done is not None:
             return done
     pixels, w, h = prepare(data, keep, dataformats, where, sink.tag, arg)
     n = len(pixels)
 
     def make_tensor() -> bytes:
-        return string_tensor_bytes((2 + n,), _tensor_values(pixels, w, h))
+        return _encoded(pixels, w, h, torch_form)
 
     # Noise-like images barely compress: the raw size bounds the PNG size.
-    return emit_value_deferred(sink, make_tensor, md, pixels.nbytes + 64 * n + 32)
+    return emit_value_deferred(sink, make_tensor, md, pixels.nbytes + 64 * n + 32,
+                               IMAGE_FIELD if torch_form else TENSOR_FIELD)
+
+
+def _encoded(pixels: np.ndarray, w: int, h: int, torch_form: bool) -> bytes:
+    # The value's bytes: a Summary.Image of the first image, or the plugin's tensor.
+    if torch_form:
+        return image_proto_bytes(h, w, pixels.shape[3], encode_png(pixels[0]))
+    return string_tensor_bytes((2 + len(pixels),), _tensor_values(pixels, w, h))
 
 
 def _image_deferred(
-    sink: Sink, data: Any, keep: int, dataformats: Any, md: bytes
+    sink: Sink, data: Any, keep: int, dataformats: Any, md: bytes | None, torch_form: bool
 ) -> bool | None:
     # A device array: checked by shape and dtype now, the kept images converted to uint8
     # on the device, copied asynchronously; the writer thread encodes them once ready.
@@ -300,9 +321,10 @@ def _image_deferred(
 
     def make_tensor() -> bytes:
         pixels, w, h = prepare(pending.result(), keep, fmt, where, tag, arg)
-        return string_tensor_bytes((2 + len(pixels),), _tensor_values(pixels, w, h))
+        return _encoded(pixels, w, h, torch_form)
 
-    return emit_value_deferred(sink, make_tensor, md, pending.nbytes + 64 * keep + 32)
+    return emit_value_deferred(sink, make_tensor, md, pending.nbytes + 64 * keep + 32,
+                               IMAGE_FIELD if torch_form else TENSOR_FIELD)
 
 
 def image_pb(

@@ -184,8 +184,9 @@ def _components(parts: _Parts) -> int:
 
 
 def _values(name: str, parts: _Parts, config: str, description: str | None,
-            where: str) -> list[tuple[str, bytes, bytes]]:
-    """(instance tag, serialized tensor, serialized metadata) per component."""
+            where: str, torch_form: bool = False) -> list[tuple[str, bytes, bytes]]:
+    """(instance tag, serialized tensor, serialized metadata) per component; with
+    ``torch_form`` every component is stored as float32, as torch stores them."""
     import numpy as np
 
     name_b, config_b, mask = name.encode("utf-8"), config.encode("utf-8"), _components(parts)
@@ -193,7 +194,7 @@ def _values(name: str, parts: _Parts, config: str, description: str | None,
     for kind, arr in parts:
         content = _plugin_content(name_b, kind, mask, arr.shape, config_b)
         md = metadata_bytes(plugin_data_bytes(PLUGIN_NAME, content), description, where)
-        dtype, le = _STORED[kind]
+        dtype, le = _STORED[VERTEX if torch_form else kind]
         tensor = tensor_bytes(dtype, arr.shape, np.ascontiguousarray(arr, le).tobytes())
         out.append((f"{name}_{_SUFFIX[kind]}", tensor, md))
     return out
@@ -252,9 +253,12 @@ def write_mesh(
     colors: Any = None,
     config_dict: Mapping[str, Any] | None = None,
     description: str | None = None,
+    *,
+    torch_form: bool = False,
 ) -> bool:
     """The core of :func:`mesh`: write the mesh ``name`` (its tags' literal prefix) to
-    ``sink``, an untagged sink."""
+    ``sink``, an untagged sink. ``torch_form``: faces and colors stored as float32, as
+    torch's ``SummaryWriter.add_mesh`` stores them (TensorFlow's op: int32 and uint8)."""
     where = sink.caller.where
     name = _check_name(name, where, sink.caller.name)
     metadata_bytes(b"", description, where)  # the description's checks, before any work
@@ -262,11 +266,12 @@ def write_mesh(
     if (device_kind(vertices) is not None or device_kind(faces) is not None
             or device_kind(colors) is not None) and defers_device_values(sink.writer):
         done = _mesh_deferred(sink, name, vertices, faces, colors,
-                             json_config(config_dict, where), description)
+                             json_config(config_dict, where), description, torch_form)
         if done is not None:
             return done
     parts = prepare(vertices, faces, colors, where)
-    values = _values(name, parts, json_config(config_dict, where), description, where)
+    values = _values(name, parts, json_config(config_dict, where), description, where,
+                     torch_form)
     # One event per component, as TensorFlow writes them; all were validated above.
     wrote = [emit_value(sink, tensor, md, tag) for tag, tensor, md in values]
     return all(wrote)
@@ -309,7 +314,7 @@ def mesh_pb(
 
 def _mesh_deferred(
     sink: Sink, name: str, vertices: Any, faces: Any, colors: Any, config: str,
-    description: str | None,
+    description: str | None, torch_form: bool = False,
 ) -> bool | None:
     """:func:`summarylib.mesh` with device components: one event per component, made
     on the writer thread from the values read once (a bad value loses all of them)."""
@@ -332,7 +337,7 @@ def _mesh_deferred(
         if not got:
             v, f, c = (read() for read, _ in reads)  # type: ignore[misc]
             parts = prepare(v, f, c, where)
-            got.append(_values(name, parts, config, description, where))
+            got.append(_values(name, parts, config, description, where, torch_form))
         return got[0]
 
     nbytes = sum(n for _, n in reads)  # type: ignore[misc]

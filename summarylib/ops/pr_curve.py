@@ -329,8 +329,13 @@ def _weighted_counts(index: np.ndarray, weights: np.ndarray, t: int) -> np.ndarr
     return total
 
 
-def _tensor(data: np.ndarray) -> bytes:
+def _tensor(data: np.ndarray, float_val: bool = False) -> bytes:
+    # ``float_val``: the values in TensorProto.float_val (packed), as torch writes them,
+    # instead of tensor_content; the same bytes under another key.
     t = data.shape[1]
+    if float_val:
+        head = b"\x08" + varint(DT_FLOAT) + field_bytes(2, shape_bytes((6, t)))
+        return head + b"\x2a" + varint(24 * t) + data.astype("<f4", copy=False).tobytes()
     header = _HEADERS.get(t)
     if header is None:
         # dtype, tensor_shape [6, T], then tensor_content's key and length.
@@ -341,7 +346,8 @@ def _tensor(data: np.ndarray) -> bytes:
     return header + data.astype("<f4", copy=False).tobytes()
 
 
-def _raw_data(values: tuple[Any, ...], num_thresholds: Any, where: str) -> np.ndarray:
+def _raw_data(values: tuple[Any, ...], num_thresholds: Any, where: str,
+              min_thresholds: int = 2) -> np.ndarray:
     import numpy as np
 
     arrays = [_real_array(v, where, arg) for v, arg in zip(values, _RAW_ARGS, strict=True)]
@@ -359,8 +365,9 @@ def _raw_data(values: tuple[Any, ...], num_thresholds: Any, where: str) -> np.nd
             raise ValueError(
                 f"{where}: 'num_thresholds' is {expected} but the vectors have length {t}"
             )
-    elif t < 2:
-        raise ValueError(f"{where}: the vectors must have length >= 2 (thresholds), got {t}")
+    elif t < min_thresholds:
+        raise ValueError(f"{where}: the vectors must have length >= {min_thresholds} "
+                         f"(thresholds), got {t}")
     # float32 with numpy's cast: values beyond float32's range become +-inf.
     with np.errstate(over="ignore"):
         return np.stack(arrays).astype(np.float32)
@@ -517,13 +524,21 @@ def write_pr_curve_counts(
     false_negative_counts: Any,
     precision: Any,
     recall: Any,
+    *,
+    torch_form: int | None = None,
 ) -> bool:
-    """The core of :func:`pr_curve_counts`: write the counts to ``sink`` under its tag."""
+    """The core of :func:`pr_curve_counts`: write the counts to ``sink`` under its tag.
+
+    ``torch_form``: write as torch's ``SummaryWriter`` does, with this ``num_thresholds``
+    in the plugin metadata whatever the vectors' length, the values in ``float_val``,
+    and one-threshold curves accepted (as tensorboardX writes them).
+    """
     values = (true_positive_counts, false_positive_counts, true_negative_counts,
               false_negative_counts, precision, recall)
-    data = _raw_data(values, None, sink.caller.where)
-    md = plugin_data_bytes(PLUGIN_NAME, plugin_content(data.shape[1]))
-    return emit_value(sink, _tensor(data), md)
+    data = _raw_data(values, None, sink.caller.where, 2 if torch_form is None else 1)
+    thresholds = data.shape[1] if torch_form is None else torch_form
+    md = plugin_data_bytes(PLUGIN_NAME, plugin_content(thresholds))
+    return emit_value(sink, _tensor(data, torch_form is not None), md)
 
 
 def pr_curve_counts_pb(

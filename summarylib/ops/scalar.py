@@ -38,6 +38,7 @@ from summarylib.encoding._events import (
     STEP_FIELDS,
     WALL_TIME_KEY,
     event_packs,
+    simple_value_prefix,
     step_field,
     summary_event,
 )
@@ -45,13 +46,17 @@ from summarylib.encoding._pending import device_kind
 from summarylib.encoding._plugins import SCALARS
 from summarylib.encoding._wire import field_bytes, pack_double, pack_float
 from summarylib.ops._device import (
+    DeviceStep,
     defers_device_values,
     scalar_prefix,
     scalar_value_deferred,
     scalar_values_deferred,
 )
+from summarylib.ops._device_step import step_name
+from summarylib.ops._emit import emit_value
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve_step
 from summarylib.ops.scalar_record import Layout
+from summarylib.writer._buffered import Deferred
 from summarylib.writer._context import Step, _local, condition_holds, no_default_writer
 
 if TYPE_CHECKING:
@@ -66,8 +71,11 @@ __all__ = [
     "scalar_pb",
     "scalar_to",
     "scalars",
+    "simple_scalar_to",
     "write_scalar",
     "write_scalars",
+    "write_simple_scalar",
+    "write_tensor_scalar",
 ]
 
 PLUGIN_NAME = SCALARS.name
@@ -255,6 +263,85 @@ def scalar_to(
     if prefix is None:
         return _write_first(res, tag, data, step, description, now, caller.where)
     return res.append(_scalar_event(prefix, step, now, data, caller.where))
+
+
+def write_simple_scalar(sink: Sink, data: Any) -> bool:
+    """torch's scalar (``SummaryWriter.add_scalar``): ``data`` written to ``sink`` as a
+    ``Summary.Value.simple_value`` (float32, no plugin metadata), the form
+    ``torch.utils.tensorboard`` writes and TensorBoard's ``EventAccumulator`` files
+    under ``scalars``. Same data contract as :func:`scalar`; the step may be on the device.
+    """
+    return simple_scalar_to(sink.writer, sink.tag, sink.step, sink.wall_time, sink.caller,
+                            data)
+
+
+def simple_scalar_to(
+    writer: DefaultWriter, tag: str, step: int | DeviceStep, wall_time: float | None,
+    caller: Caller, data: Any,
+) -> bool:
+    """:func:`write_simple_scalar` with the sink's fields as arguments (the hot path of
+    ``add_scalar``). A warm call packs one Event with the tag's cached prefix, as
+    :func:`scalar_to` does; the data may live on a device."""
+    res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
+    prefix = res.tags.simple_prefix_of(tag)
+    if prefix is None:
+        # No metadata to write first: the prefix is known before any event is.
+        try:
+            # An empty tag (torch takes one) is left out, as protobuf leaves it out.
+            tag_field = field_bytes(1, tag.encode("utf-8")) if tag else b""
+        except UnicodeEncodeError as e:
+            raise ValueError(f"{caller.where}: {caller.name!r} is not valid Unicode text: "
+                             f"{e}") from None
+        prefix = simple_value_prefix(tag_field)
+        res.tags.remember_simple_prefix(tag, prefix)
+    t = type(data)
+    if t is not float and t not in _fast_types:
+        if _numpy_types_missing:
+            _add_numpy_types()
+        if device_kind(data) is not None and defers_device_values(writer):
+            if type(step) is int:
+                done = scalar_value_deferred(writer, prefix, tag, data, step, wall_time, caller)
+                if done is not None:
+                    return done
+            else:
+                return _simple_at_device_step(res, prefix, tag, data, step, wall_time, caller)
+        data = scalar_float(data, caller.where, caller.data)
+    if type(step) is not int:
+        return _simple_at_device_step(res, prefix, tag, data, step, wall_time, caller)
+    now = res.clock() if wall_time is None else wall_time
+    return res.append(_scalar_event(prefix, step, now, data, caller.where))
+
+
+def _simple_at_device_step(
+    res: BufferedEventWriter, prefix: bytes, tag: str, data: Any, step: Any,
+    wall_time: float | None, caller: Caller,
+) -> bool:
+    # The step (and maybe the value) on the device: the Event is made on the writer
+    # thread, in its place in the file, once they are read.
+    from summarylib.ops._device import read_scalar_later
+
+    read = read_scalar_later(data, caller)
+    now = res.clock() if wall_time is None else wall_time
+
+    def make() -> bytes:
+        return (_WALL_TIME + pack_double(now) + step_field(step.value()) + prefix
+                + f32_bytes(read()))
+
+    return res.append(Deferred(make, len(prefix) + 32, f"the value of {tag!r} at "
+                               f"{step_name(step)}"))
+
+
+def write_tensor_scalar(sink: Sink, data: Any, double_precision: bool = False) -> bool:
+    """torch's ``add_scalar(..., new_style=True)``: a ``scalars``-plugin tensor holding
+    ``float_val`` (``double_val``, DT_DOUBLE, with ``double_precision``) and no shape, as
+    torch writes it; the plugin metadata on the tag's first value in the file. The value
+    is read at the call (torch's ``float(tensor)``)."""
+    value = scalar_float(data, sink.caller.where, sink.caller.data)
+    if double_precision:
+        tensor = b"\x08\x02\x32\x08" + pack_double(value)  # dtype DT_DOUBLE, double_val
+    else:
+        tensor = b"\x08\x01\x2a\x04" + f32_bytes(value)  # dtype DT_FLOAT, float_val
+    return emit_value(sink, tensor, SCALARS.metadata_bytes(None, sink.caller.where))
 
 
 def _write_first(

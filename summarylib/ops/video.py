@@ -46,11 +46,12 @@ from summarylib.encoding._arrays import (
     widen_extended_float,
 )
 from summarylib.encoding._device_reductions import scaled_uint8
+from summarylib.encoding._events import image_proto_bytes
 from summarylib.encoding._pending import capture, device_kind, is_real_dtype
 from summarylib.encoding._plugins import IMAGES
 from summarylib.encoding._tensor import string_tensor_bytes
 from summarylib.ops._device import defers_device_values
-from summarylib.ops._emit import emit_value_deferred
+from summarylib.ops._emit import IMAGE_FIELD, TENSOR_FIELD, emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.writer._context import Step
 
@@ -203,27 +204,42 @@ def video(
 _CALLER = Caller("video")
 
 
-def write_video(sink: Sink, data: Any, fps: float = 4, description: str | None = None) -> bool:
-    """The core of :func:`video`: write the frames to ``sink`` (same contract)."""
+def write_video(sink: Sink, data: Any, fps: float = 4, description: str | None = None,
+                *, torch_form: bool = False) -> bool:
+    """The core of :func:`video`: write the frames to ``sink`` (same contract).
+
+    ``torch_form``: write the GIF as torch's ``SummaryWriter`` does, a legacy
+    ``Summary.Value.image`` (``Summary.Image``: height, width, channels, GIF) without
+    plugin metadata, instead of the ``images`` plugin's tensor.
+    """
     where = sink.caller.where
-    md = IMAGES.metadata_bytes(description, where)
+    md = None if torch_form else IMAGES.metadata_bytes(description, where)
     rate = _check_fps(fps, where)
     data = evaluate(data)
+    field = IMAGE_FIELD if torch_form else TENSOR_FIELD
     if device_kind(data) is not None and defers_device_values(sink.writer):
-        done = _video_deferred(sink, data, rate, md)
+        done = _video_deferred(sink, data, rate, md, torch_form)
         if done is not None:
             return done
     frames = prepare(data, where, sink.caller.data)
-    _, h, w, _ = frames.shape
 
     def make_tensor() -> bytes:
-        return string_tensor_bytes((3,), [str(w).encode(), str(h).encode(),
-                                          encode_gif(frames, rate)])
+        return _encoded(frames, rate, torch_form)
 
-    return emit_value_deferred(sink, make_tensor, md, _size_hint(frames))
+    return emit_value_deferred(sink, make_tensor, md, _size_hint(frames), field)
 
 
-def _video_deferred(sink: Sink, data: Any, rate: float, md: bytes) -> bool | None:
+def _encoded(frames: np.ndarray, rate: float, torch_form: bool) -> bytes:
+    # The value's bytes: a Summary.Image holding the GIF, or the plugin's tensor.
+    _, h, w, c = frames.shape
+    gif = encode_gif(frames, rate)
+    if torch_form:
+        return image_proto_bytes(h, w, c, gif)
+    return string_tensor_bytes((3,), [str(w).encode(), str(h).encode(), gif])
+
+
+def _video_deferred(sink: Sink, data: Any, rate: float, md: bytes | None,
+                    torch_form: bool) -> bool | None:
     # A device array: shape and dtype checked now, converted to uint8 on the device and
     # copied asynchronously; tiled, checked for GIF's size and encoded on the writer
     # thread once ready. None: a layout the capture does not take (the host path runs).
@@ -244,12 +260,10 @@ def _video_deferred(sink: Sink, data: Any, rate: float, md: bytes) -> bool | Non
         return None
 
     def make_tensor() -> bytes:
-        frames = prepare(pending.result(), where, arg)
-        _, h, w, _ = frames.shape
-        return string_tensor_bytes((3,), [str(w).encode(), str(h).encode(),
-                                          encode_gif(frames, rate)])
+        return _encoded(prepare(pending.result(), where, arg), rate, torch_form)
 
-    return emit_value_deferred(sink, make_tensor, md, 2 * pending.nbytes + 800)
+    return emit_value_deferred(sink, make_tensor, md, 2 * pending.nbytes + 800,
+                               IMAGE_FIELD if torch_form else TENSOR_FIELD)
 
 
 def video_pb(

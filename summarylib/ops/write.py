@@ -114,8 +114,9 @@ def write_raw_pb(
       tensor: a ``Summary`` (ours or TensorBoard's), its serialized bytes (a
         str counts as its UTF-8 bytes, as a TensorFlow string tensor), or a
         list of either (merged into one event), or a callable returning any
-        of these. Bytes that are not a ``Summary`` raise ``ValueError``
-        showing their start.
+        of these. Bytes that are not a ``Summary`` raise
+        :class:`~summarylib.errors.SummaryDecodeError` (a ``DataLossError``, as
+        TensorFlow raises, and a ``ValueError``) showing their start.
       step: int64 step; defaults to the thread's default step.
       name: accepted for ``tf.summary`` compatibility; unused.
 
@@ -142,7 +143,17 @@ def _utf8(item: Any) -> Any:
 
 
 def _check_summary(data: bytes) -> None:
-    _check_parses(data, "Summary", "write_raw_pb", "tensor")
+    from google.protobuf.message import DecodeError
+
+    from summarylib.errors import SummaryDecodeError
+    from summarylib.proto import summary_pb2
+
+    try:
+        summary_pb2.Summary.FromString(data)
+    except DecodeError as e:  # TensorFlow's DataLossError (ours is a ValueError too)
+        shown = f"{data[:32]!r}{'...' if len(data) > 32 else ''}"
+        raise SummaryDecodeError("write_raw_pb: 'tensor'", 0,
+                                 f"is not a serialized Summary ({shown}): {e}") from None
 
 
 def _check_parses(data: bytes, message: str, where: str, arg: str) -> None:

@@ -246,6 +246,45 @@ class BufferedEventWriter:
         finally:
             gate.release()
 
+    def write_pending_here(self, most: int) -> None:
+        """Write every event appended before this call, as :meth:`flush` does, on the
+        calling thread when that is cheaper than waking the writer thread: at most
+        ``most`` events pending, none in flight, a local file (see ``Worker.take_here``).
+        Otherwise (and for an error to report) it is :meth:`flush`.
+
+        What leaving ``as_default()`` calls: TensorFlow's block ends with its events in
+        the file, and a block per training step writes its one event with one ``write``
+        instead of a round trip to the writer thread.
+        """
+        queue = self._queue
+        if not len(queue) and not queue.inflight_bytes:
+            return  # nothing pending, nothing in flight (a read without the lock: exact
+            # for this thread's own appends, which happened before)
+        if self.held_by_this_thread():
+            self.start_flush()  # re-entered: never waits
+            return
+        worker = self._worker
+        lock = self._lock
+        with lock:
+            taken = None if self._gate.closing else worker.take_here(most)
+        if taken is None:
+            self.flush()
+            return
+        batch, first = taken
+        own = None
+        failures = self._gate.failures
+        try:
+            worker.write_here(batch, first)
+        finally:
+            with lock:
+                worker.done_here(len(batch))
+                if failures.pending is None:  # an event of the batch lost on its own
+                    own = failures.covered(first + len(batch))
+        if failures.pending is not None:
+            self.flush()  # reports the failure, as flush() would have
+        elif own is not None:
+            failures.report(own)
+
     def start_flush(self, *, sync: bool = False, urgent: bool = True) -> None:
         """Ask the writer thread to write (and push) what is pending now; never waits
         for the write.

@@ -291,8 +291,11 @@ def summary_scope(
 
     ``values`` is accepted for TensorFlow compatibility and ignored.
 
+    With neither ``name`` nor ``default_name``, the tag and scope are TensorFlow's
+    ``"summary"`` (``("summary", "summary/")`` at the root).
+
     Raises:
-      TypeError: ``name`` and ``default_name`` are neither a non-empty str.
+      TypeError: ``name`` or ``default_name`` is neither a str nor None.
     """
     del values  # graph tensors pick the graph in TensorFlow; there is no graph here
     for arg, given in (("name", name), ("default_name", default_name)):
@@ -300,12 +303,8 @@ def summary_scope(
             raise TypeError(
                 f"summary_scope: {arg!r} must be a str or None, got {type(given).__name__}"
             )
-    chosen = name or default_name
-    if not chosen:
-        raise TypeError(
-            f"summary_scope: 'name' or 'default_name' must be a non-empty str, "
-            f"got {name!r} and {default_name!r}"
-        )
+    # Neither given: TensorFlow's scope "summary" (tf.name_scope(None, "summary")).
+    chosen = name or default_name or "summary"
     tag = _local.state.scope + chosen
     scope_name = "".join(c for c in chosen if c in _LEGAL_IN_SCOPE) or default_name or ""
     with name_scope(scope_name) as scope:

@@ -97,11 +97,12 @@ class WriterBase:
           step: if not None, also the default step inside the block.
 
         On exit the previous default writer (and, if ``step`` was given, the
-        previous default step) is restored, and the background thread is asked
-        to write every event logged so far, at once; the exit does not wait
-        for that write (``flush()`` does), so a block per step costs about as
-        much as one block around the loop. A write error is reported by the
-        next op, ``flush()`` or ``close()``.
+        previous default step) is restored, and every event logged so far is
+        written before the exit returns, as TensorFlow flushes on exit. A few
+        pending events on a local file (a block per training step) are written
+        by the calling thread itself, one ``write`` call, so a block per step
+        costs well under twice one block around the loop; more, or an object
+        store, is a ``flush()``. A write error is raised as by ``flush()``.
 
         On the no-op writer it does nothing at all, as in TensorFlow: inside
         another writer's block, ops keep writing to that writer.
@@ -257,6 +258,11 @@ class WriterBase:
         return f"<{type(self).__name__} {state} path={self.path!r}>"
 
 
+#: Leaving ``as_default()`` writes at most this many pending events on the calling
+#: thread; more wait for the writer thread (its batches are encoded in parallel).
+_WRITE_HERE_MAX = 64
+
+
 class _DefaultContext(Generic[W]):
     """What ``as_default()`` returns: makes its writer the thread's default inside the block."""
 
@@ -296,11 +302,11 @@ class _DefaultContext(Generic[W]):
         st.writer = None if saved_writer is None or saved_writer.closed else saved_writer
         if self._step is not None:
             st.step = saved_step
-        # Ask for the write, do not wait for it: a block per training step would
-        # otherwise wait for the disk at every step. Not urgent: the writer thread keeps
-        # its pacing (a write at most every COALESCE_SECS), so a block per step costs a
-        # flag, not a wake-up of that thread per step. flush() and close() still wait.
-        self._writer._resource.start_flush(urgent=False)  # type: ignore[union-attr]
+        # TensorFlow's exit: the block's events are in the file when it returns. A
+        # block per training step has one or a few events pending: this thread writes
+        # them itself (one write call), cheaper than waking the writer thread and
+        # waiting for it; more, or a remote store, is a flush().
+        self._writer._resource.write_pending_here(_WRITE_HERE_MAX)  # type: ignore[union-attr]
 
 
 def open_writer_resource(

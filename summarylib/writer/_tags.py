@@ -26,17 +26,21 @@ __all__ = ["TagLedger"]
 class TagLedger:
     """One file's tags with metadata written, and the ops' per-tag caches.
 
-    ``prefix_of(tag)`` and ``layout_of(key)`` are the caches' lookups (None when absent);
-    they are bound methods of plain dicts, so the hot path pays one call.
+    ``prefix_of(tag)``, ``simple_prefix_of(tag)`` and ``layout_of(key)`` are the caches'
+    lookups (None when absent); they are bound methods of plain dicts, so the hot path
+    pays one call.
     """
 
-    __slots__ = ("_layouts", "_prefixes", "_with_metadata", "layout_of", "prefix_of")
+    __slots__ = ("_layouts", "_prefixes", "_simple_prefixes", "_with_metadata", "layout_of",
+                 "prefix_of", "simple_prefix_of")
 
     def __init__(self) -> None:
         self._with_metadata: set[str] = set()
         self._prefixes: dict[str, bytes] = {}
         self._layouts: dict[Any, Any] = {}
+        self._simple_prefixes: dict[str, bytes] = {}
         self.prefix_of = self._prefixes.get
+        self.simple_prefix_of = self._simple_prefixes.get
         self.layout_of = self._layouts.get
 
     def needs_metadata(self, tag: str) -> bool:
@@ -55,6 +59,12 @@ class TagLedger:
         """Cache the scalar op's encoded event prefix of ``tag`` (metadata written)."""
         self._prefixes[tag] = prefix
         self._with_metadata.add(tag)
+
+    def remember_simple_prefix(self, tag: str, prefix: bytes) -> None:
+        """Cache the event prefix of ``tag``'s ``simple_value`` scalars (torch's form,
+        which carries no metadata): kept apart from :meth:`remember_prefix`'s, as one
+        writer may log a tag in both forms."""
+        self._simple_prefixes[tag] = prefix
 
     def remember_layout(self, key: Any, layout: Any) -> None:
         """Cache a ``scalars()`` layout under ``key``."""

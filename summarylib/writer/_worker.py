@@ -25,7 +25,7 @@ from typing import Any
 from summarylib.errors import SummaryError
 from summarylib.writer._batch import BatchEncoder, BatchWriteError
 from summarylib.writer._losses import write_failed
-from summarylib.writer._output import Output
+from summarylib.writer._output import FileOutput, Output
 from summarylib.writer._queue import EventQueue
 
 __all__ = ["COALESCE_SECS", "Worker"]
@@ -91,6 +91,7 @@ class Worker:
         self.close_error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._last_flush = time.monotonic()
+        self._writing_here = False  # a caller writes a batch itself (see take_here)
 
     # -- asked by the writer (lock held) ------------------------------------------------
     @property
@@ -152,6 +153,46 @@ class Worker:
             self._thread = threading.Thread(target=self._finish,
                                             name=f"summarylib-close:{self.name}", daemon=True)
             self._thread.start()
+
+    # -- a small batch written by the caller -----------------------------------------
+    def take_here(self, most: int) -> tuple[list[Any], int] | None:
+        """Lock held: the queue as a batch for the *calling* thread to write itself, or
+        None where it must ask this thread instead.
+
+        Taken only when that is exact and cheap: at most ``most`` events, none in flight
+        (so file order holds), a local file open, no ``fsync`` per write, no error
+        waiting to be reported, not closing. Hand the batch to :meth:`write_here`, then
+        :meth:`done_here`; until then this thread takes no batch.
+        """
+        out = self.output
+        if (self.closing or self.finished or self._writing_here or self._fsync
+                or self.taken != self.written or self._error_parked()
+                or not isinstance(out, FileOutput) or out.torn or len(self._queue) > most):
+            return None
+        batch = self._queue.take_all()
+        first = self.taken
+        self.taken += len(batch)
+        self._writing_here = True
+        return batch, first
+
+    def write_here(self, batch: list[Any], first: int) -> None:
+        """On the caller's thread, without the lock: write a batch of :meth:`take_here`
+        (a failure is parked and reported as the thread's own would be)."""
+        self._write(batch, first)
+
+    def done_here(self, count: int) -> None:
+        """Lock held: the batch of :meth:`take_here` (``count`` events) is written."""
+        self.written += count
+        self._queue.batch_done(0)
+        self._last_flush = time.monotonic()
+        self._writing_here = False
+        self.progress.notify_all()
+        self.work.notify_all()
+
+    def _wait_for_caller_batch(self) -> None:
+        # Lock held: a caller is writing a batch itself; the next one follows it.
+        while self._writing_here:
+            self.work.wait()
 
     # -- the thread -----------------------------------------------------------------
     def _run(self) -> None:
@@ -231,6 +272,7 @@ class Worker:
             else:
                 wait = self._flush_secs
             self.work.wait(min(wait, threading.TIMEOUT_MAX))
+        self._wait_for_caller_batch()
         batch = self._queue.take_all()
         first = self.taken
         self.taken += len(batch)
@@ -284,6 +326,7 @@ class Worker:
         error: BaseException | None = None
         try:
             with self._lock:
+                self._wait_for_caller_batch()
                 leftover = self._queue.take_all()
                 first = self.taken
                 self.taken += len(leftover)
