@@ -53,6 +53,7 @@ __all__ = [
     "host_dtype",
     "is_integer_dtype",
     "is_real_dtype",
+    "is_tracer",
     "stand_in",
 ]
 
@@ -63,6 +64,9 @@ _MAX_TYPES = 256
 
 def device_kind(data: object) -> str | None:
     """``"jax"``, ``"torch"`` or ``"cupy"`` for an array that lives on a device, else None.
+
+    ``"step"`` for a step already captured from a device (a ``DeviceStep``), which ops
+    pass on as it is.
 
     A torch tensor counts only on a CUDA device (ROCm's too): on the CPU it is host
     data, and on other devices torch offers no event to wait on, so those keep the
@@ -78,10 +82,32 @@ def device_kind(data: object) -> str | None:
     return kind
 
 
+_TRACER_TYPES: dict[type, bool] = {}
+
+
+def is_tracer(value: object) -> bool:
+    """True for a JAX tracer: a value of a computation being traced (``jax.jit``,
+    ``lax.scan`` bodies, ``vmap``, ``grad``), which has a shape and dtype but no numbers
+    yet. Decided once per type, without importing JAX."""
+    t = type(value)
+    known = _TRACER_TYPES.get(t)
+    if known is None:
+        known = False
+        if (getattr(t, "__module__", "") or "").startswith("jax"):
+            jax = sys.modules.get("jax")
+            known = jax is not None and issubclass(t, jax.core.Tracer)
+        if len(_TRACER_TYPES) >= _MAX_TYPES:
+            _TRACER_TYPES.clear()
+        _TRACER_TYPES[t] = known
+    return known
+
+
 def _classify(t: type) -> str | None:
     module = getattr(t, "__module__", "") or ""
     kind: str | None = None
-    if module.startswith(("jax", "jaxlib")):
+    if getattr(t, "is_device_step", False) is True:
+        kind = "step"  # a step already captured from a device (ops._device_step)
+    elif module.startswith(("jax", "jaxlib")):
         jax = sys.modules.get("jax")
         if jax is not None and issubclass(t, jax.Array) and hasattr(t, "copy_to_host_async"):
             kind = "jax"

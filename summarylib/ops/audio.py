@@ -60,6 +60,7 @@ from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import emit_value_deferred
 from summarylib.ops._media import check_max_outputs
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
+from summarylib.ops._traced import traceable
 from summarylib.writer._context import Step
 
 if TYPE_CHECKING:
@@ -176,6 +177,7 @@ def _tensor_values(pcm: np.ndarray, sample_rate: int) -> list[bytes]:
     return out
 
 
+@traceable
 def audio(
     name: str,
     data: Any,

@@ -61,6 +61,7 @@ from summarylib.encoding._wire import field_bytes, varint
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import emit_value, emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
+from summarylib.ops._traced import traceable
 from summarylib.writer._context import Step
 
 if TYPE_CHECKING:
@@ -171,6 +172,7 @@ def _le_bytes(buckets: np.ndarray) -> bytes:
     return buckets.astype("<f8", copy=False).tobytes()
 
 
+@traceable
 def histogram(
     name: str,
     data: Any,
