@@ -103,21 +103,31 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
     compiled = jax.jit(with_summaries, **jit_kwargs)
     plain = jax.jit(without_summaries, **jit_kwargs)
 
-    @wraps(fun)
-    def call(*args: Any, **kwargs: Any) -> Any:
+    def recording() -> bool:
         st = _local.state
         writer = st.writer
-        if (
+        return not (
             writer is None
             or writer._resource is None
             or (st.condition is not True and not condition_holds(st.condition))
-        ):
+        )
+
+    @wraps(fun)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not recording():
             return plain(*args, **kwargs)
+        st = _local.state
+        writer = st.writer
+        assert writer is not None
         out, collected = compiled(*args, **kwargs)
         step = st.step
         for traced, values in zip(collected.calls, collected.values, strict=True):
             replay(traced, values, writer, step)
         return out
 
-    call.lower = compiled.lower  # type: ignore[attr-defined]
+    def lower(*args: Any, **kwargs: Any) -> Any:
+        # The variant a call made now would run (``jax.stages.Lowered``).
+        return (compiled if recording() else plain).lower(*args, **kwargs)
+
+    call.lower = lower  # type: ignore[attr-defined]
     return call
