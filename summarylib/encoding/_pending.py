@@ -217,10 +217,12 @@ class JaxPending(PendingValue):
 
     __slots__ = ("_array",)
 
-    def __init__(self, array: Any) -> None:
+    def __init__(self, array: Any, start_copy: bool = True) -> None:
         shape = tuple(array.shape)
         super().__init__(shape, array.dtype, _nbytes(shape, array.dtype.itemsize))
         self._array = array
+        if not start_copy:  # read only if needed, on the reading thread
+            return
         try:
             platform = array.device.platform
         except Exception:  # sharded over several devices: no single platform
@@ -302,13 +304,17 @@ class CupyPending(PendingValue):
         return self._host  # type: ignore[no-any-return]
 
 
-def capture(data: Any) -> PendingValue | None:
-    """Start the host copy of a device array; None for host data (read it as usual)."""
+def capture(data: Any, start_copy: bool = True) -> PendingValue | None:
+    """Start the host copy of a device array; None for host data (read it as usual).
+
+    ``start_copy=False`` keeps a JAX array without starting its copy (a value that may
+    never be read: the reader then copies it); other frameworks copy either way.
+    """
     kind = device_kind(data)
     if kind is None:
         return None
     if kind == "jax":
-        return JaxPending(data)
+        return JaxPending(data, start_copy)
     if kind == "torch":
         if getattr(data, "layout", None) is not sys.modules["torch"].strided:
             return None  # sparse and other layouts: the ordinary conversion

@@ -85,12 +85,16 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
 
     _register(jax)
 
+    # wraps(): jax.jit reads fun's signature through __wrapped__, so static_argnames and
+    # donate_argnames name fun's parameters.
+    @wraps(fun)
     def with_summaries(*args: Any, **kwargs: Any) -> Any:
         collector = Collector(core.trace_ctx.trace)
         with collecting(collector):
             out = fun(*args, **kwargs)
         return out, _Collected(tuple(collector.calls), tuple(collector.values))
 
+    @wraps(fun)
     def without_summaries(*args: Any, **kwargs: Any) -> Any:
         st = _local.state
         saved = st.writer

@@ -34,7 +34,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from summarylib.encoding._pending import capture, device_kind, is_tracer
 from summarylib.ops._device_step import DeviceStep, GatedStep, defers_device_values, device_step
-from summarylib.writer._context import DefaultWriter, DeferredCondition, _local
+from summarylib.writer._context import DefaultWriter, DeferredCondition, _local, condition_holds
 
 __all__ = ["Collector", "TracedCall", "collecting", "record_traced", "replay", "traceable"]
 
@@ -117,10 +117,13 @@ def traceable(op: Callable[P, R]) -> Callable[P, R]:
     @wraps(op)
     def call(*args: P.args, **kwargs: P.kwargs) -> R:
         st = _local.state
+        cond = st.condition
         if st.writer is not None and (
-            type(st.condition) is DeferredCondition
-            or any(map(_holds_tracer, args))
-            or any(map(_holds_tracer, kwargs.values()))
+            type(cond) is DeferredCondition
+            or (
+                (any(map(_holds_tracer, args)) or any(map(_holds_tracer, kwargs.values())))
+                and condition_holds(cond)  # a host condition is read when traced
+            )
         ):
             return record_traced(op, where, args, kwargs)  # type: ignore[return-value]
         return op(*args, **kwargs)
