@@ -242,8 +242,8 @@ def _histogram_deferred(sink: Sink, data: Any, k: int, md: bytes) -> bool:
     n = 1
     for d in data.shape:
         n *= int(d)
-    step = sink.step
-    gated = isinstance(step, GatedStep)
+    gate = sink.step if isinstance(sink.step, GatedStep) else None
+    gated = gate is not None
     # Gated by a condition on the device (compiled code's record_if): no kernels and no
     # copy per call; the writer thread reads the condition first and the array only
     # when it holds.
@@ -261,8 +261,8 @@ def _histogram_deferred(sink: Sink, data: Any, k: int, md: bytes) -> bool:
         return emit_value(sink, _tensor(values, k), md)
 
     def make_from_values() -> bytes:
-        if gated:
-            step.value()  # raises NotRecorded (the event is left out) when it is false
+        if gate is not None:
+            gate.value()  # raises NotRecorded (the event is left out) when it is false
         values, _ = prepare(pending.result(), where, arg)
         return _tensor(values, k)
 
