@@ -53,6 +53,7 @@ __all__ = [
     "host_dtype",
     "is_integer_dtype",
     "is_real_dtype",
+    "is_tracer",
     "stand_in",
 ]
 
@@ -63,6 +64,9 @@ _MAX_TYPES = 256
 
 def device_kind(data: object) -> str | None:
     """``"jax"``, ``"torch"`` or ``"cupy"`` for an array that lives on a device, else None.
+
+    ``"step"`` for a step already captured from a device (a ``DeviceStep``), which ops
+    pass on as it is.
 
     A torch tensor counts only on a CUDA device (ROCm's too): on the CPU it is host
     data, and on other devices torch offers no event to wait on, so those keep the
@@ -78,10 +82,32 @@ def device_kind(data: object) -> str | None:
     return kind
 
 
+_TRACER_TYPES: dict[type, bool] = {}
+
+
+def is_tracer(value: object) -> bool:
+    """True for a JAX tracer: a value of a computation being traced (``jax.jit``,
+    ``lax.scan`` bodies, ``vmap``, ``grad``), which has a shape and dtype but no numbers
+    yet. Decided once per type, without importing JAX."""
+    t = type(value)
+    known = _TRACER_TYPES.get(t)
+    if known is None:
+        known = False
+        if (getattr(t, "__module__", "") or "").startswith("jax"):
+            jax = sys.modules.get("jax")
+            known = jax is not None and issubclass(t, jax.core.Tracer)
+        if len(_TRACER_TYPES) >= _MAX_TYPES:
+            _TRACER_TYPES.clear()
+        _TRACER_TYPES[t] = known
+    return known
+
+
 def _classify(t: type) -> str | None:
     module = getattr(t, "__module__", "") or ""
     kind: str | None = None
-    if module.startswith(("jax", "jaxlib")):
+    if getattr(t, "is_device_step", False) is True:
+        kind = "step"  # a step already captured from a device (ops._device_step)
+    elif module.startswith(("jax", "jaxlib")):
         jax = sys.modules.get("jax")
         if jax is not None and issubclass(t, jax.Array) and hasattr(t, "copy_to_host_async"):
             kind = "jax"
@@ -191,10 +217,12 @@ class JaxPending(PendingValue):
 
     __slots__ = ("_array",)
 
-    def __init__(self, array: Any) -> None:
+    def __init__(self, array: Any, start_copy: bool = True) -> None:
         shape = tuple(array.shape)
         super().__init__(shape, array.dtype, _nbytes(shape, array.dtype.itemsize))
         self._array = array
+        if not start_copy:  # read only if needed, on the reading thread
+            return
         try:
             platform = array.device.platform
         except Exception:  # sharded over several devices: no single platform
@@ -276,13 +304,17 @@ class CupyPending(PendingValue):
         return self._host  # type: ignore[no-any-return]
 
 
-def capture(data: Any) -> PendingValue | None:
-    """Start the host copy of a device array; None for host data (read it as usual)."""
+def capture(data: Any, start_copy: bool = True) -> PendingValue | None:
+    """Start the host copy of a device array; None for host data (read it as usual).
+
+    ``start_copy=False`` keeps a JAX array without starting its copy (a value that may
+    never be read: the reader then copies it); other frameworks copy either way.
+    """
     kind = device_kind(data)
     if kind is None:
         return None
     if kind == "jax":
-        return JaxPending(data)
+        return JaxPending(data, start_copy)
     if kind == "torch":
         if getattr(data, "layout", None) is not sys.modules["torch"].strided:
             return None  # sparse and other layouts: the ordinary conversion

@@ -61,6 +61,7 @@ from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import AUDIO_FIELD, TENSOR_FIELD, emit_value_deferred
 from summarylib.ops._media import check_max_outputs
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
+from summarylib.ops._traced import traceable
 from summarylib.writer._context import Step
 
 if TYPE_CHECKING:
@@ -177,6 +178,7 @@ def _tensor_values(pcm: np.ndarray, sample_rate: int) -> list[bytes]:
     return out
 
 
+@traceable
 def audio(
     name: str,
     data: Any,

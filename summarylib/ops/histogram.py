@@ -59,8 +59,10 @@ from summarylib.encoding._plugins import HISTOGRAMS
 from summarylib.encoding._tensor import DT_DOUBLE, shape_bytes
 from summarylib.encoding._wire import field_bytes, varint
 from summarylib.ops._device import defers_device_values
+from summarylib.ops._device_step import GatedStep
 from summarylib.ops._emit import emit_value, emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
+from summarylib.ops._traced import traceable
 from summarylib.writer._context import Step
 
 if TYPE_CHECKING:
@@ -171,6 +173,7 @@ def _le_bytes(buckets: np.ndarray) -> bytes:
     return buckets.astype("<f8", copy=False).tobytes()
 
 
+@traceable
 def histogram(
     name: str,
     data: Any,
@@ -239,7 +242,12 @@ def _histogram_deferred(sink: Sink, data: Any, k: int, md: bytes) -> bool:
     n = 1
     for d in data.shape:
         n *= int(d)
-    table = histogram_table(data, k) if n >= _DEVICE_REDUCE_MIN and k else None
+    gate = sink.step if isinstance(sink.step, GatedStep) else None
+    gated = gate is not None
+    # Gated by a condition on the device (compiled code's record_if): no kernels and no
+    # copy per call; the writer thread reads the condition first and the array only
+    # when it holds.
+    table = histogram_table(data, k) if n >= _DEVICE_REDUCE_MIN and k and not gated else None
     if table is not None:
         header = _header(k)
 
@@ -247,12 +255,14 @@ def _histogram_deferred(sink: Sink, data: Any, k: int, md: bytes) -> bool:
             return header + _le_bytes(buckets_from_table(table.result(), k))
 
         return emit_value_deferred(sink, make_from_table, md, 8 * (k + 3) + 24 * k)
-    pending = capture(data)
+    pending = capture(data, start_copy=not gated)
     if pending is None:  # a layout the capture does not take: the host path
         values, _ = prepare(data, where, arg)
         return emit_value(sink, _tensor(values, k), md)
 
     def make_from_values() -> bytes:
+        if gate is not None:
+            gate.value()  # raises NotRecorded (the event is left out) when it is false
         values, _ = prepare(pending.result(), where, arg)
         return _tensor(values, k)
 

@@ -70,6 +70,7 @@ from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import IMAGE_FIELD, TENSOR_FIELD, emit_value_deferred
 from summarylib.ops._media import check_max_outputs, metadata_bytes, plugin_data_bytes
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
+from summarylib.ops._traced import traceable
 from summarylib.writer._context import Step
 
 if TYPE_CHECKING:
@@ -219,6 +220,7 @@ def _tensor_values(pixels: np.ndarray, w: int, h: int) -> list[bytes]:
     return [str(w).encode(), str(h).encode(), *map(encode_png, pixels)]
 
 
+@traceable
 def image(
     name: str,
     data: Any,

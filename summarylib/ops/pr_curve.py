@@ -58,6 +58,7 @@ from summarylib.ops._device import defers_device_values
 from summarylib.ops._device_ops import host_copy, reader
 from summarylib.ops._emit import emit_value, emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
+from summarylib.ops._traced import traceable
 from summarylib.writer._context import Step
 
 if TYPE_CHECKING:
@@ -376,6 +377,7 @@ def _raw_data(values: tuple[Any, ...], num_thresholds: Any, where: str,
 # ---------------------------------------------------------------------------
 # Public API
 # ---------------------------------------------------------------------------
+@traceable
 def pr_curve(
     name: str,
     labels: Any,

@@ -42,7 +42,7 @@ from summarylib.encoding._events import (
     step_field,
     summary_event,
 )
-from summarylib.encoding._pending import device_kind
+from summarylib.encoding._pending import device_kind, is_tracer
 from summarylib.encoding._plugins import SCALARS
 from summarylib.encoding._wire import field_bytes, pack_double, pack_float
 from summarylib.ops._device import (
@@ -55,9 +55,16 @@ from summarylib.ops._device import (
 from summarylib.ops._device_step import step_name
 from summarylib.ops._emit import emit_value
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve_step
+from summarylib.ops._traced import record_traced, traceable
 from summarylib.ops.scalar_record import Layout
 from summarylib.writer._buffered import Deferred
-from summarylib.writer._context import Step, _local, condition_holds, no_default_writer
+from summarylib.writer._context import (
+    DeferredCondition,
+    Step,
+    _local,
+    condition_holds,
+    no_default_writer,
+)
 
 if TYPE_CHECKING:
     from summarylib.proto import summary_pb2
@@ -135,11 +142,16 @@ def scalar(
     if writer is None:
         return no_default_writer("scalar")
     cond = st.condition
-    if cond is not True and not condition_holds(cond):
-        return False
+    if cond is not True:
+        if type(cond) is DeferredCondition:  # inside compiled code: written when it runs
+            return record_traced(scalar, "scalar", (name, data, step, description), {})
+        if not condition_holds(cond):
+            return False
     if step is None:
         step = st.step
     if type(step) is not int or step < _INT64_MIN or step > _INT64_MAX:
+        if is_tracer(step) or is_tracer(data):  # inside jax.jit: written when it runs
+            return record_traced(scalar, "scalar", (name, data, step, description), {})
         if device_kind(step) is not None and defers_device_values(writer):
             return _scalar_deferred(writer, name, data, step, description, st.scope)
         step = resolve_step(step, None, "scalar")
@@ -155,6 +167,9 @@ def scalar(
         # "f" as they are (see _fast_types).
         if _numpy_types_missing:
             _add_numpy_types()
+        if is_tracer(data):  # inside jax.jit: written when it runs (the step as given)
+            given = None if step is st.step else step
+            return record_traced(scalar, "scalar", (name, data, given, description), {})
         if device_kind(data) is not None and defers_device_values(writer):
             return _scalar_deferred(writer, name, data, step, description, scope)
         data = scalar_float(data, "scalar")
@@ -367,6 +382,7 @@ def _remember(res: BufferedEventWriter, tag: str, tag_field: bytes) -> None:
     res.tags.remember_prefix(tag, scalar_prefix(tag_field))
 
 
+@traceable
 def scalars(
     values: Mapping[str, Any],
     step: Step | None = None,

@@ -31,6 +31,7 @@ from summarylib.encoding._plugins import TEXT
 from summarylib.encoding._tensor import string_tensor_bytes
 from summarylib.ops._emit import emit_value
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
+from summarylib.ops._traced import traceable
 from summarylib.writer._context import Step
 
 if TYPE_CHECKING:
@@ -123,6 +124,7 @@ def strings(data: Any, where: str, arg: str = "data") -> tuple[tuple[int, ...], 
     return arr.shape, out
 
 
+@traceable
 def text(
     name: str,
     data: Any,

@@ -16,6 +16,7 @@ from summarylib.encoding._tensor import array_tensor_bytes, to_numeric_or_string
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import emit_summary, emit_value, emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, resolve
+from summarylib.ops._traced import traceable
 from summarylib.writer._context import Step
 
 __all__ = [
@@ -50,6 +51,7 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
+@traceable
 def write(
     tag: str,
     tensor: Any,

@@ -28,7 +28,14 @@ from summarylib.errors import SummaryError
 from summarylib.writer._output import Output
 from summarylib.writer._queue import TakenBack
 
-__all__ = ["BatchEncoder", "BatchWriteError", "Deferred", "RecordCodecs"]
+__all__ = ["BatchEncoder", "BatchWriteError", "Deferred", "NotRecorded", "RecordCodecs"]
+
+
+class NotRecorded(Exception):  # a decision, not an error
+    """Raised by a :class:`Deferred` event's ``make`` when the event is not to be written
+    after all: its recording condition, read on the writer thread, was false (a
+    ``record_if`` on a device value, see :mod:`summarylib.ops._traced`). The event is
+    left out silently; it is no loss."""
 
 # Blocks handed to the output stay under glibc's mmap threshold (128 KiB): bigger
 # short-lived buffers are mmapped and unmapped on every write.
@@ -197,6 +204,8 @@ class BatchEncoder:
     def _materialize(self, item: Deferred, index: int) -> bytes | None:
         try:
             return item.make()
+        except NotRecorded:
+            return None
         except Exception as e:
             err = SummaryError(f"summarylib: encoding {item.what} failed: {e!r}")
             err.__cause__ = e

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, SupportsIndex
 
+from summarylib.encoding._pending import is_tracer
 from summarylib.errors import ArgumentError, NoDefaultWriterWarning
 
 if TYPE_CHECKING:
@@ -48,6 +49,25 @@ Step = int | SupportsIndex
 #: A recording condition: a bool, or a zero-argument callable returning one.
 #: ``record_if`` also takes any object with a truth value, read by each op.
 Condition = bool | Callable[[], Any]
+
+
+class DeferredCondition:
+    """A recording condition known only when compiled code runs: a ``record_if`` on a
+    traced value inside ``jax.jit`` (``value``), or the marker that a compiled function
+    is being traced for :func:`summarylib.integrations.jax.jit` (``value`` None: always).
+
+    Ops that see it do not write at once: they record themselves into the compiled code
+    (:mod:`summarylib.ops._traced`), which writes when it executes, gated on ``value``.
+    Calling it says True, so code that only asks whether to go on does.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __call__(self) -> bool:
+        return True
 
 # Condition types whose truth value cannot change after record_if() is entered.
 _IMMUTABLE = frozenset({int, float, complex, str, bytes})
@@ -202,6 +222,9 @@ def record_if(condition: object) -> Iterator[None]:
     value (a 0-d torch tensor, numpy or JAX array, an object with
     ``__bool__``), which each op reads again, as TensorFlow reads a variable:
     a tensor changed in place (``flag.fill_(1)``) takes effect at the next op.
+    Inside ``jax.jit`` it may be a traced boolean (``step % 100 == 0``): ops then write
+    only in the executions where it is true, without a retrace and without reading it
+    on the calling thread (docs/compiled.md).
     A nested ``record_if`` replaces the outer condition (it does not AND with
     it); the outer one is restored on exit.
 
@@ -211,6 +234,10 @@ def record_if(condition: object) -> Iterator[None]:
     cond: Condition
     if type(condition) is bool or callable(condition):
         cond = condition
+    elif is_tracer(condition):
+        # Inside jax.jit: the condition is a value of the running computation. Ops record
+        # it beside their data and the event is left out when it is false.
+        cond = DeferredCondition(condition)
     else:
         try:
             value = bool(condition)

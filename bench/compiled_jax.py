@@ -1,0 +1,173 @@
+"""Summaries from inside a jitted JAX training step, beside the ways users log today.
+
+    python bench/compiled_jax.py            # ~2 min on 2 cores
+    python bench/compiled_jax.py --quick
+
+A jitted MLP training step (JAX's CPU backend, which dispatches asynchronously like an
+accelerator) that logs loss and accuracy every step and a histogram of every parameter
+every 100 steps. Modes:
+
+* ``none``: no logging (the reference);
+* ``collected``: the ops called inside the step, compiled with
+  ``summarylib.integrations.jax.jit`` (values leave as outputs; no host round trip), the
+  histograms' cadence a static argument (``record_if(hist)``: two compiled variants);
+* ``gated``: the same, the cadence a condition on the device (``record_if(step % 100 ==
+  0)``: one variant; the histograms' arrays are handed over every step and read on the
+  writer thread only when the condition holds);
+* ``callback``: the same ops inside plain ``jax.jit`` (an ordered host callback per op);
+* ``float``: the step returns loss and accuracy, the loop logs ``float(loss)`` (a host
+  sync every step: what every peer's ``add_scalar`` does);
+* ``metrics``: the step returns a metrics dict and the loop hands the arrays to
+  ``sl.scalar`` (Levanter's pattern done by hand: the best a user can do today).
+
+Short blocks of every mode alternate over many rounds; each mode's rate is divided by
+the ``none`` block of the same round, and the median of those ratios is printed (a shared
+2-core machine's load drifts faster than separate long runs could tell apart).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import summarylib as sl  # noqa: E402
+from summarylib.integrations.jax import jit  # noqa: E402
+
+HIST_EVERY = 100
+
+
+def init(key: Any, sizes: tuple[int, ...]) -> list[tuple[Any, Any]]:
+    params = []
+    for a, b in zip(sizes[:-1], sizes[1:], strict=True):
+        key, k = jax.random.split(key)
+        params.append((jax.random.normal(k, (a, b)) / np.sqrt(a), jnp.zeros(b)))
+    return params
+
+
+def forward(params: Any, x: Any) -> Any:
+    for w, b in params[:-1]:
+        x = jax.nn.relu(x @ w + b)
+    w, b = params[-1]
+    return x @ w + b
+
+
+def loss_acc(params: Any, x: Any, y: Any) -> tuple[Any, Any]:
+    logits = forward(params, x)
+    loss = -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], 1))
+    return loss, jnp.mean(jnp.argmax(logits, -1) == y)
+
+
+def sgd(params: Any, x: Any, y: Any) -> tuple[Any, Any, Any]:
+    (loss, acc), grads = jax.value_and_grad(loss_acc, has_aux=True)(params, x, y)
+    params = jax.tree_util.tree_map(lambda p, g: p - 0.05 * g, params, grads)
+    return params, loss, acc
+
+
+def logged_step(params: Any, x: Any, y: Any, step: Any, hist: Any = None) -> Any:
+    # hist: a static bool (two compiled variants) or None (a condition on the device).
+    params, loss, acc = sgd(params, x, y)
+    sl.scalar("loss", loss, step=step)
+    sl.scalar("accuracy", acc, step=step)
+    with sl.record_if(step % HIST_EVERY == 0 if hist is None else hist):
+        for i, (w, b) in enumerate(params):
+            sl.histogram(f"layer{i}/w", w, step=step)
+            sl.histogram(f"layer{i}/b", b, step=step)
+    return params
+
+
+def make_modes() -> dict[str, Any]:
+    plain_step = jax.jit(lambda p, x, y, s: sgd(p, x, y)[0])
+    returning = jax.jit(sgd)
+    gated = jit(logged_step)
+    static = jit(logged_step, static_argnames="hist")
+    callback = jax.jit(logged_step)
+
+    def collected(p: Any, x: Any, y: Any, i: int) -> Any:
+        return static(p, x, y, i, hist=i % HIST_EVERY == 0)
+
+    def none(p: Any, x: Any, y: Any, i: int) -> Any:
+        return plain_step(p, x, y, i)
+
+    def with_float(p: Any, x: Any, y: Any, i: int) -> Any:
+        p, loss, acc = returning(p, x, y)
+        sl.scalar("loss", float(loss), step=i)
+        sl.scalar("accuracy", float(acc), step=i)
+        if i % HIST_EVERY == 0:
+            for j, (w, b) in enumerate(p):
+                sl.histogram(f"layer{j}/w", np.asarray(w), step=i)
+                sl.histogram(f"layer{j}/b", np.asarray(b), step=i)
+        return p
+
+    def metrics(p: Any, x: Any, y: Any, i: int) -> Any:
+        p, loss, acc = returning(p, x, y)
+        sl.scalar("loss", loss, step=i)
+        sl.scalar("accuracy", acc, step=i)
+        if i % HIST_EVERY == 0:
+            for j, (w, b) in enumerate(p):
+                sl.histogram(f"layer{j}/w", w, step=i)
+                sl.histogram(f"layer{j}/b", b, step=i)
+        return p
+
+    return {"none": none, "collected": collected, "gated": gated, "callback": callback,
+            "float": with_float, "metrics": metrics}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    rounds, block = (6, 100) if args.quick else (20, 200)
+    key = jax.random.PRNGKey(0)
+    params0 = init(key, (64, 256, 256, 10))
+    x = jax.random.normal(key, (128, 64))
+    y = jax.random.randint(key, (128,), 0, 10)
+    modes = make_modes()
+    tmp = Path(tempfile.mkdtemp())
+    ratios: dict[str, list[float]] = {m: [] for m in modes}
+    rates: dict[str, list[float]] = {m: [] for m in modes}
+    step = 0
+    try:
+        writers = {m: sl.create_file_writer(str(tmp / m)) for m in modes}
+        for m, fn in modes.items():  # compile everything first
+            with writers[m].as_default():
+                jax.block_until_ready(fn(params0, x, y, 0))
+        for _ in range(rounds):
+            got = {}
+            for m, fn in modes.items():
+                p = params0
+                with writers[m].as_default():
+                    t0 = time.perf_counter()
+                    for _ in range(block):
+                        p = fn(p, x, y, step)
+                        step += 1
+                    jax.block_until_ready(p)
+                    got[m] = block / (time.perf_counter() - t0)
+            for m in modes:
+                rates[m].append(got[m])
+                ratios[m].append(got[m] / got["none"])
+        for w in writers.values():
+            w.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"jax {jax.__version__}, {rounds} rounds of {block} steps per mode, "
+          f"histograms every {HIST_EVERY} steps")
+    print(f"{'mode':<10} {'steps/s':>10} {'÷ none (median of rounds)':>28}")
+    for m in modes:
+        print(f"{m:<10} {statistics.median(rates[m]):>10.0f} "
+              f"{statistics.median(ratios[m]):>28.3f}")
+
+
+if __name__ == "__main__":
+    main()

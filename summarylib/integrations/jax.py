@@ -1,0 +1,137 @@
+"""``jit``: ``jax.jit`` whose summary ops write each time the compiled function runs.
+
+summarylib's ops work inside plain ``jax.jit`` (an ordered host callback writes during
+each execution); compiling with this ``jit`` instead makes them cheap: the summaries'
+values leave the compiled function as extra outputs, still on the device, and are handed
+to the writer's device-value path after the call, with no host round trip inside the
+step and no host sync on the calling thread::
+
+    import summarylib as sl
+    from summarylib.integrations.jax import jit
+
+    @jit
+    def train_step(state, batch, step):
+        loss, grads = jax.value_and_grad(loss_fn)(state.params, batch)
+        sl.scalar("loss", loss, step=step)
+        with sl.record_if(step % 100 == 0):           # a traced condition: no retrace
+            sl.histogram("grad_norm", optax.global_norm(grads), step=step)
+        return update(state, grads)
+
+    with sl.create_file_writer("logs").as_default():
+        for i in range(n):
+            state = train_step(state, next(batches), i)
+
+Data contract:
+
+* The writer is the thread's default writer **when the function is called**, not when it
+  was traced: a function traced with no writer and called later with one writes to it,
+  and one called with no default writer (or under a false host ``record_if``) runs a
+  variant compiled without its summaries, which computes nothing for them.
+* ``step``: an int, a traced integer, or None for the default step at the call
+  (``set_step``); name scopes are those in effect when the function is traced.
+* Ops inside ``lax.scan``/``fori_loop``/``while_loop``/``cond`` bodies write once per
+  executed iteration through the callback route (their values cannot leave the loop).
+* ``flush()`` and ``close()`` include every call that returned before them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial, wraps
+from typing import Any, TypeVar
+
+from summarylib.ops._traced import Collector, collecting, replay
+from summarylib.writer._context import _local, condition_holds
+
+__all__ = ["jit"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Collected:
+    # The summaries' values of one call: a pytree whose static part (the recorded calls)
+    # comes back with every execution of the cached compiled function.
+    __slots__ = ("calls", "values")
+
+    def __init__(self, calls: tuple[Any, ...], values: tuple[list[Any], ...]) -> None:
+        self.calls = calls
+        self.values = values
+
+
+_registered = False
+
+
+def _register(jax: Any) -> None:
+    global _registered
+    if not _registered:
+        jax.tree_util.register_pytree_node(
+            _Collected,
+            lambda c: (c.values, c.calls),
+            lambda calls, values: _Collected(calls, tuple(values)),
+        )
+        _registered = True
+
+
+def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
+    """Compile ``fun`` with ``jax.jit(fun, **jit_kwargs)``; its summary ops write on each
+    call (see the module docstring). Usable as ``@jit`` or ``@jit(static_argnums=...)``.
+
+    Returns a callable with ``fun``'s signature and results.
+    """
+    if fun is None:
+        return partial(jit, **jit_kwargs)
+    import jax
+    from jax._src import core
+
+    _register(jax)
+
+    # wraps(): jax.jit reads fun's signature through __wrapped__, so static_argnames and
+    # donate_argnames name fun's parameters.
+    @wraps(fun)
+    def with_summaries(*args: Any, **kwargs: Any) -> Any:
+        collector = Collector(core.trace_ctx.trace)
+        with collecting(collector):
+            out = fun(*args, **kwargs)
+        return out, _Collected(tuple(collector.calls), tuple(collector.values))
+
+    @wraps(fun)
+    def without_summaries(*args: Any, **kwargs: Any) -> Any:
+        st = _local.state
+        saved = st.writer
+        st.writer = None  # ops are no-ops: nothing is computed for them
+        try:
+            return fun(*args, **kwargs)
+        finally:
+            st.writer = saved
+
+    compiled = jax.jit(with_summaries, **jit_kwargs)
+    plain = jax.jit(without_summaries, **jit_kwargs)
+
+    def recording() -> bool:
+        st = _local.state
+        writer = st.writer
+        return not (
+            writer is None
+            or writer._resource is None
+            or (st.condition is not True and not condition_holds(st.condition))
+        )
+
+    @wraps(fun)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not recording():
+            return plain(*args, **kwargs)
+        st = _local.state
+        writer = st.writer
+        assert writer is not None
+        out, collected = compiled(*args, **kwargs)
+        step = st.step
+        for traced, values in zip(collected.calls, collected.values, strict=True):
+            replay(traced, values, writer, step)
+        return out
+
+    def lower(*args: Any, **kwargs: Any) -> Any:
+        # The variant a call made now would run (``jax.stages.Lowered``).
+        return (compiled if recording() else plain).lower(*args, **kwargs)
+
+    call.lower = lower  # type: ignore[attr-defined]
+    return call

@@ -1,0 +1,296 @@
+"""Ops called inside compiled JAX code: recorded when traced, written when executed.
+
+Inside ``jax.jit`` an op's values are tracers: they have a shape and a dtype but no
+numbers until the compiled function runs, every time it runs. An op that sees one (or
+whose thread's recording condition is a :class:`~summarylib.writer._context.
+DeferredCondition`) does not write: it records a :class:`TracedCall` (the op, its
+arguments with the traced values taken out, the name scope) and hands the traced
+values to one of two routes, both of which write *each time the compiled code
+executes*, with that execution's values:
+
+* **Collected** (the fast route): inside a function compiled by
+  :func:`summarylib.integrations.jax.jit`, the values become extra outputs of the
+  compiled function. After each call the wrapper replays the recorded calls on the
+  caller's thread with the output arrays, which are still computing: the ordinary
+  device-value path captures them and the writer thread reads them (no host sync).
+* **Called back** (the route that works anywhere): in plain ``jax.jit`` and in the
+  bodies of ``lax.scan``, ``fori_loop``, ``while_loop`` and ``cond`` (whose values cannot
+  leave their loop), an ordered ``jax.experimental.io_callback`` runs the replay on the
+  host during the execution, once per executed iteration.
+
+A ``record_if`` on a traced boolean gates the events: the condition crosses with the
+values and is read on the writer thread (:class:`~summarylib.ops._device_step.
+GatedStep`), or by the callback. Under ``vmap``, ``grad`` and other transformations an
+op raises ``TypeError`` naming itself: call it on the transformation's results.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable, Mapping
+from functools import partial, wraps
+from typing import Any, ParamSpec, TypeVar
+
+from summarylib.encoding._pending import capture, device_kind, is_tracer
+from summarylib.ops._device_step import DeviceStep, GatedStep, defers_device_values, device_step
+from summarylib.writer._context import DefaultWriter, DeferredCondition, _local, condition_holds
+
+__all__ = ["Collector", "TracedCall", "collecting", "record_traced", "replay", "traceable"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+# The collectors of the compiled functions this thread is tracing (innermost last).
+_COLLECTORS: list[Collector] = []
+
+
+class TracedCall:
+    """One op call recorded while tracing: everything but its traced values.
+
+    ``arguments`` are the call's arguments by name, with None where ``positions`` say a
+    traced value goes (in ``values`` order); ``gated`` says the last value is the
+    ``record_if`` condition; ``scope`` is the name scope in effect when traced (as in
+    TensorFlow, the scope is part of the traced code).
+    """
+
+    __slots__ = ("arguments", "gated", "op", "positions", "scope", "step_arg", "traced_writer",
+                 "where")
+
+    def __init__(
+        self, op: Callable[..., Any], where: str, arguments: dict[str, Any],
+        positions: list[tuple[str, int | str | None]], gated: bool, scope: str,
+        step_arg: str, traced_writer: DefaultWriter | None,
+    ) -> None:
+        self.op = op
+        self.where = where
+        self.arguments = arguments
+        self.positions = positions
+        self.gated = gated
+        self.scope = scope
+        self.step_arg = step_arg
+        self.traced_writer = traced_writer
+
+
+class Collector:
+    """The calls recorded while one compiled function is traced, and their values.
+
+    ``trace`` is JAX's trace of the function's body: values of that trace can be
+    returned as outputs; values of a nested trace (a loop body) cannot, and take the
+    callback route.
+    """
+
+    __slots__ = ("calls", "trace", "values")
+
+    def __init__(self, trace: Any) -> None:
+        self.trace = trace
+        self.calls: list[TracedCall] = []
+        self.values: list[list[Any]] = []
+
+
+class collecting:  # a context manager, used as `with collecting(c):`
+    """Inside the block, this thread's ops record into ``collector`` and no op writes."""
+
+    __slots__ = ("_collector", "_saved")
+
+    def __init__(self, collector: Collector) -> None:
+        self._collector = collector
+
+    def __enter__(self) -> Collector:
+        st = _local.state
+        self._saved = st.condition
+        st.condition = DeferredCondition(None)
+        _COLLECTORS.append(self._collector)
+        return self._collector
+
+    def __exit__(self, *exc: object) -> None:
+        _COLLECTORS.pop()
+        _local.state.condition = self._saved
+
+
+def traceable(op: Callable[P, R]) -> Callable[P, R]:
+    """Make a module-level op record itself when called on traced values or under a
+    traced ``record_if`` (see the module docstring). Host calls pass straight through.
+    """
+    where = op.__name__
+
+    @wraps(op)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        st = _local.state
+        cond = st.condition
+        if st.writer is not None and (
+            type(cond) is DeferredCondition
+            or (
+                (any(map(_holds_tracer, args)) or any(map(_holds_tracer, kwargs.values())))
+                and condition_holds(cond)  # a host condition is read when traced
+            )
+        ):
+            return record_traced(op, where, args, kwargs)  # type: ignore[return-value]
+        return op(*args, **kwargs)
+
+    return call
+
+
+def _holds_tracer(value: object) -> bool:
+    if is_tracer(value):
+        return True
+    if isinstance(value, Mapping):  # scalars({...}), hparams-like mappings
+        return any(map(is_tracer, value.values()))
+    return False
+
+
+def record_traced(
+    op: Callable[..., Any], where: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> bool:
+    """Record ``op(*args, **kwargs)`` into the code being traced; True (it will write
+    each time the code executes, where its condition holds).
+
+    Raises:
+      TypeError: a value of ``vmap``, ``grad`` or another transformation, or arguments
+        ``op`` does not take (named as the op names them).
+    """
+    import jax
+
+    st = _local.state
+    try:
+        bound = inspect.signature(op).bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"{where}: {e}") from None
+    arguments = dict(bound.arguments)
+    step_arg = "global_step" if "global_step" in inspect.signature(op).parameters else "step"
+    values: list[Any] = []
+    positions: list[tuple[str, int | str | None]] = []
+    for key, value in arguments.items():
+        if _is_value(value, jax):
+            positions.append((key, None))
+            values.append(value)
+            arguments[key] = None
+        elif isinstance(value, Mapping) and any(_is_value(v, jax) for v in value.values()):
+            inner = dict(value)
+            for k, v in value.items():
+                if _is_value(v, jax):
+                    positions.append((key, k))
+                    values.append(v)
+                    inner[k] = None
+            arguments[key] = inner
+    cond = st.condition
+    gate = cond.value if type(cond) is DeferredCondition else None
+    if gate is not None:
+        values.append(gate)
+    _check_traced(values, where, arguments, jax)
+    call = TracedCall(op, where, arguments, positions, gate is not None, st.scope, step_arg,
+                      st.writer)
+    collector = _COLLECTORS[-1] if _COLLECTORS else None
+    if collector is not None and _in_trace(values, collector):
+        collector.calls.append(call)
+        collector.values.append(values)
+        return True
+    from jax.experimental import io_callback
+
+    # Ordered: the events of one execution keep their order, and an iteration's
+    # events come before the next iteration's.
+    io_callback(partial(_replay_on_host, call), None, *values, ordered=True)
+    return True
+
+
+def _is_value(value: object, jax: Any) -> bool:
+    return is_tracer(value) or isinstance(value, jax.Array)
+
+
+def _check_traced(values: list[Any], where: str, arguments: Mapping[str, Any], jax: Any) -> None:
+    from jax._src.interpreters.partial_eval import DynamicJaxprTracer
+
+    for v in values:
+        if is_tracer(v) and not isinstance(v, DynamicJaxprTracer):
+            name = arguments.get("name", arguments.get("tag"))
+            raise TypeError(
+                f"{where}: cannot write the summary {name!r} from inside jax.vmap, jax.grad "
+                f"or another transformation (got a {type(v).__name__}): call {where} on the "
+                "transformation's results, outside it (inside jax.jit is fine)"
+            )
+
+
+def _in_trace(values: list[Any], collector: Collector) -> bool:
+    # Values of the collector's own trace (not of a loop body traced inside it).
+    try:
+        from jax._src import core
+
+        current = core.trace_ctx.trace
+    except (ImportError, AttributeError):  # another JAX: the callback route always works
+        return False
+    if current is not collector.trace:
+        return False
+    return all(getattr(v, "_trace", collector.trace) is collector.trace for v in values
+               if is_tracer(v))
+
+
+def replay(call: TracedCall, values: list[Any], writer: DefaultWriter, step: Any) -> bool:
+    """Write ``call`` with ``values`` (device arrays or numpy) to ``writer``.
+
+    ``step`` is the default step when the compiled code was called (None: none). Runs on
+    the caller's thread; device values are captured, not read (unless the writer was made
+    with ``sync_device_values=True``), and a ``record_if`` condition is read with them on
+    the writer thread.
+    """
+    arguments = dict(call.arguments)
+    for (key, inner), value in zip(call.positions, values, strict=False):
+        if inner is None:
+            arguments[key] = value
+        else:
+            arguments[key] = dict(arguments[key])
+            arguments[key][inner] = value
+    st = _local.state
+    saved = (st.writer, st.step, st.condition, st.scope)
+    st.writer, st.condition, st.scope = writer, True, call.scope
+    if step is not None:
+        st.step = step
+    try:
+        if call.gated:
+            gate = values[-1]
+            run_step = arguments.get(call.step_arg)
+            if run_step is None:
+                run_step = st.step
+            if not defers_device_values(writer) or device_kind(gate) is None:
+                if not bool(gate):  # host values (the callback route), or a synchronous writer
+                    return False
+            else:
+                pending = capture(gate)
+                if pending is not None:
+                    arguments[call.step_arg] = GatedStep(_step_of(run_step, call.where), pending,
+                                                         call.where)
+                elif not bool(gate):
+                    return False
+        return bool(call.op(**arguments))
+    finally:
+        st.writer, st.step, st.condition, st.scope = saved
+
+
+def _step_of(step: Any, where: str) -> int | DeviceStep:
+    from summarylib.ops._resolve import resolve_step
+
+    if step is not None and type(step) is not int:
+        dstep = device_step(step, where)
+        if dstep is not None:
+            return dstep
+    return resolve_step(step, None, where)
+
+
+def _replay_on_host(call: TracedCall, *values: Any) -> None:
+    # The callback route, during the execution: on the host, with numpy values. The writer
+    # is the default of the thread that runs the callback (JAX's CPU client runs ordered
+    # callbacks on the dispatching thread), else the one in effect when the code was traced.
+    st = _local.state
+    writer = st.writer
+    if writer is None:
+        writer = call.traced_writer
+        if writer is None or getattr(writer, "closed", False):
+            return
+    step = st.step
+    rows = [_host(v) for v in values]
+    replay(call, rows, writer, step)
+
+
+def _host(value: Any) -> Any:
+    np = sys.modules["numpy"]
+    arr = np.asarray(value)
+    return arr

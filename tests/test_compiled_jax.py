@@ -1,0 +1,238 @@
+"""Summary ops inside compiled JAX code: written each time the code executes.
+
+Checked with summarylib's reader and TensorBoard's EventAccumulator: values equal each
+execution's, steps and order, loop bodies (one event per executed iteration), a traced
+``record_if`` without retracing, the writer in effect at the call, and the histogram of
+a compiled call equal to the host path's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import summarylib as sl
+from summarylib.reader import iter_summary_values, read_scalars
+
+jax = pytest.importorskip("jax", reason="needs JAX (pip install jax[cpu])")
+jnp = jax.numpy
+from summarylib.integrations.jax import jit  # noqa: E402
+
+
+def _series(logdir: Path, tag: str) -> list[tuple[int, float]]:
+    runs = read_scalars(logdir)
+    return [(s, v) for s, _, v in runs.get(".", {}).get(tag, [])]
+
+
+def _histograms(logdir: Path, tag: str) -> list[tuple[int, np.ndarray]]:
+    from tensorboard.util import tensor_util
+
+    out = []
+    for event, value in iter_summary_values(logdir):
+        if value.tag == tag:
+            out.append((event.step, tensor_util.make_ndarray(value.tensor)))
+    return out
+
+
+@pytest.mark.parametrize("route", ["collected", "callback"])
+def test_values_steps_and_order_of_each_execution(tmp_path: Path, route: str) -> None:
+    traces = []
+
+    def step_fn(x: Any, i: Any) -> Any:
+        traces.append(1)
+        y = x * 2.0
+        sl.scalar("loss", jnp.mean(y), step=i)
+        with sl.name_scope("train"):
+            sl.scalar("max", jnp.max(y), step=i)
+        return y
+
+    fn = jit(step_fn) if route == "collected" else jax.jit(step_fn)
+    x = jnp.arange(4, dtype=jnp.float32)
+    expected_loss, expected_max = [], []
+    writer = sl.create_file_writer(str(tmp_path))
+    with writer.as_default():
+        for i in range(6):
+            y = np.asarray(x) * 2.0
+            expected_loss.append((i, float(np.float32(y.mean()))))
+            expected_max.append((i, float(y.max())))
+            x = fn(x, i)  # a Python int argument is traced: no retrace as i advances
+    writer.close()
+    assert len(traces) == 1
+    assert _series(tmp_path, "loss") == expected_loss
+    assert _series(tmp_path, "train/max") == expected_max
+    # TensorBoard's own loader sees the same series.
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(tmp_path), size_guidance={"tensors": 0})
+    acc.Reload()
+    assert [e.step for e in acc.Tensors("loss")] == list(range(6))
+
+
+def test_loop_bodies_write_one_event_per_executed_iteration(tmp_path: Path) -> None:
+    @jax.jit
+    def run(x: Any, base: Any) -> Any:
+        def scan_body(c: Any, j: Any) -> Any:
+            sl.scalar("scan", c, step=base * 10 + j)
+            return c + 1.0, None
+
+        c, _ = jax.lax.scan(scan_body, x, jnp.arange(3))
+
+        def fori_body(j: Any, c: Any) -> Any:
+            sl.scalar("fori", c * 2.0, step=base * 10 + j)
+            return c + 1.0
+
+        c = jax.lax.fori_loop(0, 2, fori_body, c)
+        jax.lax.cond(base % 2 == 0, lambda v: sl.scalar("even", v, step=base) and None,
+                     lambda v: None, c)
+        return c
+
+    with sl.create_file_writer(str(tmp_path)).as_default() as w:
+        run(jnp.float32(0.0), 1)
+        run(jnp.float32(100.0), 2)
+        w.flush()
+    assert _series(tmp_path, "scan") == [(10, 0.0), (11, 1.0), (12, 2.0),
+                                         (20, 100.0), (21, 101.0), (22, 102.0)]
+    assert _series(tmp_path, "fori") == [(10, 6.0), (11, 8.0), (20, 206.0), (21, 208.0)]
+    assert _series(tmp_path, "even") == [(2, 105.0)]
+
+
+def test_the_writer_is_the_default_when_called_not_when_traced(tmp_path: Path) -> None:
+    traced = []
+
+    @jit
+    def fn(x: Any, i: Any) -> Any:
+        traced.append(1)
+        sl.scalar("v", x, step=i)
+        return x + 1.0
+
+    x = jnp.float32(1.0)
+    x = fn(x, 0)  # traced and called with no default writer: nothing written
+    a, b = tmp_path / "a", tmp_path / "b"
+    wa = sl.create_file_writer(str(a))
+    wb = sl.create_file_writer(str(b))
+    with wa.as_default():
+        x = fn(x, 1)
+    with wb.as_default():
+        x = fn(x, 2)
+    x = fn(x, 3)  # no writer again: nothing
+    wa.close()
+    wb.close()
+    assert _series(a, "v") == [(1, 2.0)]
+    assert _series(b, "v") == [(2, 3.0)]
+    assert len(traced) == 2  # one variant without summaries, one with: no retrace per writer
+
+
+def test_default_step_is_the_one_at_the_call(tmp_path: Path) -> None:
+    @jit
+    def fn(x: Any) -> Any:
+        sl.scalar("v", x)
+        return x + 1.0
+
+    x = jnp.float32(0.0)
+    with sl.create_file_writer(str(tmp_path)).as_default() as w:
+        for i in (5, 7, 9):
+            sl.set_step(i)
+            x = fn(x)
+        w.flush()
+    assert _series(tmp_path, "v") == [(5, 0.0), (7, 1.0), (9, 2.0)]
+
+
+@pytest.mark.parametrize("route", ["collected", "callback"])
+def test_traced_record_if_gates_without_retrace(tmp_path: Path, route: str) -> None:
+    traces = []
+
+    def step_fn(x: Any, i: Any) -> Any:
+        traces.append(1)
+        sl.scalar("every_step", x, step=i)
+        with sl.record_if(i % 3 == 0):
+            sl.scalar("every_3", x * 10.0, step=i)
+            sl.histogram("h", jnp.full((8,), x), step=i)
+        return x + 1.0
+
+    fn = jit(step_fn) if route == "collected" else jax.jit(step_fn)
+    x = jnp.float32(0.0)
+    with sl.create_file_writer(str(tmp_path)).as_default() as w:
+        for i in range(8):
+            x = fn(x, i)
+        w.flush()
+    assert len(traces) == 1
+    assert [s for s, _ in _series(tmp_path, "every_step")] == list(range(8))
+    assert _series(tmp_path, "every_3") == [(0, 0.0), (3, 30.0), (6, 60.0)]
+    assert [s for s, _ in _histograms(tmp_path, "h")] == [0, 3, 6]
+    # A later event of the tag still carries its metadata only once (the gated-off ones
+    # never marked it written): TensorBoard files it as a histogram.
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(tmp_path), size_guidance={"tensors": 0})
+    acc.Reload()
+    assert "h" in acc.Tags()["tensors"]
+    assert acc.summary_metadata["h"].plugin_data.plugin_name == "histograms"
+
+
+def test_no_default_writer_computes_nothing_for_summaries(tmp_path: Path) -> None:
+    @jit
+    def fn(x: Any) -> Any:
+        sl.histogram("h", jnp.sort(x), step=0)
+        return x + 1.0
+
+    with sl.create_file_writer(str(tmp_path / "w")).as_default():
+        assert "sort" in fn.lower(jnp.ones(16)).as_text()  # the variant with summaries
+    assert "sort" not in fn.lower(jnp.ones(16)).as_text()  # the one a call without runs
+    (tmp_path / "w").rename(tmp_path.parent / (tmp_path.name + "-w"))
+    out = fn(jnp.ones(16))  # no writer: runs the variant without them
+    assert np.allclose(np.asarray(out), 2.0)
+    assert not list(tmp_path.iterdir())
+
+
+def test_transformations_and_bad_values_raise_naming_the_op(tmp_path: Path) -> None:
+    with sl.create_file_writer(str(tmp_path)).as_default():
+        with pytest.raises(TypeError, match=r"histogram: .*'w'.*jax.vmap"):
+            jax.vmap(lambda v: sl.histogram("w", v, step=0) and v)(jnp.ones((2, 3)))
+        with pytest.raises(TypeError, match=r"scalar: .*jax.vmap"):
+            jax.grad(lambda v: (sl.scalar("g", v, step=0), v * v)[1])(1.0)
+        bad = jit(lambda v: sl.scalar("loss", v, step=0) and v)
+        with pytest.raises((TypeError, ValueError), match=r"scalar"):
+            bad(jnp.ones(3))
+
+
+@settings(max_examples=15)
+@given(
+    data=st.lists(
+        st.floats(-1e6, 1e6, allow_nan=False, width=32), min_size=64, max_size=64
+    ),
+    buckets=st.integers(1, 40),
+)
+def test_compiled_histogram_equals_the_host_path(tmp_path_factory: Any, data: list[float],
+                                                  buckets: int) -> None:
+    d = tmp_path_factory.mktemp("h")
+    arr = np.asarray(data, dtype=np.float32)
+    fn = _histogram_fn(buckets)
+    with sl.create_file_writer(str(d / "compiled")).as_default() as w:
+        fn(jnp.asarray(arr))
+        w.flush()
+    with sl.create_file_writer(str(d / "host")).as_default() as w:
+        sl.histogram("h", arr, step=0, buckets=buckets)
+        w.flush()
+    (step_c, compiled), = _histograms(d / "compiled", "h")
+    (_, host), = _histograms(d / "host", "h")
+    assert step_c == 0
+    np.testing.assert_array_equal(compiled, host)
+
+
+_HIST_FNS: dict[int, Any] = {}
+
+
+def _histogram_fn(buckets: int) -> Any:
+    if buckets not in _HIST_FNS:
+        @jit
+        def fn(x: Any) -> Any:
+            sl.histogram("h", x * 1.0, step=0, buckets=buckets)
+            return x
+
+        _HIST_FNS[buckets] = fn
+    return _HIST_FNS[buckets]
