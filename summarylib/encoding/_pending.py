@@ -55,6 +55,7 @@ __all__ = [
     "is_real_dtype",
     "is_tracer",
     "stand_in",
+    "torch_compiling",
 ]
 
 # type -> "jax" / "torch" / "cupy" / None (host), decided once per type.
@@ -100,6 +101,12 @@ def is_tracer(value: object) -> bool:
             _TRACER_TYPES.clear()
         _TRACER_TYPES[t] = known
     return known
+
+
+def torch_compiling() -> bool:
+    """True while ``torch.compile`` (dynamo) traces the calling code; False without torch."""
+    torch = sys.modules.get("torch")
+    return torch is not None and bool(torch.compiler.is_compiling())
 
 
 def _classify(t: type) -> str | None:

@@ -40,7 +40,8 @@ from collections.abc import Callable
 from functools import partial, wraps
 from typing import Any, TypeVar
 
-from summarylib.ops._traced import Collector, collecting, replay
+from summarylib.ops._replay import replay
+from summarylib.ops._traced import Collector, collecting
 from summarylib.writer._context import _local, condition_holds
 
 __all__ = ["jit"]

@@ -26,50 +26,19 @@ op raises ``TypeError`` naming itself: call it on the transformation's results.
 
 from __future__ import annotations
 
-import inspect
 import sys
 from collections.abc import Callable, Mapping
-from functools import partial, wraps
-from typing import Any, ParamSpec, TypeVar
+from functools import partial
+from typing import Any
 
-from summarylib.encoding._pending import capture, device_kind, is_tracer
-from summarylib.ops._device_step import DeviceStep, GatedStep, defers_device_values, device_step
-from summarylib.writer._context import DefaultWriter, DeferredCondition, _local, condition_holds
+from summarylib.encoding._pending import is_tracer
+from summarylib.ops._replay import TracedCall, replay
+from summarylib.writer._context import DeferredCondition, _local
 
-__all__ = ["Collector", "TracedCall", "collecting", "record_traced", "replay", "traceable"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
+__all__ = ["Collector", "collecting", "record_traced"]
 
 # The collectors of the compiled functions this thread is tracing (innermost last).
 _COLLECTORS: list[Collector] = []
-
-
-class TracedCall:
-    """One op call recorded while tracing: everything but its traced values.
-
-    ``arguments`` are the call's arguments by name, with None where ``positions`` say a
-    traced value goes (in ``values`` order); ``gated`` says the last value is the
-    ``record_if`` condition; ``scope`` is the name scope in effect when traced (as in
-    TensorFlow, the scope is part of the traced code).
-    """
-
-    __slots__ = ("arguments", "gated", "op", "positions", "scope", "step_arg", "traced_writer",
-                 "where")
-
-    def __init__(
-        self, op: Callable[..., Any], where: str, arguments: dict[str, Any],
-        positions: list[tuple[str, int | str | None]], gated: bool, scope: str,
-        step_arg: str, traced_writer: DefaultWriter | None,
-    ) -> None:
-        self.op = op
-        self.where = where
-        self.arguments = arguments
-        self.positions = positions
-        self.gated = gated
-        self.scope = scope
-        self.step_arg = step_arg
-        self.traced_writer = traced_writer
 
 
 class Collector:
@@ -108,29 +77,6 @@ class collecting:  # a context manager, used as `with collecting(c):`
         _local.state.condition = self._saved
 
 
-def traceable(op: Callable[P, R]) -> Callable[P, R]:
-    """Make a module-level op record itself when called on traced values or under a
-    traced ``record_if`` (see the module docstring). Host calls pass straight through.
-    """
-    where = op.__name__
-
-    @wraps(op)
-    def call(*args: P.args, **kwargs: P.kwargs) -> R:
-        st = _local.state
-        cond = st.condition
-        if st.writer is not None and (
-            type(cond) is DeferredCondition
-            or (
-                (any(map(_holds_tracer, args)) or any(map(_holds_tracer, kwargs.values())))
-                and condition_holds(cond)  # a host condition is read when traced
-            )
-        ):
-            return record_traced(op, where, args, kwargs)  # type: ignore[return-value]
-        return op(*args, **kwargs)
-
-    return call
-
-
 def _holds_tracer(value: object) -> bool:
     if is_tracer(value):
         return True
@@ -149,6 +95,8 @@ def record_traced(
       TypeError: a value of ``vmap``, ``grad`` or another transformation, or arguments
         ``op`` does not take (named as the op names them).
     """
+    import inspect
+
     import jax
 
     st = _local.state
@@ -222,57 +170,6 @@ def _in_trace(values: list[Any], collector: Collector) -> bool:
         return False
     return all(getattr(v, "_trace", collector.trace) is collector.trace for v in values
                if is_tracer(v))
-
-
-def replay(call: TracedCall, values: list[Any], writer: DefaultWriter, step: Any) -> bool:
-    """Write ``call`` with ``values`` (device arrays or numpy) to ``writer``.
-
-    ``step`` is the default step when the compiled code was called (None: none). Runs on
-    the caller's thread; device values are captured, not read (unless the writer was made
-    with ``sync_device_values=True``), and a ``record_if`` condition is read with them on
-    the writer thread.
-    """
-    arguments = dict(call.arguments)
-    for (key, inner), value in zip(call.positions, values, strict=False):
-        if inner is None:
-            arguments[key] = value
-        else:
-            arguments[key] = dict(arguments[key])
-            arguments[key][inner] = value
-    st = _local.state
-    saved = (st.writer, st.step, st.condition, st.scope)
-    st.writer, st.condition, st.scope = writer, True, call.scope
-    if step is not None:
-        st.step = step
-    try:
-        if call.gated:
-            gate = values[-1]
-            run_step = arguments.get(call.step_arg)
-            if run_step is None:
-                run_step = st.step
-            if not defers_device_values(writer) or device_kind(gate) is None:
-                if not bool(gate):  # host values (the callback route), or a synchronous writer
-                    return False
-            else:
-                pending = capture(gate)
-                if pending is not None:
-                    arguments[call.step_arg] = GatedStep(_step_of(run_step, call.where), pending,
-                                                         call.where)
-                elif not bool(gate):
-                    return False
-        return bool(call.op(**arguments))
-    finally:
-        st.writer, st.step, st.condition, st.scope = saved
-
-
-def _step_of(step: Any, where: str) -> int | DeviceStep:
-    from summarylib.ops._resolve import resolve_step
-
-    if step is not None and type(step) is not int:
-        dstep = device_step(step, where)
-        if dstep is not None:
-            return dstep
-    return resolve_step(step, None, where)
 
 
 def _replay_on_host(call: TracedCall, *values: Any) -> None:

@@ -57,11 +57,11 @@ from summarylib.encoding._plugins import AUDIO
 from summarylib.encoding._tensor import string_tensor_bytes
 from summarylib.encoding._wav import MAX_CHANNELS, UINT32_MAX, quantize, wav_header
 from summarylib.errors import warn_user
+from summarylib.ops._compiled import traceable
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import AUDIO_FIELD, TENSOR_FIELD, emit_value_deferred
 from summarylib.ops._media import check_max_outputs
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
-from summarylib.ops._traced import traceable
 from summarylib.writer._context import Step
 
 if TYPE_CHECKING:

@@ -58,11 +58,11 @@ from summarylib.encoding._pending import capture, device_kind, is_real_dtype
 from summarylib.encoding._plugins import HISTOGRAMS
 from summarylib.encoding._tensor import DT_DOUBLE, shape_bytes
 from summarylib.encoding._wire import field_bytes, varint
+from summarylib.ops._compiled import traceable
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._device_step import GatedStep
 from summarylib.ops._emit import emit_value, emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
-from summarylib.ops._traced import traceable
 from summarylib.writer._context import Step
 
 if TYPE_CHECKING:

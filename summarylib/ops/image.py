@@ -66,11 +66,11 @@ from summarylib.encoding._pixels import (
 from summarylib.encoding._png import encode_png
 from summarylib.encoding._tensor import string_tensor_bytes
 from summarylib.errors import warn_user
+from summarylib.ops._compiled import traceable
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import IMAGE_FIELD, TENSOR_FIELD, emit_value_deferred
 from summarylib.ops._media import check_max_outputs, metadata_bytes, plugin_data_bytes
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
-from summarylib.ops._traced import traceable
 from summarylib.writer._context import Step
 
 if TYPE_CHECKING:

@@ -54,11 +54,11 @@ from summarylib.encoding._pending import device_kind, host_dtype
 from summarylib.encoding._plugins import PR_CURVES, metadata_bytes, plugin_data_bytes
 from summarylib.encoding._tensor import DT_FLOAT, shape_bytes
 from summarylib.encoding._wire import field_bytes, field_varint, varint
+from summarylib.ops._compiled import traceable
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._device_ops import host_copy, reader
 from summarylib.ops._emit import emit_value, emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
-from summarylib.ops._traced import traceable
 from summarylib.writer._context import Step
 
 if TYPE_CHECKING:

@@ -42,9 +42,10 @@ from summarylib.encoding._events import (
     step_field,
     summary_event,
 )
-from summarylib.encoding._pending import device_kind, is_tracer
+from summarylib.encoding._pending import device_kind, is_tracer, torch_compiling
 from summarylib.encoding._plugins import SCALARS
 from summarylib.encoding._wire import field_bytes, pack_double, pack_float
+from summarylib.ops._compiled import record_compiled_torch, traceable
 from summarylib.ops._device import (
     DeviceStep,
     defers_device_values,
@@ -54,8 +55,9 @@ from summarylib.ops._device import (
 )
 from summarylib.ops._device_step import step_name
 from summarylib.ops._emit import emit_value
+from summarylib.ops._replay import OPS
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve_step
-from summarylib.ops._traced import record_traced, traceable
+from summarylib.ops._traced import record_traced
 from summarylib.ops.scalar_record import Layout
 from summarylib.writer._buffered import Deferred
 from summarylib.writer._context import (
@@ -144,12 +146,18 @@ def scalar(
     cond = st.condition
     if cond is not True:
         if type(cond) is DeferredCondition:  # inside compiled code: written when it runs
+            if torch_compiling():
+                return record_compiled_torch(scalar, "scalar", _SCALAR_ARGS,
+                                             (name, data, step, description), {})
             return record_traced(scalar, "scalar", (name, data, step, description), {})
         if not condition_holds(cond):
             return False
     if step is None:
         step = st.step
     if type(step) is not int or step < _INT64_MIN or step > _INT64_MAX:
+        if torch_compiling():  # inside torch.compile: one op in the graph
+            return record_compiled_torch(scalar, "scalar", _SCALAR_ARGS,
+                                         (name, data, step, description), {})
         if is_tracer(step) or is_tracer(data):  # inside jax.jit: written when it runs
             return record_traced(scalar, "scalar", (name, data, step, description), {})
         if device_kind(step) is not None and defers_device_values(writer):
@@ -167,6 +175,10 @@ def scalar(
         # "f" as they are (see _fast_types).
         if _numpy_types_missing:
             _add_numpy_types()
+        if torch_compiling():  # inside torch.compile: one op in the graph
+            given = None if step is st.step else step
+            return record_compiled_torch(scalar, "scalar", _SCALAR_ARGS,
+                                         (name, data, given, description), {})
         if is_tracer(data):  # inside jax.jit: written when it runs (the step as given)
             given = None if step is st.step else step
             return record_traced(scalar, "scalar", (name, data, given, description), {})
@@ -178,6 +190,9 @@ def scalar(
     if prefix is None:
         return _write_first(res, tag, data, step, description, res.clock(), "scalar")
     return res.append(_scalar_event(prefix, step, res.clock(), data, "scalar"))
+
+
+OPS["scalar"] = scalar
 
 
 def _scalar_event(prefix: bytes, step: int, wall_time: float, data: Any, where: str) -> bytes:
@@ -244,6 +259,7 @@ def _deferred(
 
 
 _CALLER = Caller("scalar")
+_SCALAR_ARGS = ("name", "data", "step", "description")
 
 
 def write_scalar(sink: Sink, data: Any, description: str | None = None) -> bool:

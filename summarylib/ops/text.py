@@ -29,9 +29,9 @@ from summarylib.encoding._events import MAX_EVENT_BYTES
 from summarylib.encoding._pending import device_kind
 from summarylib.encoding._plugins import TEXT
 from summarylib.encoding._tensor import string_tensor_bytes
+from summarylib.ops._compiled import traceable
 from summarylib.ops._emit import emit_value
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
-from summarylib.ops._traced import traceable
 from summarylib.writer._context import Step
 
 if TYPE_CHECKING:

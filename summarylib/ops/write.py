@@ -13,10 +13,10 @@ from typing import Any
 from summarylib.encoding._arrays import evaluate
 from summarylib.encoding._pending import capture, device_kind, host_dtype
 from summarylib.encoding._tensor import array_tensor_bytes, to_numeric_or_string_array
+from summarylib.ops._compiled import traceable
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import emit_summary, emit_value, emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, resolve
-from summarylib.ops._traced import traceable
 from summarylib.writer._context import Step
 
 __all__ = [

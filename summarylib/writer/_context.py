@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, SupportsIndex
 
-from summarylib.encoding._pending import is_tracer
+from summarylib.encoding._pending import is_tracer, torch_compiling
 from summarylib.errors import ArgumentError, NoDefaultWriterWarning
 
 if TYPE_CHECKING:
@@ -181,7 +181,9 @@ def no_default_writer(where: str, stacklevel: int = 3) -> bool:
     pays nothing.
     """
     global _hint_pending
-    if not _hint_pending or not _open_writers:
+    if not _hint_pending or not _open_writers or torch_compiling():
+        # (torch.compile traces no warning: the region compiled without a writer is
+        # compiled again when one is set, as dynamo guards on the default writer.)
         return False
     _hint_pending = False
     example = next(iter(list(_open_writers)), None)
@@ -234,8 +236,8 @@ def record_if(condition: object) -> Iterator[None]:
     cond: Condition
     if type(condition) is bool or callable(condition):
         cond = condition
-    elif is_tracer(condition):
-        # Inside jax.jit: the condition is a value of the running computation. Ops record
+    elif (torch_compiling() and hasattr(condition, "is_floating_point")) or is_tracer(condition):
+        # Inside jax.jit or torch.compile: a value of the running computation. Ops record
         # it beside their data and the event is left out when it is false.
         cond = DeferredCondition(condition)
     else:

@@ -1,0 +1,98 @@
+"""Ops called inside ``torch.compile``: one custom op in the graph, written when it runs.
+
+While dynamo traces a compiled region, an op called on tensors does not read them (an
+``item()`` would break the graph): it registers the call once (the op, its arguments
+other than tensors, the name scope; :func:`_register` runs outside the trace, its result
+a constant of the graph) and puts one ``summarylib::summary`` custom op into the graph,
+taking the call's number and its tensors. The custom op mutates a one-element token
+tensor, so no backend (``aot_eager``, ``inductor``) removes it as dead code, and it
+returns nothing, so nothing waits for it. When the compiled code runs, its implementation
+replays the call (:func:`summarylib.ops._traced.replay`) to the default writer of the
+calling thread at that moment, with that run's tensors: CPU tensors are read then (no
+device sync exists on the CPU), CUDA tensors take the device-value path (copied in stream
+order, read on the writer thread).
+
+Imported only once torch is (by an op that finds dynamo tracing).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from summarylib.ops._replay import OPS, TracedCall, replay
+from summarylib.writer._context import DeferredCondition, _local
+
+__all__ = ["record_compiled"]
+
+# Calls registered while tracing, by number (the graph holds the number).
+_CALLS: list[TracedCall] = []
+_IDS: dict[Any, int] = {}
+# Mutated by every summary op in a graph, so that no backend drops the op as dead code.
+_TOKEN = torch.zeros(1)
+
+
+@torch.library.custom_op("summarylib::summary", mutates_args=("token",))
+def _summary(token: torch.Tensor, call: int, values: list[torch.Tensor]) -> None:
+    st = _local.state
+    writer = st.writer
+    if writer is None or writer._resource is None:
+        return  # no default writer when the compiled code runs: nothing written
+    replay(_CALLS[call], list(values), writer, None)
+
+
+@_summary.register_fake
+def _summary_fake(token: torch.Tensor, call: int, values: list[torch.Tensor]) -> None:
+    return None
+
+
+@torch._dynamo.assume_constant_result  # type: ignore[untyped-decorator]
+def _register(where: str, scope: str, static: tuple[tuple[str, Any], ...],
+              tensors: tuple[str, ...], gated: bool) -> int:
+    # Runs when traced, outside the trace: the graph keeps the number it returns.
+    key = (where, scope, static, tensors, gated)
+    found = _IDS.get(key)
+    if found is not None:
+        return found
+    op = OPS[where]
+    arguments: dict[str, Any] = dict(static)
+    for name in tensors:
+        arguments[name] = None
+    step_arg = "global_step" if "global_step" in arguments else "step"
+    call = TracedCall(op, where, arguments, [(name, None) for name in tensors], gated, scope,
+                      step_arg, None)
+    _CALLS.append(call)
+    _IDS[key] = len(_CALLS) - 1
+    return len(_CALLS) - 1
+
+
+def record_compiled(op: Any, where: str, names: tuple[str, ...], args: tuple[Any, ...],
+                    kwargs: dict[str, Any]) -> bool:
+    """Put ``op(*args, **kwargs)`` into the graph dynamo is tracing (see the module).
+
+    ``names`` are ``op``'s parameter names in order. Traced by dynamo: plain Python on
+    constants and tensors only.
+    """
+    st = _local.state
+    static: list[tuple[str, Any]] = []
+    tensor_names: list[str] = []
+    values: list[torch.Tensor] = []
+    given = dict(zip(names, args, strict=False))
+    given.update(kwargs)
+    for name in names:
+        if name not in given:
+            continue
+        value = given[name]
+        if isinstance(value, torch.Tensor):
+            tensor_names.append(name)
+            values.append(value)
+        else:
+            static.append((name, value))
+    cond = st.condition
+    gate = cond.value if type(cond) is DeferredCondition else None
+    if gate is not None:
+        values.append(gate)
+    call = _register(where, st.scope, tuple(static), tuple(tensor_names), gate is not None)
+    torch.ops.summarylib.summary(_TOKEN, call, values)
+    return True

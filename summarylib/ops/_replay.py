@@ -1,0 +1,100 @@
+"""A summary op call recorded in compiled code, and its replay when the code runs.
+
+Both compiled-code routes (JAX: :mod:`summarylib.ops._traced`; torch.compile:
+:mod:`summarylib.ops._compiled_torch`) record a :class:`TracedCall` when they trace an op
+and :func:`replay` it with each execution's values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from summarylib.encoding._pending import capture, device_kind
+from summarylib.ops._device_step import DeviceStep, GatedStep, defers_device_values, device_step
+from summarylib.writer._context import DefaultWriter, _local
+
+__all__ = ["OPS", "TracedCall", "replay"]
+
+# The module-level ops by name, for calls recorded in a torch graph (which holds the name).
+OPS: dict[str, Callable[..., Any]] = {}
+
+
+class TracedCall:
+    """One op call recorded while tracing: everything but its traced values.
+
+    ``arguments`` are the call's arguments by name, with None where ``positions`` say a
+    traced value goes (in ``values`` order); ``gated`` says the last value is the
+    ``record_if`` condition; ``scope`` is the name scope in effect when traced (as in
+    TensorFlow, the scope is part of the traced code).
+    """
+
+    __slots__ = ("arguments", "gated", "op", "positions", "scope", "step_arg", "traced_writer",
+                 "where")
+
+    def __init__(
+        self, op: Callable[..., Any], where: str, arguments: dict[str, Any],
+        positions: list[tuple[str, int | str | None]], gated: bool, scope: str,
+        step_arg: str, traced_writer: DefaultWriter | None,
+    ) -> None:
+        self.op = op
+        self.where = where
+        self.arguments = arguments
+        self.positions = positions
+        self.gated = gated
+        self.scope = scope
+        self.step_arg = step_arg
+        self.traced_writer = traced_writer
+
+
+def replay(call: TracedCall, values: list[Any], writer: DefaultWriter, step: Any) -> bool:
+    """Write ``call`` with ``values`` (device arrays or numpy) to ``writer``.
+
+    ``step`` is the default step when the compiled code was called (None: none). Runs on
+    the caller's thread; device values are captured, not read (unless the writer was made
+    with ``sync_device_values=True``), and a ``record_if`` condition is read with them on
+    the writer thread.
+    """
+    arguments = dict(call.arguments)
+    for (key, inner), value in zip(call.positions, values, strict=False):
+        if inner is None:
+            arguments[key] = value
+        else:
+            arguments[key] = dict(arguments[key])
+            arguments[key][inner] = value
+    st = _local.state
+    saved = (st.writer, st.step, st.condition, st.scope)
+    st.writer, st.condition, st.scope = writer, True, call.scope
+    if step is not None:
+        st.step = step
+    try:
+        if call.gated:
+            gate = values[-1]
+            run_step = arguments.get(call.step_arg)
+            if run_step is None:
+                run_step = st.step
+            if not defers_device_values(writer) or device_kind(gate) is None:
+                if not bool(gate):  # host values (the callback route), or a synchronous writer
+                    return False
+            else:
+                pending = capture(gate)
+                if pending is not None:
+                    arguments[call.step_arg] = GatedStep(_step_of(run_step, call.where), pending,
+                                                         call.where)
+                elif not bool(gate):
+                    return False
+        return bool(call.op(**arguments))
+    finally:
+        st.writer, st.step, st.condition, st.scope = saved
+
+
+def _step_of(step: Any, where: str) -> int | DeviceStep:
+    from summarylib.ops._resolve import resolve_step
+
+    if step is not None and type(step) is not int:
+        dstep = device_step(step, where)
+        if dstep is not None:
+            return dstep
+    return resolve_step(step, None, where)
+
+

@@ -1,0 +1,124 @@
+"""Summary ops inside ``torch.compile(fullgraph=True)``: no graph break, no recompile,
+written each time the compiled code runs, with that run's values.
+
+Graph breaks and graphs are counted with dynamo's own counters; the files are read with
+summarylib's reader and TensorBoard's EventAccumulator.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import summarylib as sl
+from summarylib.reader import iter_summary_values, read_scalars
+
+torch = pytest.importorskip("torch", reason="needs torch (pip install torch)")
+from torch._dynamo.utils import counters  # noqa: E402
+
+# Inductor's own import of torch.jit warns (the suite turns warnings into errors).
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:torch")
+
+
+def _series(logdir: Path, tag: str) -> list[tuple[int, float]]:
+    return [(s, v) for s, _, v in read_scalars(logdir).get(".", {}).get(tag, [])]
+
+
+def _histograms(logdir: Path, tag: str) -> list[tuple[int, np.ndarray]]:
+    from tensorboard.util import tensor_util
+
+    return [(e.step, tensor_util.make_ndarray(v.tensor))
+            for e, v in iter_summary_values(logdir) if v.tag == tag]
+
+
+def step_fn(x: Any, step: Any) -> Any:
+    y = x * 2.0
+    sl.scalar("loss", y.mean(), step=step)
+    with sl.name_scope("train"):
+        sl.histogram("y", y, step=step)
+    with sl.record_if(step % 3 == 0):
+        sl.scalar("every_3", y.sum(), step=step)
+    return y
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_each_run_writes_its_values_with_no_break_and_no_recompile(
+    tmp_path: Path, backend: str
+) -> None:
+    torch._dynamo.reset()
+    counters.clear()
+    fn = torch.compile(step_fn, backend=backend, fullgraph=True)
+    x = torch.arange(4, dtype=torch.float32)
+    expected_loss, expected_3, expected_hist = [], [], []
+    with sl.create_file_writer(str(tmp_path)).as_default() as w:
+        for i in range(7):
+            y = x.numpy() * 2.0
+            expected_loss.append((i, float(np.float32(y.mean()))))
+            if i % 3 == 0:
+                expected_3.append((i, float(y.sum())))
+            expected_hist.append(y.copy())
+            x = fn(x, torch.tensor(i))  # a tensor step: no recompile as it advances
+        w.flush()
+    assert sum(counters["graph_break"].values()) == 0
+    assert counters["stats"]["unique_graphs"] == 1
+    assert _series(tmp_path, "loss") == expected_loss
+    assert _series(tmp_path, "every_3") == expected_3
+    hists = _histograms(tmp_path, "train/y")
+    assert [s for s, _ in hists] == list(range(7))
+    # Equal to what the host path writes for the same values.
+    host = tmp_path / "host"
+    with sl.create_file_writer(str(host)).as_default() as w:
+        for i, y in enumerate(expected_hist):
+            sl.histogram("train/y", y, step=i)
+        w.flush()
+    for (_, got), (_, want) in zip(hists, _histograms(host, "train/y"), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_writer_and_default_step_are_those_at_the_call(tmp_path: Path) -> None:
+    torch._dynamo.reset()
+    counters.clear()
+
+    def fn(x: Any) -> Any:
+        sl.scalar("v", x.sum())
+        return x + 1.0
+
+    compiled = torch.compile(fn, backend="aot_eager", fullgraph=True)
+    a, b = tmp_path / "a", tmp_path / "b"
+    wa, wb = sl.create_file_writer(str(a)), sl.create_file_writer(str(b))
+    x = torch.zeros(2)
+    with wa.as_default(step=5):
+        x = compiled(x)  # traced here, with wa
+    with wb.as_default(step=7):
+        x = compiled(x)  # the same graph writes to wb, at wb's step
+    x = compiled(x)  # no default writer: nothing written
+    wa.close()
+    wb.close()
+    assert _series(a, "v") == [(5, 0.0)]
+    assert _series(b, "v") == [(7, 2.0)]
+    assert sum(counters["graph_break"].values()) == 0
+
+
+def test_explain_reports_no_graph_break(tmp_path: Path) -> None:
+    torch._dynamo.reset()
+    with sl.create_file_writer(str(tmp_path)).as_default():
+        explanation = torch._dynamo.explain(step_fn)(torch.ones(3), torch.tensor(0))
+    assert explanation.graph_break_count == 0
+    assert explanation.graph_count == 1
+
+
+def test_bad_values_raise_naming_the_op(tmp_path: Path) -> None:
+    torch._dynamo.reset()
+
+    def fn(x: Any) -> Any:
+        sl.scalar("loss", x, step=0)  # a vector is no scalar
+        return x
+
+    compiled = torch.compile(fn, backend="eager", fullgraph=True)
+    with sl.create_file_writer(str(tmp_path)).as_default(), pytest.raises(
+        (TypeError, ValueError), match=r"scalar"
+    ):
+        compiled(torch.ones(3))
