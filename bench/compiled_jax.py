@@ -28,6 +28,7 @@ the ``none`` block of the same round, and the median of those ratios is printed 
 from __future__ import annotations
 
 import argparse
+import itertools
 import shutil
 import statistics
 import sys
@@ -38,19 +39,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
 
-import summarylib as sl  # noqa: E402
-from summarylib.integrations.jax import jit  # noqa: E402
+import summarylib as sl
+from summarylib.integrations.jax import jit
 
 HIST_EVERY = 100
 
 
 def init(key: Any, sizes: tuple[int, ...]) -> list[tuple[Any, Any]]:
     params = []
-    for a, b in zip(sizes[:-1], sizes[1:], strict=True):
+    for a, b in itertools.pairwise(sizes):
         key, k = jax.random.split(key)
         params.append((jax.random.normal(k, (a, b)) / np.sqrt(a), jnp.zeros(b)))
     return params
