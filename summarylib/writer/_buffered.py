@@ -233,6 +233,11 @@ class BufferedEventWriter:
         try:
             worker = self._worker
             if gate.closed or worker.finished:
+                # Nothing left to write, but a loss of this thread's events may have been
+                # told to another thread only (the one whose close() met it): tell it here.
+                own = gate.failures.covered(worker.taken + len(self._queue))
+                if own is not None:
+                    gate.failures.report(own)
                 return
             target = worker.taken + len(self._queue)
             if target > worker.written or sync or self._queue.held_bytes:
@@ -355,6 +360,11 @@ class BufferedEventWriter:
         gate.acquire(deadline, "closing", timeout)
         try:
             if gate.closed:
+                # A later close() does nothing, but reports a loss of this thread's events
+                # that only another thread was told of.
+                own = gate.failures.covered(self._worker.taken + len(self._queue))
+                if own is not None:
+                    gate.failures.report(own)
                 return
             worker = self._worker
             if not gate.closing:
