@@ -240,14 +240,20 @@ class BufferedEventWriter:
                     gate.failures.report(own)
                 return
             target = worker.taken + len(self._queue)
+            failed = None
             if target > worker.written or sync or self._queue.held_bytes:
                 ticket = worker.request_round(sync)
                 gate.wait(lambda: worker.served(ticket), deadline, "flushing", timeout)
+                failed = worker.round_error(ticket)
             own = gate.failures.covered(target)
             if gate.failures.pending is not None:
                 gate.surface_error()
             elif own is not None:
                 gate.failures.report(own)
+            elif failed is not None:
+                # Its round's upload (or fsync) failed, and another thread's call took
+                # the parked error: this flush() did not do what it promises either.
+                gate.failures.report(again(failed))
         finally:
             gate.release()
 
