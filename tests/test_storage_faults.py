@@ -24,6 +24,7 @@ import sys
 import textwrap
 import threading
 import types
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -555,3 +556,50 @@ def test_a_fault_writing_at_the_end_of_a_block_is_raised_there(
         sl.scalar("again", 3.0)
     assert _readable(path) == [("ok", 0), ("again", 2)]
     w.close()
+
+
+@pytest.mark.parametrize("on_error", ["raise", "warn"])
+def test_a_loss_told_to_a_closing_thread_is_told_to_the_thread_that_logged(
+    logdir: Path, faults: Faults, on_error: str
+) -> None:
+    # B logs, the write fails, A's close() reports it; B's own flush() and close() must
+    # still hear of B's lost event (each thread hears of each loss once).
+    w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9, on_error=on_error)
+    path = only_file(logdir)
+    logged = threading.Event()
+
+    def thread_b_logs() -> None:
+        w.set_as_default()  # (leaving an as_default() block would write, and tell B there)
+        assert sl.scalar("from_b", 1.0, step=0)
+        logged.set()
+
+    faults.write_error = errno.EIO
+    b = threading.Thread(target=thread_b_logs)
+    b.start()
+    b.join()
+    assert logged.is_set()
+    if on_error == "raise":
+        with pytest.raises(sl.WriteFailedError):
+            w.close()  # thread A
+    else:
+        with pytest.warns(RuntimeWarning):
+            w.close()
+    faults.write_error = None
+    told: list[str] = []
+
+    def thread_b_flushes_and_closes() -> None:
+        for call in (w.flush, w.close):
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    call()
+                told.extend(f"{call.__name__}: {c.message}" for c in caught)
+            except sl.WriteFailedError as e:
+                told.append(f"{call.__name__}: {e}")
+
+    b = threading.Thread(target=thread_b_flushes_and_closes)
+    b.start()
+    b.join()
+    assert len(told) == 1 and told[0].startswith("flush: ")  # told once, at its first call
+    assert str(path) in told[0]
+    assert _readable(path) == []

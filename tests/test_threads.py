@@ -334,7 +334,11 @@ def test_concurrent_closes_all_report_a_loss_they_covered() -> None:
     _join(closers)
     assert len(results) == 2 and all(isinstance(e, sl.WriteFailedError) for e in results), results
     assert w.closed and out.closed
-    w.close()  # a later close() has nothing left to report
+    # This thread logged the lost event and was not told yet: its later close() tells it,
+    # once; the next has nothing left to report.
+    with pytest.raises(sl.WriteFailedError):
+        w.close()
+    w.close()
 
 
 def test_close_from_the_writer_thread_itself_does_not_fail(logdir: Path) -> None:
@@ -397,3 +401,58 @@ def test_flush_and_close_from_many_threads_at_once(logdir: Path) -> None:
     assert {tag: len(s) for tag, s in steps.items() if s} == {t: n for t, n in counts.items() if n}
     for s in steps.values():
         assert s == list(range(len(s)))
+
+
+class PushFailsOnceOutput(sl.MemoryOutput):
+    """Writes (after the first record) block until ``gate``; the first push() after the
+    third write fails, as an object store's upload does during an outage."""
+
+    def __init__(self) -> None:
+        super().__init__(name="/gated/events.out.tfevents.push")
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+        self.writes = 0
+        self.failed = False
+
+    def write(self, data: bytes) -> None:
+        if self.writes:
+            self.entered.set()
+            self.gate.wait(JOIN)
+        self.writes += 1
+        super().write(data)
+
+    def push(self) -> None:
+        if self.writes >= 3 and not self.failed:
+            self.failed = True
+            raise OSError(errno.EIO, "upload failed")
+
+
+def test_a_failed_upload_is_reported_to_every_flush_its_round_served() -> None:
+    # Two threads' flush() calls are served by one round whose upload fails: both raise,
+    # not only the one that takes the parked error first.
+    out = PushFailsOnceOutput()
+    w = sl.create_writer(out, max_queue=10**6, flush_millis=10**9)
+    w.set_as_default(step=0)
+    sl.scalar("first", 1.0)
+    res = w._resource
+    assert res is not None
+    results: dict[str, BaseException | None] = {}
+
+    def flush() -> None:
+        name = threading.current_thread().name
+        try:
+            w.flush(timeout=JOIN)
+            results[name] = None
+        except sl.WriteFailedError as e:
+            results[name] = e
+
+    starter = _start(flush)  # its round takes "first" and blocks writing it
+    assert out.entered.wait(JOIN)
+    sl.scalar("second", 2.0)  # queued meanwhile: the next round has work
+    flushers = _start(flush, 2)  # both tickets wait for that one round
+    assert wait_until(lambda: res.callers_waiting() == 3, JOIN)
+    out.gate.set()
+    _join(starter + flushers)
+    assert results[starter[0].name] is None  # the first round's upload went through
+    assert all(isinstance(results[t.name], sl.WriteFailedError) for t in flushers), results
+    w.close()

@@ -233,16 +233,27 @@ class BufferedEventWriter:
         try:
             worker = self._worker
             if gate.closed or worker.finished:
+                # Nothing left to write, but a loss of this thread's events may have been
+                # told to another thread only (the one whose close() met it): tell it here.
+                own = gate.failures.covered(worker.taken + len(self._queue))
+                if own is not None:
+                    gate.failures.report(own)
                 return
             target = worker.taken + len(self._queue)
+            failed = None
             if target > worker.written or sync or self._queue.held_bytes:
                 ticket = worker.request_round(sync)
                 gate.wait(lambda: worker.served(ticket), deadline, "flushing", timeout)
+                failed = worker.round_error(ticket)
             own = gate.failures.covered(target)
             if gate.failures.pending is not None:
                 gate.surface_error()
             elif own is not None:
                 gate.failures.report(own)
+            elif failed is not None:
+                # Its round's upload (or fsync) failed, and another thread's call took
+                # the parked error: this flush() did not do what it promises either.
+                gate.failures.report(again(failed))
         finally:
             gate.release()
 
@@ -355,6 +366,11 @@ class BufferedEventWriter:
         gate.acquire(deadline, "closing", timeout)
         try:
             if gate.closed:
+                # A later close() does nothing, but reports a loss of this thread's events
+                # that only another thread was told of.
+                own = gate.failures.covered(self._worker.taken + len(self._queue))
+                if own is not None:
+                    gate.failures.report(own)
                 return
             worker = self._worker
             if not gate.closing:

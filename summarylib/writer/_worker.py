@@ -82,6 +82,11 @@ class Worker:
         self.taken = 0  # events taken from the queue, ever
         self.written = 0  # events finished with (written or lost), ever
         self._requested = self._served = 0
+        # Rounds whose push or sync failed: (after, upto, error) serves the tickets in
+        # (after, upto]. Every flush() such a round served reports it, whichever thread
+        # took the parked error first (a failed upload loses no event: the bytes stay
+        # held back for the next upload, so the loss ledger has nothing to record).
+        self._failed_rounds: list[tuple[int, int, BaseException]] = []
         self._sync_requested = False
         self._wake_requested = False
         self._urgent = False  # flush(), close() or a full buffer: no cool-down wait
@@ -140,6 +145,14 @@ class Worker:
 
     def served(self, ticket: int) -> bool:
         return self._served >= ticket
+
+    def round_error(self, ticket: int) -> BaseException | None:
+        """The error of the push or sync of the round that served ``ticket``, or None
+        (lock held)."""
+        for after, upto, error in reversed(self._failed_rounds):
+            if after < ticket <= upto:
+                return error
+        return None
 
     def begin_close(self) -> None:
         """Write what is queued, then push, sync and close the output."""
@@ -217,17 +230,21 @@ class Worker:
             if batch:
                 self._write(batch, first)
             output = self.output
+            failed = None
             if output is not None and not stop:
                 # An explicit flush: outputs that hold back data (object stores upload in
                 # windows) hand over everything now, even after an earlier failure.
                 if urgent or serving > self._served:
-                    self._call(output.push)
+                    failed = self._call(output.push)
                 if sync and not self._error_parked():
-                    self._call(output.sync)
+                    failed = self._call(output.sync) or failed
             held = output.held_bytes if output is not None else 0
             with lock:
                 self.written += len(batch)
                 self._queue.batch_done(held)
+                if failed is not None and serving > self._served:
+                    self._failed_rounds.append((self._served, serving, failed))
+                    del self._failed_rounds[:-64]  # a flush waits for its own round only
                 self._served = max(self._served, serving)
                 if sync and not stop:
                     self._sync_requested = False
@@ -239,12 +256,15 @@ class Worker:
                 self._finish()
                 return
 
-    def _call(self, method: Callable[[], None]) -> None:
+    def _call(self, method: Callable[[], None]) -> BaseException | None:
         try:
             method()
         except Exception as e:
+            err = write_failed(self.name, e)
             with self._lock:
-                self._park(write_failed(self.name, e), 0, 0)
+                self._park(err, 0, 0)
+            return err
+        return None
 
     def _cool_down(self) -> None:
         # Lock held (released while waiting): see COALESCE_SECS. Never longer than
