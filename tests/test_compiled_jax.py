@@ -91,10 +91,9 @@ def test_loop_bodies_write_one_event_per_executed_iteration(tmp_path: Path) -> N
                      lambda v: None, c)
         return c
 
-    with sl.create_file_writer(str(tmp_path)).as_default() as w:
+    with sl.create_file_writer(str(tmp_path)) as w, w.as_default():
         run(jnp.float32(0.0), 1)
         run(jnp.float32(100.0), 2)
-        w.flush()
     assert _series(tmp_path, "scan") == [(10, 0.0), (11, 1.0), (12, 2.0),
                                          (20, 100.0), (21, 101.0), (22, 102.0)]
     assert _series(tmp_path, "fori") == [(10, 6.0), (11, 8.0), (20, 206.0), (21, 208.0)]
@@ -134,11 +133,10 @@ def test_default_step_is_the_one_at_the_call(tmp_path: Path) -> None:
         return x + 1.0
 
     x = jnp.float32(0.0)
-    with sl.create_file_writer(str(tmp_path)).as_default() as w:
+    with sl.create_file_writer(str(tmp_path)) as w, w.as_default():
         for i in (5, 7, 9):
             sl.set_step(i)
             x = fn(x)
-        w.flush()
     assert _series(tmp_path, "v") == [(5, 0.0), (7, 1.0), (9, 2.0)]
 
 
@@ -156,10 +154,9 @@ def test_traced_record_if_gates_without_retrace(tmp_path: Path, route: str) -> N
 
     fn = jit(step_fn) if route == "collected" else jax.jit(step_fn)
     x = jnp.float32(0.0)
-    with sl.create_file_writer(str(tmp_path)).as_default() as w:
+    with sl.create_file_writer(str(tmp_path)) as w, w.as_default():
         for i in range(8):
             x = fn(x, i)
-        w.flush()
     assert len(traces) == 1
     assert [s for s, _ in _series(tmp_path, "every_step")] == list(range(8))
     assert _series(tmp_path, "every_3") == [(0, 0.0), (3, 30.0), (6, 60.0)]
@@ -180,7 +177,7 @@ def test_no_default_writer_computes_nothing_for_summaries(tmp_path: Path) -> Non
         sl.histogram("h", jnp.sort(x), step=0)
         return x + 1.0
 
-    with sl.create_file_writer(str(tmp_path / "w")).as_default():
+    with sl.create_file_writer(str(tmp_path / "w")) as w, w.as_default():
         assert "sort" in fn.lower(jnp.ones(16)).as_text()  # the variant with summaries
     assert "sort" not in fn.lower(jnp.ones(16)).as_text()  # the one a call without runs
     (tmp_path / "w").rename(tmp_path.parent / (tmp_path.name + "-w"))
@@ -190,7 +187,7 @@ def test_no_default_writer_computes_nothing_for_summaries(tmp_path: Path) -> Non
 
 
 def test_transformations_and_bad_values_raise_naming_the_op(tmp_path: Path) -> None:
-    with sl.create_file_writer(str(tmp_path)).as_default():
+    with sl.create_file_writer(str(tmp_path)) as w, w.as_default():
         with pytest.raises(TypeError, match=r"histogram: .*'w'.*jax.vmap"):
             jax.vmap(lambda v: sl.histogram("w", v, step=0) and v)(jnp.ones((2, 3)))
         with pytest.raises(TypeError, match=r"scalar: .*jax.vmap"):
@@ -212,12 +209,10 @@ def test_compiled_histogram_equals_the_host_path(tmp_path_factory: Any, data: li
     d = tmp_path_factory.mktemp("h")
     arr = np.asarray(data, dtype=np.float32)
     fn = _histogram_fn(buckets)
-    with sl.create_file_writer(str(d / "compiled")).as_default() as w:
+    with sl.create_file_writer(str(d / "compiled")) as w, w.as_default():
         fn(jnp.asarray(arr))
-        w.flush()
-    with sl.create_file_writer(str(d / "host")).as_default() as w:
+    with sl.create_file_writer(str(d / "host")) as w, w.as_default():
         sl.histogram("h", arr, step=0, buckets=buckets)
-        w.flush()
     (step_c, compiled), = _histograms(d / "compiled", "h")
     (_, host), = _histograms(d / "host", "h")
     assert step_c == 0

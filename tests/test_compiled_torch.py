@@ -53,7 +53,7 @@ def test_each_run_writes_its_values_with_no_break_and_no_recompile(
     fn = torch.compile(step_fn, backend=backend, fullgraph=True)
     x = torch.arange(4, dtype=torch.float32)
     expected_loss, expected_3, expected_hist = [], [], []
-    with sl.create_file_writer(str(tmp_path)).as_default() as w:
+    with sl.create_file_writer(str(tmp_path)) as w, w.as_default():
         for i in range(7):
             y = x.numpy() * 2.0
             expected_loss.append((i, float(np.float32(y.mean()))))
@@ -61,7 +61,6 @@ def test_each_run_writes_its_values_with_no_break_and_no_recompile(
                 expected_3.append((i, float(y.sum())))
             expected_hist.append(y.copy())
             x = fn(x, torch.tensor(i))  # a tensor step: no recompile as it advances
-        w.flush()
     assert sum(counters["graph_break"].values()) == 0
     assert counters["stats"]["unique_graphs"] == 1
     assert _series(tmp_path, "loss") == expected_loss
@@ -70,10 +69,9 @@ def test_each_run_writes_its_values_with_no_break_and_no_recompile(
     assert [s for s, _ in hists] == list(range(7))
     # Equal to what the host path writes for the same values.
     host = tmp_path / "host"
-    with sl.create_file_writer(str(host)).as_default() as w:
+    with sl.create_file_writer(str(host)) as w, w.as_default():
         for i, y in enumerate(expected_hist):
             sl.histogram("train/y", y, step=i)
-        w.flush()
     for (_, got), (_, want) in zip(hists, _histograms(host, "train/y"), strict=True):
         np.testing.assert_array_equal(got, want)
 
@@ -104,7 +102,7 @@ def test_writer_and_default_step_are_those_at_the_call(tmp_path: Path) -> None:
 
 def test_explain_reports_no_graph_break(tmp_path: Path) -> None:
     torch._dynamo.reset()
-    with sl.create_file_writer(str(tmp_path)).as_default():
+    with sl.create_file_writer(str(tmp_path)) as w, w.as_default():
         explanation = torch._dynamo.explain(step_fn)(torch.ones(3), torch.tensor(0))
     assert explanation.graph_break_count == 0
     assert explanation.graph_count == 1
@@ -118,7 +116,7 @@ def test_bad_values_raise_naming_the_op(tmp_path: Path) -> None:
         return x
 
     compiled = torch.compile(fn, backend="eager", fullgraph=True)
-    with sl.create_file_writer(str(tmp_path)).as_default(), pytest.raises(
+    with sl.create_file_writer(str(tmp_path)) as w, w.as_default(), pytest.raises(
         (TypeError, ValueError), match=r"scalar"
     ):
         compiled(torch.ones(3))

@@ -426,7 +426,9 @@ def test_image_does_not_wait_and_equals_the_host_image(logdir: Path) -> None:
 
     with writer.as_default():
         assert not_ready_after(log, computing)
-        with pytest.raises(ValueError, match=r"image: 'data' must have shape \[k, h, w, c\]"):
+        with pytest.raises(
+            ValueError, match=r"image: 'data' with dataformats='NHWC' must have shape \[k, h"
+        ):
             sl.image("img", jnp.zeros((2, 3)), step=0)
     writer.close()
     written = [e.summary.value[0].tensor.string_val for e in tb_events(only_file(logdir))

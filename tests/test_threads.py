@@ -432,6 +432,7 @@ def test_a_failed_upload_is_reported_to_every_flush_its_round_served() -> None:
     # not only the one that takes the parked error first.
     out = PushFailsOnceOutput()
     w = sl.create_writer(out, max_queue=10**6, flush_millis=10**9)
+    w.flush()  # the file's first record, written on its own (writes never block for it)
     w.set_as_default(step=0)
     sl.scalar("first", 1.0)
     res = w._resource

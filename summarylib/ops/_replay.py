@@ -7,6 +7,7 @@ and :func:`replay` it with each execution's values.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -44,7 +45,8 @@ class TracedCall:
         self.gated = gated
         self.scope = scope
         self.step_arg = step_arg
-        self.traced_writer = traced_writer
+        # Weakly: compiled code (and JAX's caches of it) can outlive the writer.
+        self.traced_writer = None if traced_writer is None else weakref.ref(traced_writer)
 
 
 def replay(call: TracedCall, values: list[Any], writer: DefaultWriter, step: Any) -> bool:

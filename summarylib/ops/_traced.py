@@ -179,7 +179,7 @@ def _replay_on_host(call: TracedCall, *values: Any) -> None:
     st = _local.state
     writer = st.writer
     if writer is None:
-        writer = call.traced_writer
+        writer = None if call.traced_writer is None else call.traced_writer()
         if writer is None or getattr(writer, "closed", False):
             return
     step = st.step
