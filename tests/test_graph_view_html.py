@@ -220,13 +220,15 @@ def test_html_is_one_self_contained_file() -> None:
     urls = set(re.findall(r"[a-z]+://[^\s\"')]+", page))
     assert urls <= {"http://www.w3.org/2000/svg"}, urls
     assert "@import" not in page and "@font-face" not in page
-    # Exactly our two inline scripts (the data block and the viewer), the CSP pins both.
+    # Only our inline scripts (the data block, the viewer and its plugins); the CSP pins
+    # each one that runs.
     scripts = re.findall(r"<script([^>]*)>(.*?)</script>", page, re.S)
-    assert [a for a, _ in scripts] == [' type="application/json" id="graph-data"', ""]
+    assert [a for a, _ in scripts] == [' type="application/json" id="graph-data"', "", "", ""]
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
     assert csp and "default-src 'none'" in csp.group(1)
-    digest = base64.b64encode(hashlib.sha256(scripts[1][1].encode()).digest()).decode()
-    assert f"'sha256-{digest}'" in csp.group(1)
+    for _, body in scripts[1:]:
+        digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+        assert f"'sha256-{digest}'" in csp.group(1)
     assert "<title>&lt;img src=x onerror=window.__pwned=1&gt;</title>" in page
     with pytest.raises(ValueError, match="colour"):
         view_to_html(build_view(_blocks_graph()), colour="rainbow")
