@@ -26,7 +26,7 @@ import pytest
 from summarylib.graph import Graph, Node, TensorSpec
 from summarylib.graph.view import GraphView, GroupNode, OpNode, build_view
 from summarylib.graph.view import layout as lay
-from summarylib.graph.view.html_export import embed_json, view_to_html
+from summarylib.graph.view.html_export import PLUGIN_SCRIPTS, embed_json, view_to_html
 from tests import graph_models as gm
 from tests.browser import chromium_page, wait_until
 
@@ -413,7 +413,8 @@ def test_hostile_names_and_attrs_stay_text(tmp_path: Path, artifacts: Path) -> N
     )
     view = build_view(g)
     html = view_to_html(view, title=EVIL_SCRIPT)
-    assert html.count("</script>") == 2  # the data block's and the viewer's end tags
+    # The data block's, the viewer's and its plugins' end tags.
+    assert html.count("</script>") == 2 + len(PLUGIN_SCRIPTS)
     with _opened(html, tmp_path / "hostile.html") as page:
         assert EVIL_IMG in _top_names(page)
         page.evaluate("window.summarylibViewer.expand('scope')")
@@ -440,7 +441,8 @@ def test_hostile_names_and_attrs_stay_text(tmp_path: Path, artifacts: Path) -> N
         assert page.evaluate("document.title") == EVIL_SCRIPT
         assert page.evaluate("typeof window.__pwned") == "undefined"
         assert page.locator("img").count() == 0
-        assert page.evaluate("document.querySelectorAll('script').length") == 2
+        scripts = page.evaluate("document.querySelectorAll('script').length")
+        assert scripts == 2 + len(PLUGIN_SCRIPTS)
 
 
 def test_search_opens_the_groups_down_to_the_match(tmp_path: Path) -> None:

@@ -14,8 +14,9 @@ their path. The rule (also in docs/graph-view.md):
   tried as a node path, longest proper prefix first (``blocks/0/fc/grad_norm`` → node
   ``blocks/0/fc``, statistic ``grad_norm``), then longest proper suffix
   (``grad_norm/blocks/0/fc`` → the same). A component is tried as written and, if that
-  names nothing, with its dots as slashes (``grad_norm/blocks.0.fc``). Tags naming no node
-  are listed in :attr:`GraphStatistics.unmatched`.
+  names nothing, with its dots as slashes (``grad_norm/blocks.0.fc``). A tag that is
+  itself a node's name (``blocks/0/fc``) names no statistic and is not matched. Tags
+  matching no node are listed in :attr:`GraphStatistics.unmatched`.
 * A scalar tag gives one statistic; a histogram tag gives six: ``norm`` (the L2 norm),
   ``mean``, ``std`` (the spread), ``min``, ``max`` and ``absmax``, named ``"{name} norm"``
   and so on. ``min``, ``max`` and ``absmax`` are exact (the buckets' outer edges); the
@@ -129,6 +130,8 @@ def _match(resolve: Any, tag: str) -> tuple[str, str] | None:
         if node is not None:
             return node, "/".join(parts[:-1])
     n = len(parts)
+    if resolve(tag) is not None:  # the tag is a node's own name: no statistic in it
+        return None
     for k in range(n - 1, 0, -1):  # longest proper prefix
         node = resolve("/".join(parts[:k]))
         if node is not None:
@@ -287,7 +290,7 @@ def check_graphs_match(a: GraphView, b: GraphView) -> None:
     """Raise ``ValueError`` unless ``a`` and ``b`` have the same nodes: the same names, each
     of the same kind (and, for ops, the same op type). Shapes may differ."""
     def signature(v: GraphView) -> dict[str, str]:
-        return {name: n.op if n.kind == "op" else n.kind  # type: ignore[union-attr]
+        return {name: n.op if n.kind == "op" else n.kind
                 for name, n in v.nodes.items()}
 
     sa, sb = signature(a), signature(b)
