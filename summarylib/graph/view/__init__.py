@@ -4,9 +4,10 @@
 TensorFlow's) or its bytes into a :class:`GraphView`: the hierarchy TensorBoard's graph
 dashboard builds (scopes, series, metaedges, templates, side panels), which the exports
 turn into JSON (:func:`view_to_json`), HTML, DOT or SVG. :func:`read_statistics` joins a
-run's training statistics to a view, for ``view_to_html(view, statistics=...)``. :class:`ViewOptions` selects the
-transformations; ``ViewOptions(group_series=False, template_order="tensorboard")``
-(:data:`TENSORBOARD`) is exactly the dashboard's view.
+run's training statistics to a view, for ``view_to_html(view, statistics=...)``.
+:class:`ViewOptions` selects the transformations;
+``ViewOptions(group_series=False, template_order="tensorboard")`` (:data:`TENSORBOARD`) is
+exactly the dashboard's view.
 
 Importing this package loads neither numpy nor protobuf.
 """

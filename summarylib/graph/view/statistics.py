@@ -198,43 +198,50 @@ def _sorted_last(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.
     return steps[keep], values[keep]
 
 
-def _histogram_moments(value: Any) -> tuple[float, float, float, float, float]:
-    """(count, sum, sum of squares, min, max) of one [k, 3] bucket table."""
+def _moments(col: Any) -> tuple[np.ndarray, np.ndarray]:
+    """One histogram series as (steps, [n, 5] table of count, sum, sum of squares, min,
+    max): steps increasing, a repeated step's last histogram winning."""
     import numpy as np
 
-    h = np.asarray(value, dtype=np.float64).reshape(-1, 3)
-    counts = h[:, 2]
-    nonempty = counts > 0
-    if not nonempty.any():
-        return 0.0, 0.0, 0.0, np.inf, -np.inf
-    centres = (h[:, 0] + h[:, 1]) / 2
-    return (float(counts.sum()), float((counts * centres).sum()),
-            float((counts * centres * centres).sum()),
-            float(h[nonempty, 0].min()), float(h[nonempty, 1].max()))
+    value = col.value
+    if isinstance(value, np.ndarray) and value.ndim == 3:
+        tables = [value]
+    else:  # events with different bucket counts: one table each
+        tables = [np.asarray(v, dtype=np.float64).reshape(1, -1, 3) for v in value]
+    rows = []
+    for h in tables:
+        counts = h[:, :, 2]
+        centres = (h[:, :, 0] + h[:, :, 1]) / 2
+        filled = counts > 0
+        rows.append(np.stack([
+            counts.sum(axis=1), (counts * centres).sum(axis=1),
+            (counts * centres * centres).sum(axis=1),
+            np.where(filled, h[:, :, 0], np.inf).min(axis=1, initial=np.inf),
+            np.where(filled, h[:, :, 1], -np.inf).max(axis=1, initial=-np.inf),
+        ], axis=1))
+    table = np.concatenate(rows) if rows else np.zeros((0, 5))
+    steps = np.asarray(col.step, dtype=np.int64)
+    order = np.argsort(steps, kind="stable")
+    steps, table = steps[order], table[order]
+    keep = np.ones(len(steps), dtype=bool)
+    keep[:-1] = steps[1:] != steps[:-1]
+    return steps[keep], table[keep]
 
 
 def _pool(cols: Sequence[Any]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The pooled statistics of several histogram series, on the union of their steps."""
     import numpy as np
 
-    acc: dict[int, list[float]] = {}
-    for col in cols:
-        last: dict[int, tuple[float, ...]] = {}
-        for step, value in zip(col.step.tolist(), col.value, strict=True):
-            last[int(step)] = _histogram_moments(value)  # a repeated step: the last wins
-        for step, m in last.items():
-            a = acc.get(step)
-            if a is None:
-                acc[step] = list(m)
-            else:
-                a[0] += m[0]
-                a[1] += m[1]
-                a[2] += m[2]
-                a[3] = min(a[3], m[3])
-                a[4] = max(a[4], m[4])
-    steps = np.array(sorted(acc), dtype=np.int64)
-    table = np.array([acc[s] for s in steps.tolist()], dtype=np.float64).reshape(-1, 5)
-    n, s1, s2, lo, hi = table.T
+    parts = [_moments(col) for col in cols]
+    steps = np.unique(np.concatenate([p[0] for p in parts])) if parts else np.zeros(0, np.int64)
+    acc = np.zeros((len(steps), 5))
+    acc[:, 3], acc[:, 4] = np.inf, -np.inf
+    for st, table in parts:
+        at = np.searchsorted(steps, st)
+        acc[at, :3] += table[:, :3]
+        acc[at, 3] = np.minimum(acc[at, 3], table[:, 3])
+        acc[at, 4] = np.maximum(acc[at, 4], table[:, 4])
+    n, s1, s2, lo, hi = acc.T
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(n > 0, s1 / n, np.nan)
         var = np.where(n > 0, np.maximum(s2 / n - mean * mean, 0.0), np.nan)

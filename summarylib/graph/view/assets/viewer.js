@@ -20,7 +20,8 @@
  * reveal(name), zoomTo(name), setColour(mode), expanded() -> [names], boxes() ->
  * [[name, [x, y, w, h]], ...] (centre-based, layout pixels, the root as "").
  * Plugins (the page's other scripts) use registerNodeStyle(fn) (fn(name) -> {fill?,
- * title?} or null, asked whenever a node is drawn), redraw(), svgElement(),
+ * title?} or null, asked whenever a node is drawn), redraw() (the styles again, on the
+ * nodes drawn), svgElement(),
  * onSelect(cb) (cb(name) on a click or search pick), nodeInfo(name) -> {id, path, kind:
  * op|group|series, children?} and addPanel(title, element) (a box at the top left).
  */
@@ -679,6 +680,20 @@
     drawLegend();
   }
 
+  function restyle() {
+    // Plugins' styles changed, nothing else: new fills on the drawn nodes, in place (a
+    // slider scrubbing through steps must not rebuild the drawing). Device fills are
+    // gradients made while drawing: that mode draws again.
+    if (colourMode === "device") { draw(); return; }
+    for (const [name, g] of ELEM) {
+      const fill = fillOf(NODE.get(name));
+      for (const el of g.querySelectorAll(":scope > .shape, :scope > .stack, :scope > .frame")) {
+        if (el.getAttribute("fill") !== fill) el.setAttribute("fill", fill);
+      }
+      if (!g.classList.contains("expanded")) g.classList.toggle("dark", isDark(fill));
+    }
+  }
+
   function drawLegend() {
     legend.replaceChildren();
     const item = (col, text) => {
@@ -1030,7 +1045,7 @@
     boxes() { return Array.from(scene.abs); },
     // Plugin interface: node styles, redraw, the live SVG, selection, info, side panels.
     registerNodeStyle(fn) { NODE_STYLES.push(fn); },
-    redraw() { draw(); },
+    redraw() { restyle(); },
     svgElement() { return svg; },
     onSelect(cb) { SELECT_HANDLERS.push(cb); },
     nodeInfo(name) {
