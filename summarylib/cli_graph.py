@@ -5,6 +5,11 @@ an HTML viewer (default, to ``graph.html``), the view as JSON, Graphviz DOT or a
 (to standard output unless ``-o`` is given). ``summarylib graph diff A B`` (also spelled
 ``graph-diff``) compares two graphs: text to standard output by default, HTML or JSON.
 
+From a logdir, the HTML page also carries the run's training statistics joined to the graph
+(``summarylib.graph.view.statistics``; ``--no-statistics`` leaves them out,
+``--statistics-run`` reads another run, ``--compare LOGDIR`` adds a second run of the same
+graph).
+
 INPUT is a logdir (local or a URL), an event file, a binary or text GraphDef (``.pb``,
 ``.pbtxt``), a ``.meta`` MetaGraphDef or a SavedModel's ``saved_model.pb``. Because
 ``graph diff`` always means the comparison, a path named ``diff`` is written ``./diff``.
