@@ -311,7 +311,8 @@ def test_page_colours_the_modules_by_a_statistic_at_a_step(page: Any,
     a, b = runs
     page.evaluate("""() => { const v = window.summarylibViewer;
         v.expand('blocks'); v.expand('blocks/1');
-        window.summarylibStats.select('gradients norm'); }""")
+        window.summarylibStats.select('gradients norm');
+        window.summarylibStats.setScale('linear'); }""")
     modules = ["emb", "blocks/0/fc", "blocks/1/fc", "blocks/1/norm", "head"]
     want = {m: _expected(a, "gradients", m) for m in modules}
     steps = page.evaluate("window.summarylibStats.steps()")

@@ -9,7 +9,8 @@
  * At a step s a node shows its last value at or before s; a group shows the max (or mean,
  * or min: the "groups" choice) of the values of the nodes beneath it that have one. The
  * colour scale spans the statistic's values over every step and node (of both runs), so
- * colours compare across steps; "B - A" uses a diverging scale symmetric around 0.
+ * colours compare across steps; "B - A" uses a diverging scale symmetric around 0. A
+ * statistic whose positive values span 100x or more opens on a log scale.
  *
  * Talks to the viewer only through window.summarylibViewer (registerNodeStyle, redraw,
  * onSelect, addPanel). window.summarylibStats (tests, benchmarks, notebooks):
@@ -331,7 +332,18 @@
     pending = true;
     requestAnimationFrame(() => { pending = false; update(); });
   });
-  statSelect.addEventListener("change", () => { current = statSelect.value || null; update(); });
+  function choose(name) {
+    // A statistic spanning two orders of magnitude or more opens on a log scale.
+    current = name;
+    statSelect.value = name || "";
+    if (name) {
+      const d = decoded(name);
+      scale = d.lo > 0 && d.hi >= 100 * d.lo ? "log" : "linear";
+      scaleSelect.value = scale;
+    }
+    update();
+  }
+  statSelect.addEventListener("change", () => choose(statSelect.value || null));
   modeSelect.addEventListener("change", () => { mode = modeSelect.value; update(); });
   aggSelect.addEventListener("change", () => { aggregate = aggSelect.value; update(); });
   scaleSelect.addEventListener("change", () => { scale = scaleSelect.value; update(); });
@@ -342,7 +354,7 @@
     statistics() { return S.statistics.map((s) => s.name); },
     select(name) {
       if (name !== null && !STATS.has(name)) throw new Error("no statistic " + name);
-      current = name; statSelect.value = name || ""; update();
+      choose(name);
     },
     steps() { return Array.from(ALL); },
     step() { return ALL[stepIndex]; },
