@@ -5,10 +5,10 @@ an HTML viewer (default, to ``graph.html``), the view as JSON, Graphviz DOT or a
 (to standard output unless ``-o`` is given). ``summarylib graph diff A B`` (also spelled
 ``graph-diff``) compares two graphs: text to standard output by default, HTML or JSON.
 
-From a logdir, the HTML page also carries the run's training statistics joined to the graph
-(``summarylib.graph.view.statistics``; ``--no-statistics`` leaves them out,
-``--statistics-run`` reads another run, ``--compare LOGDIR`` adds a second run of the same
-graph).
+From a logdir or an event file, the HTML page also carries the run's training statistics
+joined to the graph (``summarylib.graph.view.statistics``; ``--no-statistics`` leaves them
+out, ``--statistics-run`` reads another run, ``--compare LOGDIR`` adds a second run of the
+same graph).
 
 INPUT is a logdir (local or a URL), an event file, a binary or text GraphDef (``.pb``,
 ``.pbtxt``), a ``.meta`` MetaGraphDef or a SavedModel's ``saved_model.pb``. Because
@@ -100,7 +100,7 @@ def add_graph_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--format", choices=VIEW_FORMATS, default=None)
     p.add_argument("--title", help="html: the page title (default: where the graph came from)")
     st = p.add_argument_group(
-        "training statistics (html, logdir input)",
+        "training statistics (html; INPUT a logdir or an event file)",
         "the run's watch() histograms and any summary whose tag names a node or group "
         "colour the graph (docs/graph-view.md)")
     st.add_argument("--no-statistics", action="store_true",
@@ -248,15 +248,16 @@ def _statistics(args: argparse.Namespace, loaded: LoadedGraph,
     """The page's statistics (None without any) and the compared run's (None without)."""
     from summarylib.graph.view.sources import load_graph
     from summarylib.graph.view.statistics import check_graphs_match, read_statistics
-    from summarylib.reader.runs import is_logdir
+    from summarylib.reader.runs import is_event_file, is_logdir
 
     if args.no_statistics:
         if args.compare:
             raise _UsageError("--compare and --no-statistics exclude each other")
         return None, None
-    if not is_logdir(loaded.path):
+    summaries = is_logdir(loaded.path) or is_event_file(os.path.basename(loaded.path))
+    if not summaries:  # a GraphDef file: no summaries in it
         if args.compare or args.statistics_run:
-            raise _UsageError("statistics need a logdir as INPUT")
+            raise _UsageError("statistics need a logdir or an event file as INPUT")
         return None, None
     try:
         stats = read_statistics(loaded.path, view, run=args.statistics_run or loaded.run)
