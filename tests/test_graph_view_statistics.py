@@ -378,3 +378,27 @@ def test_exported_svg_parses_and_holds_the_visible_nodes(page: Any, tmp_path: Pa
     png = page.evaluate("""() => window.summarylibExport.pngBlob().then(async b =>
         Array.from(new Uint8Array(await b.arrayBuffer()).slice(0, 8)))""")
     assert bytes(png) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_quantized_values_decode_in_the_page(page: Any, runs: tuple[Path, Path], tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the size limit the block holds 16-bit codes: the page decodes them to within
+    half a code of the reader's values."""
+    from summarylib.graph.view import statistics
+
+    a, _ = runs
+    view = _view(a)
+    stats = read_statistics(a, view)
+    monkeypatch.setattr(statistics, "QUANTIZE_ABOVE", 0)
+    path = tmp_path / "quantized.html"
+    path.write_text(view_to_html(view, statistics=stats), encoding="utf-8")
+    assert '"u16"' in path.read_text()
+    page.goto(path.as_uri())
+    wait_until(page, "window.summarylibStats && window.summarylibViewer.timing.frame")
+    page.evaluate("window.summarylibStats.select('gradients norm')")
+    want = _expected(a, "gradients", "head")
+    span = np.ptp(stats.series["gradients norm"]["head"].values)
+    for step in want:
+        page.evaluate("s => window.summarylibStats.setStep(s)", step)
+        got = page.evaluate("window.summarylibStats.value('head')")
+        assert got == pytest.approx(want[step], abs=span / 65534 / 2 * 1.01 + 1e-6)

@@ -323,7 +323,7 @@ def _b64(array: np.ndarray) -> str:
 
 def statistics_to_json(view: GraphView, runs: Sequence[GraphStatistics],
                        labels: Sequence[str] | None = None,
-                       quantize_above: int = QUANTIZE_ABOVE) -> dict[str, Any]:
+                       quantize_above: int | None = None) -> dict[str, Any]:
     """The page's statistics block: compact, for one run or two (a comparison).
 
     ``{"format": "summarylib-graph-statistics", "version": 1, "runs": [labels],
@@ -332,8 +332,9 @@ def statistics_to_json(view: GraphView, runs: Sequence[GraphStatistics],
     above them, with the nodes beneath it), ``"statistics": [{"name", "kind", "series":
     [[run index, node index, steps index, values], ...]}, ...]}``. ``values`` is
     little-endian float32 in base64, or, when the block holds more than ``quantize_above``
-    values, ``{"u16": base64, "lo": lo, "hi": hi}``: ``lo + q * (hi - lo) / 65534`` with
-    ``q`` = 65535 for a missing value (NaN). Missing values are NaN in float32.
+    (None: :data:`QUANTIZE_ABOVE`) values, ``{"u16": base64, "lo": lo, "hi": hi}``:
+    ``lo + q * (hi - lo) / 65534``, ``q`` = 65535 for a missing value (NaN). Missing values
+    are NaN in float32.
     """
     import numpy as np
 
@@ -345,7 +346,7 @@ def statistics_to_json(view: GraphView, runs: Sequence[GraphStatistics],
     steps_index: dict[bytes, int] = {}
     names = sorted({name for s in runs for name in s.series})
     total = sum(len(ser.values) for s in runs for per in s.series.values() for ser in per.values())
-    quantize = total > quantize_above
+    quantize = total > (QUANTIZE_ABOVE if quantize_above is None else quantize_above)
     statistics = []
     for name in names:
         entries = []
