@@ -5,6 +5,11 @@ an HTML viewer (default, to ``graph.html``), the view as JSON, Graphviz DOT or a
 (to standard output unless ``-o`` is given). ``summarylib graph diff A B`` (also spelled
 ``graph-diff``) compares two graphs: text to standard output by default, HTML or JSON.
 
+From a logdir or an event file, the HTML page also carries the run's training statistics
+joined to the graph (``summarylib.graph.view.statistics``; ``--no-statistics`` leaves them
+out, ``--statistics-run`` reads another run, ``--compare LOGDIR`` adds a second run of the
+same graph).
+
 INPUT is a logdir (local or a URL), an event file, a binary or text GraphDef (``.pb``,
 ``.pbtxt``), a ``.meta`` MetaGraphDef or a SavedModel's ``saved_model.pb``. Because
 ``graph diff`` always means the comparison, a path named ``diff`` is written ``./diff``.
@@ -94,6 +99,18 @@ def add_graph_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("-o", "--output", help="output file (see below)")
     p.add_argument("--format", choices=VIEW_FORMATS, default=None)
     p.add_argument("--title", help="html: the page title (default: where the graph came from)")
+    st = p.add_argument_group(
+        "training statistics (html; INPUT a logdir or an event file)",
+        "the run's watch() histograms and any summary whose tag names a node or group "
+        "colour the graph (docs/graph-view.md)")
+    st.add_argument("--no-statistics", action="store_true",
+                    help="leave the run's summaries out of the page")
+    st.add_argument("--statistics-run", metavar="RUN",
+                    help="read the statistics from this run (default: the graph's run)")
+    st.add_argument("--compare", metavar="LOGDIR",
+                    help="a second run of the same graph: its statistics and the difference")
+    st.add_argument("--compare-run", metavar="RUN",
+                    help="the run of --compare (default: its only run with a graph)")
     _add_view_options(p, diff=False)
 
     d = sub.add_parser(
@@ -193,10 +210,20 @@ def _view(args: argparse.Namespace) -> int:
     fmt = _format(args, VIEW_FORMATS, "html")
     loaded = load_graph(args.input, run=args.run, tag=args.tag)
     view = _build(loaded, args, diff=False)
+    stats_note = ""
     if fmt == "html":
         from summarylib.graph.view.html_export import view_to_html
 
-        text = view_to_html(view, title=args.title or loaded.description)
+        statistics, compare = _statistics(args, loaded, view)
+        text = view_to_html(view, title=args.title or loaded.description,
+                            statistics=statistics, compare=compare)
+        if statistics is not None:
+            nodes = {n for per in statistics.series.values() for n in per}
+            stats_note = f", {len(statistics.series)} statistics on {len(nodes)} nodes"
+            if compare is not None:
+                stats_note += ", compared"
+    elif args.compare:
+        raise _UsageError("--compare needs the html format")
     elif fmt == "json":
         from summarylib.graph.view.json_export import json_text, view_to_json
 
@@ -212,8 +239,43 @@ def _view(args: argparse.Namespace) -> int:
     written = _write(text, args.output, "graph.html" if fmt == "html" else None)
     if written is not None:
         ops = sum(1 for n in view.nodes.values() if n.kind == "op")
-        print(f"wrote {written} ({fmt}, {ops} ops) from {loaded.description}")
+        print(f"wrote {written} ({fmt}, {ops} ops{stats_note}) from {loaded.description}")
     return 0
+
+
+def _statistics(args: argparse.Namespace, loaded: LoadedGraph,
+                view: GraphView) -> tuple[Any, Any]:
+    """The page's statistics (None without any) and the compared run's (None without)."""
+    from summarylib.graph.view.sources import load_graph
+    from summarylib.graph.view.statistics import check_graphs_match, read_statistics
+    from summarylib.reader.runs import is_event_file, is_logdir
+
+    if args.no_statistics:
+        if args.compare:
+            raise _UsageError("--compare and --no-statistics exclude each other")
+        return None, None
+    summaries = is_logdir(loaded.path) or is_event_file(os.path.basename(loaded.path))
+    if not summaries:  # a GraphDef file: no summaries in it
+        if args.compare or args.statistics_run:
+            raise _UsageError("statistics need a logdir or an event file as INPUT")
+        return None, None
+    try:
+        stats = read_statistics(loaded.path, view, run=args.statistics_run or loaded.run)
+    except ValueError as e:
+        raise _UsageError(str(e)) from None
+    if not args.compare:
+        return (stats if stats.series else None), None
+    other = load_graph(args.compare, run=args.compare_run, tag=args.tag)
+    other_view = _build(other, args, diff=False)
+    check_graphs_match(view, other_view)
+    try:
+        compare = read_statistics(args.compare, view, run=args.compare_run or other.run)
+    except ValueError as e:
+        raise _UsageError(str(e)) from None
+    stats.run = f"{args.input}" + (f" ({stats.run})" if stats.run not in (None, ".") else "")
+    compare.run = f"{args.compare}" + (f" ({compare.run})" if compare.run not in (None, ".")
+                                       else "")
+    return stats, compare
 
 
 def _list(path: str, list_graphs: Any) -> int:

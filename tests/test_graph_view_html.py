@@ -26,7 +26,7 @@ import pytest
 from summarylib.graph import Graph, Node, TensorSpec
 from summarylib.graph.view import GraphView, GroupNode, OpNode, build_view
 from summarylib.graph.view import layout as lay
-from summarylib.graph.view.html_export import embed_json, view_to_html
+from summarylib.graph.view.html_export import PLUGIN_SCRIPTS, embed_json, view_to_html
 from tests import graph_models as gm
 from tests.browser import chromium_page, wait_until
 
@@ -220,13 +220,15 @@ def test_html_is_one_self_contained_file() -> None:
     urls = set(re.findall(r"[a-z]+://[^\s\"')]+", page))
     assert urls <= {"http://www.w3.org/2000/svg"}, urls
     assert "@import" not in page and "@font-face" not in page
-    # Exactly our two inline scripts (the data block and the viewer), the CSP pins both.
+    # Only our inline scripts (the data block, the viewer and its plugins); the CSP pins
+    # each one that runs.
     scripts = re.findall(r"<script([^>]*)>(.*?)</script>", page, re.S)
-    assert [a for a, _ in scripts] == [' type="application/json" id="graph-data"', ""]
+    assert [a for a, _ in scripts] == [' type="application/json" id="graph-data"', "", "", ""]
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
     assert csp and "default-src 'none'" in csp.group(1)
-    digest = base64.b64encode(hashlib.sha256(scripts[1][1].encode()).digest()).decode()
-    assert f"'sha256-{digest}'" in csp.group(1)
+    for _, body in scripts[1:]:
+        digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+        assert f"'sha256-{digest}'" in csp.group(1)
     assert "<title>&lt;img src=x onerror=window.__pwned=1&gt;</title>" in page
     with pytest.raises(ValueError, match="colour"):
         view_to_html(build_view(_blocks_graph()), colour="rainbow")
@@ -411,7 +413,8 @@ def test_hostile_names_and_attrs_stay_text(tmp_path: Path, artifacts: Path) -> N
     )
     view = build_view(g)
     html = view_to_html(view, title=EVIL_SCRIPT)
-    assert html.count("</script>") == 2  # the data block's and the viewer's end tags
+    # The data block's, the viewer's and its plugins' end tags.
+    assert html.count("</script>") == 2 + len(PLUGIN_SCRIPTS)
     with _opened(html, tmp_path / "hostile.html") as page:
         assert EVIL_IMG in _top_names(page)
         page.evaluate("window.summarylibViewer.expand('scope')")
@@ -438,7 +441,8 @@ def test_hostile_names_and_attrs_stay_text(tmp_path: Path, artifacts: Path) -> N
         assert page.evaluate("document.title") == EVIL_SCRIPT
         assert page.evaluate("typeof window.__pwned") == "undefined"
         assert page.locator("img").count() == 0
-        assert page.evaluate("document.querySelectorAll('script').length") == 2
+        scripts = page.evaluate("document.querySelectorAll('script').length")
+        assert scripts == 2 + len(PLUGIN_SCRIPTS)
 
 
 def test_search_opens_the_groups_down_to_the_match(tmp_path: Path) -> None:

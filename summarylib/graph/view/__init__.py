@@ -3,9 +3,11 @@
 :func:`build_view` turns an IR :class:`~summarylib.graph.Graph`, a ``GraphDef`` (ours or
 TensorFlow's) or its bytes into a :class:`GraphView`: the hierarchy TensorBoard's graph
 dashboard builds (scopes, series, metaedges, templates, side panels), which the exports
-turn into JSON (:func:`view_to_json`), HTML, DOT or SVG. :class:`ViewOptions` selects the
-transformations; ``ViewOptions(group_series=False, template_order="tensorboard")``
-(:data:`TENSORBOARD`) is exactly the dashboard's view.
+turn into JSON (:func:`view_to_json`), HTML, DOT or SVG. :func:`read_statistics` joins a
+run's training statistics to a view, for ``view_to_html(view, statistics=...)``.
+:class:`ViewOptions` selects the transformations;
+``ViewOptions(group_series=False, template_order="tensorboard")`` (:data:`TENSORBOARD`) is
+exactly the dashboard's view.
 
 Importing this package loads neither numpy nor protobuf.
 """
@@ -38,6 +40,11 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
         load_graph,
         load_graph_source,
     )
+    from summarylib.graph.view.statistics import (
+        GraphStatistics,
+        check_graphs_match,
+        read_statistics,
+    )
 
 # Exports of the other modules, loaded on first use (they pull in more code).
 _LAZY = {
@@ -53,6 +60,9 @@ _LAZY = {
     "load_graph": "summarylib.graph.view.sources",
     "apply_compute_times": "summarylib.graph.view.sources",
     "GraphSourceError": "summarylib.graph.view.sources",
+    "GraphStatistics": "summarylib.graph.view.statistics",
+    "read_statistics": "summarylib.graph.view.statistics",
+    "check_graphs_match": "summarylib.graph.view.statistics",
 }
 
 
@@ -71,6 +81,7 @@ __all__ = [
     "Embedding",
     "GraphDiff",
     "GraphSourceError",
+    "GraphStatistics",
     "GraphView",
     "GroupNode",
     "Metaedge",
@@ -79,12 +90,14 @@ __all__ = [
     "ViewOptions",
     "apply_compute_times",
     "build_view",
+    "check_graphs_match",
     "diff_to_html",
     "diff_to_json",
     "diff_to_text",
     "diff_views",
     "load_graph",
     "load_graph_source",
+    "read_statistics",
     "view_to_dot",
     "view_to_html",
     "view_to_json",

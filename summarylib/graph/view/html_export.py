@@ -19,7 +19,7 @@ import base64
 import hashlib
 import html
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from summarylib.graph._gc import gc_paused
 from summarylib.graph.view.json_export import json_text, view_to_json
@@ -34,10 +34,16 @@ from summarylib.graph.view.layout import (
 )
 from summarylib.graph.view.model import GraphView
 
+if TYPE_CHECKING:
+    from summarylib.graph.view.statistics import GraphStatistics
+
 __all__ = ["COLOUR_MODES", "embed_json", "view_to_html"]
 
 #: The colour modes of the viewer's selector.
 COLOUR_MODES = ("structure", "device", "compute_time", "none")
+#: Scripts and style sheets loaded after the viewer's own: they use its plugin interface.
+PLUGIN_SCRIPTS = ("stats.js", "export.js")
+PLUGIN_STYLES = ("plugins.css",)
 
 
 def _asset(name: str) -> str:
@@ -62,21 +68,37 @@ def _sha256(text: str) -> str:
     return base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
 
 
-def view_to_html(view: GraphView, title: str | None = None, colour: str = "structure") -> str:
+def view_to_html(view: GraphView, title: str | None = None, colour: str = "structure",
+                 statistics: GraphStatistics | None = None,
+                 compare: GraphStatistics | None = None) -> str:
     """A self-contained HTML page showing ``view`` (see the module docstring).
 
     ``colour`` is the colour mode selected at first: ``"structure"`` (groups of one
     template share a colour, unique groups are grey), ``"device"``, ``"compute_time"``
     (when ops have ``compute_time_us``) or ``"none"``. The layout direction is
     ``view.options["rankdir"]`` (``"BT"``: inputs at the bottom).
+
+    ``statistics`` (from :func:`~summarylib.graph.view.statistics.read_statistics` on
+    this view) adds the statistics overlay: colour by a statistic at a step, a step
+    slider, a sparkline per selected node; ``compare``, a second run's statistics on the
+    same graph, adds its values and the difference.
     """
     if colour not in COLOUR_MODES:
         raise ValueError(f"colour must be one of {COLOUR_MODES}, not {colour!r}")
+    if compare is not None and statistics is None:
+        raise ValueError("compare needs statistics (the first run) too")
     with gc_paused():
-        return _html(view, title, colour)
+        stats_json = None
+        if statistics is not None:
+            from summarylib.graph.view.statistics import statistics_to_json
+
+            runs = [statistics] if compare is None else [statistics, compare]
+            stats_json = statistics_to_json(view, runs)
+        return _html(view, title, colour, stats_json)
 
 
-def _html(view: GraphView, title: str | None, colour: str) -> str:
+def _html(view: GraphView, title: str | None, colour: str,
+          stats_json: dict[str, Any] | None = None) -> str:
     page_title = title if title is not None else "Graph"
     payload = {
         "title": page_title,
@@ -94,10 +116,14 @@ def _html(view: GraphView, title: str | None, colour: str) -> str:
     }
     script = _asset("viewer.js")
     style = _asset("viewer.css")
+    plugins = [_asset(name) for name in PLUGIN_SCRIPTS]
+    plugin_styles = [_asset(name) for name in PLUGIN_STYLES]
+    script_hashes = " ".join(f"'sha256-{_sha256(s)}'" for s in [script, *plugins])
+    style_hashes = " ".join(f"'sha256-{_sha256(s)}'" for s in [style, *plugin_styles])
     csp = (
         "default-src 'none'; "
-        f"script-src 'sha256-{_sha256(script)}'; "
-        f"style-src 'sha256-{_sha256(style)}'; "
+        f"script-src {script_hashes}; "
+        f"style-src {style_hashes}; "
         "img-src data:; base-uri 'none'; form-action 'none'"
     )
     return "".join(
@@ -107,10 +133,16 @@ def _html(view: GraphView, title: str | None, colour: str) -> str:
             f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n',
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
             f"<title>{html.escape(page_title)}</title>\n",
-            f"<style>{style}</style>\n</head>\n<body>\n",
+            f"<style>{style}</style>\n",
+            *[f"<style>{s}</style>\n" for s in plugin_styles],
+            "</head>\n<body>\n",
             '<script type="application/json" id="graph-data">',
             embed_json(payload),
             "</script>\n",
-            f"<script>{script}</script>\n</body>\n</html>\n",
+            *(['<script type="application/json" id="graph-statistics">',
+               embed_json(stats_json), "</script>\n"] if stats_json is not None else []),
+            f"<script>{script}</script>\n",
+            *[f"<script>{s}</script>\n" for s in plugins],
+            "</body>\n</html>\n",
         ]
     )

@@ -19,6 +19,11 @@
  * rendered, frame} in ms since navigation start; expand(name), collapse(name),
  * reveal(name), zoomTo(name), setColour(mode), expanded() -> [names], boxes() ->
  * [[name, [x, y, w, h]], ...] (centre-based, layout pixels, the root as "").
+ * Plugins (the page's other scripts) use registerNodeStyle(fn) (fn(name) -> {fill?,
+ * title?} or null, asked whenever a node is drawn), redraw() (the styles again, on the
+ * nodes drawn), svgElement(),
+ * onSelect(cb) (cb(name) on a click or search pick), nodeInfo(name) -> {id, path, kind:
+ * op|group|series, children?} and addPanel(title, element) (a box at the top left).
  */
 (function () {
   "use strict";
@@ -271,7 +276,15 @@
     gradients.appendChild(grad);
     return "url(#" + id + ")";
   }
+  // Plugins (window.summarylibViewer.registerNodeStyle): the first style given wins.
+  const NODE_STYLES = [], SELECT_HANDLERS = [];
+  function pluginStyle(name) {
+    for (const fn of NODE_STYLES) { const s = fn(name); if (s) return s; }
+    return null;
+  }
   function fillOf(n) {
+    const ps = NODE_STYLES.length ? pluginStyle(n.name) : null;
+    if (ps && ps.fill) return ps.fill;
     if (colourMode === "structure") {
       if (n.kind === "op") return OP_FILL;
       return (n.template !== null && n.template !== undefined && TEMPLATE_COLOUR.get(n.template)) || UNIQUE;
@@ -354,6 +367,8 @@
   stage.appendChild(svg);
   const card = htmlEl("div", { id: "card" });
   stage.appendChild(card);
+  const panels = htmlEl("div", { id: "panels" });
+  stage.appendChild(panels);
   const legend = htmlEl("div", { id: "legend" });
   stage.appendChild(legend);
   // One tooltip for everything (a <title> per node and edge doubles a big DOM).
@@ -665,6 +680,20 @@
     drawLegend();
   }
 
+  function restyle() {
+    // Plugins' styles changed, nothing else: new fills on the drawn nodes, in place (a
+    // slider scrubbing through steps must not rebuild the drawing). Device fills are
+    // gradients made while drawing: that mode draws again.
+    if (colourMode === "device") { draw(); return; }
+    for (const [name, g] of ELEM) {
+      const fill = fillOf(NODE.get(name));
+      for (const el of g.querySelectorAll(":scope > .shape, :scope > .stack, :scope > .frame")) {
+        if (el.getAttribute("fill") !== fill) el.setAttribute("fill", fill);
+      }
+      if (!g.classList.contains("expanded")) g.classList.toggle("dark", isDark(fill));
+    }
+  }
+
   function drawLegend() {
     legend.replaceChildren();
     const item = (col, text) => {
@@ -781,6 +810,8 @@
     const g = target.closest("[data-name]");
     const n = g && NODE.get(g.getAttribute("data-name"));
     if (!n) return null;
+    const ps = NODE_STYLES.length ? pluginStyle(n.name) : null;
+    if (ps && ps.title) return ps.title;
     if (n.kind === "op") return n.name + " (" + n.op + ")";
     if (n.kind === "series") return n.name + " (" + n.series.ids.length + " \u00d7 " + n.series.op + ")";
     return n.name + " (" + n.cardinality + " ops)";
@@ -841,6 +872,7 @@
       toggle(name);
     }
     showCard(n);
+    for (const cb of SELECT_HANDLERS) cb(name);
   });
   colourSelect.addEventListener("change", () => { colourMode = colourSelect.value; render(); });
   fitButton.addEventListener("click", () => fitView(false));
@@ -883,6 +915,7 @@
     results.classList.remove("open");
     reveal(name);
     showCard(NODE.get(name));
+    for (const cb of SELECT_HANDLERS) cb(name);
   }
   results.addEventListener("click", (ev) => {
     const b = ev.target.closest("button");
@@ -1010,6 +1043,25 @@
     expanded() { return Array.from(expanded); },
     // Absolute boxes [x, y, w, h] (centre-based) of every visible node, in layout pixels.
     boxes() { return Array.from(scene.abs); },
+    // Plugin interface: node styles, redraw, the live SVG, selection, info, side panels.
+    registerNodeStyle(fn) { NODE_STYLES.push(fn); },
+    redraw() { restyle(); },
+    svgElement() { return svg; },
+    onSelect(cb) { SELECT_HANDLERS.push(cb); },
+    nodeInfo(name) {
+      const n = NODE.get(name);
+      if (!n) return null;
+      const info = { id: name, path: name, kind: n.kind === "op" ? "op" : n.kind === "series" ? "series" : "group" };
+      if (n.kind !== "op") info.children = n.children.map((c) => c.name);
+      return info;
+    },
+    addPanel(title, element) {
+      const p = htmlEl("section", { class: "plugin-panel" });
+      p.appendChild(htmlEl("h3", null, title));
+      p.appendChild(element);
+      panels.appendChild(p);
+      return p;
+    },
   };
   Object.defineProperty(window, "summarylibViewer", { value: api });
   requestAnimationFrame(() => requestAnimationFrame(() => { api.timing.frame = performance.now(); }));
