@@ -138,6 +138,14 @@ def _fmt_time(t: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) + f".{int(t % 1 * 1000):03d}"
 
 
+def _printable(text: str) -> str:
+    """``text`` with control characters escaped (``\\x1b``, ``\\n``): a tag from an
+    untrusted file must not move the terminal's cursor or forge lines of the listing."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _print_inspect(stats: dict[str, RunStats], out: TextIO) -> None:
     if not stats:
         print("no event files found", file=out)
@@ -149,7 +157,8 @@ def _print_inspect(stats: dict[str, RunStats], out: TextIO) -> None:
             print(f"  file_version: {version}{times}", file=out)
         for key, n in sorted(rs.other.items()):
             print(f"  {key}: {n}", file=out)
-        width = max([len(t) for t in rs.tags] + [3])
+        shown = {name: _printable(name) for name in rs.tags}
+        width = max([len(t) for t in shown.values()] + [3])
         if rs.tags:
             print(
                 f"  {'tag':<{width}}  {'plugin':<12} {'count':>7}  {'steps':<21}"
@@ -159,7 +168,7 @@ def _print_inspect(stats: dict[str, RunStats], out: TextIO) -> None:
         for name, t in sorted(rs.tags.items()):
             steps = f"{t.min_step}..{t.max_step}"
             print(
-                f"  {name:<{width}}  {t.plugin:<12} {t.count:>7}  {steps:<21}"
+                f"  {shown[name]:<{width}}  {_printable(t.plugin):<12} {t.count:>7}  {steps:<21}"
                 f"  {_fmt_time(t.first_wall_time)} / {_fmt_time(t.last_wall_time)}",
                 file=out,
             )

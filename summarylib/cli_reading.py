@@ -108,7 +108,13 @@ def _export(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         raise
     except OSError as e:
-        print(f"error: cannot write {out}: {e.strerror or e}", file=sys.stderr)
+        # An input that cannot be read names the input, not the output.
+        name = getattr(e, "filename", None)
+        if name is not None and (to_stdout or os.path.abspath(os.fspath(name)) !=
+                                 os.path.abspath(out)):
+            print(f"error: cannot read {os.fspath(name)}: {e.strerror or e}", file=sys.stderr)
+        else:
+            print(f"error: cannot write {out}: {e.strerror or e}", file=sys.stderr)
         return 2
     finally:
         bar.close()

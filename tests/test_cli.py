@@ -205,3 +205,28 @@ def test_inspect_export_and_plot_take_one_event_file(
     data = json.loads(capsys.readouterr().out)
     assert data["."]["file_versions"] == {"brain.Event:2": 1}
     assert "file_version" not in data["."]["other"]
+
+
+def test_inspect_escapes_control_characters_of_tags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A tag from an untrusted file must not clear the terminal or forge a line.
+    with sl.create_file_writer(tmp_path) as w, w.as_default():
+        sl.scalar("evil\x1b[2Jtag\nforged", 1.0, step=0)
+    assert main(["inspect", os.fspath(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    assert "evil\\x1b[2Jtag\\nforged" in out
+    assert not any(line.startswith("forged") for line in out.splitlines())
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs Linux's /proc")
+def test_export_names_an_unreadable_input_not_the_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out.csv"
+    # /proc/self/mem cannot be read from its start (EIO): an input that fails mid-read.
+    assert main(["export", "/proc/self/mem", "-o", os.fspath(out)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot read /proc/self/mem" in err
+    assert "cannot write" not in err

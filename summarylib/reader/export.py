@@ -52,7 +52,12 @@ def export_scalars(
     target: str | IO[Any] = os.fspath(out) if isinstance(out, (str, os.PathLike)) else out
     if format == "parquet":
         return _parquet(logdir, target, tags, runs, progress, follow_links)
-    data = read_columns(logdir, ("scalars",), tags, runs, follow_links=follow_links)
+    try:
+        data = read_columns(logdir, ("scalars",), tags, runs, follow_links=follow_links)
+    except OSError as e:
+        if e.filename is None:  # say which side failed: the input, not the output
+            e.filename = os.fspath(logdir)
+        raise
     rows = 0
     with (
         open(target, "w", newline="", encoding="utf-8") if isinstance(target, str)
