@@ -834,3 +834,27 @@ def test_device_pr_counts_equal_the_host_counts(
     bad = pr_bucket_table(torch.from_numpy(labels.astype(np.float32) * 2 - 0.5),
                           torch.from_numpy(predictions), t)
     assert bad is not None and bad.result()[-1] == 40  # labels not 0/1, counted for the error
+
+
+def test_every_lost_device_value_is_named_in_one_report(tmp_path: Path) -> None:
+    # Arrays deleted before the writer thread reads them are lost (documented); the one
+    # report the caller gets says how many and names the first few by tag and step.
+    jnp = pytest.importorskip("jax.numpy", reason="needs JAX")
+    import jax
+
+    double = jax.jit(lambda v: v * 2)
+    xs = [double(jnp.float32(i)) for i in range(9)]
+    w = sl.create_file_writer(tmp_path, max_queue=10**6, flush_millis=10**9)
+    with w.as_default():
+        for i, x in enumerate(xs):
+            sl.scalar(f"t{i}", x, step=i)
+        for x in xs:
+            x.delete()
+        with pytest.raises(sl.SummaryError) as raised:
+            w.flush()
+    message = str(raised.value)
+    assert "9 events were lost" in message
+    for i in range(5):
+        assert f"'t{i}' at step {i}" in message
+    assert "and 4 more" in message
+    w.close()  # told already: nothing more to report

@@ -247,6 +247,7 @@ class BufferedEventWriter:
                 failed = worker.round_error(ticket)
             own = gate.failures.covered(target)
             if gate.failures.pending is not None:
+                gate.failures.fold(own)
                 gate.surface_error()
             elif own is not None:
                 gate.failures.report(own)
@@ -383,6 +384,7 @@ class BufferedEventWriter:
             gate.wait(lambda: worker.finished, deadline, "closing", timeout)
             failures = gate.failures
             own = failures.covered(worker.taken + len(self._queue))
+            failures.fold(own)
             err = None  # a concurrent close() reported the parked error
             if not gate.closed:
                 gate.closed = True

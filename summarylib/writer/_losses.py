@@ -29,7 +29,7 @@ from typing import Literal
 
 from summarylib.errors import SummaryError, WriteFailedError
 
-__all__ = ["KEEP", "Failures", "LossLedger", "again", "write_failed"]
+__all__ = ["KEEP", "NAMED", "Failures", "LossLedger", "again", "one_report", "write_failed"]
 
 #: How many loss records a ledger keeps before forgetting the oldest.
 KEEP = 4096
@@ -75,15 +75,17 @@ class LossLedger:
         return [(first, end) for first, end, _ in self._ranges]
 
     def take_unreported(self, target: int) -> BaseException | None:
-        """The first loss among events ``[0, target)`` not yet reported to this thread.
+        """The losses among events ``[0, target)`` not yet reported to this thread, as one
+        exception (see :func:`one_report`), or None when there is none.
 
         Every such loss counts as reported to the calling thread from now on (the caller
-        raises or warns once for all of them). None when there is none.
+        raises or warns once for all of them).
         """
         told = self._told
-        found: BaseException | None = None
+        found: list[BaseException] = []
         if told.low < self._forgotten:
-            found = self._last_forgotten
+            if self._last_forgotten is not None:
+                found.append(self._last_forgotten)
             told.low = self._forgotten
             told.above = {i for i in told.above if i >= told.low}
         for index in range(told.low, len(self)):
@@ -92,12 +94,11 @@ class LossLedger:
             first, _end, error = self._ranges[index - self._forgotten]
             if first < target:
                 told.above.add(index)
-                if found is None:
-                    found = error
+                found.append(error)
         while told.low in told.above:
             told.above.discard(told.low)
             told.low += 1
-        return found
+        return one_report(found)
 
 
 class Failures:
@@ -124,8 +125,22 @@ class Failures:
         ``[0, events)`` recorded so far (its later flush()/close() do not repeat them)."""
         error, self.pending = self.pending, None
         if error is not None:
-            self.ledger.take_unreported(events)
+            losses = self.ledger.take_unreported(events)
+            if losses is not None and losses is not error and not isinstance(
+                error, WriteFailedError
+            ):
+                # Several events lost (device values deleted before they were read, say):
+                # the report names them all, not only the one parked first.
+                error = losses if str(error) in str(losses) else one_report([error, losses])
         return error
+
+    def fold(self, own: BaseException | None) -> None:
+        """Make the pending failure also name the losses ``own`` (this thread's, from
+        :meth:`covered`), so that the one report a caller gets names every lost event."""
+        pending = self.pending
+        if own is None or pending is None or isinstance(pending, WriteFailedError):
+            return
+        self.pending = own if str(pending) in str(own) else one_report([pending, own])
 
     def covered(self, target: int) -> BaseException | None:
         """A fresh copy of the first loss among ``[0, target)`` this thread was not told
@@ -148,6 +163,34 @@ def write_failed(path: str, cause: BaseException) -> WriteFailedError:
     err = WriteFailedError(path, cause)
     err.__cause__ = cause
     return err
+
+
+#: How many lost events a combined report names one by one.
+NAMED = 5
+
+
+def one_report(errors: list[BaseException]) -> BaseException | None:
+    """One exception for the losses ``errors`` (oldest first) reported to a caller at once.
+
+    One loss: itself. Several: a :class:`SummaryError` that says how many and names the
+    first :data:`NAMED` (each a lost event's tag and step, or a failed write's file), with
+    the first as its cause; a write failure among them keeps its own type, first.
+    """
+    if not errors:
+        return None
+    if len(errors) == 1:
+        return errors[0]
+    for e in errors:
+        if isinstance(e, WriteFailedError):
+            return e  # the file failed: its message names what the caller must look at
+    names = [str(e) for e in errors[:NAMED]]
+    more = len(errors) - len(names)
+    tail = f"; and {more} more" if more else ""
+    combined = SummaryError(
+        f"summarylib: {len(errors)} events were lost: " + "; ".join(names) + tail
+    )
+    combined.__cause__ = errors[0]
+    return combined
 
 
 def again(error: BaseException) -> BaseException:
