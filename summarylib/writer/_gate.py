@@ -30,6 +30,10 @@ __all__ = ["POLL_SECS", "WriterGate"]
 POLL_SECS = 0.05
 
 
+#: How long a call whose deadline has passed still waits for the (briefly held) lock.
+_LOCK_GRACE_SECS = 0.05
+
+
 class WriterGate:
     """The open/closed state, failures and waits of one buffered writer.
 
@@ -166,7 +170,10 @@ class WriterGate:
         The lock is only held briefly (no I/O under it), but a caller with a deadline
         never waits for it beyond that deadline either (``TimeoutError``).
         """
-        wait = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
+        # Past the deadline it still waits a moment: the lock is held only briefly (the
+        # writer thread takes it between batches), and a writer that is done must not
+        # fail a flush only because its thread held the lock at that instant.
+        wait = -1.0 if deadline is None else max(_LOCK_GRACE_SECS, deadline - time.monotonic())
         if not self._lock.acquire(timeout=wait):
             raise TimeoutError(f"{doing} {self.worker.name} took longer than {timeout} s")
         self._waiting.add(threading.get_ident())
