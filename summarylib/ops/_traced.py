@@ -77,14 +77,6 @@ class collecting:  # a context manager, used as `with collecting(c):`
         _local.state.condition = self._saved
 
 
-def _holds_tracer(value: object) -> bool:
-    if is_tracer(value):
-        return True
-    if isinstance(value, Mapping):  # scalars({...}), hparams-like mappings
-        return any(map(is_tracer, value.values()))
-    return False
-
-
 def record_traced(
     op: Callable[..., Any], where: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]
 ) -> bool:
