@@ -5,10 +5,10 @@ leaving ``as_default()`` writes the block's events, ``summary_scope(None)``, cor
 
 from __future__ import annotations
 
-import gc
 import glob
 import os
-from collections import Counter
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,32 +67,46 @@ def test_write_raw_pb_of_bytes_that_are_no_summary_is_a_data_loss_error(tmp_path
     assert _scalar_steps(_files(tmp_path)[0]) == []
 
 
+_LEAK_PROBE = """
+import gc, sys
+from collections import Counter
+import summarylib as sl
+
+logdir = sys.argv[1]
+outer = sl.create_file_writer(logdir + "/outer")
+
+def once():
+    with sl.create_file_writer(logdir).as_default():
+        sl.write("tag", 1, step=0)
+    with outer.as_default(step=0):
+        inner = sl.create_file_writer(logdir)
+        with inner.as_default():
+            sl.scalar("x", 1.0)
+        del inner
+
+for _ in range(3):  # warm: imports, caches
+    once()
+gc.collect()
+old = gc.get_objects()
+old_ids = set(map(id, old))
+for _ in range(5):
+    once()
+gc.collect()
+now = gc.get_objects()
+left = Counter(type(o).__name__ for o in now
+               if id(o) not in old_ids and o is not old and o is not old_ids)
+del old, now
+outer.close()
+print(dict(left))
+"""
+
+
 def test_writers_made_and_dropped_in_a_block_leave_nothing_behind(tmp_path: Path) -> None:
     # testNoMemoryLeak_eagerMode, and a writer made and dropped inside another's block:
     # no object the calls made outlives them (the objects before are kept alive, so no
-    # new object can reuse an old one's id).
-    outer = sl.create_file_writer(tmp_path / "outer")
-
-    def once() -> None:
-        with sl.create_file_writer(tmp_path).as_default():
-            sl.write("tag", 1, step=0)
-        with outer.as_default(step=0):
-            inner = sl.create_file_writer(tmp_path)
-            with inner.as_default():
-                sl.scalar("x", 1.0)
-            del inner
-
-    for _ in range(3):  # warm: imports, caches
-        once()
-    gc.collect()
-    old = gc.get_objects()
-    old_ids = set(map(id, old))
-    for _ in range(5):
-        once()
-    gc.collect()
-    now = gc.get_objects()
-    left = Counter(type(o).__name__ for o in now
-                   if id(o) not in old_ids and o is not old and o is not old_ids)
-    del old, now
-    assert not left, left
-    outer.close()
+    # new object can reuse an old one's id). In a fresh interpreter: in the test process,
+    # objects made meanwhile by other tests' background threads would be counted too.
+    done = subprocess.run([sys.executable, "-c", _LEAK_PROBE, str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "{}", done.stdout
