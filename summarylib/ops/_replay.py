@@ -57,6 +57,8 @@ def replay(call: TracedCall, values: list[Any], writer: DefaultWriter, step: Any
     with ``sync_device_values=True``), and a ``record_if`` condition is read with them on
     the writer thread.
     """
+    if call.gated and device_kind(values[-1]) is None and not bool(values[-1]):
+        return False  # a host condition (a callback's, a CPU tensor's) that is false
     arguments = dict(call.arguments)
     for (key, inner), value in zip(call.positions, values, strict=False):
         if inner is None:

@@ -1,0 +1,163 @@
+"""Summaries from inside a ``torch.compile``'d training step, beside torch's own writer.
+
+    python bench/compiled_torch.py            # ~3 min on 2 cores
+    python bench/compiled_torch.py --quick
+
+An MLP training step compiled with ``torch.compile`` (inductor, CPU) that logs loss and
+accuracy every step and a histogram of every parameter every 100 steps. Modes:
+
+* ``none``: the compiled step, no logging (the reference);
+* ``summarylib``: ``sl.scalar``/``sl.histogram`` called inside the compiled step
+  (``fullgraph=True``), histograms under ``record_if(step % 100 == 0)`` on a tensor step;
+* ``torch_item``: torch's ``SummaryWriter.add_scalar(tag, loss.item())`` after the step
+  (the compiled step returns loss and accuracy; ``item()`` waits for them);
+* graph breaks: ``torch._dynamo.explain`` of the step with our ops and with torch's
+  ``add_scalar`` inside it; recompiles: dynamo's counters over every step run.
+
+Short blocks of every mode alternate over rounds; each mode's rate is divided by the
+``none`` block of the same round and the median of those ratios is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch
+from torch._dynamo.utils import counters
+
+import summarylib as sl
+
+HIST_EVERY = 100
+
+
+def make_model() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256), torch.nn.ReLU(),
+        torch.nn.Linear(256, 10),
+    )
+
+
+def train_fns(model: torch.nn.Module) -> dict[str, Any]:
+    # The compiled region: forward, loss and accuracy (and the logging); backward and the
+    # optimizer step run outside it, as usual with torch.compile on a module's forward.
+    params = list(model.parameters())
+    names = [n for n, _ in model.named_parameters()]
+
+    def plain(x: Any, y: Any, step: Any) -> Any:
+        logits = model(x)
+        loss = torch.nn.functional.cross_entropy(logits, y)
+        acc = (logits.argmax(-1) == y).float().mean()
+        return loss, acc
+
+    def logged(x: Any, y: Any, step: Any) -> Any:
+        loss, acc = plain(x, y, step)
+        sl.scalar("loss", loss, step=step)
+        sl.scalar("accuracy", acc, step=step)
+        with sl.record_if(step % HIST_EVERY == 0):
+            for n, p in zip(names, params, strict=True):
+                sl.histogram(n, p, step=step)
+        return loss, acc
+
+    return {"plain": plain, "logged": logged}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    warnings.simplefilter("ignore")
+    rounds, block = (5, 100) if args.quick else (15, 200)
+    model = make_model()
+    fns = train_fns(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+
+    def train(fn: Any, i: int) -> tuple[Any, Any]:
+        loss, acc = fn(x, y, torch.tensor(i))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.detach(), acc
+    x = torch.randn(128, 64)
+    y = torch.randint(0, 10, (128,))
+    tmp = Path(tempfile.mkdtemp())
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+
+        tb = SummaryWriter(str(tmp / "torch"))
+        ours = sl.create_file_writer(str(tmp / "ours"))
+
+        def torch_inside(xx: Any, yy: Any, step: Any) -> Any:
+            loss, acc = fns["plain"](xx, yy, step)
+            tb.add_scalar("loss", loss.item(), int(step))
+            return loss, acc
+
+        with ours.as_default():
+            breaks_ours = torch._dynamo.explain(fns["logged"])(x, y, torch.tensor(0))
+        breaks_torch = torch._dynamo.explain(torch_inside)(x, y, torch.tensor(0))
+        torch._dynamo.reset()
+        counters.clear()
+        none = torch.compile(fns["plain"], fullgraph=True)
+        logged = torch.compile(fns["logged"], fullgraph=True)
+
+        def run_none(i: int) -> None:
+            train(none, i)
+
+        def run_ours(i: int) -> None:
+            with ours.as_default():
+                train(logged, i)
+
+        def run_torch(i: int) -> None:
+            loss, acc = train(none, i)
+            tb.add_scalar("loss", loss.item(), i)
+            tb.add_scalar("accuracy", acc.item(), i)
+            if i % HIST_EVERY == 0:
+                for n, p in model.named_parameters():
+                    tb.add_histogram(n, p.detach(), i)
+
+        modes = {"none": run_none, "summarylib": run_ours, "torch_item": run_torch}
+        for run in modes.values():  # compile first
+            run(0)
+        graphs_after_warmup = counters["stats"]["unique_graphs"]
+        ratios: dict[str, list[float]] = {m: [] for m in modes}
+        step = 1
+        total = 0
+        for _ in range(rounds):
+            got = {}
+            for m, run in modes.items():
+                t0 = time.perf_counter()
+                for _ in range(block):
+                    run(step)
+                    step += 1
+                got[m] = block / (time.perf_counter() - t0)
+            total += block
+            for m in modes:
+                ratios[m].append(got[m] / got["none"])
+        recompiles = counters["stats"]["unique_graphs"] - graphs_after_warmup
+        tb.close()
+        ours.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"torch {torch.__version__}, inductor on the CPU, {rounds} rounds of {block} steps")
+    print(f"graph breaks (graphs): summarylib ops inside the step "
+          f"{breaks_ours.graph_break_count} ({breaks_ours.graph_count}), torch's "
+          f"add_scalar(loss.item()) inside it {breaks_torch.graph_break_count} "
+          f"({breaks_torch.graph_count})")
+    print(f"new graphs after the first call, over {total * len(modes)} calls: {recompiles}")
+    print(f"{'mode':<12} {'÷ none (median of rounds)':>28}")
+    for m in modes:
+        print(f"{m:<12} {statistics.median(ratios[m]):>28.3f}")
+
+
+if __name__ == "__main__":
+    main()
