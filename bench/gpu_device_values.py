@@ -12,7 +12,12 @@ repetition (medians over ``--reps``):
   tensors themselves, every call inside ``torch.cuda.set_sync_debug_mode("error")``,
   which raises on a synchronizing call: the run itself proves that no call waited;
 * ``torch.utils.tensorboard`` and ``tensorboardX``: ``add_scalar`` and
-  ``add_histogram`` on the same tensors (they convert on the caller's thread).
+  ``add_histogram`` on the same tensors (they convert on the caller's thread);
+* compiled steps (``torch.compile(fullgraph=True)`` of the forward and loss, inductor):
+  ``compiled, no logging`` and ``compiled, summarylib`` (``sl.scalar`` inside the
+  compiled region, the histograms under ``record_if(step % 100 == 0)`` on a device step);
+  on CUDA also ``compiled CUDA graphs, summarylib`` (``mode="reduce-overhead"``): its
+  rate, or the error the compile gave (the run reports which).
 
 After the summarylib run the written values are checked against copies made on the
 device at each call (``clone()``, queued like the capture): the loss values equal, and
@@ -94,8 +99,32 @@ def make_model(device: torch.device) -> tuple[torch.nn.Module, Any, Any, Any]:
     return model, opt, x, y
 
 
+COMPILED = {"compiled, no logging": "default", "compiled, summarylib": "default",
+            "compiled CUDA graphs, summarylib": "reduce-overhead"}
+
+
+def compiled_step(model: torch.nn.Module, mode: str, hist_every: int) -> Any:
+    """The forward and loss compiled as one region, logging inside it when ``mode`` says."""
+    names = [n for n, _ in model.named_parameters()]
+    params = list(model.parameters())
+    logs = "summarylib" in mode
+
+    def forward(x: Any, y: Any, step: Any) -> Any:
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        if logs:
+            sl.scalar("loss", loss, step=step)
+            with sl.record_if(step % hist_every == 0):
+                for n, p in zip(names, params, strict=True):
+                    sl.histogram(f"weights/{n}", p, step=step)
+        return loss
+
+    return torch.compile(forward, fullgraph=True, mode=COMPILED[mode])
+
+
 def run(mode: str, steps: int, hist_every: int, device: torch.device, peers: dict[str, Any],
         check: bool) -> tuple[float, dict[str, Any]]:
+    if mode in COMPILED:
+        return run_compiled(mode, steps, hist_every, device, check)
     model, opt, x, y = make_model(device)
     d = tempfile.mkdtemp()
     writer: Any = None
@@ -149,6 +178,71 @@ def run(mode: str, steps: int, hist_every: int, device: torch.device, peers: dic
     return steps / elapsed, verdict
 
 
+def run_compiled(mode: str, steps: int, hist_every: int, device: torch.device,
+                 check: bool) -> tuple[float, dict[str, Any]]:
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    model, opt, x, y = make_model(device)
+    step_fn = compiled_step(model, mode, hist_every)
+    d = tempfile.mkdtemp()
+    writer = sl.create_file_writer(d)
+    writer.set_as_default()
+    steps_on_device = [torch.tensor(i, device=device) for i in range(-10, steps)]
+    kept_loss: list[torch.Tensor] = []
+    verdict: dict[str, Any] = {}
+
+    def one(i: int) -> Any:
+        # After the warm-up, the compiled step with our ops inside must not synchronize.
+        with no_sync(device) if i >= 0 and "summarylib" in mode else contextlib.nullcontext():
+            loss = step_fn(x, y, steps_on_device[i + 10])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss
+
+    try:
+        for i in range(-10, 0):  # warm-up: compiles (and records the CUDA graphs)
+            one(i)
+    except Exception as e:  # a mode that does not compile says so in the table
+        writer.close()
+        sl.create_noop_writer().set_as_default()
+        shutil.rmtree(d, ignore_errors=True)
+        return float("nan"), {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+    graphs = counters["stats"]["unique_graphs"]
+    sync(device)
+    t0 = time.perf_counter()
+    for i in range(steps):
+        try:
+            loss = one(i)
+        except Exception as e:  # a synchronizing call inside the step, say
+            writer.close()
+            sl.create_noop_writer().set_as_default()
+            shutil.rmtree(d, ignore_errors=True)
+            return float("nan"), {"error": f"step {i}: {type(e).__name__}: {str(e)[:300]}"}
+        if check and "summarylib" in mode:
+            kept_loss.append(loss.detach().clone())
+    sync(device)
+    writer.flush()
+    elapsed = time.perf_counter() - t0
+    writer.close()
+    sl.create_noop_writer().set_as_default()
+    verdict["recompiles"] = counters["stats"]["unique_graphs"] - graphs
+    if check and "summarylib" in mode:
+        from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+        (name,) = [f for f in os.listdir(d) if "tfevents" in f]
+        got = {e.step: struct.unpack("<f", v.tensor.tensor_content)[0]
+               for e in EventFileLoader(os.path.join(d, name)).Load()
+               for v in e.summary.value if v.tag == "loss"}
+        want = torch.stack(kept_loss).float().cpu().numpy()
+        verdict["loss_values_equal"] = [got.get(i) for i in range(steps)] == [
+            float(w) for w in want]
+    shutil.rmtree(d, ignore_errors=True)
+    return steps / elapsed, verdict
+
+
 def verify(logdir: str, losses: list[torch.Tensor],
            params: list[tuple[int, str, torch.Tensor]]) -> dict[str, Any]:
     """The file's values against the device copies made at each call."""
@@ -183,15 +277,20 @@ def main() -> None:
     args = ap.parse_args()
     device = torch.device(args.device)
     peers = _peers()
-    modes = ["no logging", "summarylib", *peers]
+    compiled = [m for m in COMPILED if device.type == "cuda" or "CUDA" not in m]
+    modes = ["no logging", "summarylib", *peers, *compiled]
     rates: dict[str, list[float]] = {m: [] for m in modes}
     verdict: dict[str, Any] = {}
+    compiled_verdicts: dict[str, dict[str, Any]] = {}
     for rep in range(args.reps):
         order = modes[rep % len(modes):] + modes[: rep % len(modes)]
         for mode in order:
             rate, v = run(mode, args.steps, args.hist_every, device, peers, check=rep == 0)
             rates[mode].append(rate)
-            verdict = verdict or v
+            if mode in COMPILED:
+                compiled_verdicts.setdefault(mode, {}).update(v)
+            elif mode == "summarylib":
+                verdict = verdict or v
     med = {m: statistics.median(r) for m, r in rates.items()}
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     print(f"## A CUDA training loop, loss every step, histograms every {args.hist_every} "
@@ -199,7 +298,11 @@ def main() -> None:
     print("| mode | steps/s | vs no logging |")
     print("|---|---|---|")
     for mode, rate in med.items():
-        print(f"| {mode} | {rate:,.0f} | {rate / med['no logging']:.3f}x |")
+        base = med["compiled, no logging"] if mode in COMPILED else med["no logging"]
+        print(f"| {mode} | {rate:,.0f} | {rate / base:.3f}x |")
+    print("\n(compiled modes are divided by `compiled, no logging`)")
+    for mode, v in compiled_verdicts.items():
+        print(f"{mode}: {v}")
     ratio = med["summarylib"] / med["no logging"]
     print(f"\nsummarylib {ratio:.3f}x of no logging (goal >= 0.98x); "
           f"no synchronizing call under set_sync_debug_mode('error'): "
@@ -211,7 +314,8 @@ def main() -> None:
         with open(out, "w") as f:
             json.dump({"device": gpu, "torch": torch.__version__, "steps": args.steps,
                        "steps_per_s": med, "runs": rates, "ratio": ratio,
-                       "verify": verdict, "numpy": np.__version__}, f, indent=1)
+                       "verify": verdict, "compiled": compiled_verdicts,
+                       "numpy": np.__version__}, f, indent=1)
 
 
 if __name__ == "__main__":
