@@ -132,13 +132,13 @@ def test_fault_surfaces_on_flush_and_earlier_data_stays(
     assert _readable(path) == [("ok", i) for i in range(50)]
 
 
-def test_a_partly_written_block_stays_and_the_writer_continues_in_a_new_file(
+def test_a_partly_written_record_is_completed_in_the_same_file_when_space_returns(
     logdir: Path, faults: Faults
 ) -> None:
     # The disk fills up in the middle of a block: the kernel takes part of it, then
-    # refuses. The torn block is never cut off (a reader tailing the file may have read
-    # it): it stays the end of that file, and later events go to a new file that sorts
-    # after it, where readers move on.
+    # refuses. Nothing is cut (a reader tailing the file may have read it); once space
+    # returns, the rest of the record the file ends in is written first, and the file
+    # goes on with whole records: one file, every reader sees the same events.
     w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
     first = only_file(logdir)
     w.set_as_default()
@@ -153,11 +153,50 @@ def test_a_partly_written_block_stays_and_the_writer_continues_in_a_new_file(
         w.flush()
     assert info.value.errno == errno.ENOSPC
     assert first.stat().st_size == whole + 100  # nothing was cut
+    reader = RecordReader(first)
+    list(reader)
+    assert reader.truncated_at is not None  # a record still being written, to a reader
     faults.space = None  # space comes back (files deleted elsewhere): the writer goes on
+    sl.scalar("later", 1.0, step=99)
+    w.close()
+    assert [p for p in logdir.iterdir() if "tfevents" in p.name] == [first]
+    events = _readable(first)  # whole records only, the same to TensorBoard
+    assert events[:20] == [("ok", i) for i in range(20)]
+    assert events[-1] == ("later", 99)
+    big = events[20:-1]  # the records of the failed block that reached the disk
+    assert big and big == [("big", i) for i in range(len(big))]
+
+
+def test_a_record_that_cannot_be_completed_ends_its_file_and_a_new_one_follows(
+    logdir: Path, faults: Faults
+) -> None:
+    # Completing the partial record fails for a reason other than space (an I/O error):
+    # the torn record stays the end of that file, and later events go to a new file that
+    # sorts after it, where readers move on.
+    w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+    first = only_file(logdir)
+    w.set_as_default()
+    for i in range(20):
+        sl.scalar("ok", float(i), step=i)
+    w.flush()
+    whole = first.stat().st_size
+    faults.space = 100
+    for i in range(1000):
+        sl.scalar("big", float(i), step=i)
+    with pytest.raises(sl.WriteFailedError):
+        w.flush()
+    faults.space = None
+    faults.write_error = errno.EIO
+    sl.scalar("lost", 1.0, step=50)
+    with pytest.raises(sl.WriteFailedError) as info:
+        w.flush()
+    assert info.value.errno == errno.EIO
+    faults.write_error = None
     sl.scalar("later", 1.0, step=99)
     w.close()
     files = sorted(p for p in logdir.iterdir() if "tfevents" in p.name)
     assert len(files) == 2 and files[0] == first
+    assert first.stat().st_size == whole + 100
     reader = RecordReader(first)
     list(reader)
     assert reader.truncated_at is not None and whole <= reader.truncated_at
@@ -170,6 +209,41 @@ def test_a_partly_written_block_stays_and_the_writer_continues_in_a_new_file(
     watcher = tb_directory_watcher(logdir)
     theirs = [(v.tag, e.step) for e in watcher.Load() for v in e.summary.value]  # type: ignore[attr-defined]
     assert theirs == ours
+
+
+def test_a_disk_that_fills_and_empties_again_and_again_keeps_one_file(
+    logdir: Path, faults: Faults
+) -> None:
+    # Hundreds of writes cut short or refused as the disk fills and empties: every event
+    # whose flush() returned is read by TensorBoard, once, in order, and the run is still
+    # one file (a file per failed write would cost every reader a listing and an open).
+    import random
+
+    rng = random.Random(11)
+    w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+    w.set_as_default()
+    acknowledged: list[int] = []
+    failures = 0
+    for step in range(400):
+        roll = rng.random()
+        if roll < 0.2:
+            faults.space = rng.randint(0, 60)  # cut short (or refused) at this write
+        elif roll < 0.3:
+            faults.write_error = errno.ENOSPC  # refused outright
+        sl.scalar("x", float(step), step=step)
+        try:
+            w.flush()
+            acknowledged.append(step)
+        except sl.WriteFailedError as e:
+            assert e.errno == errno.ENOSPC
+            failures += 1
+        faults.space = faults.write_error = None
+    w.close()
+    assert failures >= 50
+    [path] = [p for p in logdir.iterdir() if "tfevents" in p.name]
+    steps = [step for tag, step in _readable(path) if tag == "x"]
+    assert set(acknowledged) <= set(steps)
+    assert steps == sorted(set(steps))  # no duplicates, in order
 
 
 def test_a_live_reader_sees_every_event_despite_torn_writes(logdir: Path, faults: Faults) -> None:

@@ -2,9 +2,12 @@
 
 An output receives whole blocks of TFRecords. Bytes once written are never rewritten or
 cut: a reader tailing the file may have read them already. A ``write`` that fails part
-way leaves a torn block at the end of a file, which every reader takes for the end of
-the file; the output then reports itself :attr:`Output.torn`, and the writer continues
-in a new file (readers move on to the newer file).
+way leaves part of a record at the end of the file, which every reader takes for a
+record still being written and waits on. The file output keeps the rest of that record
+and writes it first on the next ``write``, so a disk that fills and empties leaves one
+file of whole records. Only when completing the record fails too, for a reason other
+than space, is the output :attr:`Output.torn`: the writer closes it and continues in a
+new file (readers move on to the newer file).
 
 * :class:`FileOutput` appends to a local event file through a raw file
   descriptor: no user-space buffer, so a crash of the process loses nothing
@@ -16,8 +19,10 @@ in a new file (readers move on to the newer file).
 from __future__ import annotations
 
 import abc
+import contextlib
 import errno
 import os
+import struct
 
 from summarylib.errors import WriteFailedError
 from summarylib.writer._naming import event_file_name
@@ -90,8 +95,22 @@ class Output(abc.ABC):
         """
 
 
+# Errors after which the same file is written again: the disk (or quota) had no room this
+# time and may have some later. Any other error while completing a record tears the file.
+_SPACE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
 class FileOutput(Output):
-    """Append-only writes to a local file through a raw descriptor."""
+    """Append-only writes to a local file through a raw descriptor.
+
+    A write cut short (a disk filling up takes part of a block, then refuses) leaves the
+    start of a record at the end of the file. Its remaining bytes are kept (at most one
+    record's) and written before anything else by the next ``write``: the file then
+    continues with whole records, and a reader that waited at the partial record reads
+    it whole. Events of the failed block are reported lost all the same (the record
+    completed later is one of them; whole records before it were written too), so a
+    report may count an event the file holds, never the reverse.
+    """
 
     def __init__(self, path: str, fd: int) -> None:
         self.name = path
@@ -99,16 +118,24 @@ class FileOutput(Output):
         self._fd = fd
         self._dir_synced = False
         self._torn = False
+        self._unfinished = b""  # the rest of a record whose start ends the file
 
     @property
     def torn(self) -> bool:
         return self._torn
+
+    @property
+    def unfinished(self) -> int:
+        """Bytes of a partly written record still to be written (0: whole records only)."""
+        return len(self._unfinished)
 
     def write(self, data: bytes) -> None:
         if self._torn:
             raise WriteFailedError(self.path, OSError(
                 errno.EIO, "the file ends in a partly written block; nothing is appended "
                 "after it"))
+        if self._unfinished:
+            self._finish_record()
         view = memoryview(data)
         written = 0
         try:
@@ -119,22 +146,52 @@ class FileOutput(Output):
                 written += n
         except BaseException:
             # Never cut the partial block off: a reader tailing the file may have read
-            # past it already, and would never see what we wrote in its place. The torn
-            # block stays the end of this file; the writer continues in a new one.
+            # past it already, and would never see what we wrote in its place. Keep the
+            # rest of the record it ends in, for the next write to complete.
             if written:
+                self._unfinished = bytes(view[written:_record_end(view, written)])
+            raise
+
+    def _finish_record(self) -> None:
+        # Write the rest of the partly written record before anything else. Cut short
+        # again by a full disk: keep what is left and try at the next write. Any other
+        # failure: the record stays torn, the writer moves on to a new file.
+        view = memoryview(self._unfinished)
+        written = 0
+        try:
+            while written < len(view):
+                n = os.write(self._fd, view[written:])
+                if n == 0:  # pragma: no cover - a regular file never returns 0
+                    raise OSError(errno.EIO, "write returned 0 bytes")
+                written += n
+        except OSError as e:
+            self._unfinished = bytes(view[written:])
+            if e.errno not in _SPACE_ERRORS:
                 self._torn = True
             raise
+        self._unfinished = b""
 
     def sync(self) -> None:
         """``fsync`` the file; the first time also its directory (the new name)."""
+        self._try_to_finish_record()
         os.fsync(self._fd)
         if not self._dir_synced:
             _fsync_directory(os.path.dirname(self.path) or ".")
             self._dir_synced = True
 
     def close(self) -> None:
-        """Close the descriptor."""
-        self._close_fd()
+        """Complete a partly written record if the disk allows, and close the descriptor."""
+        try:
+            self._try_to_finish_record()
+        finally:
+            self._close_fd()
+
+    def _try_to_finish_record(self) -> None:
+        # At sync and close: the failure that left the record partial was reported
+        # already; one that stays partial is taken by readers for the file's end.
+        if self._unfinished and not self._torn:
+            with contextlib.suppress(OSError):
+                self._finish_record()
 
     def discard(self) -> None:
         # Only the child's copy of the descriptor is closed: that takes no
@@ -164,6 +221,17 @@ class MemoryOutput(Output):
 
     def close(self) -> None:
         self.closed = True
+
+
+def _record_end(block: memoryview, offset: int) -> int:
+    """The end of the record of ``block`` (whole TFRecords) that holds byte ``offset``."""
+    start = 0
+    while True:
+        length = int(struct.unpack_from("<Q", block, start)[0])
+        end = start + 8 + 4 + length + 4  # length, its CRC, the data, the data's CRC
+        if end > offset or end >= len(block):
+            return min(end, len(block))
+        start = end
 
 
 def _fsync_directory(path: str) -> None:
