@@ -277,6 +277,75 @@ def test_plot_draws_each_run_where_its_curve_is(tmp_path: Path) -> None:
     assert image.getpixel(chart.pixel(25, 100 + 40)) == (255, 255, 255)
 
 
+def test_plot_draws_a_long_series_as_one_polyline(tmp_path: Path) -> None:
+    # A series far longer than the chart is wide, drawn a slice at a time: the picture is
+    # the one a single polyline call through every point draws. Drawing those single
+    # polylines again over it (raw, then smoothed, in the chart's colours) changes nothing.
+    from PIL import Image, ImageDraw
+
+    rng = np.random.default_rng(5)
+    steps = np.arange(50_000)
+    values = np.cumsum(rng.normal(size=len(steps)))
+    out = tmp_path / "long.png"
+    chart = draw_chart({"r": (steps, values)}, out, smoothing=0.6)
+    image = Image.open(out).convert("RGB")
+    again = image.copy()
+    draw = ImageDraw.Draw(again)
+    colour = PALETTE[0]
+    faint = tuple(int(c + (255 - c) * 0.7) for c in colour)
+    draw.line([chart.pixel(a, b) for a, b in zip(steps.tolist(), values.tolist(), strict=True)],
+              fill=faint, width=1)
+    smoothed = smooth(values, 0.6).tolist()
+    draw.line([chart.pixel(a, b) for a, b in zip(steps.tolist(), smoothed, strict=True)],
+              fill=colour, width=2)
+    assert again.tobytes() == image.tobytes()
+
+
+_FIXED_BYTES = 4 << 20
+
+
+def _peak_bytes(run: Any) -> int:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        run()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_export_and_plot_of_a_large_file_stream(tmp_path: Path) -> None:
+    # A file of 150,000 points: exporting it or plotting a tag holds the points as arrays
+    # and turns a slice at a time into text or pixels, so the peak stays under 1.5x the
+    # file's size (Python numbers for every point at once took 2.5x to 4x), give or take
+    # the fixed cost of reading (1 MiB chunks) and of a slice of rows.
+    from summarylib.cli import main
+    from summarylib.reader.export import export_scalars
+
+    logdir = tmp_path / "logs"
+    w = sl.create_file_writer(logdir, max_queue=10_000)
+    with w.as_default():
+        for i in range(120_000):
+            sl.scalar("loss", 1.0 / (i + 1), step=i)
+            if i % 4 == 0:
+                sl.scalar("accuracy", i * 1e-6, step=i)
+    w.close()
+    size = only_file(logdir).stat().st_size
+    for fmt in ("csv", "jsonl"):
+        out = tmp_path / f"out.{fmt}"
+        peak = _peak_bytes(lambda: export_scalars(logdir, out, fmt))  # noqa: B023
+        assert peak <= 1.5 * size + _FIXED_BYTES, (fmt, peak / size)
+    assert len(pd_rows := (tmp_path / "out.csv").read_text().splitlines()) == 150_001
+    assert pd_rows[1].startswith(".,accuracy,0,")
+    png = tmp_path / "loss.png"
+    code: list[int] = []
+    peak = _peak_bytes(lambda: code.append(main(["plot", str(logdir), "--tag", "loss",
+                                                 "-o", str(png)])))
+    assert code == [0] and png.stat().st_size > 0
+    assert peak <= 1.5 * size + _FIXED_BYTES, ("plot", peak / size)
+
+
 def test_plot_log_scale_and_errors(tmp_path: Path) -> None:
     from PIL import Image
 

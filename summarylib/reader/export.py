@@ -12,7 +12,7 @@ import csv
 import json
 import math
 import os
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from typing import IO, Any
 
 from summarylib.reader.columns import Columns, iter_columns, read_columns
@@ -77,14 +77,25 @@ def _csv_writer(f: IO[str]) -> Callable[[str, str, Columns], int]:
     w.writerow(["run", "tag", "step", "wall_time", "value"])
 
     def write(run: str, tag: str, cols: Columns) -> int:
-        steps = cols.step.tolist()
-        walls = cols.wall_time.tolist()
-        values = cols.value.astype(float).tolist()
-        rows = zip(steps, walls, values, strict=True)
-        w.writerows((run, tag, s, repr(t), repr(v)) for s, t, v in rows)
-        return len(steps)
+        for steps, walls, values in _chunks(cols):
+            rows = zip(steps, walls, values, strict=True)
+            w.writerows((run, tag, s, repr(t), repr(v)) for s, t, v in rows)
+        return len(cols.step)
 
     return write
+
+
+# Rows turned into Python objects at a time: a series of millions of points never exists
+# as Python floats all at once (they take several times the file's size).
+_CHUNK_ROWS = 1 << 14
+
+
+def _chunks(cols: Columns) -> Iterator[tuple[list[int], list[float], list[float]]]:
+    """``cols`` as lists of Python numbers (steps, wall times, values), a slice at a time."""
+    for start in range(0, len(cols.step), _CHUNK_ROWS):
+        end = start + _CHUNK_ROWS
+        yield (cols.step[start:end].tolist(), cols.wall_time[start:end].tolist(),
+               cols.value[start:end].astype(float).tolist())
 
 
 def _json_number(x: float) -> float | str:
@@ -96,15 +107,13 @@ def _json_number(x: float) -> float | str:
 def _jsonl_writer(f: IO[str]) -> Callable[[str, str, Columns], int]:
     def write(run: str, tag: str, cols: Columns) -> int:
         head = '{"run": ' + json.dumps(run) + ', "tag": ' + json.dumps(tag)
-        steps = cols.step.tolist()
-        walls = cols.wall_time.tolist()
-        values = cols.value.astype(float).tolist()
-        f.writelines(
-            f'{head}, "step": {s}, "wall_time": {json.dumps(_json_number(t))}, '
-            f'"value": {json.dumps(_json_number(v))}}}\n'
-            for s, t, v in zip(steps, walls, values, strict=True)
-        )
-        return len(steps)
+        for steps, walls, values in _chunks(cols):
+            f.writelines(
+                f'{head}, "step": {s}, "wall_time": {json.dumps(_json_number(t))}, '
+                f'"value": {json.dumps(_json_number(v))}}}\n'
+                for s, t, v in zip(steps, walls, values, strict=True)
+            )
+        return len(cols.step)
 
     return write
 

@@ -30,6 +30,8 @@ PALETTE = (
     (121, 85, 72),
     (96, 125, 139),
 )
+# Points turned into Python objects at a time (see smooth and _line).
+_CHUNK_POINTS = 1 << 14
 _BG = (255, 255, 255)
 _AXIS = (90, 90, 90)
 _GRID = (232, 232, 232)
@@ -49,12 +51,13 @@ def smooth(values: Sequence[float] | np.ndarray, weight: float) -> np.ndarray:
         return out
     last = 0.0
     count = 0
-    for i, v in enumerate(y.tolist()):
-        if not math.isfinite(v):
-            continue
-        last = last * weight + (1 - weight) * v
-        count += 1
-        out[i] = last / (1 - weight**count)
+    for start in range(0, len(y), _CHUNK_POINTS):  # a slice at a time: no million floats
+        for i, v in enumerate(y[start:start + _CHUNK_POINTS].tolist(), start):
+            if not math.isfinite(v):
+                continue
+            last = last * weight + (1 - weight) * v
+            count += 1
+            out[i] = last / (1 - weight**count)
     return out
 
 
@@ -109,16 +112,19 @@ def draw_chart(
         x = np.asarray(steps, dtype=np.float64)
         y = np.asarray(values, dtype=np.float64)
         ok = np.isfinite(y) & ((y > 0) if log_y else True)
-        if ok.any():
-            cleaned[label] = (x, y, ok)
+        if ok.all():
+            cleaned[label] = (x, y)  # no copies of a series that is all drawable
+        elif ok.any():
+            cleaned[label] = (x[ok], y[ok])
     if not cleaned:
         raise ValueError(
             "plot: no finite values to draw" + (" (log scale needs y > 0)" if log_y else "")
         )
-    xs = np.concatenate([x[ok] for x, _, ok in cleaned.values()])
-    ys = np.concatenate([y[ok] for _, y, ok in cleaned.values()])
-    x_range = (float(xs.min()), float(xs.max()) if xs.max() > xs.min() else float(xs.min()) + 1)
-    y_lo, y_hi = float(ys.min()), float(ys.max())
+    x_lo = min(float(x.min()) for x, _ in cleaned.values())
+    x_hi = max(float(x.max()) for x, _ in cleaned.values())
+    x_range = (x_lo, x_hi if x_hi > x_lo else x_lo + 1)
+    y_lo = min(float(y.min()) for _, y in cleaned.values())
+    y_hi = max(float(y.max()) for _, y in cleaned.values())
     if y_hi == y_lo:
         y_lo, y_hi = (y_lo / 2, y_hi * 2) if log_y else (y_lo - 0.5, y_hi + 0.5)
     elif not log_y:
@@ -141,13 +147,13 @@ def draw_chart(
     _axes(draw, chart, font)
     if title:
         draw.text((chart.left, 10), title, fill=_AXIS, font=font)
-    for i, (label, (x, y, ok)) in enumerate(cleaned.items()):
+    for i, (label, (x, y)) in enumerate(cleaned.items()):
         colour = PALETTE[i % len(PALETTE)]
         faint = tuple(int(c + (255 - c) * 0.7) for c in colour)
         if smoothing:
-            _line(draw, chart, x[ok], y[ok], faint, 1)
-        sm = smooth(y[ok], smoothing)
-        _line(draw, chart, x[ok], sm, colour, 2)
+            _line(draw, chart, x, y, faint, 1)
+        sm = smooth(y, smoothing)
+        _line(draw, chart, x, sm, colour, 2)
         ly = chart.top + 4 + 16 * i
         draw.rectangle([chart.right + 12, ly + 3, chart.right + 24, ly + 9], fill=colour)
         draw.text((chart.right + 30, ly), label[:18], fill=_AXIS, font=font)
@@ -163,12 +169,30 @@ def _line(
     colour: tuple[int, ...],
     w: int,
 ) -> None:
-    points = [chart.pixel(a, b) for a, b in zip(x.tolist(), y.tolist(), strict=True)]
-    if len(points) == 1:
-        px, py = points[0]
+    if len(x) == 1:
+        px, py = chart.pixel(float(x[0]), float(y[0]))
         draw.ellipse([px - 2, py - 2, px + 2, py + 2], fill=colour)
-    else:
-        draw.line(points, fill=colour, width=w)
+        return
+    # The polyline in slices that share their end points: each segment is drawn on its
+    # own, so the picture is the same as one call's, and a series of millions of points
+    # never becomes a list of millions of tuples.
+    for start in range(0, len(x) - 1, _CHUNK_POINTS):
+        end = start + _CHUNK_POINTS + 1
+        draw.line(_pixels(chart, x[start:end], y[start:end]), fill=colour, width=w)
+
+
+def _pixels(chart: Chart, x: np.ndarray, y: np.ndarray) -> list[tuple[int, int]]:
+    """``chart.pixel`` of every point, as a list; the linear scale computed by numpy with
+    the same float64 operations in the same order and the same rounding (half to even),
+    so the same pixels."""
+    if chart.log_y:  # math.log10 per point, exactly as chart.pixel takes it
+        return [chart.pixel(a, b) for a, b in zip(x.tolist(), y.tolist(), strict=True)]
+    x0, x1 = chart.x_range
+    y0, y1 = chart.y_range
+    px = chart.left + (x - x0) / (x1 - x0 or 1) * (chart.right - chart.left)
+    py = chart.bottom - (y - y0) / (y1 - y0 or 1) * (chart.bottom - chart.top)
+    return list(zip(np.rint(px).astype(np.int64).tolist(),
+                    np.rint(py).astype(np.int64).tolist(), strict=True))
 
 
 def _axes(draw: ImageDraw.ImageDraw, chart: Chart, font: Any) -> None:
