@@ -49,11 +49,24 @@ from typing import Any
 
 from summarylib.encoding._arrays import widen_extended_float
 from summarylib.encoding._bucketing import bucket_scaling, histogram_buckets
-from summarylib.encoding._pending import PendingValue, TorchPending, device_kind
+from summarylib.encoding._pending import (
+    JAX_ARRAY_BYTES,
+    PendingValue,
+    TorchPending,
+    buffer_bytes,
+    device_kind,
+)
 
 __all__ = ["histogram_table", "images_uint8", "pr_bucket_table", "scaled_uint8"]
 
 _UNDERFLOW_SCALE = 2.0**1000
+
+
+def _nbytes(shape: tuple[int, ...], itemsize: int) -> int:
+    n = itemsize
+    for d in shape:
+        n *= int(d)
+    return n
 
 
 def histogram_table(data: Any, k: int) -> PendingValue | None:
@@ -111,6 +124,10 @@ class JaxHistogram(PendingValue):
             kernels = self._compile(data, self._slots)
         stats, self._count = kernels
         self._stats = stats(data)  # dispatched now; read on the writer thread
+        # Held until the writer thread runs the second kernel: the input array itself
+        # (the caller may drop it) and the first kernel's small result.
+        self.held_bytes += buffer_bytes(_nbytes(tuple(data.shape), data.dtype.itemsize))
+        self.held_bytes += 2 * JAX_ARRAY_BYTES + buffer_bytes(8 * 4)
 
     def _compile(self, data: Any, slots: int) -> Any:
         # Both kernels compiled here, on the caller's thread, once per shape, dtype and

@@ -32,7 +32,12 @@ from summarylib.encoding._pending import (
     is_real_dtype,
 )
 from summarylib.encoding._wire import field_bytes, pack_double, varint
-from summarylib.ops._device_step import DeviceStep, defers_device_values, device_step
+from summarylib.ops._device_step import (
+    DeviceStep,
+    defers_device_values,
+    device_step,
+    held_by_step,
+)
 from summarylib.ops._resolve import Caller, resolve_step
 from summarylib.writer._buffered import Deferred
 
@@ -99,13 +104,14 @@ def scalar_value_deferred(
     def make() -> bytes:
         return head + prefix + f32_bytes(float(pending.result()))
 
-    return res.append(Deferred(make, len(prefix) + 32, f"the value of {tag!r} at step {step}"))
+    return res.append(Deferred(make, len(prefix) + 32 + pending.held_bytes,
+                               f"the value of {tag!r} at step {step}"))
 
 
-def read_scalar_later(data: Any, caller: Caller) -> Callable[[], float]:
-    """A reader of the scalar ``data`` for the writer thread: a device scalar is checked
-    and its copy to the host started now (read at the call if the capture does not take
-    it); anything else is converted now.
+def read_scalar_later(data: Any, caller: Caller) -> tuple[Callable[[], float], int]:
+    """A reader of the scalar ``data`` for the writer thread, and the memory it holds
+    until then: a device scalar is checked and its copy to the host started now (read at
+    the call if the capture does not take it); anything else is converted now.
 
     Raises:
       TypeError, ValueError: ``data`` is not a real rank-0 value (named by ``caller``).
@@ -114,9 +120,9 @@ def read_scalar_later(data: Any, caller: Caller) -> Callable[[], float]:
         _check_device_scalar(data, caller.where, caller.data)
         pending = capture(data)
         if pending is not None:
-            return _element(pending.result, None)
+            return _element(pending.result, None), pending.held_bytes
     value = scalar_float(data, caller.where, caller.data)
-    return lambda: value
+    return (lambda: value), 0
 
 
 def scalar_values_deferred(
@@ -151,7 +157,7 @@ def scalar_values_deferred(
         else:
             host[i] = f32_bytes(scalar_float(data, where_data, arg))
     tag_fields = [field_bytes(1, _encode_tag(tag, where)) for tag, _, _, _ in entries]
-    reads = _capture_scalars([entries[i][1] for i in devices])
+    reads, held = _capture_scalars([entries[i][1] for i in devices])
     for i, read in zip(devices, reads, strict=True):
         if read is None:  # a layout the capture does not take: the ordinary way
             host[i] = f32_bytes(scalar_float(entries[i][1], *entries[i][2]))
@@ -189,7 +195,7 @@ def scalar_values_deferred(
         return _WALL_TIME + pack_double(wall_time) + step_field(s) + field_bytes(5, summary)
 
     size = 64 + sum(len(f) + 8 + len(e[3]) for f, e in zip(tag_fields, entries, strict=True))
-    size += 8 * len(devices)
+    size += 8 * len(devices) + held + held_by_step(dstep)
     tags = ", ".join(repr(e[0]) for e in entries)
     at = "a step on the device" if dstep is not None else f"step {step_int}"
     what = f"the value{'s' if len(entries) > 1 else ''} of {tags} at {at}"
@@ -205,8 +211,9 @@ def scalar_values_deferred(
     return accepted
 
 
-def _capture_scalars(values: list[Any]) -> list[Callable[[], float] | None]:
-    # One read per value: from one stacked transfer where the values allow it.
+def _capture_scalars(values: list[Any]) -> tuple[list[Callable[[], float] | None], int]:
+    # One read per value: from one stacked transfer where the values allow it. With the
+    # memory the pending values hold.
     if len(values) > 1:
         stacked = capture_stacked(values)
         if stacked is not None:
@@ -217,12 +224,14 @@ def _capture_scalars(values: list[Any]) -> list[Callable[[], float] | None]:
                     got.append(stacked.result())
                 return got[0]  # type: ignore[no-any-return]
 
-            return [_element(whole, j) for j in range(len(values))]
+            return [_element(whole, j) for j in range(len(values))], stacked.held_bytes
     reads: list[Callable[[], float] | None] = []
+    held = 0
     for v in values:
         pending = capture(v)
         reads.append(None if pending is None else _element(pending.result, None))
-    return reads
+        held += 0 if pending is None else pending.held_bytes
+    return reads, held
 
 
 def _element(read: Callable[[], np.ndarray], j: int | None) -> Callable[[], float]:

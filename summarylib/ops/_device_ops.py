@@ -45,7 +45,7 @@ def reader(value: Any, copy: Callable[[Any], Any]) -> tuple[_Read, int] | None:
         pending = capture(value)
         if pending is None:
             return None
-        return pending.result, pending.nbytes
+        return pending.result, pending.held_bytes
     host = copy(value)
     return (lambda: host), int(getattr(host, "nbytes", 0))
 

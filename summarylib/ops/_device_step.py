@@ -15,7 +15,8 @@ from summarylib.writer._batch import NotRecorded
 if TYPE_CHECKING:
     from summarylib.writer._context import DefaultWriter
 
-__all__ = ["DeviceStep", "GatedStep", "defers_device_values", "device_step", "step_name"]
+__all__ = ["DeviceStep", "GatedStep", "defers_device_values", "device_step", "held_by_step",
+           "step_name"]
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
@@ -41,6 +42,11 @@ class DeviceStep:
         self._pending = pending
         self._value: int | None = None
         self.where = where
+
+    @property
+    def held_bytes(self) -> int:
+        """The memory the pending step holds until it is read (see ``PendingValue``)."""
+        return self._pending.held_bytes
 
     def value(self) -> int:
         """The step as an int in int64's range (waits for the device)."""
@@ -69,12 +75,23 @@ class GatedStep(DeviceStep):
         self._step = step
         self._gate = gate
 
+    @property
+    def held_bytes(self) -> int:
+        """The pending condition's memory, and the pending step's."""
+        step = self._step
+        return self._gate.held_bytes + (0 if type(step) is int else step.held_bytes)  # type: ignore[union-attr]
+
     def value(self) -> int:
         """The step, or raise NotRecorded if the condition was false (waits for it)."""
         if not bool(self._gate.result()):
             raise NotRecorded
         step = self._step
         return step if type(step) is int else step.value()  # type: ignore[union-attr]
+
+
+def held_by_step(step: Any) -> int:
+    """The memory a pending step holds (0 for an int step)."""
+    return step.held_bytes if isinstance(step, DeviceStep) else 0
 
 
 def step_name(step: int | DeviceStep) -> str:

@@ -25,7 +25,7 @@ from summarylib.encoding._events import (
     value_bytes,
 )
 from summarylib.encoding._wire import field_bytes
-from summarylib.ops._device_step import DeviceStep, step_name
+from summarylib.ops._device_step import DeviceStep, held_by_step, step_name
 from summarylib.writer._buffered import Deferred
 
 if TYPE_CHECKING:
@@ -135,12 +135,17 @@ def emit_value_deferred(
     # The encoding may run early on another thread (prepare); everything that depends on
     # file order (which event carries the tag's metadata) runs in make(), in order.
     done: list[tuple[bool, object]] = []
+    # Held only until the tensor is made: what make_tensor keeps (a pending device array,
+    # a host copy) is freed once encoded, not when the event is written, so an event
+    # waiting for the output holds its encoding, not both.
+    source = [make_tensor]
 
     def prepare() -> None:
         try:
-            done.append((True, make_tensor()))
+            done.append((True, source[0]()))
         except BaseException as e:  # reported by make(), in file order
             done.append((False, e))
+        source.clear()
 
     def make() -> bytes:
         # On the writer thread, in file order. The tag is unmarked here if an earlier
@@ -154,7 +159,7 @@ def emit_value_deferred(
                     raise result  # type: ignore[misc]
                 tensor = result
             else:
-                tensor = make_tensor()
+                tensor = source[0]()
             s = step.value() if isinstance(step, DeviceStep) else step
             value = value_bytes(
                 tag, tensor, metadata if attach else None, field  # type: ignore[arg-type]
@@ -171,7 +176,8 @@ def emit_value_deferred(
             current.metadata_written(tag)
         return event
 
-    size = size_hint + len(tag) + 64 + (len(metadata) if metadata is not None else 0)
+    size = (size_hint + len(tag) + 64 + (len(metadata) if metadata is not None else 0)
+            + held_by_step(step))
     if first:
         # Marked before the append: the writer thread may encode (and fail,
         # and unmark) the event before this thread runs another line.
@@ -225,5 +231,5 @@ def _emit_at_device_step(
         return event
 
     return _resource(sink.writer).append(
-        Deferred(make, len(payload) + 32, f"an event at {step_name(step)}")
+        Deferred(make, len(payload) + 32 + step.held_bytes, f"an event at {step_name(step)}")
     )

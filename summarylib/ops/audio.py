@@ -314,5 +314,5 @@ def _audio_deferred(
         pcm = prepare(pending.result(), keep, rate, where, arg)
         return _encoded(pcm, rate, torch_form)
 
-    return emit_value_deferred(sink, make_tensor, md, pending.nbytes + 48 * keep + 32,
+    return emit_value_deferred(sink, make_tensor, md, pending.held_bytes + 48 * keep + 32,
                                AUDIO_FIELD if torch_form else TENSOR_FIELD)

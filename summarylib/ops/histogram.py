@@ -254,7 +254,7 @@ def _histogram_deferred(sink: Sink, data: Any, k: int, md: bytes) -> bool:
         def make_from_table() -> bytes:
             return header + _le_bytes(buckets_from_table(table.result(), k))
 
-        return emit_value_deferred(sink, make_from_table, md, 8 * (k + 3) + 24 * k)
+        return emit_value_deferred(sink, make_from_table, md, table.held_bytes + 24 * k)
     pending = capture(data, start_copy=not gated)
     if pending is None:  # a layout the capture does not take: the host path
         values, _ = prepare(data, where, arg)
@@ -266,7 +266,7 @@ def _histogram_deferred(sink: Sink, data: Any, k: int, md: bytes) -> bool:
         values, _ = prepare(pending.result(), where, arg)
         return _tensor(values, k)
 
-    return emit_value_deferred(sink, make_from_values, md, pending.nbytes + 24 * k)
+    return emit_value_deferred(sink, make_from_values, md, pending.held_bytes + 24 * k)
 
 
 def histogram_pb(

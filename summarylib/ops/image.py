@@ -325,7 +325,7 @@ def _image_deferred(
         pixels, w, h = prepare(pending.result(), keep, fmt, where, tag, arg)
         return _encoded(pixels, w, h, torch_form)
 
-    return emit_value_deferred(sink, make_tensor, md, pending.nbytes + 64 * keep + 32,
+    return emit_value_deferred(sink, make_tensor, md, pending.held_bytes + 64 * keep + 32,
                                IMAGE_FIELD if torch_form else TENSOR_FIELD)
 
 

@@ -53,7 +53,7 @@ from summarylib.ops._device import (
     scalar_value_deferred,
     scalar_values_deferred,
 )
-from summarylib.ops._device_step import step_name
+from summarylib.ops._device_step import held_by_step, step_name
 from summarylib.ops._emit import emit_value
 from summarylib.ops._replay import OPS
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve_step
@@ -351,15 +351,15 @@ def _simple_at_device_step(
     # thread, in its place in the file, once they are read.
     from summarylib.ops._device import read_scalar_later
 
-    read = read_scalar_later(data, caller)
+    read, held = read_scalar_later(data, caller)
     now = res.clock() if wall_time is None else wall_time
 
     def make() -> bytes:
         return (_WALL_TIME + pack_double(now) + step_field(step.value()) + prefix
                 + f32_bytes(read()))
 
-    return res.append(Deferred(make, len(prefix) + 32, f"the value of {tag!r} at "
-                               f"{step_name(step)}"))
+    return res.append(Deferred(make, len(prefix) + 32 + held + held_by_step(step),
+                               f"the value of {tag!r} at {step_name(step)}"))
 
 
 def write_tensor_scalar(sink: Sink, data: Any, double_precision: bool = False) -> bool:

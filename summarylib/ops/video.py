@@ -262,7 +262,7 @@ def _video_deferred(sink: Sink, data: Any, rate: float, md: bytes | None,
     def make_tensor() -> bytes:
         return _encoded(prepare(pending.result(), where, arg), rate, torch_form)
 
-    return emit_value_deferred(sink, make_tensor, md, 2 * pending.nbytes + 800,
+    return emit_value_deferred(sink, make_tensor, md, pending.held_bytes + pending.nbytes + 800,
                                IMAGE_FIELD if torch_form else TENSOR_FIELD)
 
 

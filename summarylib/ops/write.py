@@ -195,4 +195,4 @@ def _write_deferred(sink: Sink, tensor: Any, md: bytes | None) -> bool | None:
             arr = arr.astype(exact)  # bfloat16 read as float32: back, exactly
         return array_tensor_bytes(arr, where, arg)
 
-    return emit_value_deferred(sink, make_tensor, md, pending.nbytes + 64)
+    return emit_value_deferred(sink, make_tensor, md, pending.held_bytes + 64)
