@@ -27,8 +27,11 @@ import types
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import summarylib as sl
 from summarylib.reader import RecordReader, iter_events, iter_run_events, read_scalars
@@ -165,6 +168,88 @@ def test_a_partly_written_record_is_completed_in_the_same_file_when_space_return
     assert events[-1] == ("later", 99)
     big = events[20:-1]  # the records of the failed block that reached the disk
     assert big and big == [("big", i) for i in range(len(big))]
+
+
+def test_a_write_cut_at_a_record_boundary_leaves_nothing_to_write_later(
+    logdir: Path, faults: Faults
+) -> None:
+    # The disk took whole records of a block and refused the rest: the file ends in whole
+    # records, so nothing of the failed block is written once space returns (its events
+    # were reported lost; only a record a reader may be waiting on is completed).
+    w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+    path = only_file(logdir)
+    w.set_as_default()
+    sl.scalar("x", 0.0, step=0)  # the tag's first value carries its metadata
+    w.flush()
+    before = path.stat().st_size
+    sl.scalar("x", 1.0, step=1)
+    w.flush()
+    faults.space = path.stat().st_size - before  # room for one record of the next block
+    sl.scalar("x", 2.0, step=2)
+    sl.scalar("x", 3.0, step=3)
+    with pytest.raises(sl.WriteFailedError):
+        w.flush()
+    faults.space = None
+    sl.scalar("x", 4.0, step=4)
+    w.close()
+    assert _readable(path) == [("x", 0), ("x", 1), ("x", 2), ("x", 4)]
+
+
+def _block_after_one_scalar(logdir: Path, lengths: list[int]) -> tuple[Any, Path, int]:
+    """A writer whose file holds one scalar (flushed), with text events of ``lengths``
+    queued after it; its file and the size of the file so far."""
+    w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+    path = only_file(logdir)
+    w.set_as_default()
+    sl.scalar("before", 0.0, step=0)
+    w.flush()
+    for i, n in enumerate(lengths):
+        sl.text("t", "x" * n, step=i)
+    return w, path, path.stat().st_size
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lengths=st.lists(st.integers(0, 400), min_size=1, max_size=6),
+       refusals=st.integers(0, 3), data=st.data())
+def test_after_a_cut_short_write_a_record_is_in_the_file_iff_the_disk_took_part_of_it(
+    tmp_path: Path, faults: Faults, lengths: list[int], refusals: int, data: st.DataObject
+) -> None:
+    # A block of records of any sizes, cut anywhere (at a record's start, inside its
+    # header, data or footer), then refused ``refusals`` more times before space returns:
+    # the file is whole records, and of the failed block it holds exactly the records the
+    # disk had taken a byte of (the one it cut is completed; none is started later).
+    import tempfile
+
+    w, path, start = _block_after_one_scalar(Path(tempfile.mkdtemp(dir=tmp_path)), lengths)
+    w.close()
+    block = path.stat().st_size - start  # the block's size, written whole
+    # Cut anywhere, and often at a record's start or a byte or a header (12) from it.
+    starts = [r.offset - start for r in RecordReader(path) if r.offset >= start]
+    near = sorted({s + d for s in starts for d in (-1, 0, 1, 12) if 0 <= s + d < block})
+    taken = data.draw(st.one_of(st.sampled_from(near), st.integers(0, block - 1)), "taken")
+    w, path, start_again = _block_after_one_scalar(Path(tempfile.mkdtemp(dir=tmp_path)),
+                                                   lengths)
+    assert start_again == start
+    faults.space = taken
+    with pytest.raises(sl.WriteFailedError):
+        w.flush()
+    for _ in range(refusals):  # still full: later writes are refused meanwhile
+        sl.scalar("refused", 0.0, step=0)
+        with pytest.raises(sl.WriteFailedError):
+            w.flush()
+    faults.space = None
+    sl.scalar("after", 0.0, step=1)
+    w.close()
+    tags = [tag for tag, _ in _readable(path)]  # whole records, the same to TensorBoard
+    assert tags[0] == "before" and tags[-1] == "after" and "refused" not in tags
+    records = list(RecordReader(path))[1:]  # after the file's version record: one a value
+    kept = [r for r, tag in zip(records, tags, strict=True) if tag == "t"]
+    assert all(r.offset < start + taken for r in kept)  # none started after the cut
+    if taken:  # the record the disk cut is there, whole
+        assert kept and kept[-1].offset + 16 + len(kept[-1].payload) >= start + taken
+    else:
+        assert not kept
 
 
 def test_a_record_that_cannot_be_completed_ends_its_file_and_a_new_one_follows(
