@@ -7,7 +7,6 @@ child starts in milliseconds.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from typing import Literal
@@ -34,7 +33,8 @@ def flush_through_outages(url: str, endpoint: str, report: str, kill_after: int,
                           on_error: Literal["raise", "warn"]) -> None:
     """Thread B logs and flushes each step while thread A logs all the time; every other
     pair of steps the store is down (a proxy answers 503, after a moment). A flush() that
-    returns normally, with no warning to its thread, is reported as ``step outage``; the
+    returns normally, with no warning to its thread, is reported as ``step outage`` (and
+    each call of A that raised or warned as a line of ``report + ".a"``); the
     ``kill_after``-th one, or one that returned while the store was down (its bytes can
     only be held back), is followed at once by SIGKILL of this process.
 
@@ -65,11 +65,18 @@ def flush_through_outages(url: str, endpoint: str, report: str, kill_after: int,
                                    storage_options=options, on_error=on_error)
     writer.flush()  # the file's first record
 
+    told_a = os.open(report + ".a", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
     def log() -> None:  # thread A, until the process is killed
         with writer.as_default():
             for i in range(10**9):
-                with contextlib.suppress(sl.WriteFailedError):
+                warned.any = False
+                try:
                     sl.scalar("a", float(i), step=i)
+                except sl.WriteFailedError:
+                    warned.any = True
+                if warned.any:  # this call took a report: one line each
+                    os.write(told_a, b"a\n")
                 time.sleep(0.0002)
 
     a = threading.Thread(target=log, daemon=True)

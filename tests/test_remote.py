@@ -467,6 +467,7 @@ def test_a_flush_served_by_a_failed_upload_says_so_and_one_that_returned_survive
     from tests.object_store_child import flush_through_outages
 
     rng = random.Random(5)
+    told_a = 0
     for trial in range(3):
         report = tmp_path / f"report{trial}"
         url = f"s3://logs/outage-{on_error}/run{trial}"
@@ -487,3 +488,6 @@ def test_a_flush_served_by_a_failed_upload_says_so_and_one_that_returned_survive
         # (A flush() that returned while the store was down is one the kill can cost.)
         during_outage = [int(step) for step, outage in lines if outage == "1"]
         assert not during_outage, f"trial {trial}: flush() returned normally at {during_outage}"
+        told = tmp_path / f"report{trial}.a"
+        told_a += told.read_text().count("\n") if told.exists() else 0
+    assert told_a  # thread A did take reports of failed uploads (the case under test)
