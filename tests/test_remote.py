@@ -8,12 +8,14 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pytest
 
 import summarylib as sl
 from summarylib.reader import list_runs, read_columns
+from tests.s3_proxy import FlakyProxy
 
 fsspec = pytest.importorskip("fsspec")
 
@@ -219,61 +221,6 @@ def test_cli_reads_s3(s3: str, tmp_path: Path) -> None:
             with sl.create_file_writer("s3://logs/cli/run1").as_default():
                 sl.scalar("loss", 99.0, step=10)
     assert [p[2] for p in seen] == list(range(11)) and seen[-1][3] == 99.0
-
-
-class FlakyProxy:
-    """An HTTP proxy to the S3 server that answers 503 while ``failing`` is set."""
-
-    def __init__(self, target: str) -> None:
-        import http.client
-        import http.server
-        import threading
-        import urllib.parse
-
-        self.failing = False
-        self.refused = 0
-        proxy = self
-        host, port = urllib.parse.urlsplit(target).netloc.split(":")
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # answers botocore's "Expect: 100-continue"
-
-            def _forward(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if proxy.failing:
-                    proxy.refused += 1
-                    self.send_response(503)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                conn = http.client.HTTPConnection(host, int(port), timeout=30)
-                try:
-                    headers = {k: v for k, v in self.headers.items() if k.lower() != "expect"}
-                    conn.request(self.command, self.path, body=body, headers=headers)
-                    resp = conn.getresponse()
-                    data = resp.read()
-                finally:
-                    conn.close()
-                self.send_response(resp.status)
-                for k, v in resp.getheaders():
-                    if k.lower() not in ("transfer-encoding", "content-length", "connection"):
-                        self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _forward
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def test_uploads_retry_through_failures_and_lose_nothing(
@@ -500,3 +447,47 @@ def test_every_step_whose_flush_returned_survives_sigkill(s3: str, tmp_path: Pat
             missing = [s for s in reported if s not in steps]
             assert not missing, f"trial {trial}: flushed steps {missing} of metric{k} lost"
     print(f"{kills} kills, {reported_total} flushed steps, none lost")
+
+
+@pytest.mark.parametrize("on_error", ["raise", "warn"])
+def test_a_flush_served_by_a_failed_upload_says_so_and_one_that_returned_survives_sigkill(
+    s3: str, tmp_path: Path, on_error: Literal["raise", "warn"]
+) -> None:
+    """Two threads log to one writer on S3 while the store goes down and comes back.
+    Thread A's op calls take the parked upload error; thread B's flush(), served by that
+    same failed upload, must raise (or warn) all the same. Each flush() of B that returned
+    normally is followed at once by SIGKILL of the process: every step it covered is in
+    the bucket."""
+    import multiprocessing
+    import random
+    import signal
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["tests.object_store_child", "s3fs", "botocore", "aiobotocore"])
+    from tests.object_store_child import flush_through_outages
+
+    rng = random.Random(5)
+    told_a = 0
+    for trial in range(3):
+        report = tmp_path / f"report{trial}"
+        url = f"s3://logs/outage-{on_error}/run{trial}"
+        kill_after = rng.randint(3, 8)
+        child = ctx.Process(target=flush_through_outages,
+                            args=(url, s3, str(report), kill_after, on_error))
+        child.start()
+        child.join(60)
+        if child.is_alive():  # pragma: no cover - stuck: fail with what it reported
+            os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]
+            child.join(10)
+        assert child.exitcode == -signal.SIGKILL, child.exitcode
+        lines = [line.split() for line in report.read_text().splitlines()]
+        assert 0 < len(lines) <= kill_after
+        steps = read_columns(url, kinds=("scalars",))["."]["b"].step.tolist()
+        lost = [int(step) for step, _ in lines if int(step) not in steps]
+        assert not lost, f"trial {trial}: steps {lost} lost after flush() returned"
+        # (A flush() that returned while the store was down is one the kill can cost.)
+        during_outage = [int(step) for step, outage in lines if outage == "1"]
+        assert not during_outage, f"trial {trial}: flush() returned normally at {during_outage}"
+        told = tmp_path / f"report{trial}.a"
+        told_a += told.read_text().count("\n") if told.exists() else 0
+    assert told_a  # thread A did take reports of failed uploads (the case under test)

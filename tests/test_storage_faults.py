@@ -27,8 +27,11 @@ import types
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import summarylib as sl
 from summarylib.reader import RecordReader, iter_events, iter_run_events, read_scalars
@@ -167,6 +170,88 @@ def test_a_partly_written_record_is_completed_in_the_same_file_when_space_return
     assert big and big == [("big", i) for i in range(len(big))]
 
 
+def test_a_write_cut_at_a_record_boundary_leaves_nothing_to_write_later(
+    logdir: Path, faults: Faults
+) -> None:
+    # The disk took whole records of a block and refused the rest: the file ends in whole
+    # records, so nothing of the failed block is written once space returns (its events
+    # were reported lost; only a record a reader may be waiting on is completed).
+    w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+    path = only_file(logdir)
+    w.set_as_default()
+    sl.scalar("x", 0.0, step=0)  # the tag's first value carries its metadata
+    w.flush()
+    before = path.stat().st_size
+    sl.scalar("x", 1.0, step=1)
+    w.flush()
+    faults.space = path.stat().st_size - before  # room for one record of the next block
+    sl.scalar("x", 2.0, step=2)
+    sl.scalar("x", 3.0, step=3)
+    with pytest.raises(sl.WriteFailedError):
+        w.flush()
+    faults.space = None
+    sl.scalar("x", 4.0, step=4)
+    w.close()
+    assert _readable(path) == [("x", 0), ("x", 1), ("x", 2), ("x", 4)]
+
+
+def _block_after_one_scalar(logdir: Path, lengths: list[int]) -> tuple[Any, Path, int]:
+    """A writer whose file holds one scalar (flushed), with text events of ``lengths``
+    queued after it; its file and the size of the file so far."""
+    w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+    path = only_file(logdir)
+    w.set_as_default()
+    sl.scalar("before", 0.0, step=0)
+    w.flush()
+    for i, n in enumerate(lengths):
+        sl.text("t", "x" * n, step=i)
+    return w, path, path.stat().st_size
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lengths=st.lists(st.integers(0, 400), min_size=1, max_size=6),
+       refusals=st.integers(0, 3), data=st.data())
+def test_after_a_cut_short_write_a_record_is_in_the_file_iff_the_disk_took_part_of_it(
+    tmp_path: Path, faults: Faults, lengths: list[int], refusals: int, data: st.DataObject
+) -> None:
+    # A block of records of any sizes, cut anywhere (at a record's start, inside its
+    # header, data or footer), then refused ``refusals`` more times before space returns:
+    # the file is whole records, and of the failed block it holds exactly the records the
+    # disk had taken a byte of (the one it cut is completed; none is started later).
+    import tempfile
+
+    w, path, start = _block_after_one_scalar(Path(tempfile.mkdtemp(dir=tmp_path)), lengths)
+    w.close()
+    block = path.stat().st_size - start  # the block's size, written whole
+    # Cut anywhere, and often at a record's start or a byte or a header (12) from it.
+    starts = [r.offset - start for r in RecordReader(path) if r.offset >= start]
+    near = sorted({s + d for s in starts for d in (-1, 0, 1, 12) if 0 <= s + d < block})
+    taken = data.draw(st.one_of(st.sampled_from(near), st.integers(0, block - 1)), "taken")
+    w, path, start_again = _block_after_one_scalar(Path(tempfile.mkdtemp(dir=tmp_path)),
+                                                   lengths)
+    assert start_again == start
+    faults.space = taken
+    with pytest.raises(sl.WriteFailedError):
+        w.flush()
+    for _ in range(refusals):  # still full: later writes are refused meanwhile
+        sl.scalar("refused", 0.0, step=0)
+        with pytest.raises(sl.WriteFailedError):
+            w.flush()
+    faults.space = None
+    sl.scalar("after", 0.0, step=1)
+    w.close()
+    tags = [tag for tag, _ in _readable(path)]  # whole records, the same to TensorBoard
+    assert tags[0] == "before" and tags[-1] == "after" and "refused" not in tags
+    records = list(RecordReader(path))[1:]  # after the file's version record: one a value
+    kept = [r for r, tag in zip(records, tags, strict=True) if tag == "t"]
+    assert all(r.offset < start + taken for r in kept)  # none started after the cut
+    if taken:  # the record the disk cut is there, whole
+        assert kept and kept[-1].offset + 16 + len(kept[-1].payload) >= start + taken
+    else:
+        assert not kept
+
+
 def test_a_record_that_cannot_be_completed_ends_its_file_and_a_new_one_follows(
     logdir: Path, faults: Faults
 ) -> None:
@@ -252,15 +337,21 @@ def test_a_live_reader_sees_every_event_despite_torn_writes(logdir: Path, faults
     # rewritten under it, and nothing written later was hidden from it.
     import random
 
+    from summarylib.reader.tailing import follow_scalars
+
     rng = random.Random(3)
     live = tb_directory_watcher(logdir)
     w = sl.create_file_writer(logdir, max_queue=0)  # every event written at once
     w.set_as_default()
     seen: list[int] = []
     failures = 0
+    # summarylib's own follower polls alongside: it too waits at a partly written record.
+    follower = follow_scalars(logdir, interval=0, from_start=True)
+    followed: list[int] = []
 
-    def read_now() -> None:  # the reader polls while the torn bytes are on disk
+    def read_now() -> None:  # the readers poll while the torn bytes are on disk
         seen.extend(e.step for e in live.Load() if e.HasField("summary"))  # type: ignore[attr-defined]
+        followed.extend(p[2] for p in next(follower))
 
     faults.on_full = read_now
     for step in range(300):
@@ -273,14 +364,15 @@ def test_a_live_reader_sees_every_event_despite_torn_writes(logdir: Path, faults
             failures += 1
         faults.space = None
         if step % 5 == 0:
-            seen += [e.step for e in live.Load() if e.HasField("summary")]  # type: ignore[attr-defined]
+            read_now()
     w.close()
-    seen += [e.step for e in live.Load() if e.HasField("summary")]  # type: ignore[attr-defined]
+    read_now()
     fresh = tb_directory_watcher(logdir)
     final = [e.step for e in fresh.Load() if e.HasField("summary")]  # type: ignore[attr-defined]
     assert failures >= 10
     assert seen == final
     assert len(final) >= 300 - failures
+    assert followed == final
 
 
 def test_fault_surfaces_on_the_next_op_call(logdir: Path, faults: Faults) -> None:
@@ -545,15 +637,89 @@ def test_real_full_filesystem(tmp_path: Path) -> None:
     _check_real_fault(_run_in_namespace(mnt, script, copy), copy, errno.ENOSPC)
 
 
-def _run_in_namespace(mnt: Path, script: Path, copy: Path) -> dict:
+def _run_in_namespace(mnt: Path, script: Path, copy: Path, size: str = "64k") -> dict:
     proc = subprocess.run(
         ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
-         'mount -t tmpfs -o size=64k tmpfs "$1" && exec "$2" "$3" "$1/logs" "$4"',
+         f'mount -t tmpfs -o size={size} tmpfs "$1" && exec "$2" "$3" "$1/logs" "$4"',
          "sh", str(mnt), sys.executable, str(script), str(copy)],
         cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+_FILL_AND_EMPTY = """
+import errno, json, os, shutil, sys
+import summarylib as sl
+logdir, copy_to = sys.argv[-2], sys.argv[-1]
+ballast = os.path.join(os.path.dirname(logdir), "ballast")
+w = sl.create_file_writer(logdir, max_queue=10**6, flush_millis=10**9)
+w.set_as_default()
+acknowledged, failures, errnos = [], 0, set()
+
+
+def fill_the_disk():
+    chunk = b"b" * 4096
+    with open(ballast, "ab", buffering=0) as f:
+        try:
+            while True:
+                f.write(chunk)
+        except OSError as e:
+            assert e.errno == errno.ENOSPC, e
+
+
+for step in range(300):
+    if step % 3 == 0:
+        fill_the_disk()  # another process takes all the space left
+    for k in range(40):  # a block of about 2 KB: it often crosses into a page not there
+        sl.scalar(f"x{k}", float(step), step=step)
+    try:
+        w.flush()
+        acknowledged.append(step)
+    except sl.WriteFailedError as e:
+        failures += 1
+        errnos.add(e.errno)
+        os.remove(ballast)  # ... and gives it back
+w.close()
+os.makedirs(copy_to)
+for name in os.listdir(logdir):
+    shutil.copy(os.path.join(logdir, name), copy_to)
+print(json.dumps({"acknowledged": acknowledged, "failures": failures,
+                  "errnos": sorted(errnos)}))
+"""
+
+
+def test_a_real_disk_that_fills_and_empties_again_and_again_keeps_one_file(
+    tmp_path: Path,
+) -> None:
+    # A real filesystem (a 1 MiB tmpfs) that another process fills, then empties, 100
+    # times: the disk cuts blocks short at a page it cannot allocate, or refuses them.
+    # The run stays one file, and TensorBoard reads every acknowledged step in it, once.
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare(1) to make a private mount namespace")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    probe = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+         f"mount -t tmpfs -o size=64k tmpfs {mnt}"],
+        capture_output=True, text=True, timeout=TIMEOUT,
+    )  # fmt: skip
+    if probe.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs without root here: {probe.stderr.strip()}")
+    script = tmp_path / "fill.py"
+    script.write_text(_FILL_AND_EMPTY)
+    copy = tmp_path / "copy"
+    got = _run_in_namespace(mnt, script, copy, size="1m")
+    assert got["failures"] == 100 and got["errnos"] == [errno.ENOSPC]
+    files = list(copy.iterdir())
+    assert len(files) == 1, f"{len(files)} event files"
+    events = _readable(files[0])
+    per_step: dict[int, int] = {}
+    for _, step in events:
+        per_step[step] = per_step.get(step, 0) + 1
+    assert all(per_step.get(step) == 40 for step in got["acknowledged"])
+    assert len(set(events)) == len(events)  # no value twice
+    assert [step for _, step in events] == sorted(step for _, step in events)
 
 
 def test_real_file_size_limit(tmp_path: Path) -> None:

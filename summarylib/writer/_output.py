@@ -224,12 +224,14 @@ class MemoryOutput(Output):
 
 
 def _record_end(block: memoryview, offset: int) -> int:
-    """The end of the record of ``block`` (whole TFRecords) that holds byte ``offset``."""
+    """The end of the record of ``block`` (whole TFRecords) that holds byte ``offset``;
+    ``offset`` itself where a record ends there (the bytes before it are whole records:
+    nothing to complete, and the next record is not started)."""
     start = 0
     while True:
         length = int(struct.unpack_from("<Q", block, start)[0])
         end = start + 8 + 4 + length + 4  # length, its CRC, the data, the data's CRC
-        if end > offset or end >= len(block):
+        if end >= offset or end >= len(block):
             return min(end, len(block))
         start = end
 
