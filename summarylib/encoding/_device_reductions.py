@@ -38,8 +38,9 @@ reads it is lost, as any pending JAX value (:mod:`summarylib.encoding._pending`)
 
 The host's ``hi`` is numpy's maximum, which picks one of ``-0.0`` and ``+0.0`` when both
 are the maximum: such data (flagged by the first kernel) is read whole and bucketed on
-the host, on the writer thread. Dtypes: bool, int8/16/32, uint8/16, float16, bfloat16, float32; others (float64
-and 64-bit integers with ``jax_enable_x64``, uint32) cross whole.
+the host, on the writer thread. Dtypes: bool, int8/16/32, uint8/16, float16, bfloat16,
+float32; others (float64 and 64-bit integers with ``jax_enable_x64``, uint32) cross
+whole.
 
 :func:`pr_bucket_table` counts a PR curve's predictions per threshold bucket and class
 on the device (unweighted counts are integers, exact in any order), so only ``2T + 1``
