@@ -493,6 +493,42 @@ def test_the_writer_thread_compiles_new_shapes_without_importing(tmp_path: Path)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
+_PLACEMENTS = """
+import sys
+import jax, numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+import summarylib as sl
+
+mesh = Mesh(np.array(jax.devices()), ("data",))
+v = np.sin(np.arange(40_000, dtype=np.float32)).reshape(200, 200)
+placements = [NamedSharding(mesh, P("data")), jax.devices()[1], jax.devices()[0],
+              NamedSharding(mesh, P(None, "data"))]
+with sl.create_file_writer(sys.argv[1]).as_default() as w:
+    for step in range(2):  # the second round finds every kernel compiled
+        for i, where in enumerate(placements):
+            sl.histogram(f"h{i}", jax.device_put(v, where), step=step, buckets=9)
+"""
+
+
+def test_jax_device_histograms_of_one_shape_on_several_placements(tmp_path: Path) -> None:
+    # One shape, sharded two ways and on either of two devices: each placement needs its
+    # own compiled kernels (a kernel compiled for one refuses arrays placed otherwise).
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2",
+               JAX_PLATFORMS="cpu")
+    done = subprocess.run([sys.executable, "-c", _PLACEMENTS, str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    values = np.sin(np.arange(40_000, dtype=np.float32))
+    want = sl.histogram_pb("h", values, buckets=9).value[0].tensor.tensor_content
+    got = [(v.tag, e.step, v.tensor.tensor_content) for e in tb_events(only_file(tmp_path))
+           for v in e.summary.value]
+    assert got == [(f"h{i}", step, want) for step in range(2) for i in range(4)]
+
+
 def test_jax_device_histogram_signed_zero_maximum_equals_the_host_path() -> None:
     # numpy's maximum picks one of -0.0 and +0.0: such data is bucketed on the host.
     from summarylib.encoding._bucketing import buckets_from_table

@@ -89,10 +89,11 @@ _JAX_BITS: dict[str, str | None] = {
 _MIN_CLASS = 1 << 14
 _POW2_CLASS = 1 << 24
 _MAX_CLASS = 1 << 30  # int32 positions stay below 2**31
-# (size class, dtype, slots) -> (compiled stats kernel, compiled count kernel)
-_JAX_KERNELS: dict[Any, Any] = {}
-# (shape, dtype, size class) -> compiled flatten-and-pad kernel (cheap to compile)
+# Compiled kernels are keyed by placement too (a sharding or another device needs its own):
+# (shape, dtype, size class, sharding) -> (flatten-and-pad kernel, its output's sharding)
 _JAX_FLATTEN: dict[Any, Any] = {}
+# (size class, dtype, slots, padded sharding) -> (stats kernel, count kernel)
+_JAX_KERNELS: dict[Any, Any] = {}
 
 
 def size_class(n: int) -> int:
@@ -148,11 +149,12 @@ class JaxHistogram(PendingValue):
         self._padded: Any = None
         self._stats: Any = None
         self._count: Any = None
-        flatten = _JAX_FLATTEN.get((data.shape, data.dtype, self._size))
-        kernels = _JAX_KERNELS.get((self._size, data.dtype, self._slots))
-        if flatten is not None and kernels is not None:
-            self._count = kernels[1]
-            self._dispatch(flatten, kernels[0])  # overlaps with the caller's work
+        flatten = _JAX_FLATTEN.get((data.shape, data.dtype, self._size, data.sharding))
+        if flatten is not None:
+            kernels = _JAX_KERNELS.get((self._size, data.dtype, self._slots, flatten[1]))
+            if kernels is not None:
+                self._count = kernels[1]
+                self._dispatch(flatten[0], kernels[0])  # overlaps with the caller's work
 
     def _dispatch(self, flatten: Any, stats: Any) -> None:
         import numpy as np
@@ -221,23 +223,26 @@ class JaxHistogram(PendingValue):
 
         data, size, slots = self._data, self._size, self._slots
         flatten_fn, stats_fn, count_fn = self._functions(data.dtype, size, slots)
-        flatten = _JAX_FLATTEN.get((data.shape, data.dtype, size))
+        key = (data.shape, data.dtype, size, data.sharding)
+        flatten = _JAX_FLATTEN.get(key)
         if flatten is None:
-            flatten = jax.jit(flatten_fn).lower(data).compile()
+            compiled = jax.jit(flatten_fn).lower(data).compile()
+            flatten = (compiled, compiled.output_shardings)
             if len(_JAX_FLATTEN) >= 256:
                 _JAX_FLATTEN.clear()
-            _JAX_FLATTEN[(data.shape, data.dtype, size)] = flatten
-        kernels = _JAX_KERNELS.get((size, data.dtype, slots))
+            _JAX_FLATTEN[key] = flatten
+        kernels = _JAX_KERNELS.get((size, data.dtype, slots, flatten[1]))
         if kernels is None:
-            padded = jax.ShapeDtypeStruct((size,), data.dtype)  # type: ignore[no-untyped-call]
+            padded = jax.ShapeDtypeStruct(  # type: ignore[no-untyped-call]
+                (size,), data.dtype, sharding=flatten[1])
             i32 = jax.ShapeDtypeStruct((), "int32")  # type: ignore[no-untyped-call]
             thresholds = jax.ShapeDtypeStruct((slots,), "int32")  # type: ignore[no-untyped-call]
             kernels = (jax.jit(stats_fn).lower(padded, i32).compile(),
                        jax.jit(count_fn).lower(padded, thresholds, i32, i32).compile())
             if len(_JAX_KERNELS) >= 64:
                 _JAX_KERNELS.clear()
-            _JAX_KERNELS[(size, data.dtype, slots)] = kernels
-        return flatten, kernels[0], kernels[1]
+            _JAX_KERNELS[(size, data.dtype, slots, flatten[1])] = kernels
+        return flatten[0], kernels[0], kernels[1]
 
     def _finite_keys(self, dtype: Any) -> tuple[int, int]:
         # Float keys at or beyond these are not finite (±inf, NaN): bounds excluded.
