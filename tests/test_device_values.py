@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -381,6 +381,152 @@ def test_jax_device_histogram_equals_the_host_path(
     assert table is not None
     host = widen_extended_float(np.asarray(array))
     np.testing.assert_array_equal(buckets_from_table(table.result(), k), _host(host, k))
+
+
+# Any shape of up to 2**14 values runs on one size class's kernels (only a small
+# flatten-and-pad kernel is compiled per shape); the padding must count for nothing, which
+# int8's zeros would show.
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from([np.float32, np.int8]),
+    hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=24),
+    st.sampled_from([1, 3, 30]),
+    st.booleans(),
+    st.data(),
+)
+def test_jax_device_histogram_of_any_shape_equals_the_host_path(
+    dtype: Any, shape: tuple[int, ...], k: int, as_bfloat16: bool, data: st.DataObject
+) -> None:
+    from summarylib.encoding._arrays import widen_extended_float
+    from summarylib.encoding._bucketing import buckets_from_table
+    from summarylib.encoding._device_reductions import histogram_table
+
+    values = data.draw(hnp.arrays(dtype, shape, elements={
+        "allow_nan": True, "allow_infinity": True, "allow_subnormal": True}))
+    array = jnp.asarray(values)
+    if as_bfloat16 and values.dtype == np.float32:
+        array = array.astype(jnp.bfloat16)
+    table = histogram_table(array, k)
+    assert table is not None
+    host = widen_extended_float(np.asarray(array))
+    np.testing.assert_array_equal(buckets_from_table(table.result(), k), _host(host, k))
+
+
+def test_jax_device_histogram_across_size_classes_equals_the_host_path() -> None:
+    from summarylib.encoding._bucketing import buckets_from_table
+    from summarylib.encoding._device_reductions import histogram_table, size_class
+
+    rng = np.random.default_rng(3)
+    for n in (1 << 14, (1 << 14) + 1, 40_000):
+        values = rng.integers(-100, 100, n).astype(np.int8)  # the padding's zeros would count
+        values[-1] = 127  # the last real value: the mask must not stop short of it
+        assert size_class(n) >= n
+        table = histogram_table(jnp.asarray(values), 7)
+        assert table is not None
+        np.testing.assert_array_equal(buckets_from_table(table.result(), 7), _host(values, 7))
+
+
+def test_new_shapes_compile_nothing_on_the_callers_thread(logdir: Path) -> None:
+    # The first histogram of a new shape used to compile its kernels at the call (tenths
+    # of a second each); now the writer thread compiles them. JAX reports every backend
+    # compile to its monitoring listeners, on the compiling thread.
+    caller = threading.get_ident()
+    compiles: list[int] = []
+
+    def listener(event: str, secs: float, **kwargs: Any) -> None:
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles.append(threading.get_ident())
+
+    rng = np.random.default_rng(5)
+    arrays = [jnp.asarray(rng.normal(size=shape).astype(np.float32))
+              for shape in [(131, 127), (3, 7, 1000), (20011,)]]
+    for a in arrays:
+        a.block_until_ready()
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        with sl.create_file_writer(logdir).as_default() as writer:
+            for i, a in enumerate(arrays):
+                sl.histogram("h", a, step=i, buckets=11)
+            on_caller = [t for t in compiles if t == caller]
+            writer.flush()
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert on_caller == []
+    assert compiles, "the writer thread compiled the kernels"
+    got = [e.summary.value[0].tensor.tensor_content for e in tb_events(only_file(logdir))
+           if e.summary.value]
+    assert got == [sl.histogram_pb("h", np.asarray(a), buckets=11).value[0].tensor.tensor_content
+                   for a in arrays]
+
+
+_WRITER_IMPORTS = """
+import sys, threading
+import jax.numpy as jnp
+import summarylib as sl
+
+imported = []
+
+class Finder:  # consulted for every module not loaded yet
+    def find_spec(self, name, path=None, target=None):
+        if threading.current_thread() is not threading.main_thread():
+            imported.append(name)
+        return None
+
+histogram = sl.histogram  # the op's module, loaded on this thread
+sys.meta_path.insert(0, Finder())
+with sl.create_file_writer(sys.argv[1]).as_default() as w:
+    for dtype in (jnp.float32, jnp.bfloat16, jnp.int8):
+        histogram("h", jnp.ones((150, 111), dtype), step=1)
+    w.flush()
+print(imported)
+"""
+
+
+def test_the_writer_thread_compiles_new_shapes_without_importing(tmp_path: Path) -> None:
+    # The writer thread must import nothing (fork safety, see summarylib/__init__.py):
+    # in a fresh process, its compiles of the kernels of three new dtypes load no module.
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _WRITER_IMPORTS, str(tmp_path)],
+                         capture_output=True, text=True, timeout=600, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+_PLACEMENTS = """
+import sys
+import jax, numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+import summarylib as sl
+
+mesh = Mesh(np.array(jax.devices()), ("data",))
+v = np.sin(np.arange(40_000, dtype=np.float32)).reshape(200, 200)
+placements = [NamedSharding(mesh, P("data")), jax.devices()[1], jax.devices()[0],
+              NamedSharding(mesh, P(None, "data"))]
+with sl.create_file_writer(sys.argv[1]).as_default() as w:
+    for step in range(2):  # the second round finds every kernel compiled
+        for i, where in enumerate(placements):
+            sl.histogram(f"h{i}", jax.device_put(v, where), step=step, buckets=9)
+"""
+
+
+def test_jax_device_histograms_of_one_shape_on_several_placements(tmp_path: Path) -> None:
+    # One shape, sharded two ways and on either of two devices: each placement needs its
+    # own compiled kernels (a kernel compiled for one refuses arrays placed otherwise).
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2",
+               JAX_PLATFORMS="cpu")
+    done = subprocess.run([sys.executable, "-c", _PLACEMENTS, str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    values = np.sin(np.arange(40_000, dtype=np.float32))
+    want = sl.histogram_pb("h", values, buckets=9).value[0].tensor.tensor_content
+    got = [(v.tag, e.step, v.tensor.tensor_content) for e in tb_events(only_file(tmp_path))
+           for v in e.summary.value]
+    assert got == [(f"h{i}", step, want) for step in range(2) for i in range(4)]
 
 
 def test_jax_device_histogram_signed_zero_maximum_equals_the_host_path() -> None:

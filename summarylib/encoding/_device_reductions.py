@@ -26,13 +26,21 @@ host's counts). Instead, :class:`JaxHistogram`:
 3. dispatches a second kernel that counts, per bucket, the keys between consecutive
    ``key(T_j)`` (``searchsorted``, integers again), and reads the ``k`` counts.
 
-Only ``k + 4`` integers cross. Both kernels are compiled on the first call for each
-shape and dtype (and power of two of ``k``), on the caller's thread: a one-time cost of
-tenths of a second on a CPU; later calls only dispatch. The host's ``hi`` is numpy's
-maximum, which picks one of ``-0.0`` and ``+0.0`` when both are the maximum: such data
-(flagged by the first kernel) is read whole and bucketed on the host, on the writer
-thread. Dtypes: bool, int8/16/32, uint8/16, float16, bfloat16, float32; others (float64
-and 64-bit integers with ``jax_enable_x64``, uint32) cross whole.
+Only ``k + 4`` integers cross. The kernels run on the values flattened and padded to a
+*size class* (:func:`size_class`: 2**14 values, then powers of two), with the
+number of real values as an argument, so one compiled pair serves every shape of a class
+and dtype (and power of two of ``k``); only the flatten-and-pad kernel is compiled per
+shape. Nothing is compiled on the caller's thread (a compile costs tenths of a second):
+for a shape whose kernels exist the first kernel is dispatched at the call, for a new one
+the writer thread compiles and runs them when it reads the table. The array is kept,
+not copied (JAX arrays are immutable): one deleted or donated before the writer thread
+reads it is lost, as any pending JAX value (:mod:`summarylib.encoding._pending`).
+
+The host's ``hi`` is numpy's maximum, which picks one of ``-0.0`` and ``+0.0`` when both
+are the maximum: such data (flagged by the first kernel) is read whole and bucketed on
+the host, on the writer thread. Dtypes: bool, int8/16/32, uint8/16, float16, bfloat16,
+float32; others (float64 and 64-bit integers with ``jax_enable_x64``, uint32) cross
+whole.
 
 :func:`pr_bucket_table` counts a PR curve's predictions per threshold bucket and class
 on the device (unweighted counts are integers, exact in any order), so only ``2T + 1``
@@ -57,16 +65,9 @@ from summarylib.encoding._pending import (
     device_kind,
 )
 
-__all__ = ["histogram_table", "images_uint8", "pr_bucket_table", "scaled_uint8"]
+__all__ = ["histogram_table", "images_uint8", "pr_bucket_table", "scaled_uint8", "size_class"]
 
 _UNDERFLOW_SCALE = 2.0**1000
-
-
-def _nbytes(shape: tuple[int, ...], itemsize: int) -> int:
-    n = itemsize
-    for d in shape:
-        n *= int(d)
-    return n
 
 
 def histogram_table(data: Any, k: int) -> PendingValue | None:
@@ -89,8 +90,31 @@ _JAX_BITS: dict[str, str | None] = {
     "float32": "int32", "float16": "int16", "bfloat16": "int16",
     "bool": None, "int8": None, "uint8": None, "int16": None, "uint16": None, "int32": None,
 }
-# (shape, dtype, padded size) -> (stats kernel, compiled count kernel)
+# The kernels work on the values flattened and padded to a size class, with the number of
+# real values as an argument: one compiled pair serves every shape of a class.
+_MIN_CLASS = 1 << 14
+_POW2_CLASS = 1 << 24
+_MAX_CLASS = 1 << 30  # int32 positions stay below 2**31
+# Compiled kernels are keyed by placement too (a sharding or another device needs its own):
+# (shape, dtype, size class, sharding) -> (flatten-and-pad kernel, its output's sharding)
+_JAX_FLATTEN: dict[Any, Any] = {}
+# (size class, dtype, slots, padded sharding) -> (stats kernel, count kernel)
 _JAX_KERNELS: dict[Any, Any] = {}
+
+
+def size_class(n: int) -> int:
+    """The padded length the kernels run on for ``n`` values: at least 2**14, then the
+    next power of two up to 2**24 (few classes: few compiles), then a multiple of an
+    eighth of the next power of two (the padded copy at most a quarter more than the
+    values), and ``n`` itself beyond 2**30."""
+    if n <= _MIN_CLASS:
+        return _MIN_CLASS
+    if n > _MAX_CLASS:
+        return n
+    if n <= _POW2_CLASS:
+        return 1 << (n - 1).bit_length()
+    step = 1 << ((n - 1).bit_length() - 3)
+    return -(-n // step) * step
 
 
 class JaxHistogram(PendingValue):
@@ -99,9 +123,13 @@ class JaxHistogram(PendingValue):
     See the module docstring. :meth:`result` (on the writer thread) returns the float64
     table ``[lo, hi, n, count_0, ..., count_{k-1}]`` of
     :func:`~summarylib.encoding._bucketing.buckets_from_table`.
+
+    The caller's thread never compiles: where the kernels for the array's shape are
+    compiled already, the first kernel is dispatched at the call; otherwise the array
+    (immutable) is kept and :meth:`result` compiles what is missing and runs them.
     """
 
-    __slots__ = ("_count", "_data", "_int", "_k", "_slots", "_stats")
+    __slots__ = ("_count", "_data", "_int", "_k", "_n", "_padded", "_size", "_slots", "_stats")
 
     @classmethod
     def takes(cls, data: Any) -> bool:
@@ -113,78 +141,119 @@ class JaxHistogram(PendingValue):
 
     def __init__(self, data: Any, k: int) -> None:
         super().__init__((k + 3,), "float64", 8 * (k + 3))
-        self._data = data  # immutable; kept for the second kernel
+        self._data = data  # immutable; read by the kernels (and by the host fallback)
         self._k = k
         self._int = _JAX_BITS[str(data.dtype)]
+        n = 1
+        for d in data.shape:
+            n *= int(d)
+        self._n = n
+        self._size = size_class(n)
         # The count kernel takes its thresholds padded to a power of two (at least 32), so
         # one compiled kernel serves every k up to it.
         self._slots = max(32, 1 << (k - 1).bit_length())
-        kernels = _JAX_KERNELS.get((data.shape, data.dtype, self._slots))
-        if kernels is None:
-            kernels = self._compile(data, self._slots)
-        stats, self._count = kernels
-        self._stats = stats(data)  # dispatched now; read on the writer thread
-        # Held until the writer thread runs the second kernel: the input array itself
-        # (the caller may drop it) and the first kernel's small result.
-        self.held_bytes += buffer_bytes(_nbytes(tuple(data.shape), data.dtype.itemsize))
-        self.held_bytes += 2 * JAX_ARRAY_BYTES + buffer_bytes(8 * 4)
+        self._padded: Any = None
+        self._stats: Any = None
+        self._count: Any = None
+        flatten = _JAX_FLATTEN.get((data.shape, data.dtype, self._size, data.sharding))
+        if flatten is not None:
+            kernels = _JAX_KERNELS.get((self._size, data.dtype, self._slots, flatten[1]))
+            if kernels is not None:
+                self._count = kernels[1]
+                self._dispatch(flatten[0], kernels[0])  # overlaps with the caller's work
+        # Held until the writer thread has run the kernels: the input array itself (the
+        # caller may drop it), its padded copy and the first kernel's small result.
+        itemsize = data.dtype.itemsize
+        self.held_bytes += buffer_bytes(n * itemsize) + buffer_bytes(self._size * itemsize)
+        self.held_bytes += 3 * JAX_ARRAY_BYTES + buffer_bytes(8 * 4)
 
-    def _compile(self, data: Any, slots: int) -> Any:
-        # Both kernels compiled here, on the caller's thread, once per shape, dtype and
-        # size: the writer thread only runs them (it must not import, which tracing may).
+    def _dispatch(self, flatten: Any, stats: Any) -> None:
+        import numpy as np
+
+        self._padded = flatten(self._data)
+        self._stats = stats(self._padded, np.int32(self._n))
+
+    def _functions(self, dtype: Any, size: int, slots: int) -> Any:
+        # The kernels' Python functions: flatten(x) -> padded, stats(padded, n),
+        # count(padded, thresholds, last, n).
         import jax
         import jax.numpy as jnp
 
         bits = self._int
+        lo_key, hi_key = self._finite_keys(dtype)
+
+        def flatten(x: Any) -> Any:
+            flat = jnp.reshape(x, -1)
+            return jnp.pad(flat, (0, size - flat.shape[0]))
 
         def keys(x: Any) -> Any:
-            flat = jnp.reshape(x, -1)
             if bits is None:
-                return flat.astype(jnp.int32)
-            b = jax.lax.bitcast_convert_type(flat, jnp.dtype(bits)).astype(jnp.int32)
+                return x.astype(jnp.int32)
+            b = jax.lax.bitcast_convert_type(x, jnp.dtype(bits)).astype(jnp.int32)
             w = jnp.dtype(bits).itemsize * 8
             # Negative floats (sign bit set) count down: flip their other bits.
             return jnp.where(b < 0, b ^ ((1 << (w - 1)) - 1), b)
 
-        lo_key, hi_key = self._finite_keys(data.dtype)
-
-        def finite_keys(key: Any) -> Any:
+        def finite_keys(key: Any, n: Any) -> Any:
+            real = jax.lax.iota(jnp.int32, size) < n  # the padding is no value
             if bits is None:  # every integer is finite
-                return jnp.ones(key.shape, jnp.bool_)
-            return (key > lo_key) & (key < hi_key)
+                return real
+            return real & (key > lo_key) & (key < hi_key)
 
-        def stats(x: Any) -> Any:
+        def stats(x: Any, n: Any) -> Any:
             key = keys(x)
-            finite = finite_keys(key)
+            finite = finite_keys(key, n)
             big = (1 << 31) - 1  # beyond every finite key
             small = -(1 << 31)
             kmin = jnp.min(jnp.where(finite, key, big))
             kmax = jnp.max(jnp.where(finite, key, small))
-            n = jnp.sum(finite, dtype=jnp.int32)
+            count = jnp.sum(finite, dtype=jnp.int32)
             if bits is None:
                 flag = jnp.zeros((), jnp.int32)
             else:  # a zero maximum, and both signs of zero present
                 signed = jnp.any(finite & (key == -1)) & jnp.any(finite & (key == 0))
                 flag = (signed & (kmax <= 0)).astype(jnp.int32)
-            return jnp.stack([kmin, kmax, n, flag])
+            return jnp.stack([kmin, kmax, count, flag])
 
-        def count(x: Any, thresholds: Any, last: Any) -> Any:
+        def count(x: Any, thresholds: Any, last: Any, n: Any) -> Any:
             # thresholds: k - 1 keys, then padding; last: k - 1 (no bucket beyond it).
             key = keys(x)
-            finite = finite_keys(key)
+            finite = finite_keys(key, n)
             index = jnp.searchsorted(thresholds, key, side="right").astype(jnp.int32)
             index = jnp.where(finite, jnp.minimum(index, last), slots)
             return jnp.bincount(index, length=slots + 1)[:slots].astype(jnp.int32)
 
-        stats_fn = jax.jit(stats)
-        specs = (jax.ShapeDtypeStruct((slots,), jnp.int32),  # type: ignore[no-untyped-call]
-                 jax.ShapeDtypeStruct((), jnp.int32))  # type: ignore[no-untyped-call]
-        count_fn = jax.jit(count).lower(data, *specs).compile()
-        if len(_JAX_KERNELS) >= 64:
-            _JAX_KERNELS.clear()
-        kernels = (stats_fn, count_fn)
-        _JAX_KERNELS[(data.shape, data.dtype, slots)] = kernels
-        return kernels
+        return flatten, stats, count
+
+    def _compiled(self) -> tuple[Any, Any, Any]:
+        # The three kernels for this array, compiled now where missing (writer thread).
+        # Tracing and compiling import nothing once jax.numpy is loaded (the caller's
+        # array implies it is): the writer thread must not import (a fork while it holds
+        # an import lock would hang the child); a test checks it in a fresh process.
+        import jax
+
+        data, size, slots = self._data, self._size, self._slots
+        flatten_fn, stats_fn, count_fn = self._functions(data.dtype, size, slots)
+        key = (data.shape, data.dtype, size, data.sharding)
+        flatten = _JAX_FLATTEN.get(key)
+        if flatten is None:
+            compiled = jax.jit(flatten_fn).lower(data).compile()
+            flatten = (compiled, compiled.output_shardings)
+            if len(_JAX_FLATTEN) >= 256:
+                _JAX_FLATTEN.clear()
+            _JAX_FLATTEN[key] = flatten
+        kernels = _JAX_KERNELS.get((size, data.dtype, slots, flatten[1]))
+        if kernels is None:
+            padded = jax.ShapeDtypeStruct(  # type: ignore[no-untyped-call]
+                (size,), data.dtype, sharding=flatten[1])
+            i32 = jax.ShapeDtypeStruct((), "int32")  # type: ignore[no-untyped-call]
+            thresholds = jax.ShapeDtypeStruct((slots,), "int32")  # type: ignore[no-untyped-call]
+            kernels = (jax.jit(stats_fn).lower(padded, i32).compile(),
+                       jax.jit(count_fn).lower(padded, thresholds, i32, i32).compile())
+            if len(_JAX_KERNELS) >= 64:
+                _JAX_KERNELS.clear()
+            _JAX_KERNELS[(size, data.dtype, slots, flatten[1])] = kernels
+        return flatten[0], kernels[0], kernels[1]
 
     def _finite_keys(self, dtype: Any) -> tuple[int, int]:
         # Float keys at or beyond these are not finite (±inf, NaN): bounds excluded.
@@ -213,6 +282,9 @@ class JaxHistogram(PendingValue):
         import numpy as np
 
         k = self._k
+        if self._stats is None:  # a new shape: compiled here, on the writer thread
+            flatten, stats, self._count = self._compiled()
+            self._dispatch(flatten, stats)
         kmin, kmax, n, flag = (int(v) for v in np.asarray(self._stats))
         table = np.zeros(k + 3, dtype=np.float64)
         if n == 0:
@@ -235,7 +307,7 @@ class JaxHistogram(PendingValue):
         _, lo_s, width = bucket_scaling(lo, hi, k)
         padded = np.full(self._slots, np.iinfo(np.int32).max, dtype=np.int32)
         padded[: k - 1] = self._thresholds(kmin, kmax, lo_s, width, k)
-        counts = self._count(self._data, padded, np.int32(k - 1))
+        counts = self._count(self._padded, padded, np.int32(k - 1), np.int32(self._n))
         table[3:] = np.asarray(counts)[:k]
         return table
 
