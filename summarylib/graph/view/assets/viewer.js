@@ -1,7 +1,11 @@
 /* summarylib graph view: draws the JSON embedded in the page (id "graph-data").
  *
- * Data: {title, colour, view: view_to_json(...), layout: {group: {w, h, nodes, panel, edges,
- * chunks}}, constants}. Each group's layout places its children collapsed; place() composes
+ * Data: {title, colour, view: view_to_json(...), constants} (an optional layout: {group:
+ * {w, h, nodes, panel, edges, chunks}} is used as given). A group is laid out when it is
+ * first opened, by layout.js (the port of layout.layout_group): in the page up to
+ * WORKER_MIN children, else in a Web Worker made from a Blob URL of layout.js's text; an
+ * expand or reveal that needs the worker completes when it answers (pending() counts the
+ * layouts asked and not answered). Each group's layout places its children collapsed; place() composes
  * expanded groups exactly like layout.compose in Python (keep the two in step): an expanded
  * child is bigger than its collapsed box, so room is inserted along x and y where it
  * stands, and nothing else moves relative to its neighbours.
@@ -18,7 +22,8 @@
  * window.summarylibViewer (for tests and notebooks): timing {scriptStart, parsed,
  * rendered, frame} in ms since navigation start; expand(name), collapse(name),
  * reveal(name), zoomTo(name), setColour(mode), expanded() -> [names], boxes() ->
- * [[name, [x, y, w, h]], ...] (centre-based, layout pixels, the root as "").
+ * [[name, [x, y, w, h]], ...] (centre-based, layout pixels, the root as ""), pending(),
+ * layoutOf(name) (a group's layout in layout_to_json's form, made now if needed).
  * Plugins (the page's other scripts) use registerNodeStyle(fn) (fn(name) -> {fill?,
  * title?} or null, asked whenever a node is drawn), redraw() (the styles again, on the
  * nodes drawn), svgElement(),
