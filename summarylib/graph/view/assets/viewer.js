@@ -116,6 +116,18 @@
         LAYOUT.set(w[0], m.layout || LAYOUT_JS.layoutSpec(specOf(NODE.get(w[0])), RANKDIR));
         for (const cb of w[1]) cb();
       };
+      // A worker that cannot start (a policy forbidding Blob URLs): lay out here instead.
+      worker.onerror = (ev) => {
+        if (ev && ev.preventDefault) ev.preventDefault();
+        worker = false;
+        const waiting = Array.from(WAITING.values());
+        WAITING.clear();
+        REQUESTED.clear();
+        for (const [name, cbs] of waiting) {
+          if (!LAYOUT.has(name)) LAYOUT.set(name, LAYOUT_JS.layoutSpec(specOf(NODE.get(name)), RANKDIR));
+          for (const cb of cbs) cb();
+        }
+      };
     } catch (e) {
       worker = false; // no workers (a locked-down browser): lay out in the page
     }
