@@ -1,16 +1,21 @@
 """The offline graph view on 10k- and 100k-node graphs, beside TensorBoard's graph dashboard.
 
-Run: ``python bench/graph_view.py [--quick] [--reps 3] [--sizes 10k 100k] [--tb-timeout 120]``.
+Run: ``python bench/graph_view.py [--quick] [--reps 3] [--sizes 10k 100k 1M] [--no-tb]
+[--tb-timeout 120]``.
 Prints one markdown table (medians over ``--reps``; ``--quick``: one repetition).
 
 The graphs are ``tests/graph_models.py``'s synthetic TF1-style training graphs (scoped
 transformer layers, variables, numbered series, ``init``/``save`` hubs). Per graph:
 
 * ``build_view``: the view with default options (``summarylib.graph.view.build_view``);
-* HTML export: ``view_to_html`` of that view (per-group layout included) and its size;
+* HTML export: ``view_to_html`` of that view and its size (no geometry: the page lays a
+  group out when it is opened), and the process's peak RSS after the export;
 * our first paint: the HTML opened from ``file://`` in headless Chromium (Debian's, driven
   by playwright, ``tests/browser.py``'s flags), from navigation until the first
   ``[data-name]`` node exists and one animation frame has run (the frame that paints it);
+* expand the largest group: from ``expand(name)`` of the group with the most children
+  (laid out in the page's Web Worker when it has more than 240) until it is drawn and one
+  frame has run;
 * TensorBoard: the same graph as the only run of a logdir, the real TensorBoard 2.21
   (``tests/tbserver.py``) and the same browser (``tests/tb_graph_oracle.py``), from
   navigation to ``#graphs`` until the first node of the dashboard's scene exists plus one
@@ -45,7 +50,44 @@ from tests.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from tests.browser import missing as browser_missing  # noqa: E402
 from tests.tb_graph_oracle import PAINTED_JS, TensorBoardOracle, oracle_missing  # noqa: E402
 
-SIZES: dict[str, Callable[[], Any]] = {"10k": gm.synthetic_10k, "100k": gm.synthetic_100k}
+
+def synthetic_1m() -> Any:
+    """About 1,000,000 nodes: 4 heads per layer."""
+    return gm.synthetic_graph(gm._layers_for(1_000_000, 4), 4)
+
+
+SIZES: dict[str, Callable[[], Any]] = {"10k": gm.synthetic_10k, "100k": gm.synthetic_100k,
+                                       "1M": synthetic_1m}
+DEFAULT_SIZES = ["10k", "100k"]
+
+
+def peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def expand_largest(browser: Any, url: str, group: str, timeout_s: float) -> float:
+    """Seconds from ``expand(group)`` until it is drawn and a frame has run, in a fresh
+    page (after its first paint)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        page.goto(url, timeout=timeout_s * 1000)
+        page.wait_for_function("window.summarylibViewer && window.summarylibViewer.timing.frame",
+                               timeout=timeout_s * 1000)
+        return float(page.evaluate(
+            """name => new Promise((done) => {
+                const v = window.summarylibViewer, t = performance.now();
+                v.expand(name);
+                const poll = () => {
+                  if (v.pending() === 0 && v.expanded().includes(name))
+                    requestAnimationFrame(() => done(performance.now() - t));
+                  else setTimeout(poll, 1);
+                };
+                poll();
+            })""", group)) / 1000
+    finally:
+        page.close()
 
 
 def html_export() -> Callable[..., str] | None:
@@ -97,7 +139,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="one repetition")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(SIZES))
+    ap.add_argument("--sizes", nargs="+", choices=list(SIZES), default=DEFAULT_SIZES)
+    ap.add_argument("--no-tb", action="store_true", help="skip TensorBoard")
     ap.add_argument("--tb-timeout", type=float, default=120.0)
     args = ap.parse_args()
     reps = 1 if args.quick else args.reps
@@ -117,7 +160,8 @@ def main() -> None:
         for size in args.sizes:
             graph = SIZES[size]()
             edges = sum(len(n.inputs) + len(n.control_inputs) for n in graph)
-            builds, exports, paints = [], [], []
+            builds, exports, paints, expands = [], [], [], []
+            rss = 0.0
             page_bytes = 0
             with tempfile.TemporaryDirectory(prefix="bench-view-") as tmp:
                 path = Path(tmp) / "view.html"
@@ -131,17 +175,25 @@ def main() -> None:
                     text = to_html(view)
                     exports.append(time.perf_counter() - t)
                     page_bytes = len(text.encode())
+                    rss = peak_rss_mb()
+                    from summarylib.graph.view import GroupNode
+
+                    largest = max((n for n in view.nodes.values() if isinstance(n, GroupNode)
+                                   and n.name), key=lambda g: len(g.children)).name
                     path.write_text(text, encoding="utf-8")
                     if browser is None:
                         continue
                     try:
                         paints.append(first_paint(browser, path.as_uri(), "[data-name]",
                                                   args.tb_timeout))
+                        expands.append(expand_largest(browser, path.as_uri(), largest,
+                                                      args.tb_timeout))
                     except Exception as e:  # playwright's TimeoutError: report it, go on
                         notes.append(f"{size}: our page: nothing drawn within "
                                      f"{args.tb_timeout:.0f} s ({type(e).__name__})")
             no_tb: tuple[list[float], str, list[str]] = ([], "", [])
-            tb_times, tb_why, lines = no_tb if browser is None else tensorboard_render(
+            skip_tb = browser is None or args.no_tb
+            tb_times, tb_why, lines = no_tb if skip_tb else tensorboard_render(
                 graph, browser, reps, args.tb_timeout)
             if tb_why:
                 notes.append(f"{size}: TensorBoard: {tb_why}")
@@ -149,7 +201,7 @@ def main() -> None:
                 notes.append(f"{size}: TensorBoard's phases: " + "; ".join(lines))
             rows.append((size, len(graph), edges, fmt(builds), fmt(exports),
                          f"{page_bytes / 1e6:.1f} MB" if exports else "n/a",
-                         fmt(paints), fmt(tb_times)))
+                         f"{rss:.0f} MB", fmt(paints), fmt(expands), fmt(tb_times)))
             medians[size] = {
                 "html": statistics.median(b + e for b, e in zip(builds, exports, strict=False))
                 if exports else None,
@@ -160,9 +212,9 @@ def main() -> None:
     if why:
         notes.append(f"no browser: {why}")
     print(f"graph view, median of {reps} (machine: {os.cpu_count()} CPUs)\n")
-    print("| graph | nodes | edges | build_view | view_to_html | HTML size "
-          "| our first paint | TensorBoard render |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| graph | nodes | edges | build_view | view_to_html | HTML size | peak RSS "
+          "| our first paint | expand largest group | TensorBoard render |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r[0]} | {r[1]:,} | {r[2]:,} | " + " | ".join(r[3:]) + " |")
     for n in notes:

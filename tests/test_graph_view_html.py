@@ -220,10 +220,11 @@ def test_html_is_one_self_contained_file() -> None:
     urls = set(re.findall(r"[a-z]+://[^\s\"')]+", page))
     assert urls <= {"http://www.w3.org/2000/svg"}, urls
     assert "@import" not in page and "@font-face" not in page
-    # Only our inline scripts (the data block, the viewer and its plugins); the CSP pins
-    # each one that runs.
+    # Only our inline scripts (the data block, the layout, the viewer and its plugins); the
+    # CSP pins each one that runs.
     scripts = re.findall(r"<script([^>]*)>(.*?)</script>", page, re.S)
-    assert [a for a, _ in scripts] == [' type="application/json" id="graph-data"', "", "", ""]
+    assert [a for a, _ in scripts] == [' type="application/json" id="graph-data"',
+                                       ' id="graph-layout"', "", "", ""]
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
     assert csp and "default-src 'none'" in csp.group(1)
     for _, body in scripts[1:]:
@@ -251,14 +252,17 @@ def test_viewer_assets_are_package_data() -> None:
 @contextmanager
 def _opened(html: str, path: Path) -> Iterator[Any]:
     """The page of ``html`` written to ``path``, loaded from file://; on exit, asserts
-    that no console message, page error or request other than the file happened."""
+    that no console message, page error or request other than the file (and the layout
+    worker's Blob URL) happened."""
     path.write_text(html, encoding="utf-8")
     with chromium_page() as page:
         problems: list[str] = []
         page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}"))
         page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-        page.on("request", lambda r: None if r.url == path.as_uri() else problems.append(
-            f"request: {r.url}"))
+        # The file, and the layout worker's Blob URL (made in the page from its own
+        # script): nothing else.
+        page.on("request", lambda r: None if r.url == path.as_uri() or r.url.startswith(
+            "blob:") else problems.append(f"request: {r.url}"))
         page.goto(path.as_uri())
         wait_until(page, "window.summarylibViewer && window.summarylibViewer.timing.frame")
         yield page
@@ -413,8 +417,8 @@ def test_hostile_names_and_attrs_stay_text(tmp_path: Path, artifacts: Path) -> N
     )
     view = build_view(g)
     html = view_to_html(view, title=EVIL_SCRIPT)
-    # The data block's, the viewer's and its plugins' end tags.
-    assert html.count("</script>") == 2 + len(PLUGIN_SCRIPTS)
+    # The data block's, the layout's, the viewer's and its plugins' end tags.
+    assert html.count("</script>") == 3 + len(PLUGIN_SCRIPTS)
     with _opened(html, tmp_path / "hostile.html") as page:
         assert EVIL_IMG in _top_names(page)
         page.evaluate("window.summarylibViewer.expand('scope')")
@@ -442,7 +446,7 @@ def test_hostile_names_and_attrs_stay_text(tmp_path: Path, artifacts: Path) -> N
         assert page.evaluate("typeof window.__pwned") == "undefined"
         assert page.locator("img").count() == 0
         scripts = page.evaluate("document.querySelectorAll('script').length")
-        assert scripts == 2 + len(PLUGIN_SCRIPTS)
+        assert scripts == 3 + len(PLUGIN_SCRIPTS)
 
 
 def test_search_opens_the_groups_down_to_the_match(tmp_path: Path) -> None:

@@ -1,8 +1,11 @@
 """One self-contained HTML file showing a :class:`GraphView`: opens from disk, offline.
 
-The page holds three things, all inline: the view as JSON (``view_to_json``) plus the
-per-group layouts (``layout.layout_to_json``) in a ``<script type="application/json">``
-block, our viewer script (``assets/viewer.js``) and its style sheet (``assets/viewer.css``).
+The page holds three things, all inline: the view as JSON (``view_to_json``) in a
+``<script type="application/json">`` block, our scripts (``assets/layout.js``, the port of
+``layout.layout_group``; ``assets/viewer.js``; the plugins) and style sheets. No geometry is
+embedded: the page lays out a group when it is first opened (the top level at once), small
+groups in the page and big ones in a Web Worker made from a Blob URL of ``layout.js``'s
+text, so that the page never freezes and the file stays the size of the structure.
 Nothing is fetched: no fonts, no scripts, no images, and a Content-Security-Policy that
 allows only the two inline blocks by hash enforces it.
 
@@ -23,15 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from summarylib.graph._gc import gc_paused
 from summarylib.graph.view.json_export import json_text, view_to_json
-from summarylib.graph.view.layout import (
-    CHAR_W,
-    HEADER,
-    PAD,
-    PANEL_GAP,
-    PANEL_VGAP,
-    layout_to_json,
-    layout_view,
-)
+from summarylib.graph.view.layout import CHAR_W, HEADER, PAD, PANEL_GAP, PANEL_VGAP
 from summarylib.graph.view.model import GraphView
 
 if TYPE_CHECKING:
@@ -104,7 +99,6 @@ def _html(view: GraphView, title: str | None, colour: str,
         "title": page_title,
         "colour": colour,
         "view": view_to_json(view),
-        "layout": layout_to_json(view, layout_view(view)),
         # The viewer's composition mirrors layout.compose; it needs the same constants.
         "constants": {
             "PAD": PAD,
@@ -114,17 +108,19 @@ def _html(view: GraphView, title: str | None, colour: str,
             "CHAR_W": CHAR_W,
         },
     }
+    layout_js = _asset("layout.js")
     script = _asset("viewer.js")
     style = _asset("viewer.css")
     plugins = [_asset(name) for name in PLUGIN_SCRIPTS]
     plugin_styles = [_asset(name) for name in PLUGIN_STYLES]
-    script_hashes = " ".join(f"'sha256-{_sha256(s)}'" for s in [script, *plugins])
+    script_hashes = " ".join(f"'sha256-{_sha256(s)}'" for s in [layout_js, script, *plugins])
     style_hashes = " ".join(f"'sha256-{_sha256(s)}'" for s in [style, *plugin_styles])
     csp = (
         "default-src 'none'; "
         f"script-src {script_hashes}; "
         f"style-src {style_hashes}; "
-        "img-src data:; base-uri 'none'; form-action 'none'"
+        # The layout worker is made from a Blob URL of the layout script's text.
+        "worker-src blob:; img-src data:; base-uri 'none'; form-action 'none'"
     )
     return "".join(
         [
@@ -141,6 +137,8 @@ def _html(view: GraphView, title: str | None, colour: str,
             "</script>\n",
             *(['<script type="application/json" id="graph-statistics">',
                embed_json(stats_json), "</script>\n"] if stats_json is not None else []),
+            # The layout code runs here, and its text is the worker's (a Blob URL).
+            f'<script id="graph-layout">{layout_js}</script>\n',
             f"<script>{script}</script>\n",
             *[f"<script>{s}</script>\n" for s in plugins],
             "</body>\n</html>\n",

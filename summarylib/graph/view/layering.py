@@ -151,14 +151,16 @@ def _layered(sizes: list[tuple[float, float]], edges: list[tuple[int, int]]) -> 
     # Oriented edges (a below b in the ranking), each distinct pair once.
     preds: list[list[int]] = [[] for _ in range(n)]
     succs: list[list[int]] = [[] for _ in range(n)]
-    seen: set[tuple[int, int]] = set()
+    # A dict, not a set: its order (first occurrence) is the order dummy chains are made
+    # in, and the viewer's JavaScript port (assets/layout.js) must follow the same order.
+    seen: dict[tuple[int, int], None] = {}
     for i, (a, b) in enumerate(edges):
         if a == b:
             continue
         if back[i]:
             a, b = b, a
         if (a, b) not in seen:
-            seen.add((a, b))
+            seen[(a, b)] = None
             preds[b].append(a)
             succs[a].append(b)
     rank = [0] * n

@@ -1,7 +1,11 @@
 /* summarylib graph view: draws the JSON embedded in the page (id "graph-data").
  *
- * Data: {title, colour, view: view_to_json(...), layout: {group: {w, h, nodes, panel, edges,
- * chunks}}, constants}. Each group's layout places its children collapsed; place() composes
+ * Data: {title, colour, view: view_to_json(...), constants} (an optional layout: {group:
+ * {w, h, nodes, panel, edges, chunks}} is used as given). A group is laid out when it is
+ * first opened, by layout.js (the port of layout.layout_group): in the page up to
+ * WORKER_MIN children, else in a Web Worker made from a Blob URL of layout.js's text; an
+ * expand or reveal that needs the worker completes when it answers (pending() counts the
+ * layouts asked and not answered). Each group's layout places its children collapsed; place() composes
  * expanded groups exactly like layout.compose in Python (keep the two in step): an expanded
  * child is bigger than its collapsed box, so room is inserted along x and y where it
  * stands, and nothing else moves relative to its neighbours.
@@ -18,7 +22,8 @@
  * window.summarylibViewer (for tests and notebooks): timing {scriptStart, parsed,
  * rendered, frame} in ms since navigation start; expand(name), collapse(name),
  * reveal(name), zoomTo(name), setColour(mode), expanded() -> [names], boxes() ->
- * [[name, [x, y, w, h]], ...] (centre-based, layout pixels, the root as "").
+ * [[name, [x, y, w, h]], ...] (centre-based, layout pixels, the root as ""), pending(),
+ * layoutOf(name) (a group's layout in layout_to_json's form, made now if needed).
  * Plugins (the page's other scripts) use registerNodeStyle(fn) (fn(name) -> {fill?,
  * title?} or null, asked whenever a node is drawn), redraw() (the styles again, on the
  * nodes drawn), svgElement(),
@@ -34,8 +39,12 @@
   const K = data.constants;
   const view = data.view;
   const RANKDIR = (view.options && view.options.rankdir) || "BT";
+  // Group layouts, made when a group is first opened (layout.js, the port of layout.py):
+  // small groups here at once, big ones in a Web Worker so that the page never freezes.
   const LAYOUT = new Map();
-  for (const k of Object.keys(data.layout)) LAYOUT.set(k, data.layout[k]);
+  if (data.layout) for (const k of Object.keys(data.layout)) LAYOUT.set(k, data.layout[k]);
+  const LAYOUT_JS = self.summarylibLayout;
+  const WORKER_MIN = 240; // more children than one layered layout handles: chunked, slow
 
   // --- index: name -> node, name -> parent name --------------------------------------
   const NODE = new Map();
@@ -72,6 +81,81 @@
   }
   const isGroup = (n) => n && n.kind !== "op";
   const own = (obj) => (obj && typeof obj === "object" ? Object.keys(obj) : []);
+
+  // --- lazy layout ---------------------------------------------------------------------------
+  function specOf(g) {
+    const kids = g.children, idx = childIndex(g), panel = [], inPanel = new Set();
+    for (const side of ["in", "out"]) {
+      for (const nm of (g.side_panel && g.side_panel[side]) || []) {
+        const i = idx.get(nm);
+        if (i !== undefined && !inPanel.has(i)) { inPanel.add(i); panel.push(i); }
+      }
+    }
+    return {
+      sizes: kids.map((c) => LAYOUT_JS.collapsedSize(c.label, c.kind, !!(c.series && c.series.vertical))),
+      panel,
+      edges: g.metaedges.map((m) => [idx.get(m.v), idx.get(m.w), LAYOUT_JS.edgeWidth(m.size),
+                                     LAYOUT_JS.edgeLabel(m.shapes)]),
+    };
+  }
+  let worker = null, workerSeq = 0;
+  const WAITING = new Map(); // request id -> [group name, callbacks]
+  const REQUESTED = new Map(); // group name -> request id
+  function startWorker() {
+    if (worker !== null) return worker;
+    worker = false;
+    try {
+      const src = document.getElementById("graph-layout").textContent;
+      const url = URL.createObjectURL(new Blob([src], { type: "text/javascript" }));
+      worker = new Worker(url);
+      worker.onmessage = (ev) => {
+        const m = ev.data, w = WAITING.get(m.id);
+        if (!w) return;
+        WAITING.delete(m.id);
+        REQUESTED.delete(w[0]);
+        LAYOUT.set(w[0], m.layout || LAYOUT_JS.layoutSpec(specOf(NODE.get(w[0])), RANKDIR));
+        for (const cb of w[1]) cb();
+      };
+      // A worker that cannot start (a policy forbidding Blob URLs): lay out here instead.
+      worker.onerror = (ev) => {
+        if (ev && ev.preventDefault) ev.preventDefault();
+        worker = false;
+        const waiting = Array.from(WAITING.values());
+        WAITING.clear();
+        REQUESTED.clear();
+        for (const [name, cbs] of waiting) {
+          if (!LAYOUT.has(name)) LAYOUT.set(name, LAYOUT_JS.layoutSpec(specOf(NODE.get(name)), RANKDIR));
+          for (const cb of cbs) cb();
+        }
+      };
+    } catch (e) {
+      worker = false; // no workers (a locked-down browser): lay out in the page
+    }
+    return worker;
+  }
+  // Calls done() once every group in names has its layout: at once when they were all
+  // there or small (laid out here), else when the worker has answered.
+  function withLayouts(names, done) {
+    let pending = 0;
+    const one = () => { if (--pending === 0) done(); };
+    for (const name of names) {
+      if (LAYOUT.has(name)) continue;
+      const g = NODE.get(name);
+      if (!isGroup(g)) continue;
+      const w = g.children.length > WORKER_MIN ? startWorker() : false;
+      if (!w) {
+        LAYOUT.set(name, LAYOUT_JS.layoutSpec(specOf(g), RANKDIR));
+        continue;
+      }
+      pending++;
+      if (REQUESTED.has(name)) { WAITING.get(REQUESTED.get(name))[1].push(one); continue; }
+      const id = ++workerSeq;
+      WAITING.set(id, [name, [one]]);
+      REQUESTED.set(name, id);
+      w.postMessage({ id, spec: specOf(g), rankdir: RANKDIR });
+    }
+    if (pending === 0) done();
+  }
 
   // --- state ----------------------------------------------------------------------------
   const expanded = new Set([""]);
@@ -660,6 +744,7 @@
     return x + w / 2 >= W[0] && x - w / 2 <= W[2] && y + h / 2 >= W[1] && y - h / 2 <= W[3];
   }
   function render() {
+    if (!LAYOUT.has("")) return; // before the first paint
     scene = compose();
     draw();
   }
@@ -835,7 +920,13 @@
       // Closing a group closes everything inside it too, so reopening shows it collapsed.
       for (const e of Array.from(expanded)) if (e === name || e.startsWith(name + "/")) expanded.delete(e);
       expanded.add("");
-    } else expanded.add(name);
+    } else {
+      if (!LAYOUT.has(name)) {
+        withLayouts([name], () => { if (!expanded.has(name)) toggle(name); });
+        if (!LAYOUT.has(name)) return; // the worker will call again
+      }
+      expanded.add(name);
+    }
     scene = compose();
     const after = scene.abs.get(name);
     if (before && after) {
@@ -847,7 +938,13 @@
   }
   function reveal(name) {
     if (!NODE.has(name)) return;
-    for (let p = PARENT.get(name); p !== undefined; p = PARENT.get(p)) expanded.add(p);
+    const ancestors = [];
+    for (let p = PARENT.get(name); p !== undefined; p = PARENT.get(p)) ancestors.push(p);
+    if (ancestors.some((p) => !LAYOUT.has(p))) {
+      withLayouts(ancestors, () => reveal(name));
+      if (ancestors.some((p) => !LAYOUT.has(p))) return;
+    }
+    for (const p of ancestors) expanded.add(p);
     highlighted = name;
     scene = compose();
     centreOn(name, true);
@@ -1029,12 +1126,17 @@
   });
 
   // --- first paint, and a small API for tests and notebooks -----------------------------------
-  scene = compose();
-  fitView(true, true);
-  draw();
-  const T_RENDERED = performance.now();
   const api = {
-    timing: { scriptStart: T0, parsed: T_PARSED, rendered: T_RENDERED, frame: null },
+    timing: { scriptStart: T0, parsed: T_PARSED, rendered: null, frame: null },
+    // Layouts asked of the worker and not yet answered (an expand or reveal waits on them).
+    pending() { return WAITING.size; },
+    // The layout of group name in layout_to_json's form (made now if it was not yet).
+    layoutOf(name) {
+      const g = NODE.get(name);
+      if (!isGroup(g)) return null;
+      if (!LAYOUT.has(name)) LAYOUT.set(name, LAYOUT_JS.layoutSpec(specOf(g), RANKDIR));
+      return LAYOUT.get(name);
+    },
     expand(name) { if (!expanded.has(name) && isGroup(NODE.get(name))) toggle(name); },
     collapse(name) { if (name && expanded.has(name)) toggle(name); },
     reveal: reveal,
@@ -1042,7 +1144,7 @@
     setColour(mode) { colourSelect.value = mode; colourMode = mode; render(); },
     expanded() { return Array.from(expanded); },
     // Absolute boxes [x, y, w, h] (centre-based) of every visible node, in layout pixels.
-    boxes() { return Array.from(scene.abs); },
+    boxes() { return scene ? Array.from(scene.abs) : []; },
     // Plugin interface: node styles, redraw, the live SVG, selection, info, side panels.
     registerNodeStyle(fn) { NODE_STYLES.push(fn); },
     redraw() { restyle(); },
@@ -1064,5 +1166,11 @@
     },
   };
   Object.defineProperty(window, "summarylibViewer", { value: api });
-  requestAnimationFrame(() => requestAnimationFrame(() => { api.timing.frame = performance.now(); }));
+  withLayouts([""], () => {
+    scene = compose();
+    fitView(true, true);
+    draw();
+    api.timing.rendered = performance.now();
+    requestAnimationFrame(() => requestAnimationFrame(() => { api.timing.frame = performance.now(); }));
+  });
 })();
