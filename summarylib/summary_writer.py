@@ -523,7 +523,7 @@ class SummaryWriter(WriterBase):
         from summarylib.graph.onnx_models import onnx_graph_def
         from summarylib.graph.writers import write_graph_def
 
-        if self._resource is None:
+        if self.events is None:
             return False
         graph = onnx_graph_def(prototxt, "add_onnx_graph", "prototxt")
         sink = self._sink(None, 0, None, _ADD_ONNX_GRAPH, untagged=True)
@@ -698,7 +698,7 @@ class SummaryWriter(WriterBase):
         if sink is None:
             return False
         written = write_trial_to(sink, values, list(metrics), hparam_domains=domains)
-        tags = self._resource.tags  # type: ignore[union-attr]
+        tags = self.events.tags  # type: ignore[union-attr]
         for key, value in metrics.items():
             # Metric tags are literal (no name scope), as the trial names them.
             metric = sink_for(self, key, step, None, _ADD_HPARAMS_METRIC, scoped=False)
@@ -729,7 +729,7 @@ class SummaryWriter(WriterBase):
     def _end_trial(self, status: str) -> None:
         """Write the end of this run's trial now, with ``status``, and not again at close."""
         self._last_words.pop("session_end", None)
-        if self._resource is not None:
+        if self.events is not None:
             self._append(_session_end_event(True, status))
 
     def export_scalars_to_json(self, path: str | os.PathLike[str]) -> None:

@@ -113,7 +113,7 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
         writer = st.writer
         return not (
             writer is None
-            or writer._resource is None
+            or writer.events is None
             or (st.condition is not True and not condition_holds(st.condition))
         )
 

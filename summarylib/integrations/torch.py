@@ -102,7 +102,7 @@ class Watch:
         # Straight to the writer (no as_default(): its exit asks for a write). CUDA tensors
         # are captured without waiting (large ones bucketed on the device); the writer
         # thread writes them once ready.
-        if self.writer._resource is None:
+        if self.writer.events is None:
             return
         for name, tensor in tensors.items():
             sink = sink_for(self.writer, f"{self.prefix}{kind}/{name}", self.logged_step,

@@ -37,7 +37,7 @@ _TOKEN = torch.zeros(1)
 def _summary(token: torch.Tensor, call: int, values: list[torch.Tensor]) -> None:
     st = _local.state
     writer = st.writer
-    if writer is None or writer._resource is None:
+    if writer is None or writer.events is None:
         return  # no default writer when the compiled code runs: nothing written
     replay(_CALLS[call], list(values), writer, None)
 

@@ -91,7 +91,7 @@ def scalar_value_deferred(
     pending = capture(data)
     if pending is None:
         return None
-    res = writer._resource
+    res = writer.events
     assert res is not None, "ops never see the no-op writer"
     now = res.clock() if wall_time is None else wall_time
     head = _WALL_TIME + pack_double(now) + step_field(step)
@@ -138,7 +138,7 @@ def scalar_values_deferred(
     Raises:
       TypeError, ValueError: a bad value, tag or step (checked now; nothing queued).
     """
-    res = writer._resource
+    res = writer.events
     assert res is not None, "ops never see the no-op writer"
     dstep = step if isinstance(step, DeviceStep) else device_step(step, where)
     step_int = 0 if dstep is not None else resolve_step(step, None, where)

@@ -23,7 +23,7 @@ _INT64_MAX = (1 << 63) - 1
 
 def defers_device_values(writer: DefaultWriter) -> bool:
     """False for a writer made with ``sync_device_values=True`` (read at the call)."""
-    return not getattr(writer, "_sync_device_values", False)
+    return writer.defers_device_values
 
 
 class DeviceStep:

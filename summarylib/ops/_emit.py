@@ -30,8 +30,7 @@ from summarylib.writer._buffered import Deferred
 
 if TYPE_CHECKING:
     from summarylib.ops._resolve import Sink
-    from summarylib.writer._buffered import BufferedEventWriter
-    from summarylib.writer._context import DefaultWriter
+    from summarylib.writer._context import DefaultWriter, EventSink
 
 __all__ = [
     "AUDIO_FIELD",
@@ -56,8 +55,8 @@ AUDIO_FIELD = bytes((AUDIO_KEY,))
 # import lock waits for that lock forever when it imports the module.
 
 
-def _resource(writer: DefaultWriter) -> BufferedEventWriter:
-    res = writer._resource
+def _events(writer: DefaultWriter) -> EventSink:
+    res = writer.events
     assert res is not None, "ops never see the no-op writer"
     return res
 
@@ -75,7 +74,7 @@ def check_event_size(size: int, tag: str, step: int) -> None:
 def event_wall_time(sink: Sink) -> float:
     """The wall time of an event of ``sink``: the caller's, else the writer's clock."""
     wall_time = sink.wall_time
-    return _resource(sink.writer).clock() if wall_time is None else wall_time
+    return _events(sink.writer).clock() if wall_time is None else wall_time
 
 
 def emit_value(sink: Sink, tensor: bytes, metadata: bytes | None, tag: str | None = None) -> bool:
@@ -93,7 +92,7 @@ def emit_value(sink: Sink, tensor: bytes, metadata: bytes | None, tag: str | Non
         if tag is not sink.tag:
             sink = sink._replace(tag=tag)
         return emit_value_deferred(sink, lambda: tensor, metadata, len(tensor))
-    res = _resource(sink.writer)
+    res = _events(sink.writer)
     tags = res.tags
     first = metadata is not None and tags.needs_metadata(tag)
     value = value_bytes(tag, tensor, metadata if first else None)
@@ -128,7 +127,7 @@ def emit_value_deferred(
     """
     tag = sink.tag
     step = sink.step
-    res = _resource(sink.writer)
+    res = _events(sink.writer)
     tags = res.tags
     first = metadata is not None and tags.needs_metadata(tag)
     wall_time = event_wall_time(sink)
@@ -208,7 +207,7 @@ def _emit_encoded(
     event = encode(event_wall_time(sink), step, payload)
     if len(event) > MAX_EVENT_BYTES:
         check_event_size(len(event), what, step)
-    return _resource(sink.writer).append(event)
+    return _events(sink.writer).append(event)
 
 
 def _emit_at_device_step(
@@ -224,6 +223,6 @@ def _emit_at_device_step(
         check_event_size(len(event), "an event", s)
         return event
 
-    return _resource(sink.writer).append(
+    return _events(sink.writer).append(
         Deferred(make, len(payload) + 32, f"an event at {step_name(step)}")
     )

@@ -379,7 +379,7 @@ def write_histogram_bins(
         s = step_.value() if isinstance(step_, DeviceStep) else step_
         return summary_event(wall_time, s, field_bytes(1, value))
 
-    return sink.writer._resource.append(  # type: ignore[union-attr]
+    return sink.writer.events.append(  # type: ignore[union-attr]
         Deferred(make, 2048 + len(encoded_tag), f"the histogram {tag!r} at {step_name(step_)}")
     )
 

@@ -70,8 +70,7 @@ from summarylib.writer._context import (
 
 if TYPE_CHECKING:
     from summarylib.proto import summary_pb2
-    from summarylib.writer._buffered import BufferedEventWriter
-    from summarylib.writer._context import DefaultWriter
+    from summarylib.writer._context import DefaultWriter, EventSink
 
 __all__ = [
     "PLUGIN_NAME",
@@ -185,7 +184,7 @@ def scalar(
         if device_kind(data) is not None and defers_device_values(writer):
             return _scalar_deferred(writer, name, data, step, description, scope)
         data = scalar_float(data, "scalar")
-    res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
+    res: EventSink = writer.events  # type: ignore[assignment]
     prefix = res.tags.prefix_of(tag)
     if prefix is None:
         return _write_first(res, tag, data, step, description, res.clock(), "scalar")
@@ -249,7 +248,7 @@ def _deferred(
     if type(step) is int and _INT64_MIN <= step <= _INT64_MAX:
         if description is not None and type(description) is not str:
             SCALARS.metadata_bytes(description, where)  # raises TypeError naming it
-        prefix = writer._resource.tags.prefix_of(tag)  # type: ignore[union-attr]
+        prefix = writer.events.tags.prefix_of(tag)  # type: ignore[union-attr]
         if prefix is not None:
             done = scalar_value_deferred(writer, prefix, tag, data, step, wall_time, caller)
             if done is not None:
@@ -288,7 +287,7 @@ def scalar_to(
         data = scalar_float(data, caller.where, caller.data)
     if description is not None and type(description) is not str:
         SCALARS.metadata_bytes(description, caller.where)  # raises TypeError naming it
-    res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
+    res: EventSink = writer.events  # type: ignore[assignment]
     prefix = res.tags.prefix_of(tag)
     now = res.clock() if wall_time is None else wall_time
     if prefix is None:
@@ -313,7 +312,7 @@ def simple_scalar_to(
     """:func:`write_simple_scalar` with the sink's fields as arguments (the hot path of
     ``add_scalar``). A warm call packs one Event with the tag's cached prefix, as
     :func:`scalar_to` does; the data may live on a device."""
-    res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
+    res: EventSink = writer.events  # type: ignore[assignment]
     prefix = res.tags.simple_prefix_of(tag)
     if prefix is None:
         # No metadata to write first: the prefix is known before any event is.
@@ -344,7 +343,7 @@ def simple_scalar_to(
 
 
 def _simple_at_device_step(
-    res: BufferedEventWriter, prefix: bytes, tag: str, data: Any, step: Any,
+    res: EventSink, prefix: bytes, tag: str, data: Any, step: Any,
     wall_time: float | None, caller: Caller,
 ) -> bool:
     # The step (and maybe the value) on the device: the Event is made on the writer
@@ -376,7 +375,7 @@ def write_tensor_scalar(sink: Sink, data: Any, double_precision: bool = False) -
 
 
 def _write_first(
-    res: BufferedEventWriter, tag: str, data: Any, step: int, description: str | None,
+    res: EventSink, tag: str, data: Any, step: int, description: str | None,
     wall_time: float, where: str,
 ) -> bool:
     # First value of `tag` in this file: with metadata. Also caches the
@@ -391,7 +390,7 @@ def _write_first(
     return True
 
 
-def _remember(res: BufferedEventWriter, tag: str, tag_field: bytes) -> None:
+def _remember(res: EventSink, tag: str, tag_field: bytes) -> None:
     # Cache the bytes every later event of `tag` in this file starts with:
     # Event.summary key and length, Value key and length, the tag, the tensor
     # header. Only the 4 value bytes follow.
@@ -448,7 +447,7 @@ def write_scalars(
     a tag prefixed by ``scope`` (same contract; ``step`` None is an error)."""
     if description is not None:
         _check_descriptions(description)
-    res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
+    res: EventSink = writer.events  # type: ignore[assignment]
     if type(values) is dict and type(step) is int:
         # The fast path (every tag already in this file, plain numbers): the caller
         # packs a compact record of the time, the step and the values as float32, and
@@ -484,7 +483,7 @@ def _scalars_checked(
         defers_device_values(writer)
     ):
         return _scalars_deferred(writer, values, step, description, scope)
-    res: BufferedEventWriter = writer._resource  # type: ignore[assignment]
+    res: EventSink = writer.events  # type: ignore[assignment]
     if type(step) is not int or step < _INT64_MIN or step > _INT64_MAX:
         step = resolve_step(step, None, "scalars")
     get = res.tags.prefix_of
@@ -589,7 +588,7 @@ def _accepts(layout: Layout, values: Any) -> bool:
 
 
 def _add_layout(
-    res: BufferedEventWriter, scope: str, keys: tuple[str, ...], names: list[str]
+    res: EventSink, scope: str, keys: tuple[str, ...], names: list[str]
 ) -> None:
     # After a checked write of a dict: from now on its tags have their metadata here.
     tags = res.tags

@@ -22,11 +22,14 @@ from summarylib.encoding._pending import is_tracer, torch_compiling
 from summarylib.errors import ArgumentError, NoDefaultWriterWarning
 
 if TYPE_CHECKING:
-    from summarylib.writer._buffered import BufferedEventWriter
+    from summarylib.writer._batch import RecordCodecs
+    from summarylib.writer._buffered import Deferred
+    from summarylib.writer._tags import TagLedger
 
 __all__ = [
     "Condition",
     "DefaultWriter",
+    "EventSink",
     "State",
     "Step",
     "check_step",
@@ -78,16 +81,51 @@ _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 
 
+class EventSink(Protocol):
+    """What an op writes to: the writer's interface for ops, and all they may use of it.
+
+    * ``tags``: the current file's :class:`~summarylib.writer._tags.TagLedger` (which
+      tags have their metadata in the file, their cached encoded prefixes). Read it
+      again after anything that may start a new file: it is replaced, never mutated
+      back, when a failed write lost metadata.
+    * ``clock()``: the wall time of an event made now (seconds since the epoch; the
+      writer's clock, which tests may replace).
+    * ``append(event)``: queue one serialized Event, or a
+      :class:`~summarylib.writer._buffered.Deferred` one (made on the writer thread, in
+      file order). Takes no lock. False: dropped, the writer was closed at exit. Raises
+      ``WriterClosedError``/``WriteFailedError`` as the writer's methods do.
+    * ``codecs``: the :class:`~summarylib.writer._batch.RecordCodecs` that expand compact
+      records (``scalars()``' fast path registers its layouts there).
+    """
+
+    tags: TagLedger
+
+    @property
+    def codecs(self) -> RecordCodecs: ...
+
+    def clock(self) -> float: ...
+
+    def append(self, event: bytes | Deferred) -> bool: ...
+
+
 class DefaultWriter(Protocol):
     """What the context and the ops need of a default writer.
 
     The context holds writers through this protocol rather than the writer class, so the
     dependency runs one way: the writer module imports the context, never the reverse.
-    ``_resource`` is the writer's buffered resource, or None for a no-op writer.
+
+    * ``events``: the writer's :class:`EventSink`, or None for a no-op writer (ops never
+      see one: :func:`~summarylib.ops._resolve.resolve` returns no sink for it). A plain
+      attribute, read once per op call: the hot path pays one attribute load.
+    * ``defers_device_values``: False for a writer made with
+      ``sync_device_values=True`` (ops then read device values at the call).
     """
 
     @property
-    def _resource(self) -> BufferedEventWriter | None: ...
+    def events(self) -> EventSink | None: ...
+
+    @property
+    def defers_device_values(self) -> bool: ...
 
     @property
     def closed(self) -> bool: ...

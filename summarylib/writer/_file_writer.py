@@ -20,7 +20,14 @@ from summarylib.encoding._events import file_version_event
 from summarylib.encoding._tfrecord import frame
 from summarylib.errors import ArgumentError, WriteFailedError, WriterClosedError
 from summarylib.writer._buffered import EXIT_TIMEOUT_SECS, BufferedEventWriter
-from summarylib.writer._context import Step, _local, check_step, forget_writer, writer_opened
+from summarylib.writer._context import (
+    EventSink,
+    Step,
+    _local,
+    check_step,
+    forget_writer,
+    writer_opened,
+)
 from summarylib.writer._output import Output
 from summarylib.writer._settings import WriterSettings
 
@@ -51,6 +58,12 @@ class WriterBase:
     """
 
     _resource: BufferedEventWriter | None
+    #: What ops write to (:class:`~summarylib.writer._context.EventSink`); None for the
+    #: no-op writer. The same object as the resource, seen through the ops' interface.
+    events: EventSink | None
+    #: False for a writer made with ``sync_device_values=True``: ops read device values
+    #: at the call (and wait for the device) instead of on the writer thread.
+    defers_device_values: bool
     _logdir: str | None
 
     def _setup(
@@ -60,10 +73,10 @@ class WriterBase:
         settings: WriterSettings,
     ) -> None:
         self._resource = resource
+        self.events = resource
         self._logdir = logdir
         self._settings = settings
-        # Ops read device arrays at the call (and wait for the device) when True.
-        self._sync_device_values = settings.sync_device_values
+        self.defers_device_values = not settings.sync_device_values
         self._context_stack: list[Any] = []
         # Events written last, whoever closes the writer (close(), garbage collection or
         # interpreter exit), by name: e.g. the end of the run's trial. Each maker takes
