@@ -53,12 +53,13 @@ class Value(Generic[T]):
       nbytes: the size of what :meth:`read` gives, for the writer's buffer bound.
     """
 
-    __slots__ = ("dtype", "shape")
+    __slots__ = ("dtype", "nbytes", "shape")
     at_hand = False
 
-    def __init__(self, shape: tuple[int, ...], dtype: Any) -> None:
+    def __init__(self, shape: tuple[int, ...], dtype: Any, nbytes: int) -> None:
         self.shape = shape
         self.dtype = dtype
+        self.nbytes = nbytes
 
     @property
     def size(self) -> int:
@@ -67,10 +68,6 @@ class Value(Generic[T]):
         for d in self.shape:
             n *= d
         return n
-
-    @property
-    def nbytes(self) -> int:
-        raise NotImplementedError
 
     def read(self) -> T:
         """The numbers in the op's host form: at once for host data, after waiting for a
@@ -101,19 +98,17 @@ class Value(Generic[T]):
 class HostValue(Value[T]):
     """Data the op's host reader converted and checked at the call."""
 
-    __slots__ = ("_host", "_nbytes", "_private")
+    __slots__ = ("_host", "_private")
     at_hand = True
 
     def __init__(self, host: T, private: bool, shape: tuple[int, ...], dtype: Any,
                  nbytes: int) -> None:
-        super().__init__(shape, dtype)
+        # No super() call: this runs on every host op call.
+        self.shape = shape
+        self.dtype = dtype
+        self.nbytes = nbytes
         self._host = host
         self._private = private
-        self._nbytes = nbytes
-
-    @property
-    def nbytes(self) -> int:
-        return self._nbytes
 
     def read(self) -> T:
         return self._host
@@ -122,7 +117,7 @@ class HostValue(Value[T]):
         if self._private:
             return self
         copied = self._host.copy()  # type: ignore[attr-defined]
-        return HostValue(copied, True, self.shape, self.dtype, self._nbytes)
+        return HostValue(copied, True, self.shape, self.dtype, self.nbytes)
 
 
 class DeviceValue(Value[T]):
@@ -131,17 +126,13 @@ class DeviceValue(Value[T]):
     __slots__ = ("_data", "_host", "_pending")
 
     def __init__(self, data: Any, host: HostReader[T]) -> None:
-        super().__init__(tuple(int(d) for d in data.shape), data.dtype)
+        shape = tuple(int(d) for d in data.shape)
+        super().__init__(shape, data.dtype, 0)
+        # The host copy's size, once known (keep()); until then the device array's.
+        self.nbytes = self.size * int(getattr(data.dtype, "itemsize", 8))
         self._data = data
         self._host = host
         self._pending: PendingValue | None = None
-
-    @property
-    def nbytes(self) -> int:
-        pending = self._pending
-        if pending is not None:
-            return pending.nbytes
-        return self.size * int(getattr(self.dtype, "itemsize", 8))
 
     def read(self) -> T:
         pending = self._pending
@@ -157,7 +148,7 @@ class DeviceValue(Value[T]):
             return HostValue(host, True, self.shape, self.dtype,
                              int(getattr(arr, "nbytes", 0)))
         kept: DeviceValue[T] = DeviceValue.__new__(DeviceValue)
-        Value.__init__(kept, self.shape, self.dtype)
+        Value.__init__(kept, self.shape, self.dtype, pending.nbytes)
         kept._data = self._data
         kept._host = self._host
         kept._pending = pending
@@ -169,7 +160,7 @@ class DeviceValue(Value[T]):
         if pending is None:
             return None
         reduced: DeviceValue[Any] = DeviceValue.__new__(DeviceValue)
-        Value.__init__(reduced, pending.shape, pending.dtype)
+        Value.__init__(reduced, pending.shape, pending.dtype, pending.nbytes)
         reduced._data = None
         reduced._host = lambda numbers: (finish(numbers), True)
         reduced._pending = pending
@@ -185,12 +176,8 @@ class TracedValue(Value[Any]):
     __slots__ = ("_data",)
 
     def __init__(self, data: Any) -> None:
-        super().__init__(tuple(int(d) for d in data.shape), data.dtype)
+        super().__init__(tuple(int(d) for d in data.shape), data.dtype, 0)
         self._data = data
-
-    @property
-    def nbytes(self) -> int:
-        return 0
 
     def read(self) -> Any:
         raise TypeError(_NO_NUMBERS)
@@ -225,7 +212,6 @@ def value_of(
         check(traced.shape, traced.dtype)
         return traced
     converted, private = host(data)
-    # The host form is an array, or a tuple led by one (pixels, width, height).
-    arr = converted[0] if isinstance(converted, tuple) else converted
-    return HostValue(converted, private, tuple(getattr(arr, "shape", ())),
-                     getattr(arr, "dtype", None), int(getattr(arr, "nbytes", 0)))
+    # The host form is a numpy array, or a tuple led by one (pixels, width, height).
+    arr: Any = converted[0] if type(converted) is tuple else converted  # type: ignore[index]
+    return HostValue(converted, private, arr.shape, arr.dtype, arr.nbytes)

@@ -220,7 +220,7 @@ def write_histogram(
     value = value_of(evaluate(data), defers_device_values(sink.writer),
                      lambda d: prepare(d, where, arg), partial(_check_device, where, arg))
     gate = sink.step if isinstance(sink.step, GatedStep) else None
-    if k and gate is None and value.size >= _DEVICE_REDUCE_MIN:
+    if k and gate is None and not value.at_hand and value.size >= _DEVICE_REDUCE_MIN:
         # On the device, only the bucket table crosses. Not under a condition on the
         # device (compiled code's record_if): no kernels and no copy per call; the writer
         # thread reads the condition first and the array only when it holds.
