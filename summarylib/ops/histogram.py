@@ -49,14 +49,16 @@ the caller wait for the bucketing anyway.
 from __future__ import annotations
 
 import operator
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding._arrays import as_array, evaluate, is_extended_float, widen_extended_float
 from summarylib.encoding._bucketing import buckets_from_table, histogram_buckets
 from summarylib.encoding._device_reductions import histogram_table
-from summarylib.encoding._pending import capture, device_kind, is_real_dtype
+from summarylib.encoding._pending import is_real_dtype
 from summarylib.encoding._plugins import HISTOGRAMS
 from summarylib.encoding._tensor import DT_DOUBLE, shape_bytes
+from summarylib.encoding._values import value_of
 from summarylib.encoding._wire import field_bytes, varint
 from summarylib.ops._compiled import traceable
 from summarylib.ops._device import defers_device_values
@@ -212,61 +214,44 @@ def write_histogram(
     sink: Sink, data: Any, buckets: int | None = None, description: str | None = None
 ) -> bool:
     """The core of :func:`histogram`: write the histogram to ``sink`` (same contract)."""
-    where = sink.caller.where
+    where, arg = sink.caller.where, sink.caller.data
     md = HISTOGRAMS.metadata_bytes(description, where)
     k = check_buckets(buckets, where)
-    data = evaluate(data)
-    if device_kind(data) is not None and defers_device_values(sink.writer):
-        return _histogram_deferred(sink, data, k, md)
-    values, private = prepare(data, where, sink.caller.data)
-    if values.nbytes > _DEFER_MAX_BYTES or not k:
-        return emit_value(sink, _tensor(values, k), md)
-    if not private:
-        values = values.copy()
+    value = value_of(evaluate(data), defers_device_values(sink.writer),
+                     lambda d: prepare(d, where, arg), partial(_check_device, where, arg))
+    gate = sink.step if isinstance(sink.step, GatedStep) else None
+    if k and gate is None and not value.at_hand and value.size >= _DEVICE_REDUCE_MIN:
+        # On the device, only the bucket table crosses. Not under a condition on the
+        # device (compiled code's record_if): no kernels and no copy per call; the writer
+        # thread reads the condition first and the array only when it holds.
+        table = value.reduce(partial(histogram_table, k=k),
+                             partial(buckets_from_table, k=k))
+        if table is not None:
+            header = _header(k)
+
+            def make_from_table() -> bytes:
+                return header + _le_bytes(table.read())
+
+            return emit_value_deferred(sink, make_from_table, md, table.nbytes + 24 * k)
+    if value.at_hand and (value.nbytes > _DEFER_MAX_BYTES or not k):
+        # Host data this large is bucketed here: a copy would double its memory, and the
+        # writer's buffer bound would make the caller wait for the bucketing anyway.
+        return emit_value(sink, _tensor(value.read(), k), md)
+    kept = value.keep(start_copy=gate is None)
 
     def make_tensor() -> bytes:
-        return _tensor(values, k)
-
-    return emit_value_deferred(sink, make_tensor, md, values.nbytes + 24 * k + 16)
-
-
-def _histogram_deferred(sink: Sink, data: Any, k: int, md: bytes) -> bool:
-    # A device array: bucketed on the device (only the table crosses) when it is large
-    # and of a dtype the device reductions take, else copied whole; never waited for here.
-    where, arg = sink.caller.where, sink.caller.data
-    if not is_real_dtype(data.dtype):
-        raise TypeError(
-            f"{where}: {arg!r} must hold real numbers, got dtype {data.dtype} "
-            f"(shape {tuple(data.shape)})"
-        )
-    n = 1
-    for d in data.shape:
-        n *= int(d)
-    gate = sink.step if isinstance(sink.step, GatedStep) else None
-    gated = gate is not None
-    # Gated by a condition on the device (compiled code's record_if): no kernels and no
-    # copy per call; the writer thread reads the condition first and the array only
-    # when it holds.
-    table = histogram_table(data, k) if n >= _DEVICE_REDUCE_MIN and k and not gated else None
-    if table is not None:
-        header = _header(k)
-
-        def make_from_table() -> bytes:
-            return header + _le_bytes(buckets_from_table(table.result(), k))
-
-        return emit_value_deferred(sink, make_from_table, md, table.held_bytes + 24 * k)
-    pending = capture(data, start_copy=not gated)
-    if pending is None:  # a layout the capture does not take: the host path
-        values, _ = prepare(data, where, arg)
-        return emit_value(sink, _tensor(values, k), md)
-
-    def make_from_values() -> bytes:
         if gate is not None:
             gate.value()  # raises NotRecorded (the event is left out) when it is false
-        values, _ = prepare(pending.result(), where, arg)
-        return _tensor(values, k)
+        return _tensor(kept.read(), k)
 
-    return emit_value_deferred(sink, make_from_values, md, pending.held_bytes + 24 * k)
+    return emit_value_deferred(sink, make_tensor, md, kept.nbytes + 24 * k + 16 * kept.at_hand)
+
+
+def _check_device(where: str, arg: str, shape: tuple[int, ...], dtype: Any) -> None:
+    # What needs no numbers of a device or traced array: it holds real numbers.
+    if not is_real_dtype(dtype):
+        raise TypeError(f"{where}: {arg!r} must hold real numbers, got dtype {dtype} "
+                        f"(shape {shape})")
 
 
 def histogram_pb(

@@ -44,6 +44,7 @@ once), and leaves the PNG encoding to the writer's background thread.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding._arrays import (
@@ -54,7 +55,7 @@ from summarylib.encoding._arrays import (
 )
 from summarylib.encoding._device_reductions import images_uint8
 from summarylib.encoding._events import image_proto_bytes
-from summarylib.encoding._pending import capture, device_kind, is_real_dtype
+from summarylib.encoding._pending import is_real_dtype
 from summarylib.encoding._pixels import (
     DATAFORMATS,
     SUSPECT_FLOAT_PIXEL,
@@ -65,6 +66,7 @@ from summarylib.encoding._pixels import (
 )
 from summarylib.encoding._png import encode_png
 from summarylib.encoding._tensor import string_tensor_bytes
+from summarylib.encoding._values import value_of
 from summarylib.errors import warn_user
 from summarylib.ops._compiled import traceable
 from summarylib.ops._device import defers_device_values
@@ -277,19 +279,28 @@ def write_image(
     where, arg = sink.caller.where, sink.caller.data
     md = None if torch_form else metadata_bytes(_PLUGIN_DATA, description, where)
     keep = 1 if torch_form else check_max_outputs(max_outputs, where)
-    data = evaluate(data)
-    if device_kind(data) is not None and defers_device_values(sink.writer):
-        done = _image_deferred(sink, data, keep, dataformats, md, torch_form)
-        if done is not None:
-            return done
-    pixels, w, h = prepare(data, keep, dataformats, where, sink.tag, arg)
-    n = len(pixels)
+    tag = sink.tag
+    value = value_of(evaluate(data), defers_device_values(sink.writer),
+                     lambda d: (prepare(d, keep, dataformats, where, tag, arg), True),
+                     partial(_check_device, where, arg, dataformats))
+    if not value.at_hand:
+        # On the device: the kept images only, converted to uint8 there (the host's rule),
+        # so a quarter of a float32 batch crosses; the writer thread encodes them. The
+        # format is checked, so the host reader takes it as given (no channels-first
+        # warning: that needs no device either way).
+        fmt = _check_dataformats("NHWC" if dataformats is None else dataformats, where)
+        batch_first = DATAFORMATS[fmt][0][0] is not None and keep < value.shape[0]
+        value = value.map(lambda d: images_uint8(d[:keep] if batch_first else d),
+                          lambda d: (prepare(d, keep, fmt, where, tag, arg), True))
+    kept = value.keep()
+    n = len(kept.read()[0]) if kept.at_hand else keep  # host pixels: free to read
 
     def make_tensor() -> bytes:
+        pixels, w, h = kept.read()
         return _encoded(pixels, w, h, torch_form)
 
     # Noise-like images barely compress: the raw size bounds the PNG size.
-    return emit_value_deferred(sink, make_tensor, md, pixels.nbytes + 64 * n + 32,
+    return emit_value_deferred(sink, make_tensor, md, kept.nbytes + 64 * n + 32,
                                IMAGE_FIELD if torch_form else TENSOR_FIELD)
 
 
@@ -300,33 +311,16 @@ def _encoded(pixels: np.ndarray, w: int, h: int, torch_form: bool) -> bytes:
     return string_tensor_bytes((2 + len(pixels),), _tensor_values(pixels, w, h))
 
 
-def _image_deferred(
-    sink: Sink, data: Any, keep: int, dataformats: Any, md: bytes | None, torch_form: bool
-) -> bool | None:
-    # A device array: checked by shape and dtype now, the kept images converted to uint8
-    # on the device, copied asynchronously; the writer thread encodes them once ready.
-    # None: a layout the capture does not take (the host path then runs).
-    where, arg, tag = sink.caller.where, sink.caller.data, sink.tag
+def _check_device(where: str, arg: str, dataformats: Any, shape: tuple[int, ...],
+                  dtype: Any) -> None:
+    # What needs no numbers of a device or traced array: real numbers, the format's shape.
     fmt = _check_dataformats("NHWC" if dataformats is None else dataformats, where)
-    shape = tuple(int(d) for d in data.shape)
-    if not is_real_dtype(data.dtype):
+    if not is_real_dtype(dtype):
         raise TypeError(
-            f"{where}: {arg!r} must hold real numbers (pixel values), got dtype {data.dtype} "
+            f"{where}: {arg!r} must hold real numbers (pixel values), got dtype {dtype} "
             f"(shape {shape})"
         )
     _check_shape(shape, fmt, where, arg)
-    if DATAFORMATS[fmt][0][0] is not None and keep < shape[0]:  # batch axis first
-        data = data[:keep]  # (a whole batch kept: no slice, one computation less)
-    pending = capture(images_uint8(data))
-    if pending is None:
-        return None
-
-    def make_tensor() -> bytes:
-        pixels, w, h = prepare(pending.result(), keep, fmt, where, tag, arg)
-        return _encoded(pixels, w, h, torch_form)
-
-    return emit_value_deferred(sink, make_tensor, md, pending.held_bytes + 64 * keep + 32,
-                               IMAGE_FIELD if torch_form else TENSOR_FIELD)
 
 
 def image_pb(
