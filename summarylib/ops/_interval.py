@@ -242,19 +242,24 @@ def _accumulate_torch(writer: Any, tag: str, reduce: str | None, data: Any,
         bad = (~torch.isfinite(v)).to(torch.int32)
         if reduce is None:
             return v, bad
+        if reduce == "last":  # kept past this call: a copy (compiled code reuses buffers)
+            v = v.clone()
         device = v.device
-        state = _state(writer, tag, reduce, lambda: [
-            torch.full((), _START[reduce], dtype=torch.float32, device=device),
-            torch.zeros((), dtype=torch.float32, device=device),
-            torch.zeros((), dtype=torch.int32, device=device)])
+
+        def start() -> list[Any]:
+            return [torch.full((), _START[reduce], dtype=torch.float32, device=device),
+                    torch.zeros((), dtype=torch.float32, device=device),
+                    torch.zeros((), dtype=torch.int32, device=device)]
+
+        state = _state(writer, tag, reduce, start)
         total = _combine(reduce, state[0], v, torch.maximum, torch.minimum)
         count = state[1] + 1
         out = total / count if reduce == "mean" else total
         nonfinite = state[2] + bad
         if gate is True:
-            state[0].fill_(_START[reduce])
-            state[1].zero_()
-            state[2].zero_()
+            # Fresh tensors, never an in-place reset: the total may be the caller's own
+            # tensor ("last"), and the written value may still be on its way to the host.
+            state[:] = start()
         elif gate is False:
             state[:] = [total, count, nonfinite]
         else:  # a device condition: chosen on the device
