@@ -14,6 +14,9 @@ every 100 steps. Modes:
 * ``gated``: the same, the cadence a condition on the device (``record_if(step % 100 ==
   0)``: one variant; the histograms' arrays are handed over every step and read on the
   writer thread only when the condition holds);
+* ``interval``: as ``collected``, but loss and accuracy are written every 100 steps as
+  their mean over the 100 steps (``scalar(..., reduce="mean")`` under ``record_if(step %
+  100 == 0)``: the sums are kept on the device);
 * ``callback``: the same ops inside plain ``jax.jit`` (an ordered host callback per op);
 * ``float``: the step returns loss and accuracy, the loop logs ``float(loss)`` (a host
   sync every step: what every peer's ``add_scalar`` does);
@@ -88,12 +91,29 @@ def logged_step(params: Any, x: Any, y: Any, step: Any, hist: Any = None) -> Any
     return params
 
 
+def interval_step(params: Any, x: Any, y: Any, step: Any, hist: bool = False) -> Any:
+    # Loss and accuracy: their means over the steps between two writes, kept on the device.
+    params, loss, acc = sgd(params, x, y)
+    with sl.record_if(step % HIST_EVERY == 0):
+        sl.scalar("loss", loss, step=step, reduce="mean")
+        sl.scalar("accuracy", acc, step=step, reduce="mean")
+    with sl.record_if(hist):
+        for i, (w, b) in enumerate(params):
+            sl.histogram(f"layer{i}/w", w, step=step)
+            sl.histogram(f"layer{i}/b", b, step=step)
+    return params
+
+
 def make_modes() -> dict[str, Any]:
     plain_step = jax.jit(lambda p, x, y, s: sgd(p, x, y)[0])
     returning = jax.jit(sgd)
     gated = jit(logged_step)
     static = jit(logged_step, static_argnames="hist")
     callback = jax.jit(logged_step)
+    reduced = jit(interval_step, static_argnames="hist")
+
+    def interval(p: Any, x: Any, y: Any, i: int) -> Any:
+        return reduced(p, x, y, i, hist=i % HIST_EVERY == 0)
 
     def collected(p: Any, x: Any, y: Any, i: int) -> Any:
         return static(p, x, y, i, hist=i % HIST_EVERY == 0)
@@ -121,7 +141,8 @@ def make_modes() -> dict[str, Any]:
                 sl.histogram(f"layer{j}/b", b, step=i)
         return p
 
-    return {"none": none, "collected": collected, "gated": gated, "callback": callback,
+    return {"none": none, "collected": collected, "gated": gated, "interval": interval,
+            "callback": callback,
             "float": with_float, "metrics": metrics}
 
 

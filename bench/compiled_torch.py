@@ -9,6 +9,9 @@ accuracy every step and a histogram of every parameter every 100 steps. Modes:
 * ``none``: the compiled step, no logging (the reference);
 * ``summarylib``: ``sl.scalar``/``sl.histogram`` called inside the compiled step
   (``fullgraph=True``), histograms under ``record_if(step % 100 == 0)`` on a tensor step;
+* ``interval``: as ``summarylib``, but loss and accuracy are written every 100 steps as
+  their mean over the 100 steps (``scalar(..., reduce="mean")`` under the same
+  ``record_if``: the sums are kept in tensors, updated inside the custom op);
 * ``torch_item``: torch's ``SummaryWriter.add_scalar(tag, loss.item())`` after the step
   (the compiled step returns loss and accuracy; ``item()`` waits for them);
 * graph breaks: ``torch._dynamo.explain`` of the step with our ops and with torch's
@@ -69,7 +72,16 @@ def train_fns(model: torch.nn.Module) -> dict[str, Any]:
                 sl.histogram(n, p, step=step)
         return loss, acc
 
-    return {"plain": plain, "logged": logged}
+    def interval(x: Any, y: Any, step: Any) -> Any:
+        loss, acc = plain(x, y, step)
+        with sl.record_if(step % HIST_EVERY == 0):
+            sl.scalar("loss", loss, step=step, reduce="mean")
+            sl.scalar("accuracy", acc, step=step, reduce="mean")
+            for n, p in zip(names, params, strict=True):
+                sl.histogram(n, p, step=step)
+        return loss, acc
+
+    return {"plain": plain, "logged": logged, "interval": interval}
 
 
 def main() -> None:
@@ -109,6 +121,7 @@ def main() -> None:
         counters.clear()
         none = torch.compile(fns["plain"], fullgraph=True)
         logged = torch.compile(fns["logged"], fullgraph=True)
+        reduced = torch.compile(fns["interval"], fullgraph=True)
 
         def run_none(i: int) -> None:
             train(none, i)
@@ -116,6 +129,10 @@ def main() -> None:
         def run_ours(i: int) -> None:
             with ours.as_default():
                 train(logged, i)
+
+        def run_interval(i: int) -> None:
+            with ours.as_default():
+                train(reduced, i)
 
         def run_torch(i: int) -> None:
             loss, acc = train(none, i)
@@ -125,7 +142,8 @@ def main() -> None:
                 for n, p in model.named_parameters():
                     tb.add_histogram(n, p.detach(), i)
 
-        modes = {"none": run_none, "summarylib": run_ours, "torch_item": run_torch}
+        modes = {"none": run_none, "summarylib": run_ours, "interval": run_interval,
+                 "torch_item": run_torch}
         for run in modes.values():  # compile first
             run(0)
         graphs_after_warmup = counters["stats"]["unique_graphs"]

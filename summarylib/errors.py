@@ -29,6 +29,7 @@ __all__ = [
     "ArgumentError",
     "DataLossError",
     "NoDefaultWriterWarning",
+    "NonFiniteError",
     "SummaryDecodeError",
     "SummaryError",
     "WriteFailedError",
@@ -123,6 +124,24 @@ class WriteFailedError(SummaryError, OSError):
         # OSError.__str__ would render "[Errno 28] <strerror>: '<path>'" from the
         # attributes; our message already names the file and the whole cause.
         return str(self.args[0])
+
+
+class NonFiniteError(SummaryError, ValueError):
+    """A value written with ``check_finite=True`` was NaN or ±inf.
+
+    Found on the writer thread (the check crosses from the device with the value, so the
+    caller never waits for it) and raised on the next summary call, ``flush()`` or
+    ``close()``, like a background write failure. The value itself was written.
+
+    Attributes:
+      tag: the summary's tag.
+      step: the step of the write that carried the check.
+    """
+
+    def __init__(self, tag: str, step: int, message: str) -> None:
+        super().__init__(message)
+        self.tag = tag
+        self.step = step
 
 
 def warn_user(message: str, category: type[Warning] = UserWarning) -> None:

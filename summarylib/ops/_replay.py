@@ -57,6 +57,11 @@ def replay(call: TracedCall, values: list[Any], writer: DefaultWriter, step: Any
     with ``sync_device_values=True``), and a ``record_if`` condition is read with them on
     the writer thread.
     """
+    arguments = call.arguments
+    if arguments.get("reduce") is not None or arguments.get("check_finite"):
+        from summarylib.ops._interval import replay_interval  # scalar(reduce=, check_finite=)
+
+        return replay_interval(call, values, writer, step)
     if call.gated and device_kind(values[-1]) is None and not bool(values[-1]):
         return False  # a host condition (a callback's, a CPU tensor's) that is false
     arguments = dict(call.arguments)

@@ -55,6 +55,7 @@ from summarylib.ops._device import (
 )
 from summarylib.ops._device_step import held_by_step, step_name
 from summarylib.ops._emit import emit_value
+from summarylib.ops._interval import interval_scalar
 from summarylib.ops._replay import OPS
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve_step
 from summarylib.ops._traced import record_traced
@@ -118,6 +119,9 @@ def scalar(
     data: Any,
     step: Step | None = None,
     description: str | None = None,
+    *,
+    reduce: str | None = None,
+    check_finite: bool = False,
 ) -> bool:
     """Write a scalar summary to the default writer.
 
@@ -128,16 +132,29 @@ def scalar(
         zero-argument callable returning one, called only when recording.
       step: an int64 step; defaults to the thread's default step.
       description: Markdown shown in TensorBoard (kept from the first event).
+      reduce: None (write ``data``), or ``"mean"``, ``"max"``, ``"min"``, ``"sum"``,
+        ``"last"``: write that reduction of ``data`` over every call since the tag's
+        last write (this call included), computed where ``data`` lives (on the device
+        for device values, inside compiled code too); the recording condition
+        (``record_if``) ends the interval. Without a condition each call writes its own
+        value. See :mod:`summarylib.ops._interval` and docs/compiled.md.
+      check_finite: check on the device that ``data`` is finite (at every call of the
+        interval, with ``reduce``); a NaN or ±inf raises
+        :class:`~summarylib.NonFiniteError` naming the tag and step on the next op,
+        ``flush()`` or ``close()``, never at this call. The value is still written.
 
     Returns:
       True if the summary was written, False if nothing is recording (no
       default writer, a no-op writer, or a false ``record_if``).
 
     Raises:
-      TypeError, ValueError: bad ``name``, ``data`` or ``step`` (nothing written).
+      TypeError, ValueError: bad ``name``, ``data``, ``step``, ``reduce`` or
+        ``check_finite`` (nothing written).
       ValueError: a writer is set but no step is known.
       WriterClosedError, WriteFailedError: see :class:`~summarylib.SummaryWriter`.
     """
+    if reduce is not None or check_finite is not False:  # state kept between calls
+        return interval_scalar(name, data, step, description, reduce, check_finite)
     st = _local.state
     writer = st.writer
     if writer is None:

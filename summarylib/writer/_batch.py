@@ -24,7 +24,7 @@ from typing import Any
 
 from summarylib.encoding._compact import MARK, MARKER_SIZE, format_number, marker
 from summarylib.encoding._tfrecord import frame_many
-from summarylib.errors import SummaryError
+from summarylib.errors import NonFiniteError, SummaryError
 from summarylib.writer._output import Output
 from summarylib.writer._queue import TakenBack
 
@@ -211,6 +211,9 @@ class BatchEncoder:
         try:
             return item.make()
         except NotRecorded:
+            return None
+        except NonFiniteError as e:  # a check_finite found a NaN or inf: raised as it is
+            self._lose(index, e)
             return None
         except Exception as e:
             err = SummaryError(f"summarylib: encoding {item.what} failed: {e!r}")

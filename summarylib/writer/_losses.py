@@ -27,7 +27,7 @@ import threading
 import warnings
 from typing import Literal
 
-from summarylib.errors import SummaryError, WriteFailedError
+from summarylib.errors import NonFiniteError, SummaryError, WriteFailedError
 
 __all__ = ["KEEP", "NAMED", "Failures", "LossLedger", "again", "one_report", "write_failed"]
 
@@ -199,6 +199,10 @@ def again(error: BaseException) -> BaseException:
     cause = error.__cause__
     if isinstance(error, WriteFailedError):
         return write_failed(error.path, cause if cause is not None else error)
+    if isinstance(error, NonFiniteError):  # keeps its type: callers catch it by name
+        fresh: SummaryError = NonFiniteError(error.tag, error.step, str(error))
+        fresh.__cause__ = cause
+        return fresh
     fresh = SummaryError(str(error))
     fresh.__cause__ = cause
     return fresh
