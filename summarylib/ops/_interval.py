@@ -332,7 +332,7 @@ def _append_check(writer: Any, tag: str, bad: Any, gate: Any, step: Any,
     # non-finite values (and the condition) and raises NonFiniteError if any.
     from summarylib.ops._replay import _step_of
 
-    res = writer._resource
+    res = writer.events
     if res is None:
         return
     read_bad = _reader(bad, writer)
