@@ -137,19 +137,15 @@ class FileOutput(Output):
         if self._unfinished:
             self._finish_record()
         view = memoryview(data)
-        written = 0
+        written = [0]
         try:
-            while written < len(view):
-                n = os.write(self._fd, view[written:])
-                if n == 0:  # pragma: no cover - a regular file never returns 0
-                    raise OSError(errno.EIO, "write returned 0 bytes")
-                written += n
+            _write_all(self._fd, view, written)
         except BaseException:
             # Never cut the partial block off: a reader tailing the file may have read
             # past it already, and would never see what we wrote in its place. Keep the
             # rest of the record it ends in, for the next write to complete.
-            if written:
-                self._unfinished = bytes(view[written:_record_end(view, written)])
+            if written[0]:
+                self._unfinished = bytes(view[written[0]:_record_end(view, written[0])])
             raise
 
     def _finish_record(self) -> None:
@@ -157,15 +153,11 @@ class FileOutput(Output):
         # again by a full disk: keep what is left and try at the next write. Any other
         # failure: the record stays torn, the writer moves on to a new file.
         view = memoryview(self._unfinished)
-        written = 0
+        written = [0]
         try:
-            while written < len(view):
-                n = os.write(self._fd, view[written:])
-                if n == 0:  # pragma: no cover - a regular file never returns 0
-                    raise OSError(errno.EIO, "write returned 0 bytes")
-                written += n
+            _write_all(self._fd, view, written)
         except OSError as e:
-            self._unfinished = bytes(view[written:])
+            self._unfinished = bytes(view[written[0]:])
             if e.errno not in _SPACE_ERRORS:
                 self._torn = True
             raise
@@ -221,6 +213,16 @@ class MemoryOutput(Output):
 
     def close(self) -> None:
         self.closed = True
+
+
+def _write_all(fd: int, view: memoryview, written: list[int]) -> None:
+    """Write all of ``view`` to ``fd``; ``written[0]`` counts the bytes taken so far (also
+    when a write raises part way)."""
+    while written[0] < len(view):
+        n = os.write(fd, view[written[0]:])
+        if n == 0:  # pragma: no cover - a regular file never returns 0
+            raise OSError(errno.EIO, "write returned 0 bytes")
+        written[0] += n
 
 
 def _record_end(block: memoryview, offset: int) -> int:
