@@ -36,7 +36,7 @@ from typing import Any
 from summarylib.encoding._pending import capture, device_kind, is_tracer, torch_compiling
 from summarylib.errors import NonFiniteError
 from summarylib.ops._device_step import DeviceStep, defers_device_values
-from summarylib.ops._replay import OPS, TracedCall, replay
+from summarylib.ops._replay import INTERVAL_REPLAY, OPS, TracedCall, replay
 from summarylib.ops._resolve import check_tag
 from summarylib.writer._batch import Deferred, NotRecorded
 from summarylib.writer._context import (
@@ -360,3 +360,6 @@ def _reader(value: Any, writer: Any) -> Callable[[], Any]:
             return lambda: bool(pending.result())
     now = bool(value)
     return lambda: now
+
+
+INTERVAL_REPLAY.append(replay_interval)

@@ -15,10 +15,13 @@ from summarylib.encoding._pending import capture, device_kind
 from summarylib.ops._device_step import DeviceStep, GatedStep, defers_device_values, device_step
 from summarylib.writer._context import DefaultWriter, _local
 
-__all__ = ["OPS", "TracedCall", "replay"]
+__all__ = ["INTERVAL_REPLAY", "OPS", "TracedCall", "replay"]
 
 # The module-level ops by name, for calls recorded in a torch graph (which holds the name).
 OPS: dict[str, Callable[..., Any]] = {}
+# The replay of a scalar call that reduces over an interval or checks for non-finite
+# values: ops._interval's, put here when that module is imported (with the ops).
+INTERVAL_REPLAY: list[Callable[[Any, list[Any], Any, Any], bool]] = []
 
 
 class TracedCall:
@@ -59,9 +62,9 @@ def replay(call: TracedCall, values: list[Any], writer: DefaultWriter, step: Any
     """
     arguments = call.arguments
     if arguments.get("reduce") is not None or arguments.get("check_finite"):
-        from summarylib.ops._interval import replay_interval  # scalar(reduce=, check_finite=)
-
-        return replay_interval(call, values, writer, step)
+        # scalar(reduce=, check_finite=): ops._interval, registered when it is imported
+        # (it builds on this module, so this module does not import it).
+        return INTERVAL_REPLAY[0](call, values, writer, step)
     if call.gated and device_kind(values[-1]) is None and not bool(values[-1]):
         return False  # a host condition (a callback's, a CPU tensor's) that is false
     arguments = dict(call.arguments)
