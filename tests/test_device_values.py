@@ -358,6 +358,22 @@ def test_jax_float64_has_no_device_table() -> None:
         assert histogram_table(jnp.ones(4), 3) is None
 
 
+def _check_device_histogram(values: np.ndarray, k: int, as_bfloat16: bool) -> None:
+    """The device table of ``values`` (as bfloat16 if asked) equals the host path's."""
+    from summarylib.encoding._arrays import widen_extended_float
+    from summarylib.encoding._bucketing import buckets_from_table
+    from summarylib.encoding._device_reductions import histogram_table
+
+    array = jnp.asarray(values)
+    if as_bfloat16 and values.dtype == np.float32:
+        array = array.astype(jnp.bfloat16)
+    table = histogram_table(array, k)
+    assert table is not None
+    host = widen_extended_float(np.asarray(array))
+    np.testing.assert_array_equal(buckets_from_table(table.result(), k), _host(host, k))
+
+
+
 # One length and few dtypes: each new shape and dtype compiles the kernels again (about a
 # second here). Subnormals, signed zeros, NaN and infinities included: the kernels compare
 # integer keys only. (float16 and int32 take the same code as bfloat16 and int8.)
@@ -370,17 +386,7 @@ def test_jax_float64_has_no_device_table() -> None:
 def test_jax_device_histogram_equals_the_host_path(
     values: np.ndarray, k: int, as_bfloat16: bool
 ) -> None:
-    from summarylib.encoding._arrays import widen_extended_float
-    from summarylib.encoding._bucketing import buckets_from_table
-    from summarylib.encoding._device_reductions import histogram_table
-
-    array = jnp.asarray(values)
-    if as_bfloat16 and values.dtype == np.float32:
-        array = array.astype(jnp.bfloat16)
-    table = histogram_table(array, k)
-    assert table is not None
-    host = widen_extended_float(np.asarray(array))
-    np.testing.assert_array_equal(buckets_from_table(table.result(), k), _host(host, k))
+    _check_device_histogram(values, k, as_bfloat16)
 
 
 # Any shape of up to 2**14 values runs on one size class's kernels (only a small
@@ -397,19 +403,9 @@ def test_jax_device_histogram_equals_the_host_path(
 def test_jax_device_histogram_of_any_shape_equals_the_host_path(
     dtype: Any, shape: tuple[int, ...], k: int, as_bfloat16: bool, data: st.DataObject
 ) -> None:
-    from summarylib.encoding._arrays import widen_extended_float
-    from summarylib.encoding._bucketing import buckets_from_table
-    from summarylib.encoding._device_reductions import histogram_table
-
     values = data.draw(hnp.arrays(dtype, shape, elements={
         "allow_nan": True, "allow_infinity": True, "allow_subnormal": True}))
-    array = jnp.asarray(values)
-    if as_bfloat16 and values.dtype == np.float32:
-        array = array.astype(jnp.bfloat16)
-    table = histogram_table(array, k)
-    assert table is not None
-    host = widen_extended_float(np.asarray(array))
-    np.testing.assert_array_equal(buckets_from_table(table.result(), k), _host(host, k))
+    _check_device_histogram(values, k, as_bfloat16)
 
 
 def test_jax_device_histogram_across_size_classes_equals_the_host_path() -> None:

@@ -619,7 +619,8 @@ def _check_real_fault(got: dict, copy: Path, code: int) -> None:
     assert steps == list(range(len(steps)))
 
 
-def test_real_full_filesystem(tmp_path: Path) -> None:
+def _mount_point_or_skip(tmp_path: Path) -> Path:
+    """A directory where a private namespace can mount a small tmpfs; skip if none can."""
     if shutil.which("unshare") is None:
         pytest.skip("no unshare(1) to make a private mount namespace")
     mnt = tmp_path / "mnt"
@@ -631,6 +632,11 @@ def test_real_full_filesystem(tmp_path: Path) -> None:
     )  # fmt: skip
     if probe.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs without root here: {probe.stderr.strip()}")
+    return mnt
+
+
+def test_real_full_filesystem(tmp_path: Path) -> None:
+    mnt = _mount_point_or_skip(tmp_path)
     script = tmp_path / "fill.py"
     script.write_text(_FILL_AND_REPORT)
     copy = tmp_path / "copy.tfevents"
@@ -695,17 +701,7 @@ def test_a_real_disk_that_fills_and_empties_again_and_again_keeps_one_file(
     # A real filesystem (a 1 MiB tmpfs) that another process fills, then empties, 100
     # times: the disk cuts blocks short at a page it cannot allocate, or refuses them.
     # The run stays one file, and TensorBoard reads every acknowledged step in it, once.
-    if shutil.which("unshare") is None:
-        pytest.skip("no unshare(1) to make a private mount namespace")
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    probe = subprocess.run(
-        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
-         f"mount -t tmpfs -o size=64k tmpfs {mnt}"],
-        capture_output=True, text=True, timeout=TIMEOUT,
-    )  # fmt: skip
-    if probe.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs without root here: {probe.stderr.strip()}")
+    mnt = _mount_point_or_skip(tmp_path)
     script = tmp_path / "fill.py"
     script.write_text(_FILL_AND_EMPTY)
     copy = tmp_path / "copy"
