@@ -104,14 +104,22 @@ def test_as_default_loop_leaves_no_objects_behind(tmp_path: Path, no_gc: None) -
     loop(5)  # caches, the encoder pool, first-use imports
     counts()
     loop(5)
-    before = counts()
-    loop(20)
-    after = counts()
-    grown = {k: after[k] - before[k] for k in after
-             if after[k] > before[k] and k != "Counter"}  # "before" itself is one
-    assert grown == {}
+    # A leak grows in every round of 20 writers. Another thread of the test process (a
+    # framework's worker left by an earlier test in this worker) may allocate an object
+    # once meanwhile, so a round without growth settles it; three rounds with growth fail.
+    rounds = []
+    for _ in range(3):
+        before = counts()
+        loop(20)
+        after = counts()
+        grown = {k: after[k] - before[k] for k in after
+                 if after[k] > before[k] and k != "Counter"}  # "before" itself is one
+        rounds.append(grown)
+        if not grown:
+            break
+    assert rounds[-1] == {}, rounds
     assert not any(p.startswith(str(tmp_path)) for p in open_paths())
-    assert len(os.listdir(tmp_path)) == 30
+    assert len(os.listdir(tmp_path)) == 10 + 20 * len(rounds)
 
 
 @pytest.mark.parametrize(("ending", "status"), [
