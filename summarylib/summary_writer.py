@@ -27,13 +27,21 @@ from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding._arrays import shape_of
 from summarylib.encoding._events import event_bytes
-from summarylib.encoding._pending import device_kind
+from summarylib.encoding._pending import device_kind, is_tracer, torch_compiling
 from summarylib.encoding._wire import field_bytes
 from summarylib.ops._resolve import Caller, Sink, check_tag, check_wall_time, sink_for
+from summarylib.ops._writer_methods import WriterMethod, in_compiled_code, record_method
 from summarylib.ops.scalar import simple_scalar_to, write_simple_scalar
-from summarylib.writer._context import Step, _local, check_step, condition_holds
+from summarylib.writer._context import (
+    DeferredCondition,
+    Step,
+    _local,
+    check_step,
+    condition_holds,
+)
 from summarylib.writer._file_writer import WriterBase, check_logdir, open_writer_resource
 from summarylib.writer._path_safety import check_name_text, safe_component
+from summarylib.writer._registry import number_writer
 from summarylib.writer._settings import WriterSettings
 
 if TYPE_CHECKING:
@@ -132,6 +140,16 @@ class SummaryWriter(WriterBase):
         self._trial_runs: set[str] = set()  # sub-runs of its further trials
         self._defaults: tuple[Step | None, float | None] | None = None  # use_metadata()
         self._exported: dict[str, int] = {}  # export_scalars_to_json(): points done per run
+        # How compiled code that calls add_* names this writer (held weakly there).
+        self._number = number_writer(self)
+
+    def _record(self, method: WriterMethod, args: tuple[Any, ...]) -> bool:
+        """Record ``method(self, *args)`` into the compiled code being traced (JAX or
+        torch.compile): it writes to this writer each time the code runs, with that run's
+        values (:mod:`summarylib.ops._writer_methods`)."""
+        if self._silent:
+            return False
+        return record_method(self._number, method, args)
 
     # -- plumbing -------------------------------------------------------------
     def _sink(
@@ -226,6 +244,18 @@ class SummaryWriter(WriterBase):
         """
         if self._silent:
             return False
+        st = _local.state
+        cond = st.condition
+        t = type(scalar_value)
+        # Inside compiled code (traceable()'s checks, ordered cheapest first for a host
+        # float): recorded, written each time the code runs.
+        if torch_compiling() or type(cond) is DeferredCondition or (
+            t is not float and t is not int and is_tracer(scalar_value)
+        ) or (type(global_step) is not int and is_tracer(global_step)) or (
+            walltime is not None and is_tracer(walltime)
+        ):
+            return self._record(_M_ADD_SCALAR, (tag, scalar_value, global_step, walltime,
+                                                new_style, double_precision))
         if new_style:
             return self._tensor_scalar(tag, scalar_value, global_step, walltime,
                                        double_precision)
@@ -241,12 +271,9 @@ class SummaryWriter(WriterBase):
             walltime = self._walltime(walltime)
         if walltime is not None:
             walltime = check_wall_time(walltime, "add_scalar")
-        t = type(scalar_value)
         if t is not float and t is not int and getattr(scalar_value, "ndim", 0) != 0:
             scalar_value = _single(scalar_value)  # torch takes any one-element tensor
         # sink_for() inlined: add_scalar is a hot path, and a sink is an object per call.
-        st = _local.state
-        cond = st.condition
         if cond is not True and not condition_holds(cond):
             return False
         if type(tag) is not str:
@@ -273,6 +300,8 @@ class SummaryWriter(WriterBase):
         characters a file name cannot hold, and a name of ``.`` or ``..`` are
         percent-escaped, so a sub-run never leaves ``log_dir``.
         """
+        if in_compiled_code(tag_scalar_dict, global_step, walltime):
+            return self._record(_M_ADD_SCALARS, (main_tag, tag_scalar_dict, global_step, walltime))
         where = "add_scalars"
         if not isinstance(tag_scalar_dict, Mapping):
             raise TypeError(
@@ -321,6 +350,8 @@ class SummaryWriter(WriterBase):
                    walltime: float | None = None) -> bool:
         """Any numeric or string array as a tensor value (``write``), with torch's plugin
         metadata (``plugin_name="tensor"``) on the tag's first value in the file."""
+        if in_compiled_code(tensor, global_step, walltime):
+            return self._record(_M_ADD_TENSOR, (tag, tensor, global_step, walltime))
         from summarylib.ops.write import write_tensor
 
         # write() takes tags literally; add_* honour the name scope.
@@ -337,6 +368,9 @@ class SummaryWriter(WriterBase):
         an int or an array of edges; ``max_bins`` merges neighbouring buckets. Values must
         be finite and non-empty (torch's rule).
         """
+        if in_compiled_code(values, global_step, walltime):
+            return self._record(_M_ADD_HISTOGRAM, (
+                tag, values, global_step, bins, walltime, max_bins))
         from summarylib.ops.histogram_proto import write_histogram_bins
 
         sink = self._sink(tag, global_step, walltime, _ADD_HISTOGRAM)
@@ -348,6 +382,11 @@ class SummaryWriter(WriterBase):
         global_step: Step | None = None, walltime: float | None = None,
     ) -> bool:
         """A histogram given by its statistics and bucket right edges and counts."""
+        if in_compiled_code(min, max, num, sum, sum_squares, bucket_limits, bucket_counts,
+                            global_step, walltime):
+            return self._record(_M_ADD_HISTOGRAM_RAW, (
+                tag, min, max, num, sum, sum_squares, bucket_limits, bucket_counts, global_step,
+                walltime))
         from summarylib.ops.histogram_proto import write_histogram_raw
 
         sink = self._sink(tag, global_step, walltime, _ADD_HISTOGRAM_RAW)
@@ -369,6 +408,8 @@ class SummaryWriter(WriterBase):
         uint8 is taken as 0..255; other dtypes as 0..1, scaled by 255, clipped and
         truncated, as torch does. One channel is repeated to RGB.
         """
+        if in_compiled_code(img_tensor, global_step, walltime):
+            return self._record(_M_ADD_IMAGE, (tag, img_tensor, global_step, walltime, dataformats))
         from summarylib.torch_conventions import image_hwc
 
         hwc = image_hwc(img_tensor, dataformats, "add_image", tag=tag, on_device=True)
@@ -381,6 +422,9 @@ class SummaryWriter(WriterBase):
         A list of single images (tensorboardX) is stacked first; ``dataformats`` then names
         the layout of one image ("CHW") or of the batch ("NCHW").
         """
+        if in_compiled_code(img_tensor, global_step, walltime):
+            return self._record(_M_ADD_IMAGES, (
+                tag, img_tensor, global_step, walltime, dataformats))
         from summarylib.torch_conventions import image_hwc
 
         if isinstance(img_tensor, (list, tuple)) and isinstance(dataformats, str) and len(
@@ -401,6 +445,9 @@ class SummaryWriter(WriterBase):
         ``labels`` (one per box) are drawn on the boxes; a wrong count is ignored, as torch
         does. ``rescale`` resizes the result.
         """
+        if in_compiled_code(img_tensor, box_tensor, global_step, walltime):
+            return self._record(_M_ADD_IMAGE_WITH_BOXES, (
+                tag, img_tensor, box_tensor, global_step, walltime, rescale, dataformats, labels))
         from summarylib.encoding._arrays import as_array
         from summarylib.torch_conventions import boxed_image, image_hwc
 
@@ -436,6 +483,9 @@ class SummaryWriter(WriterBase):
         A batch is tiled into one grid, as torch does. ``dataformats`` (tensorboardX)
         names another order of the five axes. Encoded with pillow (no moviepy).
         """
+        if in_compiled_code(vid_tensor, global_step, walltime):
+            return self._record(_M_ADD_VIDEO, (
+                tag, vid_tensor, global_step, fps, walltime, dataformats))
         from summarylib.ops.video import write_video
         from summarylib.torch_conventions import video_frames
 
@@ -448,6 +498,8 @@ class SummaryWriter(WriterBase):
     def add_audio(self, tag: str, snd_tensor: Any, global_step: Step | None = None,
                   sample_rate: int = 44100, walltime: float | None = None) -> bool:
         """One mono clip: samples in [-1, 1] (clipped), any shape that squeezes to 1-D."""
+        if in_compiled_code(snd_tensor, global_step, walltime):
+            return self._record(_M_ADD_AUDIO, (tag, snd_tensor, global_step, sample_rate, walltime))
         import numpy as np
 
         from summarylib.encoding._arrays import as_array
@@ -475,6 +527,8 @@ class SummaryWriter(WriterBase):
     def add_text(self, tag: str, text_string: str, global_step: Step | None = None,
                  walltime: float | None = None) -> bool:
         """Markdown text, under the tag ``<tag>/text_summary`` as torch writes it."""
+        if in_compiled_code(global_step, walltime):
+            return self._record(_M_ADD_TEXT, (tag, text_string, global_step, walltime))
         from summarylib.ops.text import write_text
 
         where = "add_text"
@@ -539,6 +593,9 @@ class SummaryWriter(WriterBase):
         Files go to ``<log_dir>/<step:05d>/<tag>/`` and an entry to
         ``<log_dir>/projector_config.pbtxt``, as torch lays them out.
         """
+        if in_compiled_code(mat, label_img, global_step):
+            return self._record(_M_ADD_EMBEDDING, (
+                mat, metadata, label_img, global_step, tag, metadata_header))
         from summarylib.ops.embedding import embedding
 
         if self._silent:
@@ -559,6 +616,9 @@ class SummaryWriter(WriterBase):
         ``num_thresholds`` is capped at 127, as torch caps it; 1 writes a one-point
         curve, as tensorboardX does.
         """
+        if in_compiled_code(labels, predictions, global_step, weights, walltime):
+            return self._record(_M_ADD_PR_CURVE, (
+                tag, labels, predictions, global_step, num_thresholds, weights, walltime))
         from summarylib.torch_conventions import pr_curve_data
 
         where = "add_pr_curve"
@@ -582,6 +642,12 @@ class SummaryWriter(WriterBase):
         ``num_thresholds`` (capped at 127) goes into the plugin metadata, as torch writes
         it; the curve has the vectors' length. ``weights`` is ignored, as in torch.
         """
+        if in_compiled_code(true_positive_counts, false_positive_counts, true_negative_counts,
+                            false_negative_counts, precision, recall, global_step, walltime):
+            return self._record(_M_ADD_PR_CURVE_RAW, (
+                tag, true_positive_counts, false_positive_counts, true_negative_counts,
+                false_negative_counts, precision, recall, global_step, num_thresholds, weights,
+                walltime))
         del weights
         where = "add_pr_curve_raw"
         t = _thresholds(num_thresholds, where)
@@ -627,6 +693,9 @@ class SummaryWriter(WriterBase):
         """A 3-D mesh or point cloud: vertices ``[B, N, 3]``, colors ``[B, N, 3]`` (0..255),
         faces ``[B, F, 3]`` (vertex indices), for TensorBoard's Mesh dashboard; every
         component stored as float32, as torch stores them."""
+        if in_compiled_code(vertices, colors, faces, global_step, walltime):
+            return self._record(_M_ADD_MESH, (
+                tag, vertices, colors, faces, config_dict, global_step, walltime))
         from summarylib.ops.mesh import write_mesh
 
         sink = self._sink(None, global_step, walltime, _ADD_MESH, untagged=True)
@@ -795,6 +864,23 @@ _ADD_MESH = _torch_caller("add_mesh", "tag", "vertices")
 _ADD_HPARAMS = _torch_caller("add_hparams", data="hparam_dict")
 _ADD_HPARAMS_METRIC = _torch_caller("add_hparams", "metric_dict", "metric_dict")
 
+
+# The add_* methods that record themselves inside compiled code (ops._writer_methods).
+_M_ADD_SCALAR = WriterMethod(SummaryWriter.add_scalar)
+_M_ADD_SCALARS = WriterMethod(SummaryWriter.add_scalars)
+_M_ADD_TENSOR = WriterMethod(SummaryWriter.add_tensor)
+_M_ADD_HISTOGRAM = WriterMethod(SummaryWriter.add_histogram)
+_M_ADD_HISTOGRAM_RAW = WriterMethod(SummaryWriter.add_histogram_raw)
+_M_ADD_IMAGE = WriterMethod(SummaryWriter.add_image)
+_M_ADD_IMAGES = WriterMethod(SummaryWriter.add_images)
+_M_ADD_IMAGE_WITH_BOXES = WriterMethod(SummaryWriter.add_image_with_boxes)
+_M_ADD_VIDEO = WriterMethod(SummaryWriter.add_video)
+_M_ADD_AUDIO = WriterMethod(SummaryWriter.add_audio)
+_M_ADD_TEXT = WriterMethod(SummaryWriter.add_text)
+_M_ADD_EMBEDDING = WriterMethod(SummaryWriter.add_embedding)
+_M_ADD_PR_CURVE = WriterMethod(SummaryWriter.add_pr_curve)
+_M_ADD_PR_CURVE_RAW = WriterMethod(SummaryWriter.add_pr_curve_raw)
+_M_ADD_MESH = WriterMethod(SummaryWriter.add_mesh)
 
 # SummaryMetadata{plugin_data{plugin_name: "tensor"}}: torch's add_tensor metadata.
 _TENSOR_PLUGIN_METADATA = field_bytes(1, field_bytes(1, b"tensor"))

@@ -25,8 +25,10 @@ Data contract:
 
 * The writer is the thread's default writer **when the function is called**, not when it
   was traced: a function traced with no writer and called later with one writes to it,
-  and one called with no default writer (or under a false host ``record_if``) runs a
-  variant compiled without its summaries, which computes nothing for them.
+  and one called with no default writer runs a variant compiled without the module-level
+  ops' summaries, which computes nothing for them. ``SummaryWriter.add_*`` calls write to
+  their own writer, default writer or not. Under a false host ``record_if`` a call runs a
+  variant compiled with no summaries at all.
 * ``step``: an int, a traced integer, or None for the default step at the call
   (``set_step``); name scopes are those in effect when the function is traced.
 * Ops inside ``lax.scan``/``fori_loop``/``while_loop``/``cond`` bodies write once per
@@ -96,6 +98,18 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
         return out, _Collected(tuple(collector.calls), tuple(collector.values))
 
     @wraps(fun)
+    def methods_only(*args: Any, **kwargs: Any) -> Any:
+        # No default writer: the module-level ops are no-ops (nothing is computed for
+        # them), while SummaryWriter.add_* calls, which name their own writer, collect.
+        st = _local.state
+        saved = st.writer
+        st.writer = None
+        try:
+            return with_summaries(*args, **kwargs)
+        finally:
+            st.writer = saved
+
+    @wraps(fun)
     def without_summaries(*args: Any, **kwargs: Any) -> Any:
         st = _local.state
         saved = st.writer
@@ -106,25 +120,29 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
             st.writer = saved
 
     compiled = jax.jit(with_summaries, **jit_kwargs)
+    writer_calls = jax.jit(methods_only, **jit_kwargs)
     plain = jax.jit(without_summaries, **jit_kwargs)
 
-    def recording() -> bool:
+    def variant() -> Any:
+        # The compiled variant a call made now runs: plain under a false host record_if
+        # (nothing is written), else with every op's summaries if there is a default
+        # writer, else with those of the SummaryWriter.add_* calls only.
         st = _local.state
+        if st.condition is not True and not condition_holds(st.condition):
+            return plain
         writer = st.writer
-        return not (
-            writer is None
-            or writer.events is None
-            or (st.condition is not True and not condition_holds(st.condition))
-        )
+        if writer is None or writer.events is None:
+            return writer_calls
+        return compiled
 
     @wraps(fun)
     def call(*args: Any, **kwargs: Any) -> Any:
-        if not recording():
+        chosen = variant()
+        if chosen is plain:
             return plain(*args, **kwargs)
         st = _local.state
-        writer = st.writer
-        assert writer is not None
-        out, collected = compiled(*args, **kwargs)
+        writer = st.writer if chosen is compiled else None
+        out, collected = chosen(*args, **kwargs)
         step = st.step
         for traced, values in zip(collected.calls, collected.values, strict=True):
             replay(traced, values, writer, step)
@@ -132,7 +150,7 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
 
     def lower(*args: Any, **kwargs: Any) -> Any:
         # The variant a call made now would run (``jax.stages.Lowered``).
-        return (compiled if recording() else plain).lower(*args, **kwargs)
+        return variant().lower(*args, **kwargs)
 
     call.lower = lower  # type: ignore[attr-defined]
     return call

@@ -35,11 +35,14 @@ _TOKEN = torch.zeros(1)
 
 @torch.library.custom_op("summarylib::summary", mutates_args=("token",))
 def _summary(token: torch.Tensor, call: int, values: list[torch.Tensor]) -> None:
-    st = _local.state
-    writer = st.writer
+    traced = _CALLS[call]
+    if traced.target is not None:  # SummaryWriter.add_*: its own writer, found by replay
+        replay(traced, list(values), None, None)
+        return
+    writer = _local.state.writer
     if writer is None or writer.events is None:
         return  # no default writer when the compiled code runs: nothing written
-    replay(_CALLS[call], list(values), writer, None)
+    replay(traced, list(values), writer, None)
 
 
 @_summary.register_fake
@@ -49,19 +52,25 @@ def _summary_fake(token: torch.Tensor, call: int, values: list[torch.Tensor]) ->
 
 @torch._dynamo.assume_constant_result  # type: ignore[untyped-decorator]
 def _register(where: str, scope: str, static: tuple[tuple[str, Any], ...],
-              tensors: tuple[str, ...], gated: bool) -> int:
-    # Runs when traced, outside the trace: the graph keeps the number it returns.
-    key = (where, scope, static, tensors, gated)
+              tensors: tuple[tuple[str, str | None], ...], maps: tuple[str, ...],
+              gated: bool) -> int:
+    # Runs when traced, outside the trace: the graph keeps the number it returns. ``maps``
+    # names the dict arguments, given as their items (tensors taken out: None).
+    key = (where, scope, static, tensors, maps, gated)
     found = _IDS.get(key)
     if found is not None:
         return found
     op = OPS[where]
     arguments: dict[str, Any] = dict(static)
-    for name in tensors:
-        arguments[name] = None
+    for name in maps:
+        arguments[name] = dict(arguments[name])
+    for name, inner in tensors:
+        if inner is None:
+            arguments[name] = None
     step_arg = "global_step" if "global_step" in arguments else "step"
-    call = TracedCall(op, where, arguments, [(name, None) for name in tensors], gated, scope,
-                      step_arg, None)
+    # SummaryWriter.add_*: the call's first argument is its writer's number.
+    target = arguments["self"] if getattr(op, "writer_method", False) else None
+    call = TracedCall(op, where, arguments, list(tensors), gated, scope, step_arg, None, target)
     _CALLS.append(call)
     _IDS[key] = len(_CALLS) - 1
     return len(_CALLS) - 1
@@ -71,13 +80,16 @@ def record_compiled(op: Any, where: str, names: tuple[str, ...], args: tuple[Any
                     kwargs: dict[str, Any]) -> bool:
     """Put ``op(*args, **kwargs)`` into the graph dynamo is tracing (see the module).
 
-    ``names`` are ``op``'s parameter names in order. Traced by dynamo: plain Python on
+    ``names`` are ``op``'s parameter names in order. A tensor argument, or a tensor value
+    of a dict argument (``scalars``' and ``add_scalars``' dicts), goes into the graph;
+    everything else is a constant of the call. Traced by dynamo: plain Python on
     constants and tensors only.
     """
     st = _local.state
     static: list[tuple[str, Any]] = []
-    tensor_names: list[str] = []
+    tensor_names: list[tuple[str, str | None]] = []
     values: list[torch.Tensor] = []
+    maps: list[str] = []
     given = dict(zip(names, args, strict=False))
     given.update(kwargs)
     for name in names:
@@ -85,14 +97,26 @@ def record_compiled(op: Any, where: str, names: tuple[str, ...], args: tuple[Any
             continue
         value = given[name]
         if isinstance(value, torch.Tensor):
-            tensor_names.append(name)
+            tensor_names.append((name, None))
             values.append(value)
+        elif isinstance(value, dict):
+            items: list[tuple[Any, Any]] = []
+            for key, item in value.items():
+                if isinstance(item, torch.Tensor):
+                    tensor_names.append((name, key))
+                    values.append(item)
+                    items.append((key, None))
+                else:
+                    items.append((key, item))
+            static.append((name, tuple(items)))
+            maps.append(name)
         else:
             static.append((name, value))
     cond = st.condition
     gate = cond.value if type(cond) is DeferredCondition else None
     if gate is not None:
         values.append(gate)
-    call = _register(where, st.scope, tuple(static), tuple(tensor_names), gate is not None)
+    call = _register(where, st.scope, tuple(static), tuple(tensor_names), tuple(maps),
+                     gate is not None)
     torch.ops.summarylib.summary(_TOKEN, call, values)
     return True

@@ -14,6 +14,7 @@ from typing import Any
 from summarylib.encoding._pending import capture, device_kind
 from summarylib.ops._device_step import DeviceStep, GatedStep, defers_device_values, device_step
 from summarylib.writer._context import DefaultWriter, _local
+from summarylib.writer._registry import writer_numbered
 
 __all__ = ["INTERVAL_REPLAY", "OPS", "TracedCall", "replay"]
 
@@ -30,16 +31,18 @@ class TracedCall:
     ``arguments`` are the call's arguments by name, with None where ``positions`` say a
     traced value goes (in ``values`` order); ``gated`` says the last value is the
     ``record_if`` condition; ``scope`` is the name scope in effect when traced (as in
-    TensorFlow, the scope is part of the traced code).
+    TensorFlow, the scope is part of the traced code). ``target`` is the number of the
+    writer a ``SummaryWriter.add_*`` call writes to (:mod:`summarylib.writer._registry`),
+    None for a module-level op (which writes to the default writer).
     """
 
-    __slots__ = ("arguments", "gated", "op", "positions", "scope", "step_arg", "traced_writer",
-                 "where")
+    __slots__ = ("arguments", "gated", "op", "positions", "scope", "step_arg", "target",
+                 "traced_writer", "where")
 
     def __init__(
         self, op: Callable[..., Any], where: str, arguments: dict[str, Any],
         positions: list[tuple[str, int | str | None]], gated: bool, scope: str,
-        step_arg: str, traced_writer: DefaultWriter | None,
+        step_arg: str, traced_writer: DefaultWriter | None, target: int | None = None,
     ) -> None:
         self.op = op
         self.where = where
@@ -48,18 +51,28 @@ class TracedCall:
         self.gated = gated
         self.scope = scope
         self.step_arg = step_arg
+        self.target = target
         # Weakly: compiled code (and JAX's caches of it) can outlive the writer.
         self.traced_writer = None if traced_writer is None else weakref.ref(traced_writer)
 
 
-def replay(call: TracedCall, values: list[Any], writer: DefaultWriter, step: Any) -> bool:
-    """Write ``call`` with ``values`` (device arrays or numpy) to ``writer``.
+def replay(call: TracedCall, values: list[Any], writer: DefaultWriter | None, step: Any) -> bool:
+    """Write ``call`` with ``values`` (device arrays or numpy) to ``writer``; a
+    ``SummaryWriter.add_*`` call to its own writer instead (nothing, and False, once that
+    writer is collected or closed: compiled code can outlive it, and raising inside it
+    would stop the user's step for a log line).
 
     ``step`` is the default step when the compiled code was called (None: none). Runs on
     the caller's thread; device values are captured, not read (unless the writer was made
     with ``sync_device_values=True``), and a ``record_if`` condition is read with them on
     the writer thread.
     """
+    if call.target is not None:
+        writer = writer_numbered(call.target)
+        if writer is None or writer.closed:
+            return False
+    elif writer is None:
+        return False
     arguments = call.arguments
     if arguments.get("reduce") is not None or arguments.get("check_finite"):
         # scalar(reduce=, check_finite=): ops._interval, registered when it is imported
@@ -85,6 +98,8 @@ def replay(call: TracedCall, values: list[Any], writer: DefaultWriter, step: Any
             run_step = arguments.get(call.step_arg)
             if run_step is None:
                 run_step = st.step
+                if run_step is None and call.target is not None:
+                    run_step = 0  # SummaryWriter.add_*: torch's step when none is set
             if not defers_device_values(writer) or device_kind(gate) is None:
                 if not bool(gate):  # host values (the callback route), or a synchronous writer
                     return False

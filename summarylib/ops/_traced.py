@@ -78,10 +78,14 @@ class collecting:  # a context manager, used as `with collecting(c):`
 
 
 def record_traced(
-    op: Callable[..., Any], where: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    op: Callable[..., Any], where: str, args: tuple[Any, ...], kwargs: Mapping[str, Any],
+    target: int | None = None,
 ) -> bool:
     """Record ``op(*args, **kwargs)`` into the code being traced; True (it will write
     each time the code executes, where its condition holds).
+
+    ``target``: the number of the writer a ``SummaryWriter.add_*`` call writes to
+    (:mod:`summarylib.ops._writer_methods`); None for a module-level op.
 
     Raises:
       TypeError: a value of ``vmap``, ``grad`` or another transformation, or arguments
@@ -119,7 +123,7 @@ def record_traced(
         values.append(gate)
     _check_traced(values, where, arguments, jax)
     call = TracedCall(op, where, arguments, positions, gate is not None, st.scope, step_arg,
-                      st.writer)
+                      st.writer, target)
     collector = _COLLECTORS[-1] if _COLLECTORS else None
     if collector is not None and _in_trace(values, collector):
         collector.calls.append(call)
@@ -168,9 +172,10 @@ def _replay_on_host(call: TracedCall, *values: Any) -> None:
     # The callback route, during the execution: on the host, with numpy values. The writer
     # is the default of the thread that runs the callback (JAX's CPU client runs ordered
     # callbacks on the dispatching thread), else the one in effect when the code was traced.
+    # A SummaryWriter.add_* call (call.target) writes to its own writer: replay finds it.
     st = _local.state
     writer = st.writer
-    if writer is None:
+    if writer is None and call.target is None:
         writer = None if call.traced_writer is None else call.traced_writer()
         if writer is None or getattr(writer, "closed", False):
             return
