@@ -41,7 +41,7 @@ from summarylib.writer._context import (
 )
 from summarylib.writer._file_writer import WriterBase, check_logdir, open_writer_resource
 from summarylib.writer._path_safety import check_name_text, safe_component
-from summarylib.writer._registry import number_writer
+from summarylib.writer._registry import register_writer
 from summarylib.writer._settings import WriterSettings
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ class SummaryWriter(WriterBase):
         self._defaults: tuple[Step | None, float | None] | None = None  # use_metadata()
         self._exported: dict[str, int] = {}  # export_scalars_to_json(): points done per run
         # How compiled code that calls add_* names this writer (held weakly there).
-        self._number = number_writer(self)
+        self._key = register_writer(self)
 
     def _record(self, method: WriterMethod, args: tuple[Any, ...]) -> bool:
         """Record ``method(self, *args)`` into the compiled code being traced (JAX or
@@ -149,7 +149,7 @@ class SummaryWriter(WriterBase):
         values (:mod:`summarylib.ops._writer_methods`)."""
         if self._silent:
             return False
-        return record_method(self._number, method, args)
+        return record_method(self._key, method, args)
 
     # -- plumbing -------------------------------------------------------------
     def _sink(

@@ -68,7 +68,7 @@ def _register(where: str, scope: str, static: tuple[tuple[str, Any], ...],
         if inner is None:
             arguments[name] = None
     step_arg = "global_step" if "global_step" in arguments else "step"
-    # SummaryWriter.add_*: the call's first argument is its writer's number.
+    # SummaryWriter.add_*: the call's first argument is its writer's key.
     target = arguments["self"] if getattr(op, "writer_method", False) else None
     call = TracedCall(op, where, arguments, list(tensors), gated, scope, step_arg, None, target)
     _CALLS.append(call)

@@ -14,7 +14,7 @@ from typing import Any
 from summarylib.encoding._pending import capture, device_kind
 from summarylib.ops._device_step import DeviceStep, GatedStep, defers_device_values, device_step
 from summarylib.writer._context import DefaultWriter, _local
-from summarylib.writer._registry import writer_numbered
+from summarylib.writer._registry import registered_writer
 
 __all__ = ["INTERVAL_REPLAY", "OPS", "TracedCall", "replay"]
 
@@ -31,7 +31,7 @@ class TracedCall:
     ``arguments`` are the call's arguments by name, with None where ``positions`` say a
     traced value goes (in ``values`` order); ``gated`` says the last value is the
     ``record_if`` condition; ``scope`` is the name scope in effect when traced (as in
-    TensorFlow, the scope is part of the traced code). ``target`` is the number of the
+    TensorFlow, the scope is part of the traced code). ``target`` is the key of the
     writer a ``SummaryWriter.add_*`` call writes to (:mod:`summarylib.writer._registry`),
     None for a module-level op (which writes to the default writer).
     """
@@ -42,7 +42,7 @@ class TracedCall:
     def __init__(
         self, op: Callable[..., Any], where: str, arguments: dict[str, Any],
         positions: list[tuple[str, int | str | None]], gated: bool, scope: str,
-        step_arg: str, traced_writer: DefaultWriter | None, target: int | None = None,
+        step_arg: str, traced_writer: DefaultWriter | None, target: str | None = None,
     ) -> None:
         self.op = op
         self.where = where
@@ -68,7 +68,7 @@ def replay(call: TracedCall, values: list[Any], writer: DefaultWriter | None, st
     the writer thread.
     """
     if call.target is not None:
-        writer = writer_numbered(call.target)
+        writer = registered_writer(call.target)
         if writer is None or writer.closed:
             return False
     elif writer is None:

@@ -79,12 +79,12 @@ class collecting:  # a context manager, used as `with collecting(c):`
 
 def record_traced(
     op: Callable[..., Any], where: str, args: tuple[Any, ...], kwargs: Mapping[str, Any],
-    target: int | None = None,
+    target: str | None = None,
 ) -> bool:
     """Record ``op(*args, **kwargs)`` into the code being traced; True (it will write
     each time the code executes, where its condition holds).
 
-    ``target``: the number of the writer a ``SummaryWriter.add_*`` call writes to
+    ``target``: the key of the writer a ``SummaryWriter.add_*`` call writes to
     (:mod:`summarylib.ops._writer_methods`); None for a module-level op.
 
     Raises:

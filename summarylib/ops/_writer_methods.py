@@ -6,7 +6,7 @@ traced values (or under a traced ``record_if``, or anywhere dynamo traces) does 
 module-level op does there: it records the call once, when traced, and the compiled
 code writes it each time it runs, with that run's values. The difference is the writer:
 the call writes to its own ``SummaryWriter``, not to the default writer, so the recorded
-call names the writer by its number (:mod:`summarylib.writer._registry`; a torch graph
+call names the writer by its key (:mod:`summarylib.writer._registry`; a torch graph
 holds only tensors, ints and strings, and compiled code must not keep a writer alive).
 When the code runs, the method is called on that writer with the run's values (host
 values, CPU tensors, or device arrays that the method's device-value path captures), so
@@ -27,21 +27,21 @@ from summarylib.encoding._pending import is_tracer, torch_compiling
 from summarylib.ops._replay import OPS
 from summarylib.ops._traced import record_traced
 from summarylib.writer._context import DeferredCondition, _local, condition_holds
-from summarylib.writer._registry import writer_numbered
+from summarylib.writer._registry import registered_writer
 
 __all__ = ["WriterMethod", "holds_tracer", "in_compiled_code", "record_method"]
 
 
 class WriterMethod:
-    """The op a recorded ``add_*`` call replays: ``op(self=<writer number>, ...)`` calls
-    the method on the live writer of that number (False, writing nothing, once it is
+    """The op a recorded ``add_*`` call replays: ``op(self=<writer key>, ...)`` calls
+    the method on the live writer of that key (False, writing nothing, once it is
     gone or closed).
 
     ``where`` is the method's name (errors name it); ``names`` its parameters in order,
-    ``self`` first (its value in a recorded call is the writer's number).
+    ``self`` first (its value in a recorded call is the writer's key).
     """
 
-    writer_method = True  # read by the torch route: the call's "self" is a writer number
+    writer_method = True  # read by the torch route: the call's "self" is a writer key
 
     def __init__(self, method: Callable[..., Any]) -> None:
         self.where: str = method.__name__
@@ -53,7 +53,7 @@ class WriterMethod:
         OPS["SummaryWriter." + self.where] = self
 
     def __call__(self, /, **arguments: Any) -> bool:
-        writer = writer_numbered(arguments.pop("self"))
+        writer = registered_writer(arguments.pop("self"))
         if writer is None or writer.closed:
             return False
         walltime = arguments.get("walltime")
@@ -81,8 +81,8 @@ def holds_tracer(value: object) -> bool:
     return False
 
 
-def record_method(number: int, method: WriterMethod, args: tuple[Any, ...]) -> bool:
-    """Record ``method(*args)`` on the writer numbered ``number`` into the compiled code
+def record_method(key: str, method: WriterMethod, args: tuple[Any, ...]) -> bool:
+    """Record ``method(*args)`` on the writer of ``key`` into the compiled code
     being traced (``args``: every argument but ``self``, in order); False, recording
     nothing, under a false host ``record_if`` (read when traced, as for any op)."""
     cond = _local.state.condition
@@ -92,9 +92,9 @@ def record_method(number: int, method: WriterMethod, args: tuple[Any, ...]) -> b
         from summarylib.ops._compiled_torch import record_compiled
 
         return record_compiled(method, "SummaryWriter." + method.where, method.names,
-                               (number, *args), {})
-    return record_traced(method, "SummaryWriter." + method.where, (number, *args), {},
-                         target=number)
+                               (key, *args), {})
+    return record_traced(method, "SummaryWriter." + method.where, (key, *args), {},
+                         target=key)
 
 
 def _wall_time(value: Any, where: str) -> float:
