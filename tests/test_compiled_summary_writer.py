@@ -35,6 +35,24 @@ def log_all(w: Any, x: Any, step: Any, wall: Any) -> None:
     w.add_scalar("timed", x.sum(), step, walltime=wall)
 
 
+def log_more(w: Any, x: Any, step: Any) -> None:
+    """The other array-taking add_* methods, as log_all."""
+    w.add_tensor("tensor", x, step)
+    w.add_images("imgs", (x / 8).reshape(4, 1, 1, 1), step)
+    w.add_image_with_boxes("boxed", (x / 8).reshape(1, 2, 2), x.reshape(1, 4) * 0, step)
+    w.add_video("vid", (x / 8).reshape(1, 4, 1, 1, 1), step, fps=2)
+    w.add_histogram_raw("raw", x.min(), x.max(), 4, x.sum(), (x * x).sum(), x, x * 0 + 1, step)
+    w.add_pr_curve_raw("prr", x, x, x, x, x / 8, x / 8, step, num_thresholds=4)
+    w.add_mesh("mesh", x.reshape(1, 1, 4)[:, :, :3], global_step=step)
+    w.add_embedding(x.reshape(2, 2), global_step=step, tag="emb")
+
+
+def _files(logdir: Path) -> dict[str, bytes]:
+    # add_embedding's files (its step directories and the projector config), by path.
+    return {str(f.relative_to(logdir)): f.read_bytes() for f in sorted(logdir.rglob("*"))
+            if f.is_file() and "tfevents" not in f.name}
+
+
 def _inputs(i: int) -> tuple[np.ndarray, float]:
     return np.float32([0.5, 1.5, 2.5, 3.5]) + np.float32(i * 0.25), 1000.0 + i
 
@@ -67,6 +85,40 @@ def _assert_as_eager(tmp_path: Path, got: Path) -> None:
     assert events == want
     assert [s for s, _, _ in events[(".", "loss")]] == list(range(STEPS))
     assert [w for _, w, _ in events[(".", "timed")]] == [1000.0 + i for i in range(STEPS)]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:torch")
+@pytest.mark.parametrize("framework", ["jax", "torch"])
+def test_the_other_array_methods_write_as_the_eager_calls(tmp_path: Path,
+                                                          framework: str) -> None:
+    lib = pytest.importorskip(framework)
+    with sl.SummaryWriter(str(tmp_path / "eager")) as w:
+        for i in range(2):
+            log_more(w, _inputs(i)[0], i)
+    w = sl.SummaryWriter(str(tmp_path / "compiled"))
+    if framework == "jax":
+        from summarylib.integrations.jax import jit
+
+        fn = jit(lambda x, i: (log_more(w, x, i), x)[1])
+        for i in range(2):
+            fn(lib.numpy.asarray(_inputs(i)[0]), i)
+    else:
+        from torch._dynamo.utils import counters
+
+        lib._dynamo.reset()
+        counters.clear()
+        fn = lib.compile(lambda x, i: (log_more(w, x, i), x)[1], backend="eager",
+                         fullgraph=True)
+        for i in range(2):
+            fn(lib.from_numpy(_inputs(i)[0]), lib.tensor(i))
+        assert sum(counters["graph_break"].values()) == 0
+        assert counters["stats"]["unique_graphs"] == 1
+    w.close()
+    got, want = _events(tmp_path / "compiled"), _events(tmp_path / "eager")
+    assert sorted(got) == sorted(want)
+    assert got == want
+    assert _files(tmp_path / "compiled") == _files(tmp_path / "eager")
+    assert "00001/emb/tensors.tsv" in _files(tmp_path / "compiled")
 
 
 # -- JAX ------------------------------------------------------------------------------
