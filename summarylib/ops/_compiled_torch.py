@@ -57,7 +57,11 @@ def _register(where: str, scope: str, static: tuple[tuple[str, Any], ...],
     # Runs when traced, outside the trace: the graph keeps the number it returns. ``maps``
     # names the dict arguments, given as their items (tensors taken out: None).
     key = (where, scope, static, tensors, maps, gated)
-    found = _IDS.get(key)
+    try:
+        found = _IDS.get(key)
+    except TypeError:  # a list or dict among the constants (add_embedding's metadata)
+        key = None
+        found = None
     if found is not None:
         return found
     op = OPS[where]
@@ -72,7 +76,8 @@ def _register(where: str, scope: str, static: tuple[tuple[str, Any], ...],
     target = arguments["self"] if getattr(op, "writer_method", False) else None
     call = TracedCall(op, where, arguments, list(tensors), gated, scope, step_arg, None, target)
     _CALLS.append(call)
-    _IDS[key] = len(_CALLS) - 1
+    if key is not None:
+        _IDS[key] = len(_CALLS) - 1
     return len(_CALLS) - 1
 
 
