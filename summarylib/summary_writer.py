@@ -244,24 +244,31 @@ class SummaryWriter(WriterBase):
         """
         if self._silent:
             return False
-        st = _local.state
-        cond = st.condition
-        t = type(scalar_value)
-        # Inside compiled code (traceable()'s checks, ordered cheapest first for a host
-        # float): recorded, written each time the code runs.
-        if torch_compiling() or type(cond) is DeferredCondition or (
-            t is not float and t is not int and is_tracer(scalar_value)
-        ) or (type(global_step) is not int and is_tracer(global_step)) or (
-            walltime is not None and is_tracer(walltime)
-        ):
-            return self._record(_M_ADD_SCALAR, (tag, scalar_value, global_step, walltime,
-                                                new_style, double_precision))
+        # Compiled code is asked about on the slow paths only (a value that is no Python
+        # number, a step that is no int, a wall time, a recording condition), as scalar()
+        # does: a host float at an int step pays nothing for it.
         if new_style:
+            recorded = self._scalar_in_compiled_code(tag, scalar_value, global_step, walltime,
+                                                     new_style, double_precision)
+            if recorded is not None:
+                return recorded
             return self._tensor_scalar(tag, scalar_value, global_step, walltime,
                                        double_precision)
+        t = type(scalar_value)
+        if t is not float and t is not int:
+            recorded = self._scalar_in_compiled_code(tag, scalar_value, global_step, walltime,
+                                                     new_style, double_precision)
+            if recorded is not None:
+                return recorded
+            if getattr(scalar_value, "ndim", 0) != 0:
+                scalar_value = _single(scalar_value)  # torch takes any one-element tensor
         if type(global_step) is not int or self._defaults is not None or not (
             _INT64_MIN <= global_step <= _INT64_MAX
         ):
+            recorded = self._scalar_in_compiled_code(tag, scalar_value, global_step, walltime,
+                                                     new_style, double_precision)
+            if recorded is not None:
+                return recorded
             # torch's step (a float becomes int(step)), use_metadata()'s defaults; checked.
             step = self._step(global_step, "add_scalar")
             if type(step) is not int and device_kind(step) is not None:  # read later
@@ -270,17 +277,37 @@ class SummaryWriter(WriterBase):
             global_step = check_step(step, "add_scalar")
             walltime = self._walltime(walltime)
         if walltime is not None:
+            recorded = self._scalar_in_compiled_code(tag, scalar_value, global_step, walltime,
+                                                     new_style, double_precision)
+            if recorded is not None:
+                return recorded
             walltime = check_wall_time(walltime, "add_scalar")
-        if t is not float and t is not int and getattr(scalar_value, "ndim", 0) != 0:
-            scalar_value = _single(scalar_value)  # torch takes any one-element tensor
         # sink_for() inlined: add_scalar is a hot path, and a sink is an object per call.
-        if cond is not True and not condition_holds(cond):
-            return False
+        st = _local.state
+        cond = st.condition
+        if cond is not True:
+            if type(cond) is DeferredCondition:  # traced for summarylib's jax jit
+                return self._record(_M_ADD_SCALAR, (tag, scalar_value, global_step, walltime,
+                                                    new_style, double_precision))
+            if not condition_holds(cond):
+                return False
         if type(tag) is not str:
             tag = check_tag(tag, "add_scalar", "tag")
         scope = st.scope
         return simple_scalar_to(self, scope + tag if scope else tag, global_step, walltime,
                                 _ADD_SCALAR, scalar_value)
+
+    def _scalar_in_compiled_code(self, tag: str, scalar_value: Any, global_step: Any,
+                                 walltime: Any, new_style: bool,
+                                 double_precision: bool) -> bool | None:
+        """add_scalar inside compiled code (traceable()'s checks): recorded, and what
+        recording returned; None outside compiled code."""
+        if torch_compiling() or type(_local.state.condition) is DeferredCondition or (
+            is_tracer(scalar_value) or is_tracer(global_step) or is_tracer(walltime)
+        ):
+            return self._record(_M_ADD_SCALAR, (tag, scalar_value, global_step, walltime,
+                                                new_style, double_precision))
+        return None
 
     def _tensor_scalar(self, tag: str, scalar_value: Any, global_step: Step | None,
                        walltime: float | None, double_precision: bool) -> bool:

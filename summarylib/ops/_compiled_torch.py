@@ -56,7 +56,7 @@ def _register(where: str, scope: str, static: tuple[tuple[str, Any], ...],
               gated: bool) -> int:
     # Runs when traced, outside the trace: the graph keeps the number it returns. ``maps``
     # names the dict arguments, given as their items (tensors taken out: None).
-    key = (where, scope, static, tensors, maps, gated)
+    key: tuple[Any, ...] | None = (where, scope, static, tensors, maps, gated)
     try:
         found = _IDS.get(key)
     except TypeError:  # a list or dict among the constants (add_embedding's metadata)
