@@ -12,6 +12,9 @@ accuracy every step and a histogram of every parameter every 100 steps. Modes:
 * ``interval``: as ``summarylib``, but loss and accuracy are written every 100 steps as
   their mean over the 100 steps (``scalar(..., reduce="mean")`` under the same
   ``record_if``: the sums are kept in tensors, updated inside the custom op);
+* ``writer``: as ``summarylib``, through a ``SummaryWriter``'s methods
+  (``writer.add_scalar``/``writer.add_histogram`` inside the compiled step, no default
+  writer);
 * ``torch_item``: torch's ``SummaryWriter.add_scalar(tag, loss.item())`` after the step
   (the compiled step returns loss and accuracy; ``item()`` waits for them);
 * graph breaks: ``torch._dynamo.explain`` of the step with our ops and with torch's
@@ -51,7 +54,7 @@ def make_model() -> torch.nn.Module:
     )
 
 
-def train_fns(model: torch.nn.Module) -> dict[str, Any]:
+def train_fns(model: torch.nn.Module, writer: Any) -> dict[str, Any]:
     # The compiled region: forward, loss and accuracy (and the logging); backward and the
     # optimizer step run outside it, as usual with torch.compile on a module's forward.
     params = list(model.parameters())
@@ -81,7 +84,16 @@ def train_fns(model: torch.nn.Module) -> dict[str, Any]:
                 sl.histogram(n, p, step=step)
         return loss, acc
 
-    return {"plain": plain, "logged": logged, "interval": interval}
+    def methods(x: Any, y: Any, step: Any) -> Any:
+        loss, acc = plain(x, y, step)
+        writer.add_scalar("loss", loss, step)
+        writer.add_scalar("accuracy", acc, step)
+        with sl.record_if(step % HIST_EVERY == 0):
+            for n, p in zip(names, params, strict=True):
+                writer.add_histogram(n, p, step)
+        return loss, acc
+
+    return {"plain": plain, "logged": logged, "interval": interval, "methods": methods}
 
 
 def main() -> None:
@@ -91,7 +103,9 @@ def main() -> None:
     warnings.simplefilter("ignore")
     rounds, block = (5, 100) if args.quick else (15, 200)
     model = make_model()
-    fns = train_fns(model)
+    tmp = Path(tempfile.mkdtemp())
+    methods_writer = sl.SummaryWriter(str(tmp / "methods"))
+    fns = train_fns(model, methods_writer)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
 
     def train(fn: Any, i: int) -> tuple[Any, Any]:
@@ -102,7 +116,6 @@ def main() -> None:
         return loss.detach(), acc
     x = torch.randn(128, 64)
     y = torch.randint(0, 10, (128,))
-    tmp = Path(tempfile.mkdtemp())
     try:
         from torch.utils.tensorboard import SummaryWriter
 
@@ -117,11 +130,13 @@ def main() -> None:
         with ours.as_default():
             breaks_ours = torch._dynamo.explain(fns["logged"])(x, y, torch.tensor(0))
         breaks_torch = torch._dynamo.explain(torch_inside)(x, y, torch.tensor(0))
+        breaks_methods = torch._dynamo.explain(fns["methods"])(x, y, torch.tensor(0))
         torch._dynamo.reset()
         counters.clear()
         none = torch.compile(fns["plain"], fullgraph=True)
         logged = torch.compile(fns["logged"], fullgraph=True)
         reduced = torch.compile(fns["interval"], fullgraph=True)
+        with_methods = torch.compile(fns["methods"], fullgraph=True)
 
         def run_none(i: int) -> None:
             train(none, i)
@@ -134,6 +149,9 @@ def main() -> None:
             with ours.as_default():
                 train(reduced, i)
 
+        def run_methods(i: int) -> None:
+            train(with_methods, i)
+
         def run_torch(i: int) -> None:
             loss, acc = train(none, i)
             tb.add_scalar("loss", loss.item(), i)
@@ -143,7 +161,7 @@ def main() -> None:
                     tb.add_histogram(n, p.detach(), i)
 
         modes = {"none": run_none, "summarylib": run_ours, "interval": run_interval,
-                 "torch_item": run_torch}
+                 "writer": run_methods, "torch_item": run_torch}
         for run in modes.values():  # compile first
             run(0)
         graphs_after_warmup = counters["stats"]["unique_graphs"]
@@ -164,13 +182,15 @@ def main() -> None:
         recompiles = counters["stats"]["unique_graphs"] - graphs_after_warmup
         tb.close()
         ours.close()
+        methods_writer.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"torch {torch.__version__}, inductor on the CPU, {rounds} rounds of {block} steps")
     print(f"graph breaks (graphs): summarylib ops inside the step "
           f"{breaks_ours.graph_break_count} ({breaks_ours.graph_count}), torch's "
           f"add_scalar(loss.item()) inside it {breaks_torch.graph_break_count} "
-          f"({breaks_torch.graph_count})")
+          f"({breaks_torch.graph_count}), SummaryWriter.add_* inside it "
+          f"{breaks_methods.graph_break_count} ({breaks_methods.graph_count})")
     print(f"new graphs after the first call, over {total * len(modes)} calls: {recompiles}")
     print(f"{'mode':<12} {'÷ none (median of rounds)':>28}")
     for m in modes:
