@@ -17,6 +17,7 @@ Imported only once torch is (by an op that finds dynamo tracing).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -104,7 +105,7 @@ def record_compiled(op: Any, where: str, names: tuple[str, ...], args: tuple[Any
         if isinstance(value, torch.Tensor):
             tensor_names.append((name, None))
             values.append(value)
-        elif isinstance(value, dict):
+        elif isinstance(value, Mapping):
             items: list[tuple[Any, Any]] = []
             for key, item in value.items():
                 if isinstance(item, torch.Tensor):

@@ -20,7 +20,7 @@ owner has said, by closing or dropping it, that its file is finished).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from summarylib.encoding._pending import is_tracer, torch_compiling
@@ -73,10 +73,10 @@ def in_compiled_code(*values: Any) -> bool:
 
 
 def holds_tracer(value: object) -> bool:
-    """``value`` is a JAX tracer, or a dict holding one (``add_scalars``)."""
+    """``value`` is a JAX tracer, or a mapping holding one (``add_scalars``)."""
     if is_tracer(value):
         return True
-    if type(value) is dict:
+    if isinstance(value, Mapping):
         return any(map(is_tracer, value.values()))
     return False
 
