@@ -120,3 +120,23 @@ def test_bad_values_raise_naming_the_op(tmp_path: Path) -> None:
         (TypeError, ValueError), match=r"scalar"
     ):
         compiled(torch.ones(3))
+
+
+def test_scalars_of_a_dict_of_tensors(tmp_path: Path) -> None:
+    torch._dynamo.reset()
+    counters.clear()
+
+    def fn(x: Any, step: Any) -> Any:
+        sl.scalars({"sum": x.sum(), "max": x.max(), "fixed": 0.5}, step=step)
+        return x + 1.0
+
+    compiled = torch.compile(fn, backend="eager", fullgraph=True)
+    x = torch.arange(3, dtype=torch.float32)
+    with sl.create_file_writer(str(tmp_path)) as w, w.as_default():
+        for i in range(3):
+            x = compiled(x, torch.tensor(i))
+    assert sum(counters["graph_break"].values()) == 0
+    assert counters["stats"]["unique_graphs"] == 1
+    assert _series(tmp_path, "sum") == [(0, 3.0), (1, 6.0), (2, 9.0)]
+    assert _series(tmp_path, "max") == [(0, 2.0), (1, 3.0), (2, 4.0)]
+    assert _series(tmp_path, "fixed") == [(0, 0.5), (1, 0.5), (2, 0.5)]
