@@ -15,6 +15,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 import summarylib as sl
 from tests.helpers import tb_events
@@ -119,6 +122,45 @@ def test_the_other_array_methods_write_as_the_eager_calls(tmp_path: Path,
     assert got == want
     assert _files(tmp_path / "compiled") == _files(tmp_path / "eager")
     assert "00001/emb/tensors.tsv" in _files(tmp_path / "compiled")
+
+
+def log_values(w: Any, x: Any, step: Any) -> None:
+    w.add_scalar("first", x[0], step)
+    w.add_histogram("hist", x, step)
+
+
+_FLOATS = arrays(np.float32, 6, elements=st.floats(-1e6, 1e6, width=32))
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:torch")
+@pytest.mark.parametrize("framework", ["jax", "torch"])
+def test_any_values_write_as_the_eager_calls(tmp_path: Path, framework: str) -> None:
+    lib = pytest.importorskip(framework)
+    eager = sl.SummaryWriter(str(tmp_path / "eager"))
+    w = sl.SummaryWriter(str(tmp_path / "compiled"))
+    if framework == "jax":
+        compiled = lib.jit(lambda x, i: (log_values(w, x, i), x)[1])  # the callback route
+        convert, step_of = lib.numpy.asarray, lib.numpy.asarray
+    else:
+        lib._dynamo.reset()
+        compiled = lib.compile(lambda x, i: (log_values(w, x, i), x)[1], backend="eager",
+                               fullgraph=True)
+        convert, step_of = lib.from_numpy, lib.tensor
+
+    # One file per writer over every example (a new writer would compile the step again):
+    # compared once they are all written.
+    @settings(max_examples=12, deadline=None)
+    @given(_FLOATS, st.integers(0, 2**31 - 1))  # JAX's default integers are 32-bit
+    def run(x: np.ndarray, step: int) -> None:
+        log_values(eager, x, step)
+        compiled(convert(x.copy()), step_of(step))
+
+    run()
+    eager.close()
+    w.close()
+    got, want = _events(tmp_path / "compiled"), _events(tmp_path / "eager")
+    assert len(want[(".", "hist")]) >= 2
+    assert got == want
 
 
 # -- JAX ------------------------------------------------------------------------------
