@@ -226,8 +226,9 @@ def _histogram_fn(buckets: int) -> Any:
     if buckets not in _HIST_FNS:
         @jit
         def fn(x: Any) -> Any:
-            sl.histogram("h", x * 1.0, step=0, buckets=buckets)
+            sl.histogram("h", x, step=0, buckets=buckets)
             return x
 
         _HIST_FNS[buckets] = fn
     return _HIST_FNS[buckets]
+

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from summarylib.ops._replay import OPS, TracedCall, replay
+from summarylib.ops._replay import IN_GRAPH, OPS, TracedCall, replay
 from summarylib.writer._context import DeferredCondition, _local
 
 __all__ = ["record_compiled"]
@@ -49,9 +49,9 @@ def _summary_fake(token: torch.Tensor, call: int, values: list[torch.Tensor]) ->
 
 @torch._dynamo.assume_constant_result  # type: ignore[untyped-decorator]
 def _register(where: str, scope: str, static: tuple[tuple[str, Any], ...],
-              tensors: tuple[str, ...], gated: bool) -> int:
+              tensors: tuple[str, ...], gated: bool, reduced: tuple[str, ...]) -> int:
     # Runs when traced, outside the trace: the graph keeps the number it returns.
-    key = (where, scope, static, tensors, gated)
+    key = (where, scope, static, tensors, gated, reduced)
     found = _IDS.get(key)
     if found is not None:
         return found
@@ -60,8 +60,9 @@ def _register(where: str, scope: str, static: tuple[tuple[str, Any], ...],
     for name in tensors:
         arguments[name] = None
     step_arg = "global_step" if "global_step" in arguments else "step"
+    decode = tuple((name, IN_GRAPH[where].torch_wrap) for name in reduced)
     call = TracedCall(op, where, arguments, [(name, None) for name in tensors], gated, scope,
-                      step_arg, None)
+                      step_arg, None, decode)
     _CALLS.append(call)
     _IDS[key] = len(_CALLS) - 1
     return len(_CALLS) - 1
@@ -80,6 +81,15 @@ def record_compiled(op: Any, where: str, names: tuple[str, ...], args: tuple[Any
     values: list[torch.Tensor] = []
     given = dict(zip(names, args, strict=False))
     given.update(kwargs)
+    cond = st.condition
+    gate = cond.value if type(cond) is DeferredCondition else None
+    reduced: tuple[str, ...] = ()
+    in_graph = IN_GRAPH.get(where)
+    if in_graph is not None:
+        found = in_graph.reduce(given, gate, "torch")
+        if found is not None:  # only the reduction leaves the compiled code
+            given[found[0]] = found[1]
+            reduced = (found[0],)
     for name in names:
         if name not in given:
             continue
@@ -89,10 +99,9 @@ def record_compiled(op: Any, where: str, names: tuple[str, ...], args: tuple[Any
             values.append(value)
         else:
             static.append((name, value))
-    cond = st.condition
-    gate = cond.value if type(cond) is DeferredCondition else None
     if gate is not None:
         values.append(gate)
-    call = _register(where, st.scope, tuple(static), tuple(tensor_names), gate is not None)
+    call = _register(where, st.scope, tuple(static), tuple(tensor_names), gate is not None,
+                     reduced)
     torch.ops.summarylib.summary(_TOKEN, call, values)
     return True
