@@ -82,7 +82,7 @@ _HOST_NUMBERS = (int, float)
 
 
 def _host_argument(where: int | str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    value = args[where] if type(where) is int else kwargs.get(where)  # type: ignore[index]
+    value = args[where] if isinstance(where, int) else kwargs.get(where)
     if isinstance(value, _HOST_NUMBERS):
         return value
     np = sys.modules.get("numpy")
