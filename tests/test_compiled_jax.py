@@ -226,8 +226,29 @@ def _histogram_fn(buckets: int) -> Any:
     if buckets not in _HIST_FNS:
         @jit
         def fn(x: Any) -> Any:
-            sl.histogram("h", x * 1.0, step=0, buckets=buckets)
+            sl.histogram("h", x, step=0, buckets=buckets)
             return x
 
         _HIST_FNS[buckets] = fn
     return _HIST_FNS[buckets]
+
+
+
+def test_values_that_are_arguments_are_written_as_given(tmp_path: Path) -> None:
+    # A step or value logged as it was passed in: a host number at the call is written
+    # as that number (no device value), a device array as its value, positional or by
+    # keyword, and the values computed in the function still come from the execution.
+    @jit
+    def fn(x: Any, step: Any, lr: Any = 0.0) -> Any:
+        sl.scalar("lr", lr, step=step)
+        sl.scalar("mean", jnp.mean(x), step=step)
+        return x + 1
+
+    x = jnp.zeros(3)
+    calls = [(0, 0.5), (np.int64(1), np.float32(0.25)), (jnp.asarray(2), jnp.asarray(0.125)),
+             (3, 0.0625)]
+    with sl.create_file_writer(str(tmp_path)) as w, w.as_default():
+        for i, (step, lr) in enumerate(calls):
+            x = fn(x, step, lr=lr) if i % 2 else fn(x, step, lr)
+    assert _series(tmp_path, "lr") == [(0, 0.5), (1, 0.25), (2, 0.125), (3, 0.0625)]
+    assert _series(tmp_path, "mean") == [(0, 0.0), (1, 1.0), (2, 2.0), (3, 3.0)]

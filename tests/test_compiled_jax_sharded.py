@@ -40,6 +40,23 @@ for route, compiled in [("collected", jit(step_fn)), ("callback", jax.jit(step_f
         for i in range(3):
             y = compiled(y, i)
         writer.flush()
+
+# Over two devices a call returns before its callbacks run: flush() waits for them.
+@jax.jit
+def slow(x):
+    y = jax.lax.fori_loop(0, 100, lambda _, v: jnp.tanh(v @ v.T), x)
+    sl.scalar("late", jnp.sum(y), step=7)
+    return y
+
+big = jax.device_put(jnp.full((512, 512), 0.001), NamedSharding(mesh, PartitionSpec("data")))
+with sl.create_file_writer(sys.argv[1] + "/flush").as_default() as writer:
+    slow(big).block_until_ready()  # compiled and run: the next call only dispatches
+    slow(big)
+    writer.flush()
+    from summarylib.reader import read_scalars
+    seen = read_scalars(sys.argv[1] + "/flush")["."]["late"]
+    with open(sys.argv[1] + "/flush.json", "w") as f:
+        json.dump({"late_after_flush": len(seen)}, f)
 """
 
 
@@ -84,3 +101,11 @@ def _host_table(values: np.ndarray, logdir: Path) -> np.ndarray:
     [table] = [tensor_util.make_ndarray(v.tensor) for _, v in iter_summary_values(logdir)
                if v.tag == "values"]
     return table
+
+
+def test_flush_waits_for_the_summaries_of_code_dispatched_before_it(logdir: Path) -> None:
+    # Over two CPU devices the call returns before the code's callbacks write: flush()
+    # waits for them, as for any op called before it.
+    import json
+
+    assert json.loads((logdir / "flush.json").read_text()) == {"late_after_flush": 2}

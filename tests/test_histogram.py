@@ -598,3 +598,15 @@ def test_zero_buckets_write_an_empty_histogram_as_tensorflow(logdir: Path) -> No
         assert value.tensor == expected
         assert decoded(value).shape == (0, 3)
     assert as_tb_value(sl.histogram_pb("h", [1.0, 2.0], buckets=0)).tensor == expected
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_a_zero_extreme_does_not_depend_on_the_order_of_the_values(dtype: Any) -> None:
+    # numpy's max of [-0.0, 0.0] depends on where each zero is; the top edge here does
+    # not: +0.0 when any value is +0.0, -0.0 only when every zero is -0.0.
+    for values in ([-0.0, 0.0], [0.0, -0.0], [-1.0] + [-0.0] * 40 + [0.0],
+                   [-1.0, 0.0] + [-0.0] * 40):
+        top = buckets_of(np.array(values, dtype), 3)[-1, 1]
+        assert top == 0.0 and not np.signbit(top), values
+    top = buckets_of(np.array([-1.0, -0.0, -0.0], dtype), 3)[-1, 1]
+    assert top == 0.0 and np.signbit(top)

@@ -16,6 +16,9 @@ For finite data whose ``hi - lo`` and ``width`` are normal float64 numbers the
 result is bit-identical to TensorFlow's. Where TensorFlow produces garbage,
 this module makes documented choices instead:
 
+* **Signed zeros**: where the maximum is zero, it is +0.0 if any value is +0.0;
+  where the minimum is zero, -0.0 if any value is -0.0 (numpy's and TensorFlow's
+  reductions pick one by position; the device reductions use this same rule).
 * **NaN and ±Inf are left out.** TensorFlow turns them into NaN/Inf edges and
   silently loses counts; TensorBoard cannot draw either. The counts then sum
   to the number of finite values; with none, the result is as for no data.
@@ -71,6 +74,8 @@ def histogram_buckets(values: np.ndarray, k: int) -> np.ndarray:
             return out
         lo = float(values.min())
         hi = float(values.max())
+    if hi == 0.0 or lo == 0.0:
+        lo, hi = _signed_zero_extremes(values, lo, hi)
     range_ = hi - lo
     if range_ == 0.0:
         out[:, 0] = hi
@@ -81,6 +86,23 @@ def histogram_buckets(values: np.ndarray, k: int) -> np.ndarray:
     out[:, 2] = _counts(values, lo_s, width, k, scale)
     _fill_edges(out, lo, hi, k, scale, lo_s, width)
     return out
+
+
+def _signed_zero_extremes(values: np.ndarray, lo: float, hi: float) -> tuple[float, float]:
+    # numpy's min and max pick whichever zero comes first in their vector order when both
+    # -0.0 and +0.0 are the extreme; the rule here does not depend on the order (the
+    # device reductions order values by their bits and find the same): +0.0 is the
+    # maximum if any +0.0 is among the values, -0.0 the minimum if any -0.0 is.
+    import numpy as np
+
+    if values.dtype.kind != "f":
+        return lo, hi
+    zero = values == 0
+    if hi == 0.0 and math.copysign(1.0, hi) < 0 and (zero & ~np.signbit(values)).any():
+        hi = 0.0
+    if lo == 0.0 and math.copysign(1.0, lo) > 0 and (zero & np.signbit(values)).any():
+        lo = -0.0
+    return lo, hi
 
 
 def buckets_from_table(table: np.ndarray, k: int) -> np.ndarray:

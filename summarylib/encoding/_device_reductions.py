@@ -15,7 +15,7 @@ host's counts). Instead, :class:`JaxHistogram`:
 
 1. at the call, dispatches one kernel that maps each value to an integer *key* that
    orders like the value (the float's bits, negative ones flipped; an integer is its own
-   key) and reduces them to ``[min key, max key, finite count, flag]``: integer
+   key) and reduces them to ``[min key, max key, finite count, 0]``: integer
    comparisons only, so subnormals are compared exactly;
 2. on the writer thread, reads those four integers, computes ``lo``, ``hi`` and
    ``width`` as the host does, and for each bucket edge ``j`` finds, by bisection over
@@ -36,11 +36,9 @@ the writer thread compiles and runs them when it reads the table. The array is k
 not copied (JAX arrays are immutable): one deleted or donated before the writer thread
 reads it is lost, as any pending JAX value (:mod:`summarylib.encoding._pending`).
 
-The host's ``hi`` is numpy's maximum, which picks one of ``-0.0`` and ``+0.0`` when both
-are the maximum: such data (flagged by the first kernel) is read whole and bucketed on
-the host, on the writer thread. Dtypes: bool, int8/16/32, uint8/16, float16, bfloat16,
-float32; others (float64 and 64-bit integers with ``jax_enable_x64``, uint32) cross
-whole.
+Where the extremes are zeros, the host takes +0.0 as the maximum if any value is +0.0
+and -0.0 as the minimum if any is -0.0 (:mod:`summarylib.encoding._bucketing`): the keys
+order -0.0 below +0.0, so the same extremes come out.
 
 :func:`pr_bucket_table` counts a PR curve's predictions per threshold bucket and class
 on the device (unweighted counts are integers, exact in any order), so only ``2T + 1``
@@ -65,7 +63,10 @@ from summarylib.encoding._pending import (
     device_kind,
 )
 
-__all__ = ["histogram_table", "images_uint8", "pr_bucket_table", "scaled_uint8", "size_class"]
+__all__ = [
+    "histogram_table", "images_uint8", "pr_bucket_table", "scaled_uint8", "size_class",
+    "torch_table",
+]
 
 _UNDERFLOW_SCALE = 2.0**1000
 
@@ -79,7 +80,7 @@ def histogram_table(data: Any, k: int) -> PendingValue | None:
     """
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(data, torch.Tensor):
-        return TorchPending(_torch_table(data, k))
+        return TorchPending(torch_table(data, k))
     if device_kind(data) == "jax" and JaxHistogram.takes(data):
         return JaxHistogram(data, k)
     return None
@@ -208,12 +209,7 @@ class JaxHistogram(PendingValue):
             kmin = jnp.min(jnp.where(finite, key, big))
             kmax = jnp.max(jnp.where(finite, key, small))
             count = jnp.sum(finite, dtype=jnp.int32)
-            if bits is None:
-                flag = jnp.zeros((), jnp.int32)
-            else:  # a zero maximum, and both signs of zero present
-                signed = jnp.any(finite & (key == -1)) & jnp.any(finite & (key == 0))
-                flag = (signed & (kmax <= 0)).astype(jnp.int32)
-            return jnp.stack([kmin, kmax, count, flag])
+            return jnp.stack([kmin, kmax, count, jnp.zeros((), jnp.int32)])
 
         def count(x: Any, thresholds: Any, last: Any, n: Any) -> Any:
             # thresholds: k - 1 keys, then padding; last: k - 1 (no bucket beyond it).
@@ -285,16 +281,17 @@ class JaxHistogram(PendingValue):
         if self._stats is None:  # a new shape: compiled here, on the writer thread
             flatten, stats, self._count = self._compiled()
             self._dispatch(flatten, stats)
-        kmin, kmax, n, flag = (int(v) for v in np.asarray(self._stats))
+        kmin, kmax, n, _ = (int(v) for v in np.asarray(self._stats))
         table = np.zeros(k + 3, dtype=np.float64)
         if n == 0:
             return table
         lo_v, hi_v = widen_extended_float(self._values(np.array([kmin, kmax], np.int64)))
         lo, hi = float(lo_v), float(hi_v)
         scale = bucket_scaling(lo, hi, k)[0] if hi - lo != 0 else 1.0
-        if flag or scale != 1.0:
-            # numpy's choice between -0.0 and +0.0 (or a scaled range, which these
-            # dtypes cannot reach): the host path on the whole array.
+        if scale != 1.0:
+            # A scaled range, which these dtypes cannot reach: the host path on the
+            # whole array. (Signed zeros need nothing: keys order -0.0 below +0.0, the
+            # host's rule for extremes that are zeros.)
             data = widen_extended_float(np.asarray(self._data).reshape(-1))
             out = histogram_buckets(data, k)
             table[:3] = (out[0, 0], out[-1, 1], out[:, 2].sum())
@@ -334,7 +331,11 @@ class JaxHistogram(PendingValue):
         return above.astype(np.int32)
 
 
-def _torch_table(tensor: Any, k: int) -> Any:
+def torch_table(tensor: Any, k: int) -> Any:
+    """The float64 table ``[lo, hi, n, count_0, ..., count_{k-1}]`` of a tensor's finite
+    values in ``k`` buckets, with the host's arithmetic (float64 throughout), as torch
+    operations on the tensor's device: nothing waits for the device, and dynamo traces
+    it into a compiled graph as it is."""
     import torch
 
     f64 = torch.float64
@@ -352,6 +353,11 @@ def _torch_table(tensor: Any, k: int) -> Any:
     lo = torch.where(finite, x, const(float("inf"))).amin()
     hi = torch.where(finite, x, const(float("-inf"))).amax()
     n = finite.sum()
+    # Where the extreme is a zero of either sign, the host's rule (bucketing): the
+    # maximum is +0.0 if any +0.0 is among the values, the minimum -0.0 if any -0.0 is.
+    zero = finite & (x == 0)
+    hi = torch.where((hi == 0) & (zero & ~torch.signbit(x)).any(), const(0.0), hi)
+    lo = torch.where((lo == 0) & (zero & torch.signbit(x)).any(), const(-0.0), lo)
     range_ = hi - lo
     one = const(1.0)
     scale = torch.where(

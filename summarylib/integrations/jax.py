@@ -38,10 +38,12 @@ Data contract:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from functools import partial, wraps
 from typing import Any, TypeVar
 
+from summarylib.encoding._pending import is_tracer
 from summarylib.ops._replay import replay
 from summarylib.ops._traced import Collector, collecting
 from summarylib.writer._context import _local, condition_holds
@@ -52,13 +54,43 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _Collected:
-    # The summaries' values of one call: a pytree whose static part (the recorded calls)
-    # comes back with every execution of the cached compiled function.
-    __slots__ = ("calls", "values")
+    # The summaries' values of one call: a pytree whose static part (the recorded calls,
+    # and which of their values are arguments of the function as they are: see
+    # _argument_sources) comes back with every execution of the cached compiled function.
+    __slots__ = ("calls", "sources", "values")
 
-    def __init__(self, calls: tuple[Any, ...], values: tuple[list[Any], ...]) -> None:
+    def __init__(self, calls: tuple[Any, ...], values: tuple[list[Any], ...],
+                 sources: tuple[tuple[Any, ...] | None, ...]) -> None:
         self.calls = calls
         self.values = values
+        self.sources = sources
+
+
+def _argument_sources(args: tuple[Any, ...], kwargs: dict[str, Any],
+                      collector: Collector) -> tuple[tuple[Any, ...] | None, ...]:
+    # For each recorded call, the top-level argument each of its values *is* (the step
+    # passed as `step=step`), else None; a call with none: None. At a call that passes a
+    # host number there, the replay uses that number: no device value to wait for.
+    inputs: dict[int, int | str] = {id(a): i for i, a in enumerate(args) if is_tracer(a)}
+    inputs.update((id(v), k) for k, v in kwargs.items() if is_tracer(v))
+    out: list[tuple[Any, ...] | None] = []
+    for values in collector.values:
+        found = tuple(inputs.get(id(v)) for v in values)
+        out.append(found if any(f is not None for f in found) else None)
+    return tuple(out)
+
+
+_HOST_NUMBERS = (int, float)
+
+
+def _host_argument(where: int | str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    value = args[where] if isinstance(where, int) else kwargs.get(where)
+    if isinstance(value, _HOST_NUMBERS):
+        return value
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, np.generic) and value.ndim == 0:
+        return value
+    return None
 
 
 _registered = False
@@ -69,8 +101,8 @@ def _register(jax: Any) -> None:
     if not _registered:
         jax.tree_util.register_pytree_node(
             _Collected,
-            lambda c: (c.values, c.calls),
-            lambda calls, values: _Collected(calls, tuple(values)),
+            lambda c: (c.values, (c.calls, c.sources)),
+            lambda aux, values: _Collected(aux[0], tuple(values), aux[1]),
         )
         _registered = True
 
@@ -95,7 +127,8 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
         collector = Collector(core.trace_ctx.trace)
         with collecting(collector):
             out = fun(*args, **kwargs)
-        return out, _Collected(tuple(collector.calls), tuple(collector.values))
+        return out, _Collected(tuple(collector.calls), tuple(collector.values),
+                               _argument_sources(args, kwargs, collector))
 
     @wraps(fun)
     def methods_only(*args: Any, **kwargs: Any) -> Any:
@@ -144,7 +177,15 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
         writer = st.writer if chosen is compiled else None
         out, collected = chosen(*args, **kwargs)
         step = st.step
-        for traced, values in zip(collected.calls, collected.values, strict=True):
+        for traced, values, sources in zip(collected.calls, collected.values,
+                                           collected.sources, strict=True):
+            if sources is not None:  # values that are arguments: host numbers as given
+                values = list(values)
+                for j, where in enumerate(sources):
+                    if where is not None:
+                        host = _host_argument(where, args, kwargs)
+                        if host is not None:
+                            values[j] = host
             replay(traced, values, writer, step)
         return out
 

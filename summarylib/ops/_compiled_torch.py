@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from summarylib.ops._replay import OPS, TracedCall, replay
+from summarylib.ops._replay import IN_GRAPH, OPS, TracedCall, replay
 from summarylib.writer._context import DeferredCondition, _local
 
 __all__ = ["record_compiled"]
@@ -54,10 +54,10 @@ def _summary_fake(token: torch.Tensor, call: int, values: list[torch.Tensor]) ->
 @torch._dynamo.assume_constant_result  # type: ignore[untyped-decorator]
 def _register(where: str, scope: str, static: tuple[tuple[str, Any], ...],
               tensors: tuple[tuple[str, str | None], ...], maps: tuple[str, ...],
-              gated: bool) -> int:
+              gated: bool, reduced: tuple[str, ...]) -> int:
     # Runs when traced, outside the trace: the graph keeps the number it returns. ``maps``
     # names the dict arguments, given as their items (tensors taken out: None).
-    key: tuple[Any, ...] | None = (where, scope, static, tensors, maps, gated)
+    key: tuple[Any, ...] | None = (where, scope, static, tensors, maps, gated, reduced)
     try:
         found = _IDS.get(key)
     except TypeError:  # a list or dict among the constants (add_embedding's metadata)
@@ -73,9 +73,11 @@ def _register(where: str, scope: str, static: tuple[tuple[str, Any], ...],
         if inner is None:
             arguments[name] = None
     step_arg = "global_step" if "global_step" in arguments else "step"
+    decode = tuple((name, IN_GRAPH[where].torch_wrap) for name in reduced)
     # SummaryWriter.add_*: the call's first argument is its writer's key.
     target = arguments["self"] if getattr(op, "writer_method", False) else None
-    call = TracedCall(op, where, arguments, list(tensors), gated, scope, step_arg, None, target)
+    call = TracedCall(op, where, arguments, list(tensors), gated, scope, step_arg, None,
+                      decode, target)
     _CALLS.append(call)
     if key is not None:
         _IDS[key] = len(_CALLS) - 1
@@ -98,6 +100,15 @@ def record_compiled(op: Any, where: str, names: tuple[str, ...], args: tuple[Any
     maps: list[str] = []
     given = dict(zip(names, args, strict=False))
     given.update(kwargs)
+    cond = st.condition
+    gate = cond.value if type(cond) is DeferredCondition else None
+    reduced: tuple[str, ...] = ()
+    in_graph = IN_GRAPH.get(where)
+    if in_graph is not None:
+        found = in_graph.reduce(given, gate, "torch")
+        if found is not None:  # only the reduction leaves the compiled code
+            given[found[0]] = found[1]
+            reduced = (found[0],)
     for name in names:
         if name not in given:
             continue
@@ -118,11 +129,9 @@ def record_compiled(op: Any, where: str, names: tuple[str, ...], args: tuple[Any
             maps.append(name)
         else:
             static.append((name, value))
-    cond = st.condition
-    gate = cond.value if type(cond) is DeferredCondition else None
     if gate is not None:
         values.append(gate)
     call = _register(where, st.scope, tuple(static), tuple(tensor_names), tuple(maps),
-                     gate is not None)
+                     gate is not None, reduced)
     torch.ops.summarylib.summary(_TOKEN, call, values)
     return True

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from summarylib.encoding._pending import capture, device_kind
 from summarylib.ops._device_step import DeviceStep, GatedStep, defers_device_values, device_step
 from summarylib.writer._context import DefaultWriter, _local
 from summarylib.writer._registry import registered_writer
 
-__all__ = ["INTERVAL_REPLAY", "OPS", "TracedCall", "replay"]
+__all__ = ["INTERVAL_REPLAY", "IN_GRAPH", "OPS", "InGraphReduction", "TracedCall", "replay"]
 
 # The module-level ops by name, for calls recorded in a torch graph (which holds the name).
 OPS: dict[str, Callable[..., Any]] = {}
@@ -25,25 +25,50 @@ OPS: dict[str, Callable[..., Any]] = {}
 INTERVAL_REPLAY: list[Callable[[Any, list[Any], Any, Any], bool]] = []
 
 
+class InGraphReduction(NamedTuple):
+    """How an op reduces a value inside the compiled code, so only the reduction leaves it
+    (a histogram's bucket table instead of its data). Registered in :data:`IN_GRAPH` by
+    the op's module.
+
+    ``reduce(arguments, gate, framework)`` runs while the compiled code is traced, with
+    the call's arguments by name (traced values included), the traced ``record_if``
+    condition (or None) and ``"jax"`` or ``"torch"``; it returns ``(argument name, the
+    traced reduction, wrap)`` or None (the value leaves whole). ``wrap`` makes what the
+    op receives at each execution from the reduction's value (``torch_wrap`` for torch,
+    whose graph holds no Python objects).
+    """
+
+    reduce: Callable[[dict[str, Any], Any, str], tuple[str, Any, Callable[[Any], Any]] | None]
+    torch_wrap: Callable[[Any], Any]
+
+
+#: The ops that reduce inside compiled code, by op name.
+IN_GRAPH: dict[str, InGraphReduction] = {}
+
+
 class TracedCall:
     """One op call recorded while tracing: everything but its traced values.
 
     ``arguments`` are the call's arguments by name, with None where ``positions`` say a
     traced value goes (in ``values`` order); ``gated`` says the last value is the
     ``record_if`` condition; ``scope`` is the name scope in effect when traced (as in
-    TensorFlow, the scope is part of the traced code). ``target`` is the key of the
-    writer a ``SummaryWriter.add_*`` call writes to (:mod:`summarylib.writer._registry`),
-    None for a module-level op (which writes to the default writer).
+    TensorFlow, the scope is part of the traced code); ``decode`` names the arguments
+    whose value is a reduction computed in the compiled code (:class:`InGraphReduction`)
+    and how to wrap it for the op. ``target`` is the key of the writer a
+    ``SummaryWriter.add_*`` call writes to (:mod:`summarylib.writer._registry`), None for
+    a module-level op (which writes to the default writer).
     """
 
-    __slots__ = ("arguments", "gated", "op", "positions", "scope", "step_arg", "target",
-                 "traced_writer", "where")
+    __slots__ = ("arguments", "decode", "gated", "op", "positions", "scope", "step_arg",
+                 "target", "traced_writer", "where")
 
     def __init__(
         self, op: Callable[..., Any], where: str, arguments: dict[str, Any],
         positions: list[tuple[str, int | str | None]], gated: bool, scope: str,
-        step_arg: str, traced_writer: DefaultWriter | None, target: str | None = None,
+        step_arg: str, traced_writer: DefaultWriter | None,
+        decode: tuple[tuple[str, Callable[[Any], Any]], ...] = (), target: str | None = None,
     ) -> None:
+        self.decode = decode
         self.op = op
         self.where = where
         self.arguments = arguments
@@ -87,6 +112,8 @@ def replay(call: TracedCall, values: list[Any], writer: DefaultWriter | None, st
         else:
             arguments[key] = dict(arguments[key])
             arguments[key][inner] = value
+    for key, wrap in call.decode:
+        arguments[key] = wrap(arguments[key])
     st = _local.state
     saved = (st.writer, st.step, st.condition, st.scope)
     st.writer, st.condition, st.scope = writer, True, call.scope

@@ -27,13 +27,14 @@ op raises ``TypeError`` naming itself: call it on the transformation's results.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
 from summarylib.encoding._pending import is_tracer
-from summarylib.ops._replay import TracedCall, replay
-from summarylib.writer._context import DeferredCondition, _local
+from summarylib.ops._replay import IN_GRAPH, TracedCall, replay
+from summarylib.writer._context import FLUSH_BARRIERS, DeferredCondition, _local
 
 __all__ = ["Collector", "collecting", "record_traced"]
 
@@ -102,6 +103,17 @@ def record_traced(
         raise TypeError(f"{where}: {e}") from None
     arguments = dict(bound.arguments)
     step_arg = "global_step" if "global_step" in inspect.signature(op).parameters else "step"
+    cond = st.condition
+    gate = cond.value if type(cond) is DeferredCondition else None
+    decode: tuple[tuple[str, Callable[[Any], Any]], ...] = ()
+    in_graph = IN_GRAPH.get(where)
+    if in_graph is not None:
+        _check_traced(list(arguments.values()), where, arguments, jax)
+        reduced = in_graph.reduce(arguments, gate, "jax")
+        if reduced is not None:  # only the reduction leaves the compiled code
+            key, value, wrap = reduced
+            arguments[key] = value
+            decode = ((key, wrap),)
     values: list[Any] = []
     positions: list[tuple[str, int | str | None]] = []
     for key, value in arguments.items():
@@ -117,13 +129,11 @@ def record_traced(
                     values.append(v)
                     inner[k] = None
             arguments[key] = inner
-    cond = st.condition
-    gate = cond.value if type(cond) is DeferredCondition else None
     if gate is not None:
         values.append(gate)
     _check_traced(values, where, arguments, jax)
     call = TracedCall(op, where, arguments, positions, gate is not None, st.scope, step_arg,
-                      st.writer, target)
+                      st.writer, decode, target)
     collector = _COLLECTORS[-1] if _COLLECTORS else None
     if collector is not None and _in_trace(values, collector):
         collector.calls.append(call)
@@ -134,7 +144,27 @@ def record_traced(
     # Ordered: the events of one execution keep their order, and an iteration's
     # events come before the next iteration's.
     io_callback(partial(_replay_on_host, call), None, *values, ordered=True)
+    if _effects_barrier not in FLUSH_BARRIERS:
+        FLUSH_BARRIERS.append(_effects_barrier)
     return True
+
+
+# Set while this thread runs a callback's replay: a flush from there must not wait for
+# the callbacks (its own among them).
+_in_callback = threading.local()
+
+
+def _effects_barrier() -> None:
+    # A writer's flush() and close() wait for the callbacks of code dispatched before
+    # them: the call that dispatched it returned before they ran.
+    if getattr(_in_callback, "active", False):
+        return
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        try:
+            jax.effects_barrier()
+        except Exception:  # JAX torn down at interpreter exit: nothing to wait for
+            return
 
 
 def _is_value(value: object, jax: Any) -> bool:
@@ -181,7 +211,11 @@ def _replay_on_host(call: TracedCall, *values: Any) -> None:
             return
     step = st.step
     rows = [_host(v) for v in values]
-    replay(call, rows, writer, step)
+    _in_callback.active = True
+    try:
+        replay(call, rows, writer, step)
+    finally:
+        _in_callback.active = False
 
 
 def _host(value: Any) -> Any:

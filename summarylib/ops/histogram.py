@@ -55,15 +55,24 @@ from typing import TYPE_CHECKING, Any
 from summarylib.encoding._arrays import as_array, evaluate, is_extended_float, widen_extended_float
 from summarylib.encoding._bucketing import buckets_from_table, histogram_buckets
 from summarylib.encoding._device_reductions import histogram_table
-from summarylib.encoding._pending import is_real_dtype
+from summarylib.encoding._pending import is_real_dtype, is_tracer
 from summarylib.encoding._plugins import HISTOGRAMS
 from summarylib.encoding._tensor import DT_DOUBLE, shape_bytes
+from summarylib.encoding._traced_reductions import (
+    BucketTable,
+    jax_bucket_words,
+    jax_finish,
+    jax_takes,
+    torch_bucket_table,
+    torch_finish,
+)
 from summarylib.encoding._values import value_of
 from summarylib.encoding._wire import field_bytes, varint
 from summarylib.ops._compiled import traceable
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._device_step import GatedStep
 from summarylib.ops._emit import emit_value, emit_value_deferred
+from summarylib.ops._replay import IN_GRAPH, InGraphReduction
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.writer._context import Step
 
@@ -217,6 +226,8 @@ def write_histogram(
     where, arg = sink.caller.where, sink.caller.data
     md = HISTOGRAMS.metadata_bytes(description, where)
     k = check_buckets(buckets, where)
+    if type(data) is BucketTable:  # bucketed inside compiled code: its table, per run
+        return _write_table(sink, data, k, md)
     value = value_of(evaluate(data), defers_device_values(sink.writer),
                      lambda d: prepare(d, where, arg), partial(_check_device, where, arg))
     gate = sink.step if isinstance(sink.step, GatedStep) else None
@@ -245,6 +256,70 @@ def write_histogram(
         return _tensor(kept.read(), k)
 
     return emit_value_deferred(sink, make_tensor, md, kept.nbytes + 24 * k + 16 * kept.at_hand)
+
+
+def _write_table(sink: Sink, data: BucketTable, k: int, md: bytes) -> bool:
+    # The table is small; its copy (a device array's, still computing) or a private copy
+    # of a host one (a callback's buffer is reused once the callback returns) is taken
+    # now, and the writer thread makes the buckets: the caller, which may be XLA's own
+    # thread running the callback, does no more.
+    value = value_of(data.table, defers_device_values(sink.writer), _table_numbers,
+                     _no_check)
+    gate = sink.step if isinstance(sink.step, GatedStep) else None
+    finish, header = data.finish, _header(k)
+    kept = value.keep()
+
+    def make_tensor() -> bytes:
+        if gate is not None:
+            gate.value()  # raises NotRecorded (the event is left out) when it is false
+        return header + _le_bytes(buckets_from_table(finish(kept.read()), k))
+
+    return emit_value_deferred(sink, make_tensor, md, kept.nbytes + 24 * k)
+
+
+def _table_numbers(table: Any) -> tuple[Any, bool]:
+    import numpy as np
+
+    detach = getattr(table, "detach", None)  # a CPU tensor from the torch graph
+    return np.asarray(table if detach is None else detach()), False
+
+
+def _no_check(shape: tuple[int, ...], dtype: Any) -> None:
+    return None  # made by the compiled code from checked data
+
+
+def _bucket_in_graph(
+    arguments: dict[str, Any], gate: Any, framework: str
+) -> tuple[str, Any, Any] | None:
+    # The histogram's reduction inside compiled code (ops._replay.InGraphReduction): the
+    # bucket table instead of the data, when the bucket count is a constant of the code.
+    data: Any = arguments.get("data")
+    buckets = arguments.get("buckets")
+    if buckets is not None and type(buckets) is not int:
+        return None
+    k = check_buckets(buckets, "histogram")
+    if k == 0:
+        return None
+    if framework == "torch":
+        if data is None or not hasattr(data, "is_complex") or data.is_complex():
+            return None  # not a tensor, or not real numbers: the op says so at the call
+        return "data", torch_bucket_table(data, k), _TORCH_WRAP
+    if not is_tracer(data) or not jax_takes(data.dtype) or data.size >= (1 << 31):
+        return None
+    import jax
+    import jax.numpy as jnp
+
+    if gate is None:
+        words = jax_bucket_words(data, k)
+    else:  # computed only in the runs whose condition holds
+        words = jax.lax.cond(jnp.asarray(gate, jnp.bool_).reshape(()),
+                             lambda x: jax_bucket_words(x, k),
+                             lambda x: jnp.zeros(k + 3, jnp.int32), data)
+    return "data", words, partial(BucketTable, finish=jax_finish(str(data.dtype), k))
+
+
+_TORCH_WRAP = partial(BucketTable, finish=torch_finish)
+IN_GRAPH["histogram"] = InGraphReduction(_bucket_in_graph, _TORCH_WRAP)
 
 
 def _check_device(where: str, arg: str, shape: tuple[int, ...], dtype: Any) -> None:

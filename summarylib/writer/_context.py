@@ -191,6 +191,19 @@ _open_writers: weakref.WeakSet[DefaultWriter] = weakref.WeakSet()
 _hint_pending = True  # the hint is given once per process
 
 
+#: Called by every writer's ``flush()`` and ``close()`` before they write: waits for
+#: compiled code dispatched before them whose summary ops have not run yet (JAX's
+#: ordered callbacks run while the code executes, after the call that dispatched it
+#: returned). Ops that write from compiled code register one the first time they do.
+FLUSH_BARRIERS: list[Callable[[], None]] = []
+
+
+def wait_for_compiled_code() -> None:
+    """Run the :data:`FLUSH_BARRIERS` (see there)."""
+    for barrier in FLUSH_BARRIERS:
+        barrier()
+
+
 def writer_opened(writer: DefaultWriter) -> None:
     """Count ``writer`` as open (for the no-default-writer hint)."""
     _open_writers.add(writer)

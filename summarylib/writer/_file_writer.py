@@ -21,11 +21,13 @@ from summarylib.encoding._tfrecord import frame
 from summarylib.errors import ArgumentError, WriteFailedError, WriterClosedError
 from summarylib.writer._buffered import EXIT_TIMEOUT_SECS, BufferedEventWriter
 from summarylib.writer._context import (
+    FLUSH_BARRIERS,
     EventSink,
     Step,
     _local,
     check_step,
     forget_writer,
+    wait_for_compiled_code,
     writer_opened,
 )
 from summarylib.writer._output import Output
@@ -190,6 +192,8 @@ class WriterBase:
         """
         _check_timeout("flush", timeout)
         if self._resource is not None:
+            if FLUSH_BARRIERS:  # summaries of compiled code dispatched before: run them
+                wait_for_compiled_code()
             self._resource.flush(timeout)
 
     def close(self, timeout: float | None = None) -> None:
@@ -212,6 +216,8 @@ class WriterBase:
         """
         _check_timeout("close", timeout)
         if self._resource is not None:
+            if FLUSH_BARRIERS and not self._resource.closed:
+                wait_for_compiled_code()  # its summaries are written before the close
             forget_writer(self)
             try:
                 _say_last_words(self._resource, self._last_words, True)
