@@ -140,3 +140,24 @@ def test_scalars_of_a_dict_of_tensors(tmp_path: Path) -> None:
     assert _series(tmp_path, "sum") == [(0, 3.0), (1, 6.0), (2, 9.0)]
     assert _series(tmp_path, "max") == [(0, 2.0), (1, 3.0), (2, 4.0)]
     assert _series(tmp_path, "fixed") == [(0, 0.5), (1, 0.5), (2, 0.5)]
+
+
+def test_the_summary_op_is_never_recorded_into_a_cuda_graph(tmp_path: Path) -> None:
+    # A CUDA graph replays recorded kernels only: an op that runs Python there would
+    # write once, at recording. Tagged unsafe, inductor partitions the region around it.
+    import summarylib.ops._compiled_torch  # noqa: F401  (defines the op)
+
+    assert torch.Tag.cudagraph_unsafe in torch.ops.summarylib.summary.default.tags
+
+    def f(x: Any, step: Any) -> Any:
+        y = torch.tanh(x) * 2
+        sl.scalar("m", y.mean(), step=step)
+        return y
+
+    torch._dynamo.reset()
+    fn = torch.compile(f, mode="reduce-overhead", fullgraph=True)  # CUDA graphs on a GPU
+    with sl.create_file_writer(str(tmp_path)) as w, w.as_default():
+        for i in range(4):
+            fn(torch.full((4,), float(i)), torch.tensor(i))
+    want = [float(np.float32(np.tanh(np.float32(i)) * 2)) for i in range(4)]
+    assert _series(tmp_path, "m") == list(enumerate(want))

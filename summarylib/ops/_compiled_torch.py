@@ -34,7 +34,13 @@ _IDS: dict[Any, int] = {}
 _TOKEN = torch.zeros(1)
 
 
-@torch.library.custom_op("summarylib::summary", mutates_args=("token",))
+# Not capturable in a CUDA graph: it runs Python (the replay) each time it runs, and a
+# graph replays only the kernels recorded. With the tag, inductor's CUDA graphs
+# (mode="reduce-overhead") partition the region around the op instead of recording it.
+_TAGS = (torch.Tag.cudagraph_unsafe,) if hasattr(torch.Tag, "cudagraph_unsafe") else ()
+
+
+@torch.library.custom_op("summarylib::summary", mutates_args=("token",), tags=_TAGS)
 def _summary(token: torch.Tensor, call: int, values: list[torch.Tensor]) -> None:
     traced = _CALLS[call]
     if traced.target is not None:  # SummaryWriter.add_*: its own writer, found by replay
