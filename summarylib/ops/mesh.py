@@ -365,7 +365,8 @@ def _check_device_mesh_shapes(
         # A stand-in (no memory) of a device array; a host array as it is.
         from summarylib.encoding._arrays import as_array
 
-        arr = stand_in(value) if device_kind(value) is not None else as_array(value, where, arg)
+        arr = (stand_in(tuple(int(d) for d in value.shape), value.dtype)
+               if device_kind(value) is not None else as_array(value, where, arg))
         if arr.dtype.kind not in kinds:
             raise TypeError(f"{where}: {arg!r} must hold {what}, got dtype {arr.dtype}")
         return arr
