@@ -106,3 +106,26 @@ def test_a_traced_value_has_a_shape_and_a_dtype_and_no_numbers() -> None:
     f(jnp.zeros((2, 5), jnp.float32))
     assert out == [((2, 5), jnp.float32, False)]
     assert seen == [((2, 5), jnp.float32)]
+
+
+def test_a_stand_in_has_the_shape_and_host_dtype_and_reads_no_numbers() -> None:
+    # Several arrays of one op are checked together on the caller's thread: host data as
+    # it is, a device or traced array as a zero-memory array of its shape and the dtype
+    # its numbers will be read in (bfloat16 read as float32).
+    host_arr = np.arange(6, dtype=np.int16).reshape(2, 3)
+    assert value_of(host_arr, True, lambda d: (d, False), _checks([])).stand_in() is host_arr
+    device = value_of(jnp.ones((4, 5), jnp.bfloat16), True, _host, _checks([]))
+    look = device.stand_in()
+    assert look.shape == (4, 5) and look.dtype == np.float32
+    assert not look.flags.writeable and look.strides == (0, 0) and not look.any()
+    seen: list[Any] = []
+
+    @jax.jit
+    def f(x: Any) -> Any:
+        stand_in = value_of(x, True, _host, _checks([])).stand_in()
+        seen.append((stand_in.shape, stand_in.dtype))
+        return x
+
+    f(jnp.zeros((3,), jnp.int8))
+    assert seen == [((3,), np.int8)]
+

@@ -4,8 +4,10 @@ An op asks its value for what it needs when it can have it, through one interfac
 (:class:`Value`), instead of holding a path per kind of value:
 
 * **at the call**: ``shape`` and ``dtype`` (the framework's dtype for a device or traced
-  array), and ``at_hand`` (the numbers are on the host already: reading them now costs
-  no device wait);
+  array), ``at_hand`` (the numbers are on the host already: reading them now costs
+  no device wait), and :meth:`Value.stand_in`, a host array to check together with an
+  op's other arrays (a mesh's vertices, faces and colors): the host data itself, else a
+  zero-memory stand-in of its shape and host dtype;
 * **later** (on the writer thread): :meth:`Value.read`, the numbers in the op's host
   form; or, first, :meth:`Value.reduce`, a reduction computed where the numbers live (a
   histogram's bucket table on the device), and :meth:`Value.map`, a transformation there
@@ -33,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from summarylib.encoding._pending import PendingValue, capture, device_kind, is_tracer
+from summarylib.encoding._pending import PendingValue, capture, device_kind, is_tracer, stand_in
 
 __all__ = ["DeviceValue", "HostValue", "TracedValue", "Value", "value_of"]
 
@@ -76,6 +78,13 @@ class Value(Generic[T]):
         device copy otherwise (call it on the writer thread)."""
         raise NotImplementedError
 
+    def stand_in(self) -> Any:
+        """A host array for the op's checks that need no numbers (shape, dtype), run at
+        the call: host data's own array (the host form's first array), else a read-only
+        zero-memory array of ``shape`` and the dtype the numbers will be read in
+        (:func:`~summarylib.encoding._pending.stand_in`). Reads no device numbers."""
+        return stand_in(self.shape, self.dtype)
+
     def keep(self, start_copy: bool = True) -> Value[T]:
         """The value as it is at this call, whatever the caller does next: a private copy
         of host data, or a device array whose copy to the host started (``start_copy``
@@ -114,6 +123,10 @@ class HostValue(Value[T]):
 
     def read(self) -> T:
         return self._host
+
+    def stand_in(self) -> Any:
+        host: Any = self._host
+        return host[0] if type(host) is tuple else host
 
     def keep(self, start_copy: bool = True) -> Value[T]:
         if self._private:
