@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from summarylib.encoding._bucketing import buckets_from_table, histogram_buckets
-from summarylib.encoding._device_reductions import histogram_table
+from summarylib.encoding._device_reductions import histogram_table, pr_bucket_table
 from summarylib.encoding._pending import JAX_ARRAY_BYTES
 from summarylib.encoding._values import value_of
 
@@ -129,3 +129,23 @@ def test_a_stand_in_has_the_shape_and_host_dtype_and_reads_no_numbers() -> None:
     f(jnp.zeros((3,), jnp.int8))
     assert seen == [((3,), np.int8)]
 
+
+@settings(max_examples=6, deadline=None)
+@given(hnp.arrays(np.float32, st.just(40), elements=st.floats(0, 1, width=32)),
+       hnp.arrays(np.bool_, st.just(40)))
+def test_a_reduction_of_two_device_values_equals_the_host_one(
+        predictions: np.ndarray, labels: np.ndarray) -> None:
+    # A PR curve's counts, made on the device from its labels and predictions together:
+    # only the per-bucket table crosses, and it gives the host's curve.
+    from summarylib.ops.pr_curve import pr_data, pr_from_buckets
+
+    t = 7
+    lab = value_of(jnp.asarray(labels), True, _host, _checks([]))
+    pred = value_of(jnp.asarray(predictions), True, _host, _checks([]))
+    table = lab.reduce(lambda a, b: pr_bucket_table(a, b, t),
+                       lambda c: pr_from_buckets(c[:-1].astype(np.int64).reshape(t, 2)), pred)
+    assert table is not None
+    np.testing.assert_array_equal(table.read(), pr_data(labels, predictions, None, t))
+    # With host data among them there is no device reduction: the op counts on the host.
+    host_pred = value_of(predictions, True, _host, _checks([]))
+    assert lab.reduce(lambda a, b: pr_bucket_table(a, b, t), lambda c: c, host_pred) is None

@@ -91,12 +91,14 @@ class Value(Generic[T]):
         False: a JAX array read only if needed, by the reader)."""
         raise NotImplementedError
 
-    def reduce(self, kernel: Callable[[Any], PendingValue | None],
-               finish: Callable[[Any], Any]) -> Value[Any] | None:
-        """A reduction run where the numbers live: ``kernel`` takes the device array and
-        returns the pending result (None: it does not take this array), ``finish`` makes
-        the host form of that result when read. None for host data (reduce it on the
-        host) or when the kernel declines."""
+    def reduce(self, kernel: Callable[..., PendingValue | None],
+               finish: Callable[[Any], Any], *others: Value[Any]) -> Value[Any] | None:
+        """A reduction run where the numbers live: ``kernel`` takes the device array (and
+        those of ``others``, the op's other device values: a PR curve's predictions with
+        its labels) and returns the pending result (None: it does not take these arrays),
+        ``finish`` makes the host form of that result when read. None for host data
+        (reduce it on the host), when one of ``others`` is not a device value, or when the
+        kernel declines."""
         return None
 
     def map(self, fn: Callable[[Any], Any], host: HostReader[T] | None = None) -> Value[T]:
@@ -169,9 +171,14 @@ class DeviceValue(Value[T]):
         kept._pending = pending
         return kept
 
-    def reduce(self, kernel: Callable[[Any], PendingValue | None],
-               finish: Callable[[Any], Any]) -> Value[Any] | None:
-        pending = kernel(self._data)
+    def reduce(self, kernel: Callable[..., PendingValue | None],
+               finish: Callable[[Any], Any], *others: Value[Any]) -> Value[Any] | None:
+        arrays = [self._data]
+        for other in others:
+            if type(other) is not DeviceValue or other._data is None:
+                return None  # host data, or a device value already kept or reduced
+            arrays.append(other._data)
+        pending = kernel(*arrays)
         if pending is None:
             return None
         reduced: DeviceValue[Any] = DeviceValue.__new__(DeviceValue)
