@@ -10,8 +10,9 @@ An op asks its value for what it needs when it can have it, through one interfac
   zero-memory stand-in of its shape and host dtype;
 * **later** (on the writer thread): :meth:`Value.read`, the numbers in the op's host
   form; or, first, :meth:`Value.reduce`, a reduction computed where the numbers live (a
-  histogram's bucket table on the device), and :meth:`Value.map`, a transformation there
-  (images converted to uint8 before the copy);
+  histogram's bucket table on the device; a PR curve's counts, from its labels and its
+  predictions together), and :meth:`Value.map`, a transformation there (images
+  converted to uint8 before the copy);
 * :meth:`Value.keep` holds the numbers as they are at the call: a private copy of host
   data, the started copy of a device array (:mod:`summarylib.encoding._pending`).
 
