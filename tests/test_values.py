@@ -149,3 +149,27 @@ def test_a_reduction_of_two_device_values_equals_the_host_one(
     # With host data among them there is no device reduction: the op counts on the host.
     host_pred = value_of(predictions, True, _host, _checks([]))
     assert lab.reduce(lambda a, b: pr_bucket_table(a, b, t), lambda c: c, host_pred) is None
+
+
+def test_reading_a_traced_value_gives_the_ops_own_refusal() -> None:
+    # An op that is not recorded in compiled code (or a core called directly) says what
+    # it said before the value layer: its host reader's error, naming the argument.
+    def refusing(data: Any) -> tuple[np.ndarray, bool]:
+        raise TypeError(f"op: cannot convert 'frames' ({type(data).__name__})")
+
+    messages: list[str] = []
+
+    @jax.jit
+    def f(x: Any) -> Any:
+        value = value_of(x, True, refusing, _checks([]))
+        for attempt in (value.keep, value.read):
+            with pytest.raises(TypeError) as e:
+                attempt()
+            messages.append(str(e.value))
+        return x
+
+    f(jnp.zeros((2,), jnp.float32))
+    assert len(messages) == 2
+    for message in messages:
+        assert message.startswith("op: cannot convert 'frames' (")
+        assert "no numbers until the compiled code runs" in message

@@ -26,7 +26,8 @@ The kinds:
 * :class:`TracedValue`: a value of code being compiled (a JAX tracer): it has a shape and
   a dtype and no numbers until the compiled code runs; an op called on one is recorded
   and replayed with each execution's values (``summarylib.ops._traced``), so reading one
-  is an error.
+  is an error (carrying the op's own refusal, which names the argument: what an op that
+  is not recorded, or a core called directly, says).
 
 :func:`value_of` picks the kind. Nothing here imports a framework.
 """
@@ -34,7 +35,7 @@ The kinds:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NoReturn, TypeVar
 
 from summarylib.encoding._pending import PendingValue, capture, device_kind, is_tracer, stand_in
 
@@ -194,23 +195,36 @@ class DeviceValue(Value[T]):
 
 
 class TracedValue(Value[Any]):
-    """A value of code being compiled: a shape and a dtype, numbers only when it runs."""
+    """A value of code being compiled: a shape and a dtype, numbers only when it runs.
 
-    __slots__ = ("_data",)
+    Reading or keeping one raises TypeError, with the op's own refusal of it (its host
+    reader's error, which names the op and the argument) when it gives one.
+    """
 
-    def __init__(self, data: Any) -> None:
+    __slots__ = ("_data", "_host")
+
+    def __init__(self, data: Any, host: HostReader[Any] | None = None) -> None:
         super().__init__(tuple(int(d) for d in data.shape), data.dtype, 0)
         self._data = data
+        self._host = host
 
     def read(self) -> Any:
-        raise TypeError(_NO_NUMBERS)
+        self._refuse()
 
     def keep(self, start_copy: bool = True) -> Value[Any]:
+        self._refuse()
+
+    def _refuse(self) -> NoReturn:
+        if self._host is not None:
+            try:
+                self._host(self._data)  # a tracer's numbers: the op's reader refuses them
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"{e} ({_NO_NUMBERS})") from None
         raise TypeError(_NO_NUMBERS)
 
 
-_NO_NUMBERS = ("a traced value has no numbers until the compiled code runs: the op records "
-               "the call and writes each execution's values")
+_NO_NUMBERS = ("a traced value has no numbers until the compiled code runs; an op recorded "
+               "in compiled code writes each execution's values")
 
 
 def value_of(
@@ -231,7 +245,7 @@ def value_of(
         check(value.shape, value.dtype)
         return value
     if is_tracer(data):
-        traced = TracedValue(data)
+        traced = TracedValue(data, host)
         check(traced.shape, traced.dtype)
         return traced
     converted, private = host(data)
