@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from summarylib.encoding._bucketing import buckets_from_table, histogram_buckets
-from summarylib.encoding._device_reductions import histogram_table
+from summarylib.encoding._device_reductions import histogram_table, pr_bucket_table
 from summarylib.encoding._pending import JAX_ARRAY_BYTES
 from summarylib.encoding._values import value_of
 
@@ -106,3 +106,70 @@ def test_a_traced_value_has_a_shape_and_a_dtype_and_no_numbers() -> None:
     f(jnp.zeros((2, 5), jnp.float32))
     assert out == [((2, 5), jnp.float32, False)]
     assert seen == [((2, 5), jnp.float32)]
+
+
+def test_a_stand_in_has_the_shape_and_host_dtype_and_reads_no_numbers() -> None:
+    # Several arrays of one op are checked together on the caller's thread: host data as
+    # it is, a device or traced array as a zero-memory array of its shape and the dtype
+    # its numbers will be read in (bfloat16 read as float32).
+    host_arr = np.arange(6, dtype=np.int16).reshape(2, 3)
+    assert value_of(host_arr, True, lambda d: (d, False), _checks([])).stand_in() is host_arr
+    device = value_of(jnp.ones((4, 5), jnp.bfloat16), True, _host, _checks([]))
+    look = device.stand_in()
+    assert look.shape == (4, 5) and look.dtype == np.float32
+    assert not look.flags.writeable and look.strides == (0, 0) and not look.any()
+    seen: list[Any] = []
+
+    @jax.jit
+    def f(x: Any) -> Any:
+        stand_in = value_of(x, True, _host, _checks([])).stand_in()
+        seen.append((stand_in.shape, stand_in.dtype))
+        return x
+
+    f(jnp.zeros((3,), jnp.int8))
+    assert seen == [((3,), np.int8)]
+
+
+@settings(max_examples=6, deadline=None)
+@given(hnp.arrays(np.float32, st.just(40), elements=st.floats(0, 1, width=32)),
+       hnp.arrays(np.bool_, st.just(40)))
+def test_a_reduction_of_two_device_values_equals_the_host_one(
+        predictions: np.ndarray, labels: np.ndarray) -> None:
+    # A PR curve's counts, made on the device from its labels and predictions together:
+    # only the per-bucket table crosses, and it gives the host's curve.
+    from summarylib.ops.pr_curve import pr_data, pr_from_buckets
+
+    t = 7
+    lab = value_of(jnp.asarray(labels), True, _host, _checks([]))
+    pred = value_of(jnp.asarray(predictions), True, _host, _checks([]))
+    table = lab.reduce(lambda a, b: pr_bucket_table(a, b, t),
+                       lambda c: pr_from_buckets(c[:-1].astype(np.int64).reshape(t, 2)), pred)
+    assert table is not None
+    np.testing.assert_array_equal(table.read(), pr_data(labels, predictions, None, t))
+    # With host data among them there is no device reduction: the op counts on the host.
+    host_pred = value_of(predictions, True, _host, _checks([]))
+    assert lab.reduce(lambda a, b: pr_bucket_table(a, b, t), lambda c: c, host_pred) is None
+
+
+def test_reading_a_traced_value_gives_the_ops_own_refusal() -> None:
+    # An op that is not recorded in compiled code (or a core called directly) says what
+    # it said before the value layer: its host reader's error, naming the argument.
+    def refusing(data: Any) -> tuple[np.ndarray, bool]:
+        raise TypeError(f"op: cannot convert 'frames' ({type(data).__name__})")
+
+    messages: list[str] = []
+
+    @jax.jit
+    def f(x: Any) -> Any:
+        value = value_of(x, True, refusing, _checks([]))
+        for attempt in (value.keep, value.read):
+            with pytest.raises(TypeError) as e:
+                attempt()
+            messages.append(str(e.value))
+        return x
+
+    f(jnp.zeros((2,), jnp.float32))
+    assert len(messages) == 2
+    for message in messages:
+        assert message.startswith("op: cannot convert 'frames' (")
+        assert "no numbers until the compiled code runs" in message

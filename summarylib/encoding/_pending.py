@@ -181,14 +181,13 @@ def host_dtype(dtype: Any) -> np.dtype:
         raise TypeError(f"a device array of dtype {dtype} has no numpy counterpart") from None
 
 
-def stand_in(data: Any) -> np.ndarray:
-    """A read-only numpy array of ``data``'s shape and :func:`host_dtype`, all zeros, that
-    takes no memory (one element, broadcast): host checks of shape and dtype run on it
-    without reading the device array."""
+def stand_in(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """A read-only numpy array of a device array's ``shape`` and the :func:`host_dtype` of
+    its ``dtype``, all zeros, that takes no memory (one element, broadcast): host checks
+    of shape and dtype run on it without reading the device array."""
     import numpy as np
 
-    shape = tuple(int(d) for d in data.shape)
-    return np.broadcast_to(np.zeros((), host_dtype(data.dtype)), shape)
+    return np.broadcast_to(np.zeros((), host_dtype(dtype)), shape)
 
 
 # Memory a captured array holds beyond its elements until it is read: the framework's array

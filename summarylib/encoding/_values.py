@@ -4,12 +4,15 @@ An op asks its value for what it needs when it can have it, through one interfac
 (:class:`Value`), instead of holding a path per kind of value:
 
 * **at the call**: ``shape`` and ``dtype`` (the framework's dtype for a device or traced
-  array), and ``at_hand`` (the numbers are on the host already: reading them now costs
-  no device wait);
+  array), ``at_hand`` (the numbers are on the host already: reading them now costs
+  no device wait), and :meth:`Value.stand_in`, a host array to check together with an
+  op's other arrays (a mesh's vertices, faces and colors): the host data itself, else a
+  zero-memory stand-in of its shape and host dtype;
 * **later** (on the writer thread): :meth:`Value.read`, the numbers in the op's host
   form; or, first, :meth:`Value.reduce`, a reduction computed where the numbers live (a
-  histogram's bucket table on the device), and :meth:`Value.map`, a transformation there
-  (images converted to uint8 before the copy);
+  histogram's bucket table on the device; a PR curve's counts, from its labels and its
+  predictions together), and :meth:`Value.map`, a transformation there (images
+  converted to uint8 before the copy);
 * :meth:`Value.keep` holds the numbers as they are at the call: a private copy of host
   data, the started copy of a device array (:mod:`summarylib.encoding._pending`).
 
@@ -23,7 +26,8 @@ The kinds:
 * :class:`TracedValue`: a value of code being compiled (a JAX tracer): it has a shape and
   a dtype and no numbers until the compiled code runs; an op called on one is recorded
   and replayed with each execution's values (``summarylib.ops._traced``), so reading one
-  is an error.
+  is an error (carrying the op's own refusal, which names the argument: what an op that
+  is not recorded, or a core called directly, says).
 
 :func:`value_of` picks the kind. Nothing here imports a framework.
 """
@@ -31,9 +35,9 @@ The kinds:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NoReturn, TypeVar
 
-from summarylib.encoding._pending import PendingValue, capture, device_kind, is_tracer
+from summarylib.encoding._pending import PendingValue, capture, device_kind, is_tracer, stand_in
 
 __all__ = ["DeviceValue", "HostValue", "TracedValue", "Value", "value_of"]
 
@@ -76,18 +80,27 @@ class Value(Generic[T]):
         device copy otherwise (call it on the writer thread)."""
         raise NotImplementedError
 
+    def stand_in(self) -> Any:
+        """A host array for the op's checks that need no numbers (shape, dtype), run at
+        the call: host data's own array (the host form's first array), else a read-only
+        zero-memory array of ``shape`` and the dtype the numbers will be read in
+        (:func:`~summarylib.encoding._pending.stand_in`). Reads no device numbers."""
+        return stand_in(self.shape, self.dtype)
+
     def keep(self, start_copy: bool = True) -> Value[T]:
         """The value as it is at this call, whatever the caller does next: a private copy
         of host data, or a device array whose copy to the host started (``start_copy``
         False: a JAX array read only if needed, by the reader)."""
         raise NotImplementedError
 
-    def reduce(self, kernel: Callable[[Any], PendingValue | None],
-               finish: Callable[[Any], Any]) -> Value[Any] | None:
-        """A reduction run where the numbers live: ``kernel`` takes the device array and
-        returns the pending result (None: it does not take this array), ``finish`` makes
-        the host form of that result when read. None for host data (reduce it on the
-        host) or when the kernel declines."""
+    def reduce(self, kernel: Callable[..., PendingValue | None],
+               finish: Callable[[Any], Any], *others: Value[Any]) -> Value[Any] | None:
+        """A reduction run where the numbers live: ``kernel`` takes the device array (and
+        those of ``others``, the op's other device values: a PR curve's predictions with
+        its labels) and returns the pending result (None: it does not take these arrays),
+        ``finish`` makes the host form of that result when read. None for host data
+        (reduce it on the host), when one of ``others`` is not a device value, or when the
+        kernel declines."""
         return None
 
     def map(self, fn: Callable[[Any], Any], host: HostReader[T] | None = None) -> Value[T]:
@@ -114,6 +127,10 @@ class HostValue(Value[T]):
 
     def read(self) -> T:
         return self._host
+
+    def stand_in(self) -> Any:
+        host: Any = self._host
+        return host[0] if type(host) is tuple else host
 
     def keep(self, start_copy: bool = True) -> Value[T]:
         if self._private:
@@ -156,9 +173,14 @@ class DeviceValue(Value[T]):
         kept._pending = pending
         return kept
 
-    def reduce(self, kernel: Callable[[Any], PendingValue | None],
-               finish: Callable[[Any], Any]) -> Value[Any] | None:
-        pending = kernel(self._data)
+    def reduce(self, kernel: Callable[..., PendingValue | None],
+               finish: Callable[[Any], Any], *others: Value[Any]) -> Value[Any] | None:
+        arrays = [self._data]
+        for other in others:
+            if type(other) is not DeviceValue or other._data is None:
+                return None  # host data, or a device value already kept or reduced
+            arrays.append(other._data)
+        pending = kernel(*arrays)
         if pending is None:
             return None
         reduced: DeviceValue[Any] = DeviceValue.__new__(DeviceValue)
@@ -173,23 +195,36 @@ class DeviceValue(Value[T]):
 
 
 class TracedValue(Value[Any]):
-    """A value of code being compiled: a shape and a dtype, numbers only when it runs."""
+    """A value of code being compiled: a shape and a dtype, numbers only when it runs.
 
-    __slots__ = ("_data",)
+    Reading or keeping one raises TypeError, with the op's own refusal of it (its host
+    reader's error, which names the op and the argument) when it gives one.
+    """
 
-    def __init__(self, data: Any) -> None:
+    __slots__ = ("_data", "_host")
+
+    def __init__(self, data: Any, host: HostReader[Any] | None = None) -> None:
         super().__init__(tuple(int(d) for d in data.shape), data.dtype, 0)
         self._data = data
+        self._host = host
 
     def read(self) -> Any:
-        raise TypeError(_NO_NUMBERS)
+        self._refuse()
 
     def keep(self, start_copy: bool = True) -> Value[Any]:
+        self._refuse()
+
+    def _refuse(self) -> NoReturn:
+        if self._host is not None:
+            try:
+                self._host(self._data)  # a tracer's numbers: the op's reader refuses them
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"{e} ({_NO_NUMBERS})") from None
         raise TypeError(_NO_NUMBERS)
 
 
-_NO_NUMBERS = ("a traced value has no numbers until the compiled code runs: the op records "
-               "the call and writes each execution's values")
+_NO_NUMBERS = ("a traced value has no numbers until the compiled code runs; an op recorded "
+               "in compiled code writes each execution's values")
 
 
 def value_of(
@@ -210,7 +245,7 @@ def value_of(
         check(value.shape, value.dtype)
         return value
     if is_tracer(data):
-        traced = TracedValue(data)
+        traced = TracedValue(data, host)
         check(traced.shape, traced.dtype)
         return traced
     converted, private = host(data)

@@ -1,7 +1,7 @@
-"""What the device paths of the ops that take arrays share (audio, PR curves, meshes,
-tensors; each op module holds its own path).
+"""Helpers for a device path kept outside the value layer (``SummaryWriter.add_pr_curve``'s
+counts; the ops that take arrays use :mod:`summarylib.encoding._values` instead).
 
-Each op core takes its device path when an argument is an array on an accelerator
+A device path is taken when an argument is an array on an accelerator
 (:func:`~summarylib.encoding._pending.device_kind`) and the writer defers device values.
 Every path follows one pattern:
 

@@ -48,13 +48,15 @@ from __future__ import annotations
 
 import math
 import operator
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding._arrays import as_array, evaluate, is_extended_float
 from summarylib.encoding._events import audio_proto_bytes
-from summarylib.encoding._pending import capture, device_kind, stand_in
+from summarylib.encoding._pending import stand_in
 from summarylib.encoding._plugins import AUDIO
 from summarylib.encoding._tensor import string_tensor_bytes
+from summarylib.encoding._values import value_of
 from summarylib.encoding._wav import MAX_CHANNELS, UINT32_MAX, quantize, wav_header
 from summarylib.errors import warn_user
 from summarylib.ops._compiled import traceable
@@ -239,19 +241,34 @@ def write_audio(
     _check_encoding(encoding, where)
     rate = check_sample_rate(sample_rate, where)
     keep = 1 if torch_form else check_max_outputs(max_outputs, where)
-    data = evaluate(data)
-    if device_kind(data) is not None and defers_device_values(sink.writer):
-        done = _audio_deferred(sink, data, keep, rate, md, torch_form)
-        if done is not None:
-            return done
-    pcm = prepare(data, keep, rate, where, sink.caller.data)
-    n = len(pcm)
+    arg = sink.caller.data
+    value = value_of(evaluate(data), defers_device_values(sink.writer),
+                     lambda d: (prepare(d, keep, rate, where, arg), True),
+                     partial(_check_device, keep, rate, where, arg))
+    # On the device: the kept clips only cross, quantized on the writer thread.
+    kept = value.map(partial(_kept_clips, keep)).keep()
+    n = len(kept.read()) if kept.at_hand else keep  # host clips: free to read
 
     def make_tensor() -> bytes:
-        return _encoded(pcm, rate, torch_form)
+        return _encoded(kept.read(), rate, torch_form)
 
-    return emit_value_deferred(sink, make_tensor, md, pcm.nbytes + 48 * n + 32,
+    return emit_value_deferred(sink, make_tensor, md, kept.nbytes + 48 * n + 32,
                                AUDIO_FIELD if torch_form else TENSOR_FIELD)
+
+
+def _check_device(keep: int, rate: int, where: str, arg: str, shape: tuple[int, ...],
+                  dtype: Any) -> None:
+    # The op's checks of shape, dtype, channels and sizes (and its warning about a [t, c]
+    # clip) on a stand-in of a device or traced array: no clip is kept, so nothing is
+    # converted or read.
+    prepare(stand_in(shape, dtype), 0, rate, where, arg)
+
+
+def _kept_clips(keep: int, data: Any) -> Any:
+    # A device array's kept clips, [n, t, c] as prepare() reshapes them (its warning
+    # about a [t, c] clip was given by the check at the call).
+    kept = data[:keep]
+    return kept[:, :, None] if len(kept.shape) == 2 else kept
 
 
 def _encoded(pcm: np.ndarray, rate: int, torch_form: bool) -> bytes:
@@ -293,26 +310,3 @@ def audio_pb(
     v.metadata.CopyFrom(create_summary_metadata(description))
     return summary
 
-
-def _audio_deferred(
-    sink: Sink, data: Any, keep: int, rate: int, md: bytes | None, torch_form: bool
-) -> bool | None:
-    # A device array (see ops._device_ops): checked on a stand-in now, the kept clips
-    # copied asynchronously and encoded on the writer thread.
-    where, arg = sink.caller.where, sink.caller.data
-    # The op's checks of shape, dtype, channels and sizes (and its warning about a
-    # [t, c] clip), on a stand-in: no clip is kept, so nothing is converted.
-    prepare(stand_in(data), 0, rate, where, arg)
-    kept = data[:keep]
-    if len(kept.shape) == 2:
-        kept = kept[:, :, None]  # as prepare() reshapes it (and warns once, above)
-    pending = capture(kept)
-    if pending is None:
-        return None
-
-    def make_tensor() -> bytes:
-        pcm = prepare(pending.result(), keep, rate, where, arg)
-        return _encoded(pcm, rate, torch_form)
-
-    return emit_value_deferred(sink, make_tensor, md, pending.held_bytes + 48 * keep + 32,
-                               AUDIO_FIELD if torch_form else TENSOR_FIELD)

@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import math
 import operator
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding._arrays import as_array, evaluate
 from summarylib.encoding._events import summary_event
-from summarylib.encoding._pending import capture, device_kind, is_real_dtype
+from summarylib.encoding._pending import is_real_dtype
+from summarylib.encoding._values import value_of
 from summarylib.encoding._wire import field_bytes, pack_double
 from summarylib.ops._device_step import DeviceStep, defers_device_values, step_name
 from summarylib.ops._emit import emit_summary, event_wall_time
@@ -238,6 +240,21 @@ def _check_values(values: Any, where: str, arg: str = "values") -> np.ndarray:
     return flat
 
 
+def _checked(values: Any, bins: Any, where: str, arg: str) -> np.ndarray:
+    # The host reader: the values checked, as a private flat copy.
+    flat = _check_values(values, where, arg)
+    _check_inside(flat, bins, where)
+    return flat
+
+
+def _check_device(where: str, arg: str, shape: tuple[int, ...], dtype: Any) -> None:
+    # _check_values()'s checks that need no numbers, for a device or traced array.
+    if not is_real_dtype(dtype):
+        raise TypeError(f"{where}: {arg!r} must hold real numbers, got dtype {dtype}")
+    if 0 in shape:
+        raise ValueError(f"{where}: {arg!r} is empty")
+
+
 def _check_inside(flat: np.ndarray, bins: Any, where: str) -> None:
     # Values outside explicit edges are not counted (numpy's and torch's rule); when none
     # is inside there is no histogram to write, and torch raises too.
@@ -352,29 +369,16 @@ def write_histogram_bins(
     """The core of :func:`histogram_bins`: write the histogram to ``sink``."""
     where, arg, tag, step_ = sink.caller.where, sink.caller.data, sink.tag, sink.step
     bins, max_bins = _check_bins(bins, max_bins, where)
-    values = evaluate(values)
-    pending = None
-    if device_kind(values) is not None and defers_device_values(sink.writer):
-        # A device array: shape and dtype checked now, the values (copied
-        # asynchronously) checked and bucketed on the writer thread once ready.
-        if not is_real_dtype(values.dtype):
-            raise TypeError(f"{where}: {arg!r} must hold real numbers, got dtype "
-                            f"{values.dtype}")
-        if 0 in tuple(values.shape):
-            raise ValueError(f"{where}: {arg!r} is empty")
-        pending = capture(values)
-    if pending is None:
-        flat = _check_values(values, where, arg)
-        _check_inside(flat, bins, where)
+    # On the device: shape and dtype checked now, the values (copied asynchronously)
+    # checked and bucketed on the writer thread once ready.
+    kept = value_of(evaluate(values), defers_device_values(sink.writer),
+                    lambda d: (_checked(d, bins, where, arg), True),
+                    partial(_check_device, where, arg)).keep()
     wall_time = event_wall_time(sink)
     encoded_tag = tag.encode("utf-8")
 
     def make() -> bytes:
-        nonlocal flat
-        if pending is not None:
-            flat = _check_values(pending.result(), where, arg)
-            _check_inside(flat, bins, where)
-        histo = make_histogram(flat, bins, max_bins)
+        histo = make_histogram(kept.read(), bins, max_bins)
         value = field_bytes(1, encoded_tag) + field_bytes(5, histo)
         s = step_.value() if isinstance(step_, DeviceStep) else step_
         return summary_event(wall_time, s, field_bytes(1, value))

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding._arrays import (
@@ -45,12 +46,11 @@ from summarylib.encoding._arrays import (
     is_extended_float,
     widen_extended_float,
 )
-from summarylib.encoding._pending import device_kind, stand_in
 from summarylib.encoding._plugins import MESH, metadata_bytes, plugin_data_bytes
 from summarylib.encoding._tensor import DT_FLOAT, DT_INT32, DT_UINT8, tensor_bytes
+from summarylib.encoding._values import Value, value_of
 from summarylib.encoding._wire import field_bytes, field_varint, varint
 from summarylib.ops._device import defers_device_values
-from summarylib.ops._device_ops import host_copy, reader
 from summarylib.ops._emit import emit_value, emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.writer._context import Step
@@ -262,19 +262,20 @@ def write_mesh(
     where = sink.caller.where
     name = _check_name(name, where, sink.caller.name)
     metadata_bytes(b"", description, where)  # the description's checks, before any work
-    vertices, faces, colors = evaluate(vertices), evaluate(faces), evaluate(colors)
-    if (device_kind(vertices) is not None or device_kind(faces) is not None
-            or device_kind(colors) is not None) and defers_device_values(sink.writer):
-        done = _mesh_deferred(sink, name, vertices, faces, colors,
-                             json_config(config_dict, where), description, torch_form)
-        if done is not None:
-            return done
-    parts = prepare(vertices, faces, colors, where)
-    values = _values(name, parts, json_config(config_dict, where), description, where,
-                     torch_form)
+    defer = defers_device_values(sink.writer)
+    # Faces and colors may be None (left out); vertices may not (prepare() says so).
+    values = [None if d is None and arg != "vertices" else
+              value_of(d, defer, partial(_host_array, where, arg), _no_check)
+              for d, arg in ((evaluate(vertices), "vertices"), (evaluate(faces), "faces"),
+                             (evaluate(colors), "colors"))]
+    if any(v is not None and not v.at_hand for v in values):
+        return _mesh_deferred(sink, name, values, json_config(config_dict, where),
+                              description, torch_form)
+    parts = prepare(*_read(values), where)
+    values_bytes = _values(name, parts, json_config(config_dict, where), description, where,
+                           torch_form)
     # One event per component, as TensorFlow writes them; all were validated above.
-    wrote = [emit_value(sink, tensor, md, tag) for tag, tensor, md in values]
-    return all(wrote)
+    return all([emit_value(sink, tensor, md, tag) for tag, tensor, md in values_bytes])
 
 
 def mesh_pb(
@@ -312,18 +313,33 @@ def mesh_pb(
     return summary
 
 
+def _host_array(where: str, arg: str, data: Any) -> tuple[np.ndarray, bool]:
+    # A component's host reader: the array as given; prepare() checks the components
+    # together (and a kept one is copied).
+    return as_array(data, where, arg), False
+
+
+def _read(values: list[Value[np.ndarray] | None]) -> tuple[Any, Any, Any]:
+    vertices, faces, colors = (None if v is None else v.read() for v in values)
+    return vertices, faces, colors
+
+
+def _no_check(shape: tuple[int, ...], dtype: Any) -> None:
+    return None  # the components are checked together (_check_shapes)
+
+
 def _mesh_deferred(
-    sink: Sink, name: str, vertices: Any, faces: Any, colors: Any, config: str,
+    sink: Sink, name: str, values: list[Value[np.ndarray] | None], config: str,
     description: str | None, torch_form: bool = False,
-) -> bool | None:
+) -> bool:
     """:func:`summarylib.mesh` with device components: one event per component, made
     on the writer thread from the values read once (a bad value loses all of them)."""
     where = sink.caller.where
-    shapes = _check_device_mesh_shapes(vertices, faces, colors, where)
-    reads = [reader(v, host_copy(where, arg)) for v, arg in
-             ((vertices, "vertices"), (faces, "faces"), (colors, "colors"))]
-    if any(r is None for r in reads):
-        return None
+    vertices, faces, colors = (None if v is None else v.stand_in() for v in values)
+    assert vertices is not None
+    shapes = _check_shapes(vertices, faces, colors, where)
+    # Device components' copies start; host ones are copied (the caller may change them).
+    kept = [None if v is None else v.keep() for v in values]
     kinds = [kind for kind, shape in zip((VERTEX, FACE, COLOR), shapes, strict=True)
              if shape is not None]
     mask = 0
@@ -332,15 +348,14 @@ def _mesh_deferred(
     name_b, config_b = name.encode("utf-8"), config.encode("utf-8")
     got: list[list[tuple[str, bytes, bytes]]] = []
 
-    def values() -> list[tuple[str, bytes, bytes]]:
+    def components() -> list[tuple[str, bytes, bytes]]:
         # Read and checked once, by the first component's event (all run in file order).
         if not got:
-            v, f, c = (read() for read, _ in reads)  # type: ignore[misc]
-            parts = prepare(v, f, c, where)
+            parts = prepare(*_read(kept), where)
             got.append(_values(name, parts, config, description, where, torch_form))
         return got[0]
 
-    nbytes = sum(n for _, n in reads)  # type: ignore[misc]
+    nbytes = sum(0 if k is None else k.nbytes for k in kept)
     wrote = []
     for i, kind in enumerate(kinds):
         shape = shapes[(VERTEX, FACE, COLOR).index(kind)]
@@ -350,27 +365,24 @@ def _mesh_deferred(
         tag = f"{name}_{_SUFFIX[kind]}"
 
         def make_tensor(i: int = i) -> bytes:
-            return values()[i][1]
+            return components()[i][1]
 
         wrote.append(emit_value_deferred(sink._replace(tag=tag), make_tensor, md,
                                          nbytes if i == 0 else 64))
     return all(wrote)
 
 
-def _check_device_mesh_shapes(
-    vertices: Any, faces: Any, colors: Any, where: str
+def _check_shapes(
+    verts: np.ndarray, faces: np.ndarray | None, colors: np.ndarray | None, where: str
 ) -> list[tuple[int, ...] | None]:
-    # prepare()'s checks that need no value, in its order and words.
-    def meta(value: Any, arg: str, kinds: str, what: str) -> np.ndarray:
-        # A stand-in (no memory) of a device array; a host array as it is.
-        from summarylib.encoding._arrays import as_array
-
-        arr = stand_in(value) if device_kind(value) is not None else as_array(value, where, arg)
+    # prepare()'s checks that need no value, in its order and words, on host arrays or
+    # stand-ins of device ones.
+    def meta(arr: np.ndarray, arg: str, kinds: str, what: str) -> np.ndarray:
         if arr.dtype.kind not in kinds:
             raise TypeError(f"{where}: {arg!r} must hold {what}, got dtype {arr.dtype}")
         return arr
 
-    verts = meta(vertices, "vertices", "iuf", "real numbers")
+    verts = meta(verts, "vertices", "iuf", "real numbers")
     _shape(verts, "vertices", where, "[B, N, 3]")
     b, n = verts.shape[:2]
     if b == 0:

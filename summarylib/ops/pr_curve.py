@@ -46,6 +46,7 @@ a Python caller anyway.
 from __future__ import annotations
 
 import operator
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding._arrays import as_array, evaluate, widen_extended_float
@@ -53,10 +54,10 @@ from summarylib.encoding._device_reductions import pr_bucket_table
 from summarylib.encoding._pending import device_kind, host_dtype
 from summarylib.encoding._plugins import PR_CURVES, metadata_bytes, plugin_data_bytes
 from summarylib.encoding._tensor import DT_FLOAT, shape_bytes
+from summarylib.encoding._values import Value, value_of
 from summarylib.encoding._wire import field_bytes, field_varint, varint
 from summarylib.ops._compiled import traceable
 from summarylib.ops._device import defers_device_values
-from summarylib.ops._device_ops import host_copy, reader
 from summarylib.ops._emit import emit_value, emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.writer._context import Step
@@ -441,14 +442,15 @@ def write_pr_curve(
     where = sink.caller.where
     t = check_num_thresholds(num_thresholds, where)
     md = _metadata(name, t, description, where, display_name)
-    labels, predictions, weights = evaluate(labels), evaluate(predictions), evaluate(weights)
-    if (device_kind(labels) is not None or device_kind(predictions) is not None
-            or device_kind(weights) is not None) and defers_device_values(sink.writer):
-        done = _pr_curve_deferred(sink._replace(tag=sink.tag + "/pr_curves"), labels,
-                                 predictions, weights, t, md)
-        if done is not None:
-            return done
-    lab, pred, w = prepare(labels, predictions, weights, where)
+    defer = defers_device_values(sink.writer)
+    # Weights may be None (unweighted); labels and predictions may not (prepare() says so).
+    values = [None if d is None and arg == "weights" else
+              value_of(d, defer, partial(_host_array, where, arg), _no_check)
+              for d, arg in ((evaluate(labels), "labels"), (evaluate(predictions), "predictions"),
+                             (evaluate(weights), "weights"))]
+    if any(v is not None and not v.at_hand for v in values):
+        return _pr_curve_deferred(sink._replace(tag=sink.tag + "/pr_curves"), values, t, md)
+    lab, pred, w = prepare(*_read(values), where)
     return emit_value(sink, _tensor(pr_data(lab, pred, w, t)), md, sink.tag + "/pr_curves")
 
 
@@ -638,11 +640,26 @@ def pr_curve_raw_pb(
     return _summary(name, data, data.shape[1], description, display_name)
 
 
+def _host_array(where: str, arg: str, data: Any) -> tuple[np.ndarray, bool]:
+    # An argument's host reader: the array as given; prepare() checks the arguments
+    # together (and a kept one is copied).
+    return as_array(data, where, arg), False
+
+
+def _read(values: list[Value[np.ndarray] | None]) -> tuple[Any, Any, Any]:
+    labels, predictions, weights = (None if v is None else v.read() for v in values)
+    return labels, predictions, weights
+
+
+def _no_check(shape: tuple[int, ...], dtype: Any) -> None:
+    return None  # the arguments are checked together (check_pr_shapes)
+
+
 def _pr_curve_deferred(
-    sink: Sink, labels: Any, predictions: Any, weights: Any, t: int, md: bytes,
-) -> bool | None:
-    """:func:`summarylib.pr_curve` with device labels or predictions, written under the
-    sink's tag.
+    sink: Sink, values: list[Value[np.ndarray] | None], t: int, md: bytes,
+) -> bool:
+    """:func:`summarylib.pr_curve` with device labels, predictions or weights, written
+    under the sink's tag.
 
     Unweighted counts of two device arrays are made on the device
     (:func:`~summarylib.encoding._device_reductions.pr_bucket_table`): only the per-bucket
@@ -651,34 +668,35 @@ def _pr_curve_deferred(
     import numpy as np
 
     where = sink.caller.where
-    check_pr_shapes(labels, predictions, weights, where)
-    table = None
-    if weights is None and device_kind(labels) is not None and (
-        device_kind(predictions) is not None
-    ):
-        table = pr_bucket_table(labels, predictions, t)
+    labels, predictions, weights = values
+    assert labels is not None and predictions is not None
+    check_pr_shapes(labels.stand_in(), predictions.stand_in(),
+                    None if weights is None else weights.stand_in(), where)
+
+    def finish(table: np.ndarray) -> np.ndarray:
+        counts = table.astype(np.int64)
+        if counts[-1]:
+            raise ValueError(f"{where}: 'labels' must be bool, or numbers that are all 0 or 1")
+        return pr_from_buckets(counts[:-1].reshape(t, 2))
+
+    table = None if weights is not None else labels.reduce(
+        partial(pr_bucket_table, t=t), finish, predictions)
     if table is not None:
-        pending = table
+        reduced = table
 
         def make_from_table() -> bytes:
-            counts = pending.result().astype(np.int64)
-            if counts[-1]:
-                raise ValueError(
-                    f"{where}: 'labels' must be bool, or numbers that are all 0 or 1")
-            return _tensor(pr_from_buckets(counts[:-1].reshape(t, 2)))
+            return _tensor(reduced.read())
 
         return emit_value_deferred(sink, make_from_table, md, 16 * t + 64)
-    reads = [reader(v, host_copy(where, arg)) for v, arg in
-             ((labels, "labels"), (predictions, "predictions"), (weights, "weights"))]
-    if any(r is None for r in reads):
-        return None
-    (lab_r, n1), (pred_r, n2), (w_r, n3) = reads  # type: ignore[misc]
+    # Device arguments' copies start; host ones are copied (the caller may change them).
+    kept = [None if v is None else v.keep() for v in values]
 
     def make_tensor() -> bytes:
-        lab, pred, w = prepare(lab_r(), pred_r(), w_r(), where)
+        lab, pred, w = prepare(*_read(kept), where)
         return _tensor(pr_data(lab, pred, w, t))
 
-    return emit_value_deferred(sink, make_tensor, md, n1 + n2 + n3 + 24 * t + 64)
+    nbytes = sum(0 if k is None else k.nbytes for k in kept)
+    return emit_value_deferred(sink, make_tensor, md, nbytes + 24 * t + 64)
 
 
 def check_pr_shapes(labels: Any, predictions: Any, weights: Any, where: str) -> None:

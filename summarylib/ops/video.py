@@ -35,6 +35,7 @@ from __future__ import annotations
 import io
 import math
 import numbers
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from PIL import Image
@@ -47,9 +48,10 @@ from summarylib.encoding._arrays import (
 )
 from summarylib.encoding._device_reductions import scaled_uint8
 from summarylib.encoding._events import image_proto_bytes
-from summarylib.encoding._pending import capture, device_kind, is_real_dtype
+from summarylib.encoding._pending import is_real_dtype
 from summarylib.encoding._plugins import IMAGES
 from summarylib.encoding._tensor import string_tensor_bytes
+from summarylib.encoding._values import value_of
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import IMAGE_FIELD, TENSOR_FIELD, emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
@@ -215,18 +217,24 @@ def write_video(sink: Sink, data: Any, fps: float = 4, description: str | None =
     where = sink.caller.where
     md = None if torch_form else IMAGES.metadata_bytes(description, where)
     rate = _check_fps(fps, where)
-    data = evaluate(data)
-    field = IMAGE_FIELD if torch_form else TENSOR_FIELD
-    if device_kind(data) is not None and defers_device_values(sink.writer):
-        done = _video_deferred(sink, data, rate, md, torch_form)
-        if done is not None:
-            return done
-    frames = prepare(data, where, sink.caller.data)
+    arg = sink.caller.data
+    value = value_of(evaluate(data), defers_device_values(sink.writer),
+                     lambda d: (prepare(d, where, arg), True),
+                     partial(_check_device, where, arg))
+    # On the device: converted to uint8 there (a quarter of float32 frames cross); tiled,
+    # checked for GIF's size and encoded on the writer thread.
+    converted = value.map(scaled_uint8)
+    kept = converted.keep()
+    # Host frames (free to read) bound the GIF's size; a device copy, the memory held and
+    # the frames' bytes.
+    size = (_size_hint(kept.read()) if kept.at_hand
+            else kept.nbytes + converted.nbytes + 800)
 
     def make_tensor() -> bytes:
-        return _encoded(frames, rate, torch_form)
+        return _encoded(kept.read(), rate, torch_form)
 
-    return emit_value_deferred(sink, make_tensor, md, _size_hint(frames), field)
+    return emit_value_deferred(sink, make_tensor, md, size,
+                               IMAGE_FIELD if torch_form else TENSOR_FIELD)
 
 
 def _encoded(frames: np.ndarray, rate: float, torch_form: bool) -> bytes:
@@ -238,32 +246,17 @@ def _encoded(frames: np.ndarray, rate: float, torch_form: bool) -> bytes:
     return string_tensor_bytes((3,), [str(w).encode(), str(h).encode(), gif])
 
 
-def _video_deferred(sink: Sink, data: Any, rate: float, md: bytes | None,
-                    torch_form: bool) -> bool | None:
-    # A device array: shape and dtype checked now, converted to uint8 on the device and
-    # copied asynchronously; tiled, checked for GIF's size and encoded on the writer
-    # thread once ready. None: a layout the capture does not take (the host path runs).
-    where, arg = sink.caller.where, sink.caller.data
-    shape = tuple(int(d) for d in data.shape)
+def _check_device(where: str, arg: str, shape: tuple[int, ...], dtype: Any) -> None:
+    # prepare()'s checks that need no numbers, for a device or traced array.
     if len(shape) not in (4, 5) or shape[-1] not in (1, 3, 4) or 0 in shape:
         raise ValueError(
             f"{where}: {arg!r} must have shape [T, H, W, C] or [N, T, H, W, C] with C in "
             f"(1, 3, 4) and N, T, H, W >= 1, got {shape}")
-    dtype = data.dtype
     if str(dtype) not in ("uint8", "torch.uint8") and not (
         is_real_dtype(dtype) and "float" in str(dtype)
     ):
         raise TypeError(f"{where}: {arg!r} must be uint8 (0..255) or floats in [0, 1], got "
                         f"dtype {dtype}")
-    pending = capture(scaled_uint8(data))
-    if pending is None:
-        return None
-
-    def make_tensor() -> bytes:
-        return _encoded(prepare(pending.result(), where, arg), rate, torch_form)
-
-    return emit_value_deferred(sink, make_tensor, md, pending.held_bytes + pending.nbytes + 800,
-                               IMAGE_FIELD if torch_form else TENSOR_FIELD)
 
 
 def video_pb(

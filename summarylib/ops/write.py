@@ -8,11 +8,13 @@ other tools (``write_raw_pb`` with TensorBoard's own ``*_pb`` helpers).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 from summarylib.encoding._arrays import evaluate
-from summarylib.encoding._pending import capture, device_kind, host_dtype
+from summarylib.encoding._pending import host_dtype
 from summarylib.encoding._tensor import array_tensor_bytes, to_numeric_or_string_array
+from summarylib.encoding._values import value_of
 from summarylib.ops._compiled import traceable
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import emit_summary, emit_value, emit_value_deferred
@@ -96,13 +98,22 @@ def write_tensor(sink: Sink, tensor: Any, metadata: Any = None) -> bool:
             # Bytes go into the record verbatim: bytes that are not a SummaryMetadata would
             # make the whole event unparsable for every reader.
             _check_parses(md, "SummaryMetadata", where, "metadata")
-    tensor = evaluate(tensor)
-    if device_kind(tensor) is not None and defers_device_values(sink.writer):
-        done = _write_deferred(sink, tensor, md)
-        if done is not None:
-            return done
-    arr = to_numeric_or_string_array(tensor, where, arg)
-    return emit_value(sink, array_tensor_bytes(arr, where, arg), md)
+    value = value_of(evaluate(tensor), defers_device_values(sink.writer),
+                     lambda d: (to_numeric_or_string_array(d, where, arg), False),
+                     partial(_check_device, where, arg))
+    if not value.at_hand:
+        value = value.keep()  # a device array: its copy starts; the writer thread encodes it
+    if value.at_hand:  # host data is encoded now: no copy to keep
+        return emit_value(sink, array_tensor_bytes(value.read(), where, arg), md)
+    kept, exact = value, _stored_dtype(value.dtype)
+
+    def make_tensor() -> bytes:
+        arr = kept.read()
+        if arr.dtype != exact:
+            arr = arr.astype(exact)  # bfloat16 read as float32: back, exactly
+        return array_tensor_bytes(arr, where, arg)
+
+    return emit_value_deferred(sink, make_tensor, md, kept.nbytes + 64)
 
 
 def write_raw_pb(
@@ -172,27 +183,19 @@ def _check_parses(data: bytes, message: str, where: str, arg: str) -> None:
         ) from None
 
 
-def _write_deferred(sink: Sink, tensor: Any, md: bytes | None) -> bool | None:
-    """:func:`summarylib.write` of a device array: stored in its own dtype, as the host
-    path stores it (JAX's bfloat16 as DT_BFLOAT16; torch's as float32, which is what its
-    host conversion gives)."""
+def _stored_dtype(dtype: Any) -> Any:
+    """The dtype a device array of ``dtype`` is stored in, as the host path stores it: its
+    own (JAX's and CuPy's numpy dtypes: bfloat16 as DT_BFLOAT16), or for torch what its
+    host conversion gives (bfloat16 as float32)."""
     import numpy as np
 
-    from summarylib.encoding._tensor import _NUMERIC, array_tensor_bytes
+    return np.dtype(dtype) if getattr(dtype, "kind", None) is not None else host_dtype(dtype)
 
-    where, arg = sink.caller.where, sink.caller.data
-    kind = device_kind(tensor)
-    exact = np.dtype(tensor.dtype) if kind in ("jax", "cupy") else host_dtype(tensor.dtype)
+
+def _check_device(where: str, arg: str, shape: tuple[int, ...], dtype: Any) -> None:
+    # What needs no numbers of a device or traced array: a dtype TensorBoard stores.
+    from summarylib.encoding._tensor import _NUMERIC
+
+    exact = _stored_dtype(dtype)
     if exact.name not in _NUMERIC:
         raise TypeError(f"{where}: {arg!r} has dtype {exact}, which TensorBoard cannot store")
-    pending = capture(tensor)
-    if pending is None:
-        return None
-
-    def make_tensor() -> bytes:
-        arr = pending.result()
-        if arr.dtype != exact:
-            arr = arr.astype(exact)  # bfloat16 read as float32: back, exactly
-        return array_tensor_bytes(arr, where, arg)
-
-    return emit_value_deferred(sink, make_tensor, md, pending.held_bytes + 64)
