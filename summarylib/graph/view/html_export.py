@@ -25,9 +25,10 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from summarylib.graph._gc import gc_paused
-from summarylib.graph.view.json_export import json_text, view_to_json
+from summarylib.graph.view.json_export import json_text
 from summarylib.graph.view.layout import CHAR_W, HEADER, PAD, PANEL_GAP, PANEL_VGAP
 from summarylib.graph.view.model import GraphView
+from summarylib.graph.view.page_data import view_to_page_data
 
 if TYPE_CHECKING:
     from summarylib.graph.view.statistics import GraphStatistics
@@ -98,7 +99,7 @@ def _html(view: GraphView, title: str | None, colour: str,
     payload = {
         "title": page_title,
         "colour": colour,
-        "view": view_to_json(view),
+        "graph": view_to_page_data(view),
         # The viewer's composition mirrors layout.compose; it needs the same constants.
         "constants": {
             "PAD": PAD,
