@@ -1376,6 +1376,24 @@
       if (n.kind !== "op") info.children = n.children.map((c) => c.name);
       return info;
     },
+    // Everything the page knows of a node, in view_to_json's form (a group's children
+    // as names), or null: the page's decoding, for tests.
+    nodeData(name) {
+      const n = NODE.get(name);
+      if (!n) return null;
+      const copy = (o) => Object.fromEntries(Object.keys(o).map((k) => [k, o[k]]));
+      if (n.kind === "op") {
+        return { kind: "op", name: n.name, label: n.label, op: n.op, device: n.device,
+          attrs: copy(n.attrs), shapes: n.shapes, inputs: n.inputs, in_embeddings: n.in_embeddings,
+          out_embeddings: n.out_embeddings, xla_cluster: n.xla_cluster, compute_time_us: n.compute_time_us };
+      }
+      return { kind: n.kind, name: n.name, label: n.label, depth: n.depth, cardinality: n.cardinality,
+        op_histogram: copy(n.op_histogram), device_histogram: copy(n.device_histogram),
+        template: n.template, series: n.series, side_panel: n.side_panel,
+        children: n.children.map((c) => c.name),
+        metaedges: n.metaedges.map((m) => ({ v: m.v, w: m.w, regular: m.regular, control: m.control,
+          ref: m.ref, size: m.size, shapes: m.shapes })) };
+    },
     addPanel(title, element) {
       const p = htmlEl("section", { class: "plugin-panel" });
       p.appendChild(htmlEl("h3", null, title));
