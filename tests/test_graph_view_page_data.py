@@ -176,3 +176,43 @@ def test_groups_are_columns_not_objects_in_the_html() -> None:
            for i in range(2000)]
     html = view_to_html(build_view(Graph(ops)))
     assert "big/op1999x" not in html and '"kind":"op"' not in html
+
+
+def test_a_group_of_more_than_1000_children_opens_as_ranges(tmp_path: Path) -> None:
+    # 2,500 ops in a chain in one scope: the group shows three ranges, each opened on its
+    # own; the chain's links between ranges are drawn between the ranges.
+    ops = [Node(f"big/o{i}x", "Relu", [f"big/o{i - 1}x"] if i else [], outputs=[F])
+           for i in range(2500)]
+    view = build_view(Graph(ops))
+    ranges = ["big/children 0\u2013999", "big/children 1000\u20131999",
+              "big/children 2000\u20132499"]
+    with chromium_page() as page:
+        errors = _open(page, view_to_html(view), tmp_path / "ranges.html")
+        page.evaluate("window.summarylibViewer.expand('big')")
+        wait_until(page, "window.summarylibViewer.pending() === 0 && "
+                         "window.summarylibViewer.expanded().includes('big')")
+        drawn = dict(page.evaluate("window.summarylibViewer.boxes()"))
+        assert set(drawn) == {"", "big", *ranges}
+        info = page.evaluate("window.summarylibViewer.nodeInfo('big/children 1000\u20131999')")
+        assert info["children"] == [f"big/o{i}x" for i in range(1000, 2000)]
+        edges = page.evaluate("window.summarylibViewer.layoutOf('big/children 0\u2013999')")
+        assert len(edges["nodes"]) == 1000
+        # The data of the group itself is still every child.
+        assert page.evaluate("window.summarylibViewer.nodeData('big')")["children"] == [
+            f"big/o{i}x" for i in range(2500)]
+        # Search reaches an op in a range never opened, and opens the range.
+        page.fill("#search", "big/o2400x")
+        page.press("#search", "Enter")
+        wait_until(page, "window.summarylibViewer.pending() === 0 && "
+                         "window.summarylibViewer.boxes().some(b => b[0] === 'big/o2400x')")
+        opened = set(page.evaluate("window.summarylibViewer.expanded()"))
+        assert {"big", ranges[2]} <= opened and ranges[0] not in opened
+        drawn = dict(page.evaluate("window.summarylibViewer.boxes()"))
+        assert set(drawn) == {"", "big", *ranges, *(f"big/o{i}x" for i in range(2000, 2500))}
+        # Two metaedges link the ranges (one chain link each); the edge into the open
+        # range goes on to the op inside (a bridge).
+        paths = page.evaluate("Array.from(document.querySelectorAll("
+                              "'[data-name=\"big\"] > .edges > path.edge')).length")
+        assert paths == 2
+        assert page.locator(f"[data-name='{ranges[2]}'] > .edges > .bridge").count() == 1
+        assert errors == []

@@ -59,7 +59,7 @@ VERSION = 1
 _KIND_OP, _KIND_META, _KIND_SERIES, _VERTICAL = 0, 1, 2, 4
 
 
-def view_to_page_data(view: GraphView, level: int = 6) -> dict[str, Any]:
+def view_to_page_data(view: GraphView, level: int = 1) -> dict[str, Any]:
     """``view`` as the page's compact data (see the module docstring); ``level`` is the
     zlib compression level (1-9)."""
     if not 1 <= level <= 9:

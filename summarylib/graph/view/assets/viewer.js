@@ -1,7 +1,10 @@
 /* summarylib graph view: draws the JSON embedded in the page (id "graph-data").
  *
- * Data: {title, colour, view: view_to_json(...), constants} (an optional layout: {group:
- * {w, h, nodes, panel, edges, chunks}} is used as given). A group is laid out when it is
+ * Data: {title, colour, graph: page_data.view_to_page_data(...), constants} (an optional
+ * layout: {group: {w, h, nodes, panel, edges, chunks}} is used as given). The graph's
+ * columns are inflated once (DecompressionStream) and nodes become objects only when
+ * they are shown or asked for by name. A group of more than RANGE children is drawn as
+ * ranges of RANGE children, groups of the page only. A group is laid out when it is
  * first opened, by layout.js (the port of layout.layout_group): in the page up to
  * WORKER_MIN children, else in a Web Worker made from a Blob URL of layout.js's text; an
  * expand or reveal that needs the worker completes when it answers (pending() counts the
@@ -23,7 +26,9 @@
  * rendered, frame} in ms since navigation start; expand(name), collapse(name),
  * reveal(name), zoomTo(name), setColour(mode), expanded() -> [names], boxes() ->
  * [[name, [x, y, w, h]], ...] (centre-based, layout pixels, the root as ""), pending(),
- * layoutOf(name) (a group's layout in layout_to_json's form, made now if needed).
+ * layoutOf(name) (a group's layout in layout_to_json's form, made now if needed; a big
+ * group's of all its children, not of its ranges), nodeData(name) (view_to_json's record
+ * of a node, its children as names).
  * Plugins (the page's other scripts) use registerNodeStyle(fn) (fn(name) -> {fill?,
  * title?} or null, asked whenever a node is drawn), redraw() (the styles again, on the
  * nodes drawn), svgElement(),
@@ -44,6 +49,7 @@
   const LAYOUT = new Map();
   if (data.layout) for (const k of Object.keys(data.layout)) LAYOUT.set(k, data.layout[k]);
   const LAYOUT_JS = self.summarylibLayout;
+  const WHOLE = new Map(); // big groups' layouts of all their children (layoutOf only)
   const WORKER_MIN = 240; // more children than one layered layout handles: chunked, slow
 
   // --- the compact graph: columns decoded once, objects only for nodes that are shown -------
@@ -109,9 +115,10 @@
     XLA = new Map(TB.xla);
     NAME_OF[0] = "";
   }
-  const kindOf = (i) => C.kind[i] & 3; // 0 op, 1 metanode, 2 series
+  const kindOf = (i) => (i < N ? C.kind[i] & 3 : 1); // 0 op, 1 metanode, 2 series
   const KIND_NAMES = ["op", "meta", "series"];
   function nameOf(i) {
+    if (i >= N) return VIRT[i - N].name;
     let s = NAME_OF[i];
     if (s !== undefined) return s;
     const path = [];
@@ -214,19 +221,12 @@
     }
     lazy(key, value) { Object.defineProperty(this, key, { value: value }); return value; }
     get children() {
-      const f = FIRST[this.i], l = new Array(C.nchild[this.i]);
-      for (let k = 0; k < l.length; k++) l[k] = nodeAt(f + k);
-      return this.lazy("children", l);
+      // What the page draws inside: the children, or their ranges in a big group.
+      if (ranged(this.i)) return this.lazy("children", rangesOf(this.i).map(nodeAt));
+      return this.lazy("children", realChildren(this.i).map(nodeAt));
     }
     get metaedges() {
-      const g = this.i, f = FIRST[g], l = [];
-      for (let k = ME_OFF[g]; k < ME_OFF[g + 1]; k++) {
-        const vi = C.me_v[k], wi = C.me_w[k];
-        l.push({ v: vi >= 0 ? nameOf(f + vi) : "", w: wi >= 0 ? nameOf(f + wi) : "", vi, wi,
-          regular: C.me_reg[k], control: C.me_ctl[k], ref: C.me_ref[k], size: C.me_size[k],
-          shapes: shapesAt(C.me_shapes[k]) });
-      }
-      return this.lazy("metaedges", l);
+      return this.lazy("metaedges", ranged(this.i) ? rangeEdges(this.i).top : realMetaedges(this.i));
     }
     get op() { return C.type[this.i] >= 0 ? STR[C.type[this.i]] : null; }
     get device() { return C.device[this.i] >= 0 ? STR[C.device[this.i]] : ""; }
@@ -260,10 +260,129 @@
     get op_histogram() { return histogram(C.hist_key, C.hist_val, HIST_OFF, this.i); }
     get device_histogram() { return histogram(C.dev_key, C.dev_val, DEV_OFF, this.i); }
   }
+  function realChildren(g) {
+    const f = FIRST[g], l = new Array(C.nchild[g]);
+    for (let k = 0; k < l.length; k++) l[k] = f + k;
+    return l;
+  }
+  function realMetaedges(g) {
+    const f = FIRST[g], l = [];
+    for (let k = ME_OFF[g]; k < ME_OFF[g + 1]; k++) {
+      const vi = C.me_v[k], wi = C.me_w[k];
+      l.push({ v: vi >= 0 ? nameOf(f + vi) : "", w: wi >= 0 ? nameOf(f + wi) : "", vi, wi,
+        regular: C.me_reg[k], control: C.me_ctl[k], ref: C.me_ref[k], size: C.me_size[k],
+        shapes: shapesAt(C.me_shapes[k]) });
+    }
+    return l;
+  }
+
+  // --- ranges: a group of more than RANGE children shows them RANGE at a time ----------------
+  // Each range is a group of the page only (index N + k, named "<group>/children a-b"),
+  // opened on its own, so that opening any group lays out at most RANGE boxes. A metaedge
+  // between children of two ranges is drawn between the ranges (counts and sizes summed).
+  // The root is never split: a flat graph's top level is drawn near the view only.
+  const RANGE = 1000;
+  const VIRT = []; // range index - N -> {g, k, lo, hi (node indices), name}
+  const RANGES = new Map(); // group index -> its ranges' indices
+  const ranged = (g) => g > 0 && g < N && C.nchild[g] > RANGE;
+  function rangesOf(g) {
+    let l = RANGES.get(g);
+    if (l) return l;
+    l = [];
+    const f = FIRST[g], n = C.nchild[g];
+    for (let k = 0; k * RANGE < n; k++) {
+      const lo = f + k * RANGE, hi = f + Math.min(n, (k + 1) * RANGE);
+      let name = nameOf(g) + "/children " + (k * RANGE) + "\u2013" + (hi - f - 1);
+      // Should a child of the group have that name, the range's gets a thin space more.
+      for (let j = f; j < f + n; j++) if (nameOf(j) === name) { name += "\u2009"; j = f - 1; }
+      VIRT.push({ g, k, lo, hi, name });
+      const v = N + VIRT.length - 1;
+      NAME_IX.set(name, v);
+      l.push(v);
+    }
+    RANGES.set(g, l);
+    return l;
+  }
+  function rangeEdges(g) {
+    // The group's metaedges split: between two ranges (summed, in order of first
+    // appearance) and within one range (by range, positions within it).
+    let r = RANGE_EDGES.get(g);
+    if (r) return r;
+    const rs = rangesOf(g), top = [], inner = rs.map(() => []), at = new Map();
+    for (const m of realMetaedges(g)) {
+      const rv = Math.floor(m.vi / RANGE), rw = Math.floor(m.wi / RANGE);
+      if (m.vi < 0 || m.wi < 0) continue;
+      if (rv === rw) {
+        inner[rv].push(Object.assign({}, m, { vi: m.vi - rv * RANGE, wi: m.wi - rw * RANGE }));
+        continue;
+      }
+      const key = rv * rs.length + rw;
+      let t = at.get(key);
+      if (!t) {
+        at.set(key, (t = { v: nameOf(rs[rv]), w: nameOf(rs[rw]), vi: rv, wi: rw, regular: 0,
+          control: 0, ref: 0, size: 0, shapes: [], seen: new Set() }));
+        top.push(t);
+      }
+      t.regular += m.regular; t.control += m.control; t.ref += m.ref; t.size += m.size;
+      for (const sh of m.shapes) {
+        const k = JSON.stringify(sh);
+        if (!t.seen.has(k)) { t.seen.add(k); t.shapes.push(sh); }
+      }
+    }
+    RANGE_EDGES.set(g, (r = { top, inner }));
+    return r;
+  }
+  const RANGE_EDGES = new Map();
+  class RangeNode {
+    constructor(v) {
+      const r = VIRT[v - N];
+      this.i = v;
+      this.name = r.name;
+      this.kind = "meta";
+      this.label = r.name.slice(nameOf(r.g).length + 1).trim();
+      this.range = r;
+      let card = 0, depth = 1;
+      for (let j = r.lo; j < r.hi; j++) {
+        if (kindOf(j)) { card += C.card[j]; depth = Math.max(depth, C.depth[j] + 1); } else card += 1;
+      }
+      this.cardinality = card;
+      this.depth = depth;
+      this.template = null;
+      this.series = null;
+      this.side_panel = { in: [], out: [] };
+      this.op_histogram = {};
+      this.device_histogram = {};
+    }
+    get children() {
+      const l = [];
+      for (let j = this.range.lo; j < this.range.hi; j++) l.push(nodeAt(j));
+      Object.defineProperty(this, "children", { value: l });
+      return l;
+    }
+    get metaedges() {
+      const l = rangeEdges(this.range.g).inner[this.range.k];
+      Object.defineProperty(this, "metaedges", { value: l });
+      return l;
+    }
+  }
+  function vparent(x) {
+    // The parent the page draws x in: a range of a big group, else the graph's parent.
+    if (x >= N) return VIRT[x - N].g;
+    const p = PARENT_IX[x];
+    return ranged(p) ? rangesOf(p)[Math.floor((x - FIRST[p]) / RANGE)] : p;
+  }
+  function childPos(p, c) {
+    // The position of c among the children p draws.
+    if (p >= N) return c - VIRT[p - N].lo;
+    if (ranged(p)) return c >= N ? VIRT[c - N].k : Math.floor((c - FIRST[p]) / RANGE);
+    return c - FIRST[p];
+  }
+  function drawnChildCount(g) { return g >= N ? VIRT[g - N].hi - VIRT[g - N].lo : ranged(g) ? rangesOf(g).length : C.nchild[g]; }
+
   function nodeAt(i) {
     let o = OBJ.get(i);
     if (!o) {
-      OBJ.set(i, (o = new VNode(i)));
+      OBJ.set(i, (o = i >= N ? new RangeNode(i) : new VNode(i)));
       NAME_IX.set(o.name, i);
     }
     return o;
@@ -274,7 +393,7 @@
     has(name) { return indexOf(name) >= 0; },
   };
   const PARENT = {
-    get(name) { const k = indexOf(name); return k > 0 ? nameOf(PARENT_IX[k]) : undefined; },
+    get(name) { const k = indexOf(name); return k > 0 ? nodeAt(vparent(k)).name : undefined; },
   };
   let ROOT = null; // nodeAt(0), once decoded
   const MAX_BRIDGES = 4;
@@ -282,7 +401,12 @@
   const own = (obj) => (obj && typeof obj === "object" ? Object.keys(obj) : []);
 
   // --- lazy layout ---------------------------------------------------------------------------
-  function specOf(g) {
+  function specOf(g, whole) {
+    // whole: every child of a big group (not its ranges): layoutOf's form.
+    if (g.i >= N || (ranged(g.i) && !whole)) {
+      return { sizes: g.children.map((c) => LAYOUT_JS.collapsedSize(c.label, c.kind, !!(c.series && c.series.vertical))),
+        panel: [], edges: g.metaedges.map((m) => [m.vi, m.wi, LAYOUT_JS.edgeWidth(m.size), LAYOUT_JS.edgeLabel(m.shapes)]) };
+    }
     const gi = g.i, f = FIRST[gi], n = C.nchild[gi], sizes = new Array(n);
     for (let k = 0; k < n; k++) {
       const j = f + k;
@@ -351,7 +475,7 @@
       if (LAYOUT.has(name)) continue;
       const g = NODE.get(name);
       if (!isGroup(g)) continue;
-      const w = C.nchild[g.i] > WORKER_MIN ? startWorker() : false;
+      const w = drawnChildCount(g.i) > WORKER_MIN ? startWorker() : false;
       if (!w) {
         LAYOUT.set(name, LAYOUT_JS.layoutSpec(specOf(g), RANKDIR));
         continue;
@@ -791,7 +915,10 @@
   function opsUnder(gi) {
     let l = OPS_UNDER.get(gi);
     if (l) return l;
-    const out = [], stack = [gi];
+    const out = [], stack = gi >= N ? [] : [gi];
+    if (gi >= N) {
+      for (let j = VIRT[gi - N].lo; j < VIRT[gi - N].hi; j++) { if (kindOf(j) === 0) out.push(j); else stack.push(j); }
+    }
     while (stack.length) {
       const g = stack.pop();
       for (let j = FIRST[g]; j < FIRST[g] + C.nchild[g]; j++) {
@@ -803,7 +930,7 @@
   }
   function childOf(parent, x) {
     // The child of group ``parent`` holding node ``x`` (itself included), or -1.
-    for (let p = PARENT_IX[x]; p >= 0; x = p, p = PARENT_IX[p]) if (p === parent) return x;
+    for (let p = vparent(x); p >= 0; x = p, p = vparent(p)) if (p === parent) return x;
     return -1;
   }
   function segmentHitsBox(a, b, x0, y0, x1, y1) {
@@ -819,7 +946,7 @@
     return t0 < t1;
   }
   function visibleEnd(x) {
-    while (x >= 0 && !scene.shown.has(x)) x = PARENT_IX[x];
+    while (x >= 0 && !scene.shown.has(x)) x = vparent(x);
     return x;
   }
   function bridgeEnds(g, P, routes) {
@@ -828,9 +955,9 @@
     let ends = scene.bridges.get(g.i);
     if (ends) return ends;
     ends = new Map();
-    const pf = FIRST[P], gl = g.i - pf, mi = new Map();
-    const nk = C.nchild[P] + 1;
-    for (let k = ME_OFF[P]; k < ME_OFF[P + 1]; k++) mi.set(C.me_v[k] * nk + C.me_w[k], k - ME_OFF[P]);
+    const gl = childPos(P, g.i), mi = new Map();
+    const nk = drawnChildCount(P) + 1;
+    nodeAt(P).metaedges.forEach((m, k) => mi.set(m.vi * nk + m.wi, k));
     const add = (i, inner, control, incoming) => {
       const k = i + (incoming ? "in" : "out");
       let m = ends.get(k);
@@ -843,13 +970,13 @@
       for (let k = IN_OFF[d]; k < IN_OFF[d + 1]; k++) {
         const e = IN_E[k], cs = src[e] >= 0 ? childOf(P, src[e]) : -1;
         if (cs < 0 || cs === g.i) continue;
-        const i = mi.get((cs - pf) * nk + gl);
+        const i = mi.get(childPos(P, cs) * nk + gl);
         if (i !== undefined && routes.has(i)) add(i, visibleEnd(d), !!(flags[e] & 1), true);
       }
       for (let k = OUT_OFF[d]; k < OUT_OFF[d + 1]; k++) {
         const e = OUT_E[k], cw = dst[e] >= 0 ? childOf(P, dst[e]) : -1;
         if (cw < 0 || cw === g.i) continue;
-        const i = mi.get(gl * nk + (cw - pf));
+        const i = mi.get(gl * nk + childPos(P, cw));
         if (i !== undefined && routes.has(i)) add(i, visibleEnd(d), !!(flags[e] & 1), false);
       }
     }
@@ -857,10 +984,10 @@
     return ends;
   }
   function drawBridges(layer, g) {
-    const Pi = PARENT_IX[g.i], pg = nodeAt(Pi), P = pg.name, pp = scene.placed.get(P);
+    const Pi = vparent(g.i), pg = nodeAt(Pi), P = pg.name, pp = scene.placed.get(P);
     const routes = new Map(pp.edges);
     const ga = scene.abs.get(g.name), gx = ga[0] - ga[2] / 2, gy = ga[1] - ga[3] / 2;
-    const gb = pp.boxes[g.i - FIRST[Pi]], px = gb[0] - gb[2] / 2, py = gb[1] - gb[3] / 2;
+    const gb = pp.boxes[childPos(Pi, g.i)], px = gb[0] - gb[2] / 2, py = gb[1] - gb[3] / 2;
     const gp = scene.placed.get(g.name), gkids = g.children;
     const vertical = RANKDIR === "BT" || RANKDIR === "TB";
     // A lane beside the children (right for vertical flows, bottom otherwise) carries the
@@ -883,7 +1010,8 @@
       const ep = [e[0] - px, e[1] - py];
       const box = [ib[0] - gx, ib[1] - gy, ib[2], ib[3]];
       let route = [ep, clip(box, ep)];
-      if (blocked(route[0], route[1], childOf(g.i, innerIx) - FIRST[g.i])) {
+      const inner = childOf(g.i, innerIx);
+      if (blocked(route[0], route[1], inner >= 0 ? childPos(g.i, inner) : -1)) {
         if (vertical) {
           const yin = ep[1] >= gp.h - 1 ? gp.h - K.PAD / 2 : ep[1] <= 1 ? K.HEADER / 2 : ep[1];
           route = [ep, [ep[0], yin], [lane, yin], [lane, box[1]]];
@@ -1353,6 +1481,11 @@
     layoutOf(name) {
       const g = NODE.get(name);
       if (!isGroup(g)) return null;
+      if (g.i < N && ranged(g.i)) {
+        // A big group is drawn as ranges; its children's own layout is made here.
+        if (!WHOLE.has(name)) WHOLE.set(name, LAYOUT_JS.layoutSpec(specOf(g, true), RANKDIR));
+        return WHOLE.get(name);
+      }
       if (!LAYOUT.has(name)) LAYOUT.set(name, LAYOUT_JS.layoutSpec(specOf(g), RANKDIR));
       return LAYOUT.get(name);
     },
@@ -1390,8 +1523,8 @@
       return { kind: n.kind, name: n.name, label: n.label, depth: n.depth, cardinality: n.cardinality,
         op_histogram: copy(n.op_histogram), device_histogram: copy(n.device_histogram),
         template: n.template, series: n.series, side_panel: n.side_panel,
-        children: n.children.map((c) => c.name),
-        metaedges: n.metaedges.map((m) => ({ v: m.v, w: m.w, regular: m.regular, control: m.control,
+        children: n.i < N ? realChildren(n.i).map(nameOf) : n.children.map((c) => c.name),
+        metaedges: (n.i < N ? realMetaedges(n.i) : n.metaedges).map((m) => ({ v: m.v, w: m.w, regular: m.regular, control: m.control,
           ref: m.ref, size: m.size, shapes: m.shapes })) };
     },
     addPanel(title, element) {
