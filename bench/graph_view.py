@@ -47,9 +47,12 @@ sys.path.insert(0, str(HERE.parent))
 
 from summarylib.graph.view import build_view  # noqa: E402
 from tests import graph_models as gm  # noqa: E402
-from tests.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from tests.browser import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    wait_until,
+)
 from tests.browser import missing as browser_missing  # noqa: E402
-from tests.browser import wait_until  # noqa: E402
 from tests.tb_graph_oracle import PAINTED_JS, TensorBoardOracle, oracle_missing  # noqa: E402
 
 
