@@ -26,16 +26,18 @@ ancestor that is not a series, ``/``, the label, except the nodes listed in the 
 (table indices; -1 for groups), ``card`` and ``depth`` (groups), ``template`` (index in
 ``templates``; -1), ``nme`` (metaedges of the group), ``nhist``/``ndev`` (entries of the
 op and device histograms). Per metaedge, in each group's order: ``me_v``, ``me_w`` (child
-positions in the group), ``me_reg``, ``me_ctl``, ``me_ref``, ``me_size`` (float64),
-``me_shapes``. Per histogram entry: ``hist_key`` (string index), ``hist_val``; likewise
-``dev_key``/``dev_val``. Per base edge, in the view's order: ``e_src``, ``e_dst`` (node
-index, or ``-1 - k`` for the k-th of the tables' ``extra`` names), ``e_slot``,
-``e_flags`` (bit 0 control, bit 1 ref). Per embedding: ``emb_host``, ``emb_flags`` (bit 0
-an out embedding, bit 1 the name is relative to the host's parent scope), ``emb_name``,
-``emb_op``, ``emb_shapes``. ``time`` (float64, NaN for none) when any op has a compute
-time. The tables: ``strings``, ``shapes`` (lists of shapes), ``attrs`` (dicts),
-``names`` ([[node, full name]]), ``extra``, ``panels`` ([[node, in names, out names]]),
-``series`` ([[node, ids]]), ``xla`` ([[node, cluster]]).
+positions in the group), ``me_reg``, ``me_ctl``, ``me_ref``, ``me_size`` (float64 unless
+every size fits int32), ``me_shapes``. Per histogram entry: ``hist_key`` (string index),
+``hist_val``; likewise ``dev_key``/``dev_val``. Per base edge, in the view's order:
+``e_src``, ``e_dst`` (node index, or ``-1 - k`` for the k-th of the tables' ``extra``
+names), ``e_slot``, ``e_flags`` (bit 0 control, bit 1 ref). Per embedding: ``emb_host``,
+``emb_flags`` (bit 0 an out embedding, bit 1 the name is relative to the host's parent
+scope), ``emb_name``, ``emb_op``, ``emb_shapes``. ``time`` (float64, NaN for none) when
+any op has a compute time. Each integer column is stored in the narrowest type that holds
+its values (``uint8``, ``int8``, ``uint16``, ``int16`` or ``int32``). The tables:
+``strings``, ``shapes`` (lists of shapes), ``attrs`` (dicts), ``names`` ([[node, full
+name]]), ``extra``, ``panels`` ([[node, in names, out names]]), ``series`` ([[node,
+ids]]), ``xla`` ([[node, cluster]]).
 """
 
 from __future__ import annotations
@@ -57,6 +59,25 @@ FORMAT = "summarylib.graph.page"
 VERSION = 1
 
 _KIND_OP, _KIND_META, _KIND_SERIES, _VERTICAL = 0, 1, 2, 4
+
+
+_INTS = [np.dtype(t) for t in ("uint8", "int8", "uint16", "int16", "int32")]
+
+
+def _narrow(arr: np.ndarray) -> np.ndarray:
+    """``arr`` little-endian in the narrowest integer type that holds its values (less
+    for the page to inflate and hold); floats that are not all int32 integers as they
+    are (float64)."""
+    if not arr.size or (arr.dtype.kind == "f" and not (
+            np.isfinite(arr).all() and (arr == np.round(arr)).all()
+            and np.abs(arr).max() < 2**31)):
+        return arr.astype(arr.dtype.newbyteorder("<"), copy=False)
+    lo, hi = int(arr.min()), int(arr.max())
+    for t in _INTS:
+        info = np.iinfo(t)
+        if info.min <= lo and hi <= info.max:
+            return arr.astype(t.newbyteorder("<"), copy=False)
+    raise ValueError(f"a column's values {lo}..{hi} do not fit in int32")
 
 
 def view_to_page_data(view: GraphView, level: int = 1) -> dict[str, Any]:
@@ -312,7 +333,7 @@ def _encode(view: GraphView, level: int) -> dict[str, Any]:
         if pad:
             parts.append(b"\0" * pad)
             offset += pad
-        arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
+        arr = _narrow(arr)
         directory[cname] = [arr.dtype.name, offset, int(arr.size)]
         data = arr.tobytes()
         parts.append(data)

@@ -22,8 +22,8 @@
  * (never markup), and names are keys of Maps, never of plain objects (a node may be called
  * "__proto__").
  *
- * window.summarylibViewer (for tests and notebooks): timing {scriptStart, parsed,
- * rendered, frame} in ms since navigation start; expand(name), collapse(name),
+ * window.summarylibViewer (for tests and notebooks): timing {scriptStart, inflated (the
+ * columns), parsed (decoded), rendered, frame} in ms since navigation start; expand(name), collapse(name),
  * reveal(name), zoomTo(name), setColour(mode), expanded() -> [names], boxes() ->
  * [[name, [x, y, w, h]], ...] (centre-based, layout pixels, the root as ""), pending(),
  * layoutOf(name) (a group's layout in layout_to_json's form, made now if needed; a big
@@ -41,6 +41,7 @@
   const SVGNS = "http://www.w3.org/2000/svg";
   const data = JSON.parse(document.getElementById("graph-data").textContent);
   let T_PARSED = performance.now();
+  const timing = { scriptStart: T0, parsed: T_PARSED, inflated: null, rendered: null, frame: null };
   const K = data.constants;
   const GD = data.graph; // page_data.view_to_page_data: a header and the compressed columns
   const RANKDIR = (GD.options && GD.options.rankdir) || "BT";
@@ -62,7 +63,8 @@
   const NAME_IX = new Map([["", 0]]); // full name -> node index, for the names resolved
   const OBJ = new Map(); // node index -> its object
   let NAME_EXC = null, EXC_IX = null, EXTRA = null, PANELS = null, SERIES = null, XLA = null;
-  const ARRAYS = { uint8: Uint8Array, int32: Int32Array, float64: Float64Array };
+  const ARRAYS = { uint8: Uint8Array, int8: Int8Array, uint16: Uint16Array, int16: Int16Array,
+    int32: Int32Array, float64: Float64Array };
   function offsets(counts) {
     const off = new Int32Array(counts.length + 1);
     for (let i = 0; i < counts.length; i++) off[i + 1] = off[i] + counts[i];
@@ -80,6 +82,7 @@
     GD.blob = null;
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
     const buf = await new Response(stream).arrayBuffer();
+    timing.inflated = performance.now();
     TB = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 0, GD.tables_bytes)));
     C = {};
     for (const k of Object.keys(GD.columns)) {
@@ -1298,15 +1301,21 @@
   function searchIndex() {
     // Every name but the root's, lower-cased, in one text ("\n" between names: a query
     // holds no line break, so a match lies within one name) and where each starts.
+    // A name is lower-cased as its parts (each distinct label once), joined by "/".
     if (SEARCH) return SEARCH;
     const order = new Int32Array(N - 1), parts = new Array(N - 1), starts = new Float64Array(N);
+    const low = STR.map((x) => x.toLowerCase()), lowGroup = new Map([[0, ""]]);
     const stack = [0];
     let n = 0, at = 0;
     while (stack.length) {
       const g = stack.pop();
       if (g) {
+        const ex = NAME_EXC.get(g), b = BASE[g];
+        const nm = ex !== undefined ? ex.toLowerCase()
+          : b ? lowGroup.get(b) + "/" + low[C.label[g]] : low[C.label[g]];
+        if (kindOf(g)) lowGroup.set(g, nm);
         order[n] = g;
-        parts[n] = nameOf(g).toLowerCase();
+        parts[n] = nm;
         starts[n] = at;
         at += parts[n].length + 1;
         n++;
@@ -1474,7 +1483,7 @@
 
   // --- first paint, and a small API for tests and notebooks -----------------------------------
   const api = {
-    timing: { scriptStart: T0, parsed: T_PARSED, rendered: null, frame: null },
+    timing: timing,
     // Layouts asked of the worker and not yet answered (an expand or reveal waits on them).
     pending() { return WAITING.size; },
     // The layout of group name in layout_to_json's form (made now if it was not yet).
