@@ -914,22 +914,32 @@
   // --- bridges: base edges crossing an open group's border ---------------------------------
   // The parent's metaedge stops at the group's frame; inside, one segment per distinct
   // visible end carries it on to the child (at any depth) that holds the op.
-  const OPS_UNDER = new Map(); // group index -> Int32Array of the op indices under it
-  function opsUnder(gi) {
-    let l = OPS_UNDER.get(gi);
-    if (l) return l;
-    const out = [], stack = gi >= N ? [] : [gi];
-    if (gi >= N) {
-      for (let j = VIRT[gi - N].lo; j < VIRT[gi - N].hi; j++) { if (kindOf(j) === 0) out.push(j); else stack.push(j); }
-    }
+  // The graph in pre-order (children in order): a subtree is one interval of it, so that
+  // "is x under g" is two comparisons. Made on first use.
+  let PRE = null, PRE_END = null, PRE_ORDER = null;
+  function preorder() {
+    if (PRE) return;
+    const size = new Int32Array(N).fill(1);
+    for (let i = N - 1; i > 0; i--) size[PARENT_IX[i]] += size[i];
+    PRE = new Int32Array(N);
+    PRE_END = new Int32Array(N);
+    PRE_ORDER = new Int32Array(N);
+    const stack = [0];
+    let n = 0;
     while (stack.length) {
       const g = stack.pop();
-      for (let j = FIRST[g]; j < FIRST[g] + C.nchild[g]; j++) {
-        if (kindOf(j) === 0) out.push(j); else stack.push(j);
-      }
+      PRE[g] = n;
+      PRE_END[g] = n + size[g];
+      PRE_ORDER[n++] = g;
+      if (kindOf(g)) for (let j = FIRST[g] + C.nchild[g] - 1; j >= FIRST[g]; j--) stack.push(j);
     }
-    OPS_UNDER.set(gi, (l = Int32Array.from(out)));
-    return l;
+  }
+  function span(g) {
+    // g's subtree as [start, end) in PRE_ORDER (a range: its children's subtrees).
+    preorder();
+    if (g < N) return [PRE[g], PRE_END[g]];
+    const r = VIRT[g - N];
+    return [PRE[r.lo], PRE_END[r.hi - 1]];
   }
   function childOf(parent, x) {
     // The child of group ``parent`` holding node ``x`` (itself included), or -1.
@@ -969,15 +979,24 @@
     };
     edgeIndexes();
     const src = C.e_src, dst = C.e_dst, flags = C.e_flags;
-    for (const d of opsUnder(g.i)) {
+    const [lo, hi] = span(g.i);
+    // Only edges with one end outside g: the other end is tested by its pre-order place.
+    const inside = (x) => x >= 0 && PRE[x] >= lo && PRE[x] < hi;
+    for (let p = lo; p < hi; p++) {
+      const d = PRE_ORDER[p];
+      if (kindOf(d)) continue;
       for (let k = IN_OFF[d]; k < IN_OFF[d + 1]; k++) {
-        const e = IN_E[k], cs = src[e] >= 0 ? childOf(P, src[e]) : -1;
+        const e = IN_E[k];
+        if (inside(src[e])) continue;
+        const cs = src[e] >= 0 ? childOf(P, src[e]) : -1;
         if (cs < 0 || cs === g.i) continue;
         const i = mi.get(childPos(P, cs) * nk + gl);
         if (i !== undefined && routes.has(i)) add(i, visibleEnd(d), !!(flags[e] & 1), true);
       }
       for (let k = OUT_OFF[d]; k < OUT_OFF[d + 1]; k++) {
-        const e = OUT_E[k], cw = dst[e] >= 0 ? childOf(P, dst[e]) : -1;
+        const e = OUT_E[k];
+        if (inside(dst[e])) continue;
+        const cw = dst[e] >= 0 ? childOf(P, dst[e]) : -1;
         if (cw < 0 || cw === g.i) continue;
         const i = mi.get(gl * nk + childPos(P, cw));
         if (i !== undefined && routes.has(i)) add(i, visibleEnd(d), !!(flags[e] & 1), false);
@@ -1297,44 +1316,59 @@
 
   // Search: names containing the text (case-insensitive), the first 50 listed, over every
   // node (opened or not) in the graph's order (pre-order, children in order).
-  let searchTimer = null, SEARCH = null;
+  let searchTimer = null, SEARCH = null, LOW = null;
+  function lowLabels() {
+    // Each distinct label lower-cased once; a name is lower-cased as its parts.
+    if (!LOW) LOW = STR.map((x) => x.toLowerCase());
+    return LOW;
+  }
   function searchIndex() {
     // Every name but the root's, lower-cased, in one text ("\n" between names: a query
-    // holds no line break, so a match lies within one name) and where each starts.
-    // A name is lower-cased as its parts (each distinct label once), joined by "/".
+    // holds no line break, so a match lies within one name) and where each starts: for
+    // queries that span scopes ("a/b"). Made at the first such query.
     if (SEARCH) return SEARCH;
-    const order = new Int32Array(N - 1), parts = new Array(N - 1), starts = new Float64Array(N);
-    const low = STR.map((x) => x.toLowerCase()), lowGroup = new Map([[0, ""]]);
-    const stack = [0];
-    let n = 0, at = 0;
-    while (stack.length) {
-      const g = stack.pop();
-      if (g) {
-        const ex = NAME_EXC.get(g), b = BASE[g];
-        const nm = ex !== undefined ? ex.toLowerCase()
-          : b ? lowGroup.get(b) + "/" + low[C.label[g]] : low[C.label[g]];
-        if (kindOf(g)) lowGroup.set(g, nm);
-        order[n] = g;
-        parts[n] = nm;
-        starts[n] = at;
-        at += parts[n].length + 1;
-        n++;
-      }
-      if (kindOf(g)) for (let j = FIRST[g] + C.nchild[g] - 1; j >= FIRST[g]; j--) stack.push(j);
+    preorder();
+    const low = lowLabels(), lowGroup = new Map([[0, ""]]);
+    const parts = new Array(N - 1), starts = new Float64Array(N);
+    let at = 0;
+    for (let n = 1; n < N; n++) {
+      const g = PRE_ORDER[n], ex = NAME_EXC.get(g), b = BASE[g];
+      const nm = ex !== undefined ? ex.toLowerCase()
+        : b ? lowGroup.get(b) + "/" + low[C.label[g]] : low[C.label[g]];
+      if (kindOf(g)) lowGroup.set(g, nm);
+      parts[n - 1] = nm;
+      starts[n - 1] = at;
+      at += nm.length + 1;
     }
-    starts[n] = at;
-    SEARCH = { order, starts, text: parts.join("\n") };
+    starts[N - 1] = at;
+    SEARCH = { starts, text: parts.join("\n") };
     return SEARCH;
   }
   function searchNames(q, limit) {
-    // The first names (at most limit) containing q (lower case).
-    const S = searchIndex(), out = [];
+    // The first names (at most limit, in pre-order) containing q (lower case).
+    const out = [];
+    preorder();
+    if (q.indexOf("/") < 0) {
+      // Within one part of a name: a node matches when its label or a scope above it
+      // does (the distinct labels are tested once; no name is built but the results').
+      const low = lowLabels(), labelHit = new Uint8Array(low.length);
+      for (let k = 0; k < low.length; k++) labelHit[k] = low[k].indexOf(q) >= 0 ? 1 : 0;
+      const hit = new Uint8Array(N);
+      for (let n = 1; n < N && out.length < limit; n++) {
+        const g = PRE_ORDER[n], ex = NAME_EXC.get(g);
+        hit[g] = ex !== undefined ? (ex.toLowerCase().indexOf(q) >= 0 ? 1 : 0)
+          : labelHit[C.label[g]] | hit[BASE[g]];
+        if (hit[g]) out.push(nameOf(g));
+      }
+      return out;
+    }
+    const S = searchIndex();
     let at = 0;
     while (out.length < limit) {
-      const hit = S.text.indexOf(q, at);
-      if (hit < 0) break;
-      const k = bisectRight(S.starts, hit) - 1;
-      out.push(nameOf(S.order[k]));
+      const pos = S.text.indexOf(q, at);
+      if (pos < 0) break;
+      const k = bisectRight(S.starts, pos) - 1;
+      out.push(nameOf(PRE_ORDER[k + 1]));
       at = S.starts[k + 1];
     }
     return out;
