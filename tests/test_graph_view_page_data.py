@@ -337,3 +337,21 @@ def test_a_group_of_more_than_1000_children_opens_as_ranges(tmp_path: Path) -> N
         assert paths == 2
         assert page.locator(f"[data-name='{ranges[2]}'] > .edges > .bridge").count() == 1
         assert errors == []
+
+
+def test_a_range_never_takes_the_name_of_a_node(tmp_path: Path) -> None:
+    # A child named like the first range: the range's name gets a thin space more, and
+    # both resolve to themselves.
+    clash = "big/children 0\u2013999"
+    ops = [Node(clash, "Relu", outputs=[F])]
+    ops += [Node(f"big/o{i}x", "Relu", [ops[-1].name], outputs=[F]) for i in range(1200)]
+    view = build_view(Graph(ops))
+    with chromium_page() as page:
+        errors = _open(page, view_to_html(view), tmp_path / "clash.html")
+        ranges = page.evaluate("window.summarylibViewer.expand('big'), "
+                               "window.summarylibViewer.nodeInfo('big').children")
+        assert ranges == [clash + "\u2009", "big/children 1000\u20131200"]
+        assert page.evaluate(f"window.summarylibViewer.nodeInfo({clash!r}).kind") == "op"
+        assert page.evaluate("n => window.summarylibViewer.nodeInfo(n).children.length",
+                             ranges[0]) == 1000
+        assert errors == []

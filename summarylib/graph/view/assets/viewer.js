@@ -295,9 +295,13 @@
     const f = FIRST[g], n = C.nchild[g];
     for (let k = 0; k * RANGE < n; k++) {
       const lo = f + k * RANGE, hi = f + Math.min(n, (k + 1) * RANGE);
-      let name = nameOf(g) + "/children " + (k * RANGE) + "\u2013" + (hi - f - 1);
-      // Should a child of the group have that name, the range's gets a thin space more.
-      for (let j = f; j < f + n; j++) if (nameOf(j) === name) { name += "\u2009"; j = f - 1; }
+      let label = "children " + (k * RANGE) + "\u2013" + (hi - f - 1);
+      // Should a child of the group have that name, the range's gets a thin space more
+      // (only a child of that label can: names are compared for those only).
+      for (let j = f; j < f + n; j++) {
+        if (STR[C.label[j]] === label && nameOf(j) === nameOf(g) + "/" + label) { label += "\u2009"; j = f - 1; }
+      }
+      const name = nameOf(g) + "/" + label;
       VIRT.push({ g, k, lo, hi, name });
       const v = N + VIRT.length - 1;
       NAME_IX.set(name, v);
