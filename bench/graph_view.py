@@ -1,7 +1,7 @@
 """The offline graph view on 10k-, 100k- and 1M-node graphs, beside TensorBoard's graph dashboard.
 
-Run: ``python bench/graph_view.py [--quick] [--reps 3] [--sizes 10k 100k 1M] [--no-tb]
-[--tb-timeout 120]``.
+Run: ``python bench/graph_view.py [--quick] [--reps 3] [--sizes 10k 100k 1M
+torch-transformer-24 jax-transformer-24] [--no-tb] [--tb-timeout 120]``.
 Prints one markdown table (medians over ``--reps``; ``--quick``: one repetition).
 
 The graphs are ``tests/graph_models.py``'s synthetic TF1-style training graphs (scoped
@@ -61,8 +61,52 @@ def synthetic_1m() -> Any:
     return gm.synthetic_graph(gm._layers_for(1_000_000, 4), 4)
 
 
+def torch_transformer_24() -> Any:
+    """A captured model: 24 pre-norm transformer blocks (``tests/torch_models.py``'s,
+    d=64, 4 heads) in torch, through ``summarylib.graph.capture`` (torch.export)."""
+    import torch
+
+    from tests.graph_models import _capture_quietly
+    from tests.torch_models import TransformerBlock
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[TransformerBlock(d=64, heads=4) for _ in range(24)]).eval()
+    return _capture_quietly(model, (torch.ones(2, 16, 64),))
+
+
+def jax_transformer_24() -> Any:
+    """A captured model: 24 flax blocks (layer norm, self-attention, MLP, residuals)
+    under ``jax.jit``, through ``summarylib.graph.capture``."""
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+
+    from tests.graph_models import _capture_quietly
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x: Any) -> Any:
+            h = nn.LayerNorm()(x)
+            x = x + nn.SelfAttention(num_heads=4, qkv_features=64)(h)
+            h = nn.Dense(256)(nn.LayerNorm()(x))
+            return x + nn.Dense(64)(nn.gelu(h))
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x: Any) -> Any:
+            for i in range(24):
+                x = Block(name=f"block_{i}")(x)
+            return x
+
+    model, x = Model(), jnp.ones((2, 16, 64))
+    params = model.init(jax.random.PRNGKey(0), x)
+    return _capture_quietly(jax.jit(model.apply), (params, x))
+
+
 SIZES: dict[str, Callable[[], Any]] = {"10k": gm.synthetic_10k, "100k": gm.synthetic_100k,
-                                       "1M": synthetic_1m}
+                                       "1M": synthetic_1m,
+                                       "torch-transformer-24": torch_transformer_24,
+                                       "jax-transformer-24": jax_transformer_24}
 DEFAULT_SIZES = ["10k", "100k"]
 
 
