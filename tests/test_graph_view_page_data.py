@@ -289,6 +289,7 @@ def test_100k_page_opens_and_search_reaches_a_deep_node(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not SLOW, reason="building the 1M-node view takes minutes on two cores; "
                                      "set SUMMARYLIB_SLOW=1")
+@pytest.mark.timeout(1800)  # the graph, its view and its page: minutes on two loaded cores
 def test_1m_page_opens_and_search_reaches_a_deep_node(tmp_path: Path) -> None:
     view = build_view(gm.synthetic_graph(gm._layers_for(1_000_000, 4), 4))
     assert len(view.nodes) > 900_000

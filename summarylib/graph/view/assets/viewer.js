@@ -1483,7 +1483,8 @@
     } else {
       row(t, "kind", n.kind === "series" ? "series" : "group");
       row(t, "ops inside", String(n.cardinality));
-      row(t, "children", String(n.children.length));
+      row(t, "children", String(n.i < N ? C.nchild[n.i] : n.children.length) +
+        (n.i < N && ranged(n.i) ? " (in " + n.children.length + " ranges)" : ""));
       row(t, "depth", String(n.depth));
       if (n.template) {
         const info = TEMPLATE_INFO.get(n.template);
