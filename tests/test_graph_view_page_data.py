@@ -9,26 +9,24 @@ its view takes minutes on two cores); the 100k-node page always is.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
-import zlib
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from summarylib.graph import Graph, Node, TensorSpec
-from summarylib.graph.view import GraphView, OpNode, build_view, view_to_json
+from summarylib.graph.view import GraphView, OpNode, build_view
 from summarylib.graph.view import layout as lay
 from summarylib.graph.view.html_export import view_to_html
 from summarylib.graph.view.page_data import view_to_page_data
 from tests import graph_models as gm
 from tests.browser import chromium_page, wait_until
+from tests.page_data_reader import json_records, read_page_data
 
 SLOW = bool(os.environ.get("SUMMARYLIB_SLOW"))
 F = TensorSpec((8, 3), "float32")
@@ -46,19 +44,6 @@ def _open(page: Any, html: str, path: Path, timeout_ms: float = 60_000) -> list[
     wait_until(page, "window.summarylibViewer && window.summarylibViewer.timing.frame",
                timeout_ms=timeout_ms)
     return errors
-
-
-def _json_nodes(view: GraphView) -> dict[str, dict[str, Any]]:
-    """``view_to_json(view)``'s records by name, a group's children as their names."""
-    out: dict[str, dict[str, Any]] = {}
-    todo = [view_to_json(view)["root"]]
-    while todo:
-        rec = todo.pop()
-        if rec["kind"] != "op":
-            todo.extend(rec["children"])
-            rec = dict(rec, children=[c["name"] for c in rec["children"]])
-        out[rec["name"]] = rec
-    return out
 
 
 def _odd_graph() -> GraphView:
@@ -92,7 +77,7 @@ def _odd_graph() -> GraphView:
 
 def test_page_decodes_every_node_as_view_to_json(tmp_path: Path) -> None:
     for view in (_odd_graph(), build_view(gm.synthetic_graph(3, 2))):
-        want = _json_nodes(view)
+        want = json_records(view)
         kinds = {r["kind"] for r in want.values()}
         assert kinds == {"op", "meta", "series"}
         with chromium_page() as page:
@@ -105,87 +90,6 @@ def test_page_decodes_every_node_as_view_to_json(tmp_path: Path) -> None:
             assert errors == []
         for rec, (name, expected) in zip(got, want.items(), strict=True):
             assert rec == expected, name
-
-
-def _decode(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The nodes of ``view_to_page_data``'s dict as ``view_to_json`` records (children as
-    names), read by the rules of page_data's docstring: a second reader of the format."""
-    raw = zlib.decompress(base64.b64decode(data["blob"]))
-    tb = json.loads(raw[:data["tables_bytes"]])
-    c = {k: np.frombuffer(raw, np.dtype(t).newbyteorder("<"), n, off).tolist()
-         for k, (t, off, n) in data["columns"].items()}
-    n, strs, shapes = data["nodes"], tb["strings"], tb["shapes"]
-    first, parent, base = [0] * n, [-1] * n, [0] * n
-    nxt = 1
-    for i in range(n):
-        first[i] = nxt
-        for j in range(nxt, nxt + c["nchild"][i]):
-            parent[j] = i
-            base[j] = base[i] if c["kind"][i] & 3 == 2 else i
-        nxt += c["nchild"][i]
-    exc = dict(map(tuple, tb["names"]))
-    names = [""] * n
-    for i in range(1, n):
-        label = strs[c["label"][i]]
-        names[i] = exc.get(i, label if base[i] == 0 else names[base[i]] + "/" + label)
-
-    def offsets(key: str) -> list[int]:
-        out = [0]
-        for k in c[key]:
-            out.append(out[-1] + k)
-        return out
-
-    me, hist, dev = offsets("nme"), offsets("nhist"), offsets("ndev")
-    end = [names[x] if x >= 0 else tb["extra"][-1 - x] for x in c["e_src"]]
-    inputs: dict[int, list[dict[str, Any]]] = {}
-    for e, dst in enumerate(c["e_dst"]):
-        inputs.setdefault(dst, []).append({"name": end[e], "slot": c["e_slot"][e],
-                                           "control": bool(c["e_flags"][e] & 1)})
-    embs: dict[tuple[int, int], list[dict[str, Any]]] = {}
-    for k, host in enumerate(c["emb_host"]):
-        f = c["emb_flags"][k]
-        scope = names[host][:names[host].rfind("/") + 1] if f & 2 else ""
-        embs.setdefault((host, f & 1), []).append({
-            "name": scope + strs[c["emb_name"][k]], "op": strs[c["emb_op"][k]],
-            "shapes": shapes[c["emb_shapes"][k]]})
-    time = c.get("time")
-    xla, series = dict(map(tuple, tb["xla"])), dict(map(tuple, tb["series"]))
-    panels = {i: {"in": a, "out": b} for i, a, b in tb["panels"]}
-    out = {}
-    for i in range(n):
-        rec: dict[str, Any] = {"name": names[i], "label": names[i][names[i].rfind("/") + 1:]}
-        kind = c["kind"][i] & 3
-        if kind == 0:
-            t = None if time is None or time[i] != time[i] else time[i]
-            rec.update(kind="op", op=strs[c["type"][i]],
-                       device=strs[c["device"][i]] if c["device"][i] >= 0 else "",
-                       attrs=tb["attrs"][c["attrs"][i]] if c["attrs"][i] >= 0 else {},
-                       shapes=shapes[c["shapes"][i]], inputs=inputs.get(i, []),
-                       in_embeddings=embs.get((i, 0), []), out_embeddings=embs.get((i, 1), []),
-                       xla_cluster=xla.get(i), compute_time_us=t)
-        else:
-            f = first[i]
-            tpl = c["template"][i]
-            rec.update(
-                kind="meta" if kind == 1 else "series", depth=c["depth"][i],
-                cardinality=c["card"][i],
-                op_histogram={strs[c["hist_key"][k]]: c["hist_val"][k]
-                              for k in range(hist[i], hist[i + 1])},
-                device_histogram={strs[c["dev_key"][k]]: c["dev_val"][k]
-                                  for k in range(dev[i], dev[i + 1])},
-                template=data["templates"][tpl][0] if tpl >= 0 else None,
-                series=None if kind == 1 else {
-                    "op": strs[c["type"][i]] if c["type"][i] >= 0 else None,
-                    "ids": series.get(i, []), "vertical": bool(c["kind"][i] & 4)},
-                side_panel=panels.get(i, {"in": [], "out": []}),
-                children=names[f:f + c["nchild"][i]],
-                metaedges=[{"v": names[f + c["me_v"][k]], "w": names[f + c["me_w"][k]],
-                            "regular": c["me_reg"][k], "control": c["me_ctl"][k],
-                            "ref": c["me_ref"][k], "size": c["me_size"][k],
-                            "shapes": shapes[c["me_shapes"][k]]}
-                           for k in range(me[i], me[i + 1])])
-        out[names[i]] = rec
-    return out
 
 
 _PARTS = st.sampled_from(["a", "b", "add_1", "add_2", "add_3", "x_7", "__proto__", "\u00e9",
@@ -219,7 +123,7 @@ def test_page_data_round_trips_every_record(graph: Graph, timed: bool) -> None:
         for k, op in enumerate(n for n in view.nodes.values() if isinstance(n, OpNode)):
             op.compute_time_us = float(k) if k % 2 else None
             op.xla_cluster = "c" if k % 3 == 0 else None
-    assert _decode(view_to_page_data(view)) == _json_nodes(view)
+    assert read_page_data(view_to_page_data(view)) == json_records(view)
 
 
 def test_page_data_is_a_few_bytes_per_node() -> None:

@@ -96,11 +96,12 @@
     BASE = new Int32Array(N);
     PARENT_IX[0] = -1;
     let next = 1;
+    const nchild = C.nchild, kind = C.kind; // (hoisted: C is a dictionary of columns)
     for (let i = 0; i < N; i++) {
-      const k = C.nchild[i];
+      const k = nchild[i];
       FIRST[i] = next;
       // Members of a series are named in the series' scope (its own base).
-      const base = (C.kind[i] & 3) === 2 ? BASE[i] : i;
+      const base = (kind[i] & 3) === 2 ? BASE[i] : i;
       for (let j = next; j < next + k; j++) { PARENT_IX[j] = i; BASE[j] = base; }
       next += k;
     }
@@ -108,7 +109,8 @@
     HIST_OFF = offsets(C.nhist);
     DEV_OFF = offsets(C.ndev);
     EMB_OFF = new Int32Array(N + 1);
-    for (let e = 0; e < C.emb_host.length; e++) EMB_OFF[C.emb_host[e] + 1]++;
+    const host = C.emb_host;
+    for (let e = 0; e < host.length; e++) EMB_OFF[host[e] + 1]++;
     for (let i = 0; i < N; i++) EMB_OFF[i + 1] += EMB_OFF[i];
     NAME_EXC = new Map(TB.names);
     EXC_IX = new Map(TB.names.map(([i, nm]) => [nm, i]));
@@ -928,14 +930,14 @@
     PRE = new Int32Array(N);
     PRE_END = new Int32Array(N);
     PRE_ORDER = new Int32Array(N);
-    const stack = [0];
+    const stack = [0], nchild = C.nchild;
     let n = 0;
     while (stack.length) {
       const g = stack.pop();
       PRE[g] = n;
       PRE_END[g] = n + size[g];
       PRE_ORDER[n++] = g;
-      if (kindOf(g)) for (let j = FIRST[g] + C.nchild[g] - 1; j >= FIRST[g]; j--) stack.push(j);
+      for (let j = FIRST[g] + nchild[g] - 1; j >= FIRST[g]; j--) stack.push(j);
     }
   }
   function span(g) {
@@ -1357,11 +1359,11 @@
       // does (the distinct labels are tested once; no name is built but the results').
       const low = lowLabels(), labelHit = new Uint8Array(low.length);
       for (let k = 0; k < low.length; k++) labelHit[k] = low[k].indexOf(q) >= 0 ? 1 : 0;
-      const hit = new Uint8Array(N);
+      const hit = new Uint8Array(N), lab = C.label, exc = NAME_EXC.size > 0;
       for (let n = 1; n < N && out.length < limit; n++) {
-        const g = PRE_ORDER[n], ex = NAME_EXC.get(g);
+        const g = PRE_ORDER[n], ex = exc ? NAME_EXC.get(g) : undefined;
         hit[g] = ex !== undefined ? (ex.toLowerCase().indexOf(q) >= 0 ? 1 : 0)
-          : labelHit[C.label[g]] | hit[BASE[g]];
+          : labelHit[lab[g]] | hit[BASE[g]];
         if (hit[g]) out.push(nameOf(g));
       }
       return out;
