@@ -35,10 +35,10 @@ def json_records(view: GraphView) -> dict[str, dict[str, Any]]:
 def read_page_data(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The nodes of ``view_to_page_data``'s dict as ``view_to_json`` records (children as
     names), read by the rules of page_data's docstring: a second reader of the format."""
-    raw = zlib.decompress(base64.b64decode(data["blob"]))
-    tb = json.loads(raw[:data["tables_bytes"]])
-    c = {k: np.frombuffer(raw, np.dtype(t).newbyteorder("<"), n, off).tolist()
-         for k, (t, off, n) in data["columns"].items()}
+    raws = [zlib.decompress(base64.b64decode(data[key])) for key in ("blob", "later")]
+    tb = json.loads(raws[0][:data["tables_bytes"]])
+    c = {k: np.frombuffer(raws[part], np.dtype(t).newbyteorder("<"), n, off).tolist()
+         for k, (t, off, n, part) in data["columns"].items()}
     n, strs, shapes = data["nodes"], tb["strings"], tb["shapes"]
     first, parent, base = [0] * n, [-1] * n, [0] * n
     nxt = 1

@@ -13,8 +13,9 @@ The returned dict (format ``summarylib.graph.page``, version 1)::
     {"format", "version", "options", "stats": {"ops", "edges", "groups"},
      "nodes": N, "devices": [sorted devices of ops], "has_time": bool,
      "templates": [[id, member count, first member name], ...],
-     "tables_bytes": n, "columns": {name: [dtype, byte offset, length]},
-     "blob": base64(zlib(tables JSON, padding, columns))}
+     "tables_bytes": n, "columns": {name: [dtype, byte offset, length, blob]},
+     "blob": base64(zlib(tables JSON, padding, columns of blob 0)),
+     "later": base64(zlib(columns of blob 1))}
 
 Nodes are numbered breadth-first from the root (0), children in the view's order, so the
 children of a group are consecutive and the parent of every node comes before it: the
@@ -34,7 +35,9 @@ names), ``e_slot``, ``e_flags`` (bit 0 control, bit 1 ref). Per embedding: ``emb
 ``emb_flags`` (bit 0 an out embedding, bit 1 the name is relative to the host's parent
 scope), ``emb_name``, ``emb_op``, ``emb_shapes``. ``time`` (float64, NaN for none) when
 any op has a compute time. Each integer column is stored in the narrowest type that holds
-its values (``uint8``, ``int8``, ``uint16``, ``int16`` or ``int32``). The tables:
+its values (``uint8``, ``int8``, ``uint16``, ``int16`` or ``int32``). The columns of base
+edges, embeddings and histogram entries are in the second blob, ``later``, which the page
+inflates after it has drawn the top level. The tables:
 ``strings``, ``shapes`` (lists of shapes), ``attrs`` (dicts), ``names`` ([[node, full
 name]]), ``extra``, ``panels`` ([[node, in names, out names]]), ``series`` ([[node,
 ids]]), ``xla`` ([[node, cluster]]).
@@ -62,6 +65,10 @@ _KIND_OP, _KIND_META, _KIND_SERIES, _VERTICAL = 0, 1, 2, 4
 
 
 _INTS = [np.dtype(t) for t in ("uint8", "int8", "uint16", "int16", "int32")]
+#: The columns of the second blob ("later").
+_LATER = frozenset({"e_src", "e_dst", "e_slot", "e_flags", "emb_host", "emb_flags",
+                    "emb_name", "emb_op", "emb_shapes", "hist_key", "hist_val", "dev_key",
+                    "dev_val"})
 
 
 def _narrow(arr: np.ndarray) -> np.ndarray:
@@ -325,20 +332,25 @@ def _encode(view: GraphView, level: int) -> dict[str, Any]:
     # ASCII JSON: lone surrogates and every non-ASCII character stay \u escapes.
     tables_bytes = json.dumps(tables, ensure_ascii=True, separators=(",", ":"),
                               allow_nan=False).encode("ascii")
-    parts = [tables_bytes]
-    offset = len(tables_bytes)
+    # Two blobs: what the first drawing needs, and the rest (edges, embeddings and
+    # histograms: for edges into open groups, cards and colours), which the page
+    # inflates while it draws the top level.
+    blobs: list[list[bytes]] = [[tables_bytes], []]
+    offsets = [len(tables_bytes), 0]
     directory: dict[str, list[Any]] = {}
     for cname, arr in columns:
-        pad = -offset % 8  # typed arrays need aligned offsets
+        part = 1 if cname in _LATER else 0
+        parts = blobs[part]
+        pad = -offsets[part] % 8  # typed arrays need aligned offsets
         if pad:
             parts.append(b"\0" * pad)
-            offset += pad
+            offsets[part] += pad
         arr = _narrow(arr)
-        directory[cname] = [arr.dtype.name, offset, int(arr.size)]
+        directory[cname] = [arr.dtype.name, offsets[part], int(arr.size), part]
         data = arr.tobytes()
         parts.append(data)
-        offset += len(data)
-    blob = zlib.compress(b"".join(parts), level)
+        offsets[part] += len(data)
+    blob, later = (zlib.compress(b"".join(parts), level) for parts in blobs)
     stats = {"ops": n_ops, "edges": len(edges), "groups": len(order) - n_ops - 1}
     return {
         "format": FORMAT, "version": VERSION,
@@ -351,4 +363,5 @@ def _encode(view: GraphView, level: int) -> dict[str, Any]:
         "tables_bytes": len(tables_bytes),
         "columns": directory,
         "blob": base64.b64encode(blob).decode("ascii"),
+        "later": base64.b64encode(later).decode("ascii"),
     }

@@ -23,7 +23,8 @@
  * "__proto__").
  *
  * window.summarylibViewer (for tests and notebooks): timing {scriptStart, inflated (the
- * columns), parsed (decoded), rendered, frame} in ms since navigation start; expand(name), collapse(name),
+ * first blob), parsed (decoded), rendered (the top level drawn), later (the second blob
+ * decoded), frame (a frame after both)} in ms since navigation start; expand(name), collapse(name),
  * reveal(name), zoomTo(name), setColour(mode), expanded() -> [names], boxes() ->
  * [[name, [x, y, w, h]], ...] (centre-based, layout pixels, the root as ""), pending(),
  * layoutOf(name) (a group's layout in layout_to_json's form, made now if needed; a big
@@ -41,7 +42,8 @@
   const SVGNS = "http://www.w3.org/2000/svg";
   const data = JSON.parse(document.getElementById("graph-data").textContent);
   let T_PARSED = performance.now();
-  const timing = { scriptStart: T0, parsed: T_PARSED, inflated: null, rendered: null, frame: null };
+  const timing = { scriptStart: T0, parsed: T_PARSED, inflated: null, rendered: null,
+    later: null, frame: null };
   const K = data.constants;
   const GD = data.graph; // page_data.view_to_page_data: a header and the compressed columns
   const RANKDIR = (GD.options && GD.options.rankdir) || "BT";
@@ -70,8 +72,9 @@
     for (let i = 0; i < counts.length; i++) off[i + 1] = off[i] + counts[i];
     return off;
   }
-  async function decode() {
-    const b64 = GD.blob;
+  async function inflate(key) {
+    // Blob ``key`` of the data: base64, zlib (page_data.py).
+    const b64 = GD[key];
     let bytes;
     if (typeof Uint8Array.fromBase64 === "function") bytes = Uint8Array.fromBase64(b64);
     else {
@@ -79,16 +82,33 @@
       bytes = new Uint8Array(s.length);
       for (let i = 0; i < s.length; i++) bytes[i] = s.charCodeAt(i);
     }
-    GD.blob = null;
+    GD[key] = null;
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
-    const buf = await new Response(stream).arrayBuffer();
+    return new Response(stream).arrayBuffer();
+  }
+  function columns(buf, part) {
+    for (const k of Object.keys(GD.columns)) {
+      const [dtype, off, len, p] = GD.columns[k];
+      if (p === part) C[k] = new ARRAYS[dtype](buf, off, len);
+    }
+  }
+  // The second blob (edges, embeddings, histograms): inflated while the top level is
+  // drawn; what needs it waits (LATER.then) or shows without it until it is here.
+  let LATER = null, LATER_READY = false;
+  async function decodeLater() {
+    columns(await inflate("later"), 1);
+    EMB_OFF = new Int32Array(N + 1);
+    const host = C.emb_host;
+    for (let e = 0; e < host.length; e++) EMB_OFF[host[e] + 1]++;
+    for (let i = 0; i < N; i++) EMB_OFF[i + 1] += EMB_OFF[i];
+    LATER_READY = true;
+  }
+  async function decode() {
+    const buf = await inflate("blob");
     timing.inflated = performance.now();
     TB = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 0, GD.tables_bytes)));
     C = {};
-    for (const k of Object.keys(GD.columns)) {
-      const [dtype, off, len] = GD.columns[k];
-      C[k] = new ARRAYS[dtype](buf, off, len);
-    }
+    columns(buf, 0);
     STR = TB.strings;
     N = GD.nodes;
     PARENT_IX = new Int32Array(N);
@@ -108,10 +128,6 @@
     ME_OFF = offsets(C.nme);
     HIST_OFF = offsets(C.nhist);
     DEV_OFF = offsets(C.ndev);
-    EMB_OFF = new Int32Array(N + 1);
-    const host = C.emb_host;
-    for (let e = 0; e < host.length; e++) EMB_OFF[host[e] + 1]++;
-    for (let i = 0; i < N; i++) EMB_OFF[i + 1] += EMB_OFF[i];
     NAME_EXC = new Map(TB.names);
     EXC_IX = new Map(TB.names.map(([i, nm]) => [nm, i]));
     EXTRA = new Set(TB.extra);
@@ -182,14 +198,17 @@
   function histogram(keys, vals, off, i) {
     // Keys are graph strings: a map without a prototype ("__proto__" is a plain key).
     const h = Object.create(null);
+    if (!LATER_READY) return h;
     for (let k = off[i]; k < off[i + 1]; k++) h[STR[keys[k]]] = vals[k];
     return h;
   }
   function endName(x) { return x >= 0 ? nameOf(x) : TB.extra[-1 - x]; }
   let IN_OFF = null, IN_E = null, OUT_OFF = null, OUT_E = null;
   function edgeIndexes() {
-    // Base edges by destination and by source (each in the view's edge order).
-    if (IN_OFF) return;
+    // Base edges by destination and by source (each in the view's edge order); false
+    // while the second blob is not here.
+    if (IN_OFF) return true;
+    if (!LATER_READY) return false;
     const src = C.e_src, dst = C.e_dst, E = src.length;
     IN_OFF = new Int32Array(N + 1);
     OUT_OFF = new Int32Array(N + 1);
@@ -205,9 +224,11 @@
       if (dst[e] >= 0) IN_E[ci[dst[e]]++] = e;
       if (src[e] >= 0) OUT_E[co[src[e]]++] = e;
     }
+    return true;
   }
   function embeddings(i, out) {
     const l = [], cut = nameOf(i).lastIndexOf("/"), scope = cut >= 0 ? nameOf(i).slice(0, cut + 1) : "";
+    if (!LATER_READY) return l;
     for (let k = EMB_OFF[i]; k < EMB_OFF[i + 1]; k++) {
       const f = C.emb_flags[k];
       if (!!(f & 1) !== out) continue;
@@ -238,8 +259,8 @@
     get attrs() { return C.attrs[this.i] >= 0 ? TB.attrs[C.attrs[this.i]] : {}; }
     get shapes() { return shapesAt(C.shapes[this.i]); }
     get inputs() {
-      edgeIndexes();
       const l = [];
+      if (!edgeIndexes()) return l;
       for (let k = IN_OFF[this.i]; k < IN_OFF[this.i + 1]; k++) {
         const e = IN_E[k];
         l.push({ name: endName(C.e_src[e]), slot: C.e_slot[e], control: !!(C.e_flags[e] & 1) });
@@ -974,6 +995,7 @@
     let ends = scene.bridges.get(g.i);
     if (ends) return ends;
     ends = new Map();
+    if (!edgeIndexes()) return ends; // drawn again when the edges are here
     const gl = childPos(P, g.i), mi = new Map();
     const nk = drawnChildCount(P) + 1;
     nodeAt(P).metaedges.forEach((m, k) => mi.set(m.vi * nk + m.wi, k));
@@ -983,7 +1005,6 @@
       if (!m) ends.set(k, (m = { i: i, incoming: incoming, inner: new Map() }));
       m.inner.set(inner, (m.inner.has(inner) ? m.inner.get(inner) : true) && control);
     };
-    edgeIndexes();
     const src = C.e_src, dst = C.e_dst, flags = C.e_flags;
     const [lo, hi] = span(g.i);
     // Only edges with one end outside g: the other end is tested by its pre-order place.
@@ -1588,18 +1609,26 @@
   Object.defineProperty(window, "summarylibViewer", { value: api });
   // The columns are inflated off the main thread (DecompressionStream); the plugins above
   // have registered by then.
+  // timing.frame (what tests and notebooks wait for) comes once the second blob is here
+  // too, and the drawing has its edges into open groups.
   decode().then(() => {
     api.timing.parsed = T_PARSED = performance.now();
     ROOT = nodeAt(0);
+    LATER = decodeLater();
     withLayouts([""], () => {
       scene = compose();
       fitView(true, true);
       draw();
       api.timing.rendered = performance.now();
-      requestAnimationFrame(() => requestAnimationFrame(() => { api.timing.frame = performance.now(); }));
+      LATER.then(() => {
+        if (scene) { scene = compose(); draw(); }
+        api.timing.later = performance.now();
+        requestAnimationFrame(() => requestAnimationFrame(() => { api.timing.frame = performance.now(); }));
+      }, fail);
     });
-  }, (e) => {
+  }, fail);
+  function fail(e) {
     stage.appendChild(htmlEl("p", { id: "failed" }, "This page could not read its graph: " + e));
     throw e;
-  });
+  }
 })();
