@@ -1,7 +1,10 @@
 /* summarylib graph view: draws the JSON embedded in the page (id "graph-data").
  *
- * Data: {title, colour, view: view_to_json(...), constants} (an optional layout: {group:
- * {w, h, nodes, panel, edges, chunks}} is used as given). A group is laid out when it is
+ * Data: {title, colour, graph: page_data.view_to_page_data(...), constants} (an optional
+ * layout: {group: {w, h, nodes, panel, edges, chunks}} is used as given). The graph's
+ * columns are inflated once (DecompressionStream) and nodes become objects only when
+ * they are shown or asked for by name. A group of more than RANGE children is drawn as
+ * ranges of RANGE children, groups of the page only. A group is laid out when it is
  * first opened, by layout.js (the port of layout.layout_group): in the page up to
  * WORKER_MIN children, else in a Web Worker made from a Blob URL of layout.js's text; an
  * expand or reveal that needs the worker completes when it answers (pending() counts the
@@ -19,11 +22,14 @@
  * (never markup), and names are keys of Maps, never of plain objects (a node may be called
  * "__proto__").
  *
- * window.summarylibViewer (for tests and notebooks): timing {scriptStart, parsed,
- * rendered, frame} in ms since navigation start; expand(name), collapse(name),
+ * window.summarylibViewer (for tests and notebooks): timing {scriptStart, inflated (the
+ * first blob), parsed (decoded), rendered (the top level drawn), later (the second blob
+ * decoded), frame (a frame after both)} in ms since navigation start; expand(name), collapse(name),
  * reveal(name), zoomTo(name), setColour(mode), expanded() -> [names], boxes() ->
  * [[name, [x, y, w, h]], ...] (centre-based, layout pixels, the root as ""), pending(),
- * layoutOf(name) (a group's layout in layout_to_json's form, made now if needed).
+ * layoutOf(name) (a group's layout in layout_to_json's form, made now if needed; a big
+ * group's of all its children, not of its ranges), nodeData(name) (view_to_json's record
+ * of a node, its children as names).
  * Plugins (the page's other scripts) use registerNodeStyle(fn) (fn(name) -> {fill?,
  * title?} or null, asked whenever a node is drawn), redraw() (the styles again, on the
  * nodes drawn), svgElement(),
@@ -35,68 +41,425 @@
   const T0 = performance.now();
   const SVGNS = "http://www.w3.org/2000/svg";
   const data = JSON.parse(document.getElementById("graph-data").textContent);
-  const T_PARSED = performance.now();
+  let T_PARSED = performance.now();
+  const timing = { scriptStart: T0, parsed: T_PARSED, inflated: null, rendered: null,
+    later: null, frame: null };
   const K = data.constants;
-  const view = data.view;
-  const RANKDIR = (view.options && view.options.rankdir) || "BT";
+  const GD = data.graph; // page_data.view_to_page_data: a header and the compressed columns
+  const RANKDIR = (GD.options && GD.options.rankdir) || "BT";
   // Group layouts, made when a group is first opened (layout.js, the port of layout.py):
   // small groups here at once, big ones in a Web Worker so that the page never freezes.
   const LAYOUT = new Map();
   if (data.layout) for (const k of Object.keys(data.layout)) LAYOUT.set(k, data.layout[k]);
   const LAYOUT_JS = self.summarylibLayout;
+  const WHOLE = new Map(); // big groups' layouts of all their children (layoutOf only)
   const WORKER_MIN = 240; // more children than one layered layout handles: chunked, slow
 
-  // --- index: name -> node, name -> parent name --------------------------------------
-  const NODE = new Map();
-  const PARENT = new Map();
-  const NAMES = [];
-  NODE.set("", view.root);
-  {
-    // Pre-order, children in order: NAMES (what search lists) follows the graph's order.
-    const stack = [];
-    const push = (g) => {
-      for (let i = g.children.length - 1; i >= 0; i--) {
-        PARENT.set(g.children[i].name, g.name);
-        stack.push(g.children[i]);
-      }
-    };
-    push(view.root);
+  // --- the compact graph: columns decoded once, objects only for nodes that are shown -------
+  // Nodes are numbered breadth-first (root 0): a group's children are consecutive, from
+  // FIRST[g], and every parent comes before its children (page_data.py).
+  let C = null, TB = null, STR = null, N = 0;
+  let PARENT_IX = null, FIRST = null, BASE = null, ME_OFF = null, HIST_OFF = null, DEV_OFF = null;
+  let EMB_OFF = null;
+  const NAME_OF = []; // node index -> full name, made on demand
+  const NAME_IX = new Map([["", 0]]); // full name -> node index, for the names resolved
+  const OBJ = new Map(); // node index -> its object
+  let NAME_EXC = null, EXC_IX = null, EXTRA = null, PANELS = null, SERIES = null, XLA = null;
+  const ARRAYS = { uint8: Uint8Array, int8: Int8Array, uint16: Uint16Array, int16: Int16Array,
+    int32: Int32Array, float64: Float64Array };
+  function offsets(counts) {
+    const off = new Int32Array(counts.length + 1);
+    for (let i = 0; i < counts.length; i++) off[i + 1] = off[i] + counts[i];
+    return off;
+  }
+  async function inflate(key) {
+    // Blob ``key`` of the data: base64, zlib (page_data.py).
+    const b64 = GD[key];
+    let bytes;
+    if (typeof Uint8Array.fromBase64 === "function") bytes = Uint8Array.fromBase64(b64);
+    else {
+      const s = atob(b64);
+      bytes = new Uint8Array(s.length);
+      for (let i = 0; i < s.length; i++) bytes[i] = s.charCodeAt(i);
+    }
+    GD[key] = null;
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
+    return new Response(stream).arrayBuffer();
+  }
+  function columns(buf, part) {
+    for (const k of Object.keys(GD.columns)) {
+      const [dtype, off, len, p] = GD.columns[k];
+      if (p === part) C[k] = new ARRAYS[dtype](buf, off, len);
+    }
+  }
+  // The second blob (edges, embeddings, histograms): inflated while the top level is
+  // drawn; what needs it waits (LATER.then) or shows without it until it is here.
+  let LATER = null, LATER_READY = false;
+  async function decodeLater() {
+    columns(await inflate("later"), 1);
+    EMB_OFF = new Int32Array(N + 1);
+    const host = C.emb_host;
+    for (let e = 0; e < host.length; e++) EMB_OFF[host[e] + 1]++;
+    for (let i = 0; i < N; i++) EMB_OFF[i + 1] += EMB_OFF[i];
+    LATER_READY = true;
+  }
+  async function decode() {
+    const buf = await inflate("blob");
+    timing.inflated = performance.now();
+    TB = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 0, GD.tables_bytes)));
+    C = {};
+    columns(buf, 0);
+    STR = TB.strings;
+    N = GD.nodes;
+    PARENT_IX = new Int32Array(N);
+    FIRST = new Int32Array(N);
+    BASE = new Int32Array(N);
+    PARENT_IX[0] = -1;
+    let next = 1;
+    const nchild = C.nchild, kind = C.kind; // (hoisted: C is a dictionary of columns)
+    for (let i = 0; i < N; i++) {
+      const k = nchild[i];
+      FIRST[i] = next;
+      // Members of a series are named in the series' scope (its own base).
+      const base = (kind[i] & 3) === 2 ? BASE[i] : i;
+      for (let j = next; j < next + k; j++) { PARENT_IX[j] = i; BASE[j] = base; }
+      next += k;
+    }
+    ME_OFF = offsets(C.nme);
+    HIST_OFF = offsets(C.nhist);
+    DEV_OFF = offsets(C.ndev);
+    NAME_EXC = new Map(TB.names);
+    EXC_IX = new Map(TB.names.map(([i, nm]) => [nm, i]));
+    EXTRA = new Set(TB.extra);
+    PANELS = new Map(TB.panels.map(([i, a, b]) => [i, { in: a, out: b }]));
+    SERIES = new Map(TB.series);
+    XLA = new Map(TB.xla);
+    NAME_OF[0] = "";
+  }
+  const kindOf = (i) => (i < N ? C.kind[i] & 3 : 1); // 0 op, 1 metanode, 2 series
+  const KIND_NAMES = ["op", "meta", "series"];
+  function nameOf(i) {
+    if (i >= N) return VIRT[i - N].name;
+    let s = NAME_OF[i];
+    if (s !== undefined) return s;
+    const path = [];
+    let j = i;
+    while (NAME_OF[j] === undefined) { path.push(j); j = BASE[j]; }
+    let prefix = NAME_OF[j];
+    for (let k = path.length - 1; k >= 0; k--) {
+      const m = path[k], ex = NAME_EXC.get(m);
+      s = ex !== undefined ? ex : prefix ? prefix + "/" + STR[C.label[m]] : STR[C.label[m]];
+      NAME_OF[m] = s;
+      prefix = s;
+    }
+    return s;
+  }
+  function descend(name, start) {
+    // The node called name under start (depth first through the groups whose names
+    // prefix it, and every series: its members are named in its scope), or -1.
+    const stack = [start];
     while (stack.length) {
-      const c = stack.pop();
-      NODE.set(c.name, c);
-      NAMES.push(c.name);
-      if (c.kind !== "op") push(c);
+      const g = stack.pop(), f = FIRST[g], n = C.nchild[g];
+      for (let j = f; j < f + n; j++) {
+        const nm = nameOf(j);
+        if (nm === name) return j;
+        const kd = kindOf(j);
+        if (kd === 2 || (kd === 1 && name.startsWith(nm + "/"))) stack.push(j);
+      }
+    }
+    return -1;
+  }
+  let ALL_IX = null; // the last resort: every name (built once, on a miss)
+  function indexOf(name) {
+    if (typeof name !== "string" || !C) return -1;
+    let k = NAME_IX.get(name);
+    if (k !== undefined) return k;
+    if (EXTRA.has(name)) return -1;
+    k = descend(name, 0);
+    if (k < 0) {
+      // Names that do not extend their group's (page_data's "names") and what is below.
+      for (const [nm, i] of EXC_IX) {
+        if (nm === name) { k = i; break; }
+        if (kindOf(i) && name.startsWith(nm + "/") && (k = descend(name, i)) >= 0) break;
+      }
+    }
+    if (k < 0) {
+      if (!ALL_IX) {
+        ALL_IX = new Map();
+        for (let i = 0; i < N; i++) ALL_IX.set(nameOf(i), i);
+      }
+      const a = ALL_IX.get(name);
+      k = a === undefined ? -1 : a;
+    }
+    if (k >= 0) NAME_IX.set(name, k);
+    return k;
+  }
+  const shapesAt = (k) => (k >= 0 ? TB.shapes[k] : []);
+  function histogram(keys, vals, off, i) {
+    // Keys are graph strings: a map without a prototype ("__proto__" is a plain key).
+    const h = Object.create(null);
+    if (!LATER_READY) return h;
+    for (let k = off[i]; k < off[i + 1]; k++) h[STR[keys[k]]] = vals[k];
+    return h;
+  }
+  function endName(x) { return x >= 0 ? nameOf(x) : TB.extra[-1 - x]; }
+  let IN_OFF = null, IN_E = null, OUT_OFF = null, OUT_E = null;
+  function edgeIndexes() {
+    // Base edges by destination and by source (each in the view's edge order); false
+    // while the second blob is not here.
+    if (IN_OFF) return true;
+    if (!LATER_READY) return false;
+    const src = C.e_src, dst = C.e_dst, E = src.length;
+    IN_OFF = new Int32Array(N + 1);
+    OUT_OFF = new Int32Array(N + 1);
+    for (let e = 0; e < E; e++) {
+      if (dst[e] >= 0) IN_OFF[dst[e] + 1]++;
+      if (src[e] >= 0) OUT_OFF[src[e] + 1]++;
+    }
+    for (let i = 0; i < N; i++) { IN_OFF[i + 1] += IN_OFF[i]; OUT_OFF[i + 1] += OUT_OFF[i]; }
+    IN_E = new Int32Array(IN_OFF[N]);
+    OUT_E = new Int32Array(OUT_OFF[N]);
+    const ci = IN_OFF.slice(0, N), co = OUT_OFF.slice(0, N);
+    for (let e = 0; e < E; e++) {
+      if (dst[e] >= 0) IN_E[ci[dst[e]]++] = e;
+      if (src[e] >= 0) OUT_E[co[src[e]]++] = e;
+    }
+    return true;
+  }
+  function embeddings(i, out) {
+    const l = [], cut = nameOf(i).lastIndexOf("/"), scope = cut >= 0 ? nameOf(i).slice(0, cut + 1) : "";
+    if (!LATER_READY) return l;
+    for (let k = EMB_OFF[i]; k < EMB_OFF[i + 1]; k++) {
+      const f = C.emb_flags[k];
+      if (!!(f & 1) !== out) continue;
+      l.push({ name: (f & 2 ? scope : "") + STR[C.emb_name[k]], op: STR[C.emb_op[k]],
+        shapes: shapesAt(C.emb_shapes[k]) });
+    }
+    return l;
+  }
+  // A node as the viewer uses it: the scalars at once, the rest when first asked.
+  class VNode {
+    constructor(i) {
+      this.i = i;
+      this.name = nameOf(i);
+      this.kind = KIND_NAMES[kindOf(i)];
+      this.label = STR[C.label[i]];
+    }
+    lazy(key, value) { Object.defineProperty(this, key, { value: value }); return value; }
+    get children() {
+      // What the page draws inside: the children, or their ranges in a big group.
+      if (ranged(this.i)) return this.lazy("children", rangesOf(this.i).map(nodeAt));
+      return this.lazy("children", realChildren(this.i).map(nodeAt));
+    }
+    get metaedges() {
+      return this.lazy("metaedges", ranged(this.i) ? rangeEdges(this.i).top : realMetaedges(this.i));
+    }
+    get op() { return C.type[this.i] >= 0 ? STR[C.type[this.i]] : null; }
+    get device() { return C.device[this.i] >= 0 ? STR[C.device[this.i]] : ""; }
+    get attrs() { return C.attrs[this.i] >= 0 ? TB.attrs[C.attrs[this.i]] : {}; }
+    get shapes() { return shapesAt(C.shapes[this.i]); }
+    get inputs() {
+      const l = [];
+      if (!edgeIndexes()) return l;
+      for (let k = IN_OFF[this.i]; k < IN_OFF[this.i + 1]; k++) {
+        const e = IN_E[k];
+        l.push({ name: endName(C.e_src[e]), slot: C.e_slot[e], control: !!(C.e_flags[e] & 1) });
+      }
+      return l;
+    }
+    get in_embeddings() { return embeddings(this.i, false); }
+    get out_embeddings() { return embeddings(this.i, true); }
+    get xla_cluster() { return XLA.has(this.i) ? XLA.get(this.i) : null; }
+    get compute_time_us() {
+      const t = C.time ? C.time[this.i] : NaN;
+      return Number.isNaN(t) ? null : t;
+    }
+    get cardinality() { return C.card[this.i]; }
+    get depth() { return C.depth[this.i]; }
+    get template() { const t = C.template[this.i]; return t >= 0 ? GD.templates[t][0] : null; }
+    get series() {
+      if (this.kind !== "series") return null;
+      return this.lazy("series", { op: this.op, ids: SERIES.get(this.i) || [],
+        vertical: !!(C.kind[this.i] & 4) });
+    }
+    get side_panel() { return PANELS.get(this.i) || { in: [], out: [] }; }
+    get op_histogram() { return histogram(C.hist_key, C.hist_val, HIST_OFF, this.i); }
+    get device_histogram() { return histogram(C.dev_key, C.dev_val, DEV_OFF, this.i); }
+  }
+  function realChildren(g) {
+    const f = FIRST[g], l = new Array(C.nchild[g]);
+    for (let k = 0; k < l.length; k++) l[k] = f + k;
+    return l;
+  }
+  function realMetaedges(g) {
+    const f = FIRST[g], l = [];
+    for (let k = ME_OFF[g]; k < ME_OFF[g + 1]; k++) {
+      const vi = C.me_v[k], wi = C.me_w[k];
+      l.push({ v: vi >= 0 ? nameOf(f + vi) : "", w: wi >= 0 ? nameOf(f + wi) : "", vi, wi,
+        regular: C.me_reg[k], control: C.me_ctl[k], ref: C.me_ref[k], size: C.me_size[k],
+        shapes: shapesAt(C.me_shapes[k]) });
+    }
+    return l;
+  }
+
+  // --- ranges: a group of more than RANGE children shows them RANGE at a time ----------------
+  // Each range is a group of the page only (index N + k, named "<group>/children a-b"),
+  // opened on its own, so that opening any group lays out at most RANGE boxes. A metaedge
+  // between children of two ranges is drawn between the ranges (counts and sizes summed).
+  // The root is never split: a flat graph's top level is drawn near the view only.
+  const RANGE = 1000;
+  const VIRT = []; // range index - N -> {g, k, lo, hi (node indices), name}
+  const RANGES = new Map(); // group index -> its ranges' indices
+  const ranged = (g) => g > 0 && g < N && C.nchild[g] > RANGE;
+  function rangesOf(g) {
+    let l = RANGES.get(g);
+    if (l) return l;
+    l = [];
+    const f = FIRST[g], n = C.nchild[g];
+    for (let k = 0; k * RANGE < n; k++) {
+      const lo = f + k * RANGE, hi = f + Math.min(n, (k + 1) * RANGE);
+      let label = "children " + (k * RANGE) + "\u2013" + (hi - f - 1);
+      // Should a child of the group have that name, the range's gets a thin space more
+      // (only a child of that label can: names are compared for those only).
+      for (let j = f; j < f + n; j++) {
+        if (STR[C.label[j]] === label && nameOf(j) === nameOf(g) + "/" + label) { label += "\u2009"; j = f - 1; }
+      }
+      const name = nameOf(g) + "/" + label;
+      VIRT.push({ g, k, lo, hi, name });
+      const v = N + VIRT.length - 1;
+      NAME_IX.set(name, v);
+      l.push(v);
+    }
+    RANGES.set(g, l);
+    return l;
+  }
+  function rangeEdges(g) {
+    // The group's metaedges split: between two ranges (summed, in order of first
+    // appearance) and within one range (by range, positions within it).
+    let r = RANGE_EDGES.get(g);
+    if (r) return r;
+    const rs = rangesOf(g), top = [], inner = rs.map(() => []), at = new Map();
+    for (const m of realMetaedges(g)) {
+      const rv = Math.floor(m.vi / RANGE), rw = Math.floor(m.wi / RANGE);
+      if (m.vi < 0 || m.wi < 0) continue;
+      if (rv === rw) {
+        inner[rv].push(Object.assign({}, m, { vi: m.vi - rv * RANGE, wi: m.wi - rw * RANGE }));
+        continue;
+      }
+      const key = rv * rs.length + rw;
+      let t = at.get(key);
+      if (!t) {
+        at.set(key, (t = { v: nameOf(rs[rv]), w: nameOf(rs[rw]), vi: rv, wi: rw, regular: 0,
+          control: 0, ref: 0, size: 0, shapes: [], seen: new Set() }));
+        top.push(t);
+      }
+      t.regular += m.regular; t.control += m.control; t.ref += m.ref; t.size += m.size;
+      for (const sh of m.shapes) {
+        const k = JSON.stringify(sh);
+        if (!t.seen.has(k)) { t.seen.add(k); t.shapes.push(sh); }
+      }
+    }
+    RANGE_EDGES.set(g, (r = { top, inner }));
+    return r;
+  }
+  const RANGE_EDGES = new Map();
+  class RangeNode {
+    constructor(v) {
+      const r = VIRT[v - N];
+      this.i = v;
+      this.name = r.name;
+      this.kind = "meta";
+      this.label = r.name.slice(nameOf(r.g).length + 1).trim();
+      this.range = r;
+      let card = 0, depth = 1;
+      for (let j = r.lo; j < r.hi; j++) {
+        if (kindOf(j)) { card += C.card[j]; depth = Math.max(depth, C.depth[j] + 1); } else card += 1;
+      }
+      this.cardinality = card;
+      this.depth = depth;
+      this.template = null;
+      this.series = null;
+      this.side_panel = { in: [], out: [] };
+      this.op_histogram = {};
+      this.device_histogram = {};
+    }
+    get children() {
+      const l = [];
+      for (let j = this.range.lo; j < this.range.hi; j++) l.push(nodeAt(j));
+      Object.defineProperty(this, "children", { value: l });
+      return l;
+    }
+    get metaedges() {
+      const l = rangeEdges(this.range.g).inner[this.range.k];
+      Object.defineProperty(this, "metaedges", { value: l });
+      return l;
     }
   }
+  function vparent(x) {
+    // The parent the page draws x in: a range of a big group, else the graph's parent.
+    if (x >= N) return VIRT[x - N].g;
+    const p = PARENT_IX[x];
+    return ranged(p) ? rangesOf(p)[Math.floor((x - FIRST[p]) / RANGE)] : p;
+  }
+  function childPos(p, c) {
+    // The position of c among the children p draws.
+    if (p >= N) return c - VIRT[p - N].lo;
+    if (ranged(p)) return c >= N ? VIRT[c - N].k : Math.floor((c - FIRST[p]) / RANGE);
+    return c - FIRST[p];
+  }
+  function drawnChildCount(g) { return g >= N ? VIRT[g - N].hi - VIRT[g - N].lo : ranged(g) ? rangesOf(g).length : C.nchild[g]; }
+
+  function nodeAt(i) {
+    let o = OBJ.get(i);
+    if (!o) {
+      OBJ.set(i, (o = i >= N ? new RangeNode(i) : new VNode(i)));
+      NAME_IX.set(o.name, i);
+    }
+    return o;
+  }
+  // Name-keyed views of the index, for the code below (names are what the page shows).
+  const NODE = {
+    get(name) { const k = indexOf(name); return k < 0 ? undefined : nodeAt(k); },
+    has(name) { return indexOf(name) >= 0; },
+  };
+  const PARENT = {
+    get(name) { const k = indexOf(name); return k > 0 ? nodeAt(vparent(k)).name : undefined; },
+  };
+  let ROOT = null; // nodeAt(0), once decoded
   const MAX_BRIDGES = 4;
-  const CHILD_INDEX = new Map(); // group name -> Map(child name -> index)
-  function childIndex(g) {
-    let m = CHILD_INDEX.get(g.name);
-    if (!m) {
-      m = new Map();
-      g.children.forEach((c, i) => m.set(c.name, i));
-      CHILD_INDEX.set(g.name, m);
-    }
-    return m;
-  }
-  const isGroup = (n) => n && n.kind !== "op";
+  const isGroup = (n) => !!n && n.kind !== "op";
   const own = (obj) => (obj && typeof obj === "object" ? Object.keys(obj) : []);
 
   // --- lazy layout ---------------------------------------------------------------------------
-  function specOf(g) {
-    const kids = g.children, idx = childIndex(g), panel = [], inPanel = new Set();
-    for (const side of ["in", "out"]) {
-      for (const nm of (g.side_panel && g.side_panel[side]) || []) {
-        const i = idx.get(nm);
-        if (i !== undefined && !inPanel.has(i)) { inPanel.add(i); panel.push(i); }
+  function specOf(g, whole) {
+    // whole: every child of a big group (not its ranges): layoutOf's form.
+    if (g.i >= N || (ranged(g.i) && !whole)) {
+      return { sizes: g.children.map((c) => LAYOUT_JS.collapsedSize(c.label, c.kind, !!(c.series && c.series.vertical))),
+        panel: [], edges: g.metaedges.map((m) => [m.vi, m.wi, LAYOUT_JS.edgeWidth(m.size), LAYOUT_JS.edgeLabel(m.shapes)]) };
+    }
+    const gi = g.i, f = FIRST[gi], n = C.nchild[gi], sizes = new Array(n);
+    for (let k = 0; k < n; k++) {
+      const j = f + k;
+      sizes[k] = LAYOUT_JS.collapsedSize(STR[C.label[j]], KIND_NAMES[kindOf(j)], !!(C.kind[j] & 4));
+    }
+    const panel = [], inPanel = new Set();
+    const sp = PANELS.get(gi);
+    if (sp) {
+      for (const side of ["in", "out"]) {
+        for (const nm of sp[side]) {
+          const j = indexOf(nm);
+          const i = j >= 0 && PARENT_IX[j] === gi ? j - f : undefined;
+          if (i !== undefined && !inPanel.has(i)) { inPanel.add(i); panel.push(i); }
+        }
       }
     }
-    return {
-      sizes: kids.map((c) => LAYOUT_JS.collapsedSize(c.label, c.kind, !!(c.series && c.series.vertical))),
-      panel,
-      edges: g.metaedges.map((m) => [idx.get(m.v), idx.get(m.w), LAYOUT_JS.edgeWidth(m.size),
-                                     LAYOUT_JS.edgeLabel(m.shapes)]),
-    };
+    const edges = [];
+    for (let k = ME_OFF[gi]; k < ME_OFF[gi + 1]; k++) {
+      const v = C.me_v[k], w = C.me_w[k];
+      edges.push([v >= 0 ? v : undefined, w >= 0 ? w : undefined, LAYOUT_JS.edgeWidth(C.me_size[k]),
+        LAYOUT_JS.edgeLabel(shapesAt(C.me_shapes[k]))]);
+    }
+    return { sizes, panel, edges };
   }
   let worker = null, workerSeq = 0;
   const WAITING = new Map(); // request id -> [group name, callbacks]
@@ -142,7 +505,7 @@
       if (LAYOUT.has(name)) continue;
       const g = NODE.get(name);
       if (!isGroup(g)) continue;
-      const w = g.children.length > WORKER_MIN ? startWorker() : false;
+      const w = drawnChildCount(g.i) > WORKER_MIN ? startWorker() : false;
       if (!w) {
         LAYOUT.set(name, LAYOUT_JS.layoutSpec(specOf(g), RANKDIR));
         continue;
@@ -248,12 +611,12 @@
     }
     const w = Math.max(K.PAD + coreW + K.PAD, codePoints(name.split("/").pop()) * K.CHAR_W + 2 * K.PAD);
     const h = K.HEADER + Math.max(coreH, panelH) + K.PAD;
-    const idx = childIndex(g);
     const edges = [];
+    const mes = L.edges.length ? g.metaedges : [];
     L.edges.forEach((route, i) => {
       if (!route) return;
-      const me = g.metaedges[i];
-      const bv = boxes[idx.get(me.v)], bw = boxes[idx.get(me.w)];
+      const me = mes[i];
+      const bv = boxes[me.vi], bw = boxes[me.wi];
       const flat = route[0], mid = [];
       for (let k = 0; k < flat.length; k += 2) mid.push([x0 + mapv(xs, flat[k]), y0 + mapv(ys, flat[k + 1])]);
       const first = mid.length ? mid[0] : [bw[0], bw[1]];
@@ -269,6 +632,8 @@
     const placed = new Map();
     const root = place("", placed);
     const abs = new Map([["", [root.w / 2, root.h / 2, root.w, root.h]]]);
+    const shown = new Set([0]); // node indices of abs's names
+
     const todo = [["", 0, 0]];
     while (todo.length) {
       const [name, ox, oy] = todo.pop();
@@ -277,10 +642,11 @@
         const b = p.boxes[i];
         const a = [ox + b[0], oy + b[1], b[2], b[3]];
         abs.set(c.name, a);
+        shown.add(c.i);
         if (placed.has(c.name)) todo.push([c.name, a[0] - a[2] / 2, a[1] - a[3] / 2]);
       });
     }
-    return { placed, abs };
+    return { placed, abs, shown, bridges: new Map() };
   }
 
   // --- colours ------------------------------------------------------------------------------
@@ -291,49 +657,38 @@
     : "hsl(" + ((i * 137.508) % 360).toFixed(1) + ",55%,78%)");
   const UNIQUE = "#d9d9d9", OP_FILL = "#ffffff", NO_DATA = "#eeeeee";
   const TEMPLATE_COLOUR = new Map();
-  own(view.templates).forEach((t, i) => TEMPLATE_COLOUR.set(t, paletteColour(i)));
+  GD.templates.forEach((t, i) => TEMPLATE_COLOUR.set(t[0], paletteColour(i)));
+  const TEMPLATE_INFO = new Map(GD.templates.map((t) => [t[0], t])); // id -> [id, count, first]
   const DEVICE_COLOUR = new Map();
-  {
-    const devs = new Set();
-    for (const n of NODE.values()) {
-      if (n.kind === "op") { if (n.device) devs.add(n.device); }
-    }
-    Array.from(devs).sort().forEach((d, i) => DEVICE_COLOUR.set(d, paletteColour(i)));
-  }
-  let TIME = null; // name -> total compute time (us) of the subtree; built on first use
+  GD.devices.forEach((d, i) => DEVICE_COLOUR.set(d, paletteColour(i)));
+  let TIME = null; // node index -> total compute time (us) of the subtree (NaN: none)
   let MAX_OP_TIME = 0, MAX_GROUP_TIME = 0;
-  const HAS_TIME = NAMES.some((nm) => {
-    const n = NODE.get(nm);
-    return n.kind === "op" && typeof n.compute_time_us === "number";
-  });
+  const HAS_TIME = !!GD.has_time;
   function times() {
     if (TIME) return TIME;
-    TIME = new Map();
-    const order = [];
-    const stack = [view.root];
-    while (stack.length) {
-      const g = stack.pop();
-      order.push(g);
-      for (const c of g.children || []) {
-        if (c.kind === "op") {
-          const t = typeof c.compute_time_us === "number" ? c.compute_time_us : null;
-          if (t !== null) { TIME.set(c.name, t); MAX_OP_TIME = Math.max(MAX_OP_TIME, t); }
-        } else stack.push(c);
+    TIME = new Float64Array(N).fill(NaN);
+    // Children come after their parent: from the last node back, every group's children
+    // are done when it is reached; each sums its children in their order.
+    for (let i = N - 1; i >= 0; i--) {
+      if (kindOf(i) === 0) {
+        const t = C.time ? C.time[i] : NaN;
+        if (!Number.isNaN(t)) { TIME[i] = t; MAX_OP_TIME = Math.max(MAX_OP_TIME, t); }
+        continue;
       }
-    }
-    for (let i = order.length - 1; i >= 0; i--) {
-      const g = order[i];
       let sum = null;
-      for (const c of g.children) {
-        const t = TIME.get(c.name);
-        if (t !== undefined) sum = (sum || 0) + t;
+      for (let j = FIRST[i]; j < FIRST[i] + C.nchild[i]; j++) {
+        if (!Number.isNaN(TIME[j])) sum = (sum || 0) + TIME[j];
       }
       if (sum !== null) {
-        TIME.set(g.name, sum);
-        if (g.name) MAX_GROUP_TIME = Math.max(MAX_GROUP_TIME, sum);
+        TIME[i] = sum;
+        if (i) MAX_GROUP_TIME = Math.max(MAX_GROUP_TIME, sum);
       }
     }
     return TIME;
+  }
+  function timeOf(n) {
+    const t = times()[n.i];
+    return Number.isNaN(t) ? undefined : t;
   }
   function heat(t, max) {
     // White to red; a square root so that small times still show.
@@ -378,7 +733,7 @@
       return deviceGradient(n.device_histogram || {});
     }
     if (colourMode === "compute_time") {
-      const t = times().get(n.name);
+      const t = timeOf(n);
       if (t === undefined) return n.kind === "op" ? OP_FILL : NO_DATA;
       return heat(t, n.kind === "op" ? MAX_OP_TIME : MAX_GROUP_TIME);
     }
@@ -430,7 +785,7 @@
   const collapseButton = htmlEl("button", { id: "collapse-all", type: "button" }, "Collapse all");
   bar.appendChild(fitButton);
   bar.appendChild(collapseButton);
-  const st = view.stats || {};
+  const st = GD.stats || {};
   bar.appendChild(htmlEl("span", { class: "stats" },
     (st.ops || 0) + " ops \u00b7 " + (st.edges || 0) + " edges \u00b7 " + (st.groups || 0) + " groups"));
   document.body.appendChild(bar);
@@ -586,50 +941,37 @@
   // --- bridges: base edges crossing an open group's border ---------------------------------
   // The parent's metaedge stops at the group's frame; inside, one segment per distinct
   // visible end carries it on to the child (at any depth) that holds the op.
-  let CONSUMERS = null; // op name -> [[consumer name, control], ...]
-  function consumers() {
-    if (CONSUMERS) return CONSUMERS;
-    CONSUMERS = new Map();
-    for (const nm of NAMES) {
-      const d = NODE.get(nm);
-      if (d.kind !== "op") continue;
-      for (const e of d.inputs || []) {
-        let l = CONSUMERS.get(e.name);
-        if (!l) CONSUMERS.set(e.name, (l = []));
-        l.push([nm, !!e.control]);
-      }
-    }
-    return CONSUMERS;
-  }
-  const OPS_UNDER = new Map();
-  function opsUnder(g) {
-    let l = OPS_UNDER.get(g.name);
-    if (l) return l;
-    l = [];
-    const stack = [g];
+  // The graph in pre-order (children in order): a subtree is one interval of it, so that
+  // "is x under g" is two comparisons. Made on first use.
+  let PRE = null, PRE_END = null, PRE_ORDER = null;
+  function preorder() {
+    if (PRE) return;
+    const size = new Int32Array(N).fill(1);
+    for (let i = N - 1; i > 0; i--) size[PARENT_IX[i]] += size[i];
+    PRE = new Int32Array(N);
+    PRE_END = new Int32Array(N);
+    PRE_ORDER = new Int32Array(N);
+    const stack = [0], nchild = C.nchild;
+    let n = 0;
     while (stack.length) {
-      for (const c of stack.pop().children) {
-        if (c.kind === "op") l.push(c); else stack.push(c);
-      }
+      const g = stack.pop();
+      PRE[g] = n;
+      PRE_END[g] = n + size[g];
+      PRE_ORDER[n++] = g;
+      for (let j = FIRST[g] + nchild[g] - 1; j >= FIRST[g]; j--) stack.push(j);
     }
-    OPS_UNDER.set(g.name, l);
-    return l;
   }
-  const EDGE_INDEX = new Map(); // group name -> Map("v\u0000w" -> metaedge index)
-  function edgeIndex(g) {
-    let m = EDGE_INDEX.get(g.name);
-    if (!m) {
-      m = new Map();
-      g.metaedges.forEach((me, i) => m.set(me.v + "\u0000" + me.w, i));
-      EDGE_INDEX.set(g.name, m);
-    }
-    return m;
+  function span(g) {
+    // g's subtree as [start, end) in PRE_ORDER (a range: its children's subtrees).
+    preorder();
+    if (g < N) return [PRE[g], PRE_END[g]];
+    const r = VIRT[g - N];
+    return [PRE[r.lo], PRE_END[r.hi - 1]];
   }
-  function childOf(parent, name) {
-    // The child of ``parent`` holding ``name`` (itself included), or null.
-    let n = name;
-    for (let p = PARENT.get(n); p !== undefined; n = p, p = PARENT.get(p)) if (p === parent) return n;
-    return null;
+  function childOf(parent, x) {
+    // The child of group ``parent`` holding node ``x`` (itself included), or -1.
+    for (let p = vparent(x); p >= 0; x = p, p = vparent(p)) if (p === parent) return x;
+    return -1;
   }
   function segmentHitsBox(a, b, x0, y0, x1, y1) {
     // Liang-Barsky: does the segment a-b cross the rectangle [x0, x1] x [y0, y1]?
@@ -643,18 +985,58 @@
     }
     return t0 < t1;
   }
-  function visibleEnd(name) {
-    let n = name;
-    while (n !== undefined && !scene.abs.has(n)) n = PARENT.get(n);
-    return n;
+  function visibleEnd(x) {
+    while (x >= 0 && !scene.shown.has(x)) x = vparent(x);
+    return x;
+  }
+  function bridgeEnds(g, P, routes) {
+    // Metaedge of the parent (and direction) -> Map(inner visible end -> control only?),
+    // for the scene (the same until the open groups change).
+    let ends = scene.bridges.get(g.i);
+    if (ends) return ends;
+    ends = new Map();
+    if (!edgeIndexes()) return ends; // drawn again when the edges are here
+    const gl = childPos(P, g.i), mi = new Map();
+    const nk = drawnChildCount(P) + 1;
+    nodeAt(P).metaedges.forEach((m, k) => mi.set(m.vi * nk + m.wi, k));
+    const add = (i, inner, control, incoming) => {
+      const k = i + (incoming ? "in" : "out");
+      let m = ends.get(k);
+      if (!m) ends.set(k, (m = { i: i, incoming: incoming, inner: new Map() }));
+      m.inner.set(inner, (m.inner.has(inner) ? m.inner.get(inner) : true) && control);
+    };
+    const src = C.e_src, dst = C.e_dst, flags = C.e_flags;
+    const [lo, hi] = span(g.i);
+    // Only edges with one end outside g: the other end is tested by its pre-order place.
+    const inside = (x) => x >= 0 && PRE[x] >= lo && PRE[x] < hi;
+    for (let p = lo; p < hi; p++) {
+      const d = PRE_ORDER[p];
+      if (kindOf(d)) continue;
+      for (let k = IN_OFF[d]; k < IN_OFF[d + 1]; k++) {
+        const e = IN_E[k];
+        if (inside(src[e])) continue;
+        const cs = src[e] >= 0 ? childOf(P, src[e]) : -1;
+        if (cs < 0 || cs === g.i) continue;
+        const i = mi.get(childPos(P, cs) * nk + gl);
+        if (i !== undefined && routes.has(i)) add(i, visibleEnd(d), !!(flags[e] & 1), true);
+      }
+      for (let k = OUT_OFF[d]; k < OUT_OFF[d + 1]; k++) {
+        const e = OUT_E[k];
+        if (inside(dst[e])) continue;
+        const cw = dst[e] >= 0 ? childOf(P, dst[e]) : -1;
+        if (cw < 0 || cw === g.i) continue;
+        const i = mi.get(gl * nk + childPos(P, cw));
+        if (i !== undefined && routes.has(i)) add(i, visibleEnd(d), !!(flags[e] & 1), false);
+      }
+    }
+    scene.bridges.set(g.i, ends);
+    return ends;
   }
   function drawBridges(layer, g) {
-    const P = PARENT.get(g.name), pg = NODE.get(P), pp = scene.placed.get(P);
+    const Pi = vparent(g.i), pg = nodeAt(Pi), P = pg.name, pp = scene.placed.get(P);
     const routes = new Map(pp.edges);
-    const mi = edgeIndex(pg);
     const ga = scene.abs.get(g.name), gx = ga[0] - ga[2] / 2, gy = ga[1] - ga[3] / 2;
-    const gb = pp.boxes[childIndex(pg).get(g.name)], px = gb[0] - gb[2] / 2, py = gb[1] - gb[3] / 2;
-    const cons = consumers();
+    const gb = pp.boxes[childPos(Pi, g.i)], px = gb[0] - gb[2] / 2, py = gb[1] - gb[3] / 2;
     const gp = scene.placed.get(g.name), gkids = g.children;
     const vertical = RANKDIR === "BT" || RANKDIR === "TB";
     // A lane beside the children (right for vertical flows, bottom otherwise) carries the
@@ -669,16 +1051,16 @@
       }
       return false;
     };
-    const gidx = childIndex(g);
-    const seg = (i, inner, control, incoming) => {
+    const seg = (i, innerIx, control, incoming) => {
       const pts = routes.get(i);
-      const ib = scene.abs.get(inner);
+      const ib = scene.abs.get(nameOf(innerIx));
       if (!pts || !ib) return;
       const e = incoming ? pts[pts.length - 1] : pts[0];
       const ep = [e[0] - px, e[1] - py];
       const box = [ib[0] - gx, ib[1] - gy, ib[2], ib[3]];
       let route = [ep, clip(box, ep)];
-      if (blocked(route[0], route[1], gidx.get(childOf(g.name, inner)))) {
+      const inner = childOf(g.i, innerIx);
+      if (blocked(route[0], route[1], inner >= 0 ? childPos(g.i, inner) : -1)) {
         if (vertical) {
           const yin = ep[1] >= gp.h - 1 ? gp.h - K.PAD / 2 : ep[1] <= 1 ? K.HEADER / 2 : ep[1];
           route = [ep, [ep[0], yin], [lane, yin], [lane, box[1]]];
@@ -698,28 +1080,7 @@
       TIP.set(path, [me, ""]);
       layer.appendChild(path);
     };
-    // Metaedge (and direction) -> Map(inner end -> control only?).
-    const ends = new Map();
-    const add = (i, inner, control, incoming) => {
-      const k = i + (incoming ? "in" : "out");
-      let m = ends.get(k);
-      if (!m) ends.set(k, (m = { i: i, incoming: incoming, inner: new Map() }));
-      m.inner.set(inner, (m.inner.has(inner) ? m.inner.get(inner) : true) && control);
-    };
-    for (const d of opsUnder(g)) {
-      for (const e of d.inputs || []) {
-        const cs = NODE.has(e.name) ? childOf(P, e.name) : null;
-        if (cs === null || cs === g.name) continue;
-        const i = mi.get(cs + "\u0000" + g.name);
-        if (i !== undefined && routes.has(i)) add(i, visibleEnd(d.name), !!e.control, true);
-      }
-      for (const [w, control] of cons.get(d.name) || []) {
-        const cw = childOf(P, w);
-        if (cw === null || cw === g.name) continue;
-        const i = mi.get(g.name + "\u0000" + cw);
-        if (i !== undefined && routes.has(i)) add(i, visibleEnd(d.name), control, false);
-      }
-    }
+    const ends = bridgeEnds(g, Pi, routes);
     for (const m of ends.values()) {
       // TensorBoard's maxBridgePathDegree: a metaedge reaching more than 4 ops inside
       // stops at the frame (a fan of lines would hide the group's own edges).
@@ -758,7 +1119,7 @@
     while (gradients.firstChild) gradients.removeChild(gradients.firstChild);
     gradientSeq = 0;
     const root = svgEl("g", { id: "graph-root" });
-    drawContents(root, view.root, scene.placed.get(""), 0, 0);
+    drawContents(root, ROOT, scene.placed.get(""), 0, 0);
     viewport.replaceChildren(root);
     if (selected && ELEM.has(selected)) ELEM.get(selected).classList.add("selected");
     if (highlighted && ELEM.has(highlighted)) ELEM.get(highlighted).classList.add("highlight");
@@ -790,11 +1151,10 @@
       legend.appendChild(row);
     };
     if (colourMode === "structure") {
-      const ts = own(view.templates);
+      const ts = GD.templates;
       legend.appendChild(htmlEl("div", null, ts.length + " repeated structure" + (ts.length === 1 ? "" : "s")));
-      ts.slice(0, 12).forEach((t) => {
-        const m = view.templates[t] || [];
-        item(TEMPLATE_COLOUR.get(t), m.length + " \u00d7 " + (m[0] || t));
+      ts.slice(0, 12).forEach(([t, count, first]) => {
+        item(TEMPLATE_COLOUR.get(t), count + " \u00d7 " + (first || t));
       });
       item(UNIQUE, "unique");
     } else if (colourMode === "device") {
@@ -825,7 +1185,7 @@
     scale = Math.min(1.5, (vw - 20) / r[2], (vh - 20) / r[3]);
     tx = (vw - r[2] * scale) / 2;
     ty = (vh - r[3] * scale) / 2;
-    const kids = view.root.children;
+    const kids = ROOT.children;
     if (first && scale < 0.25 && scene.abs.size > CULL_MIN && kids.length) {
       // A huge top level (a graph without scopes) opens readable, at its first node;
       // "Fit" shows it all.
@@ -981,15 +1341,72 @@
     draw();
   });
 
-  // Search: names containing the text (case-insensitive), the first 50 listed.
-  let searchTimer = null;
+  // Search: names containing the text (case-insensitive), the first 50 listed, over every
+  // node (opened or not) in the graph's order (pre-order, children in order).
+  let searchTimer = null, SEARCH = null, LOW = null;
+  function lowLabels() {
+    // Each distinct label lower-cased once; a name is lower-cased as its parts.
+    if (!LOW) LOW = STR.map((x) => x.toLowerCase());
+    return LOW;
+  }
+  function searchIndex() {
+    // Every name but the root's, lower-cased, in one text ("\n" between names: a query
+    // holds no line break, so a match lies within one name) and where each starts: for
+    // queries that span scopes ("a/b"). Made at the first such query.
+    if (SEARCH) return SEARCH;
+    preorder();
+    const low = lowLabels(), lowGroup = new Map([[0, ""]]);
+    const parts = new Array(N - 1), starts = new Float64Array(N);
+    let at = 0;
+    for (let n = 1; n < N; n++) {
+      const g = PRE_ORDER[n], ex = NAME_EXC.get(g), b = BASE[g];
+      const nm = ex !== undefined ? ex.toLowerCase()
+        : b ? lowGroup.get(b) + "/" + low[C.label[g]] : low[C.label[g]];
+      if (kindOf(g)) lowGroup.set(g, nm);
+      parts[n - 1] = nm;
+      starts[n - 1] = at;
+      at += nm.length + 1;
+    }
+    starts[N - 1] = at;
+    SEARCH = { starts, text: parts.join("\n") };
+    return SEARCH;
+  }
+  function searchNames(q, limit) {
+    // The first names (at most limit, in pre-order) containing q (lower case).
+    const out = [];
+    preorder();
+    if (q.indexOf("/") < 0) {
+      // Within one part of a name: a node matches when its label or a scope above it
+      // does (the distinct labels are tested once; no name is built but the results').
+      const low = lowLabels(), labelHit = new Uint8Array(low.length);
+      for (let k = 0; k < low.length; k++) labelHit[k] = low[k].indexOf(q) >= 0 ? 1 : 0;
+      const hit = new Uint8Array(N), lab = C.label, exc = NAME_EXC.size > 0;
+      for (let n = 1; n < N && out.length < limit; n++) {
+        const g = PRE_ORDER[n], ex = exc ? NAME_EXC.get(g) : undefined;
+        hit[g] = ex !== undefined ? (ex.toLowerCase().indexOf(q) >= 0 ? 1 : 0)
+          : labelHit[lab[g]] | hit[BASE[g]];
+        if (hit[g]) out.push(nameOf(g));
+      }
+      return out;
+    }
+    const S = searchIndex();
+    let at = 0;
+    while (out.length < limit) {
+      const pos = S.text.indexOf(q, at);
+      if (pos < 0) break;
+      const k = bisectRight(S.starts, pos) - 1;
+      out.push(nameOf(PRE_ORDER[k + 1]));
+      at = S.starts[k + 1];
+    }
+    return out;
+  }
   function runSearch() {
+    if (!C) return;
     const q = search.value.trim().toLowerCase();
     results.replaceChildren();
     if (!q) { results.classList.remove("open"); return; }
     let count = 0;
-    for (const nm of NAMES) {
-      if (nm.toLowerCase().indexOf(q) < 0) continue;
+    for (const nm of searchNames(q, 51)) {
       if (++count > 50) break;
       const b = htmlEl("button", { type: "button", "data-target": nm }, nm);
       results.appendChild(b);
@@ -1089,11 +1506,12 @@
     } else {
       row(t, "kind", n.kind === "series" ? "series" : "group");
       row(t, "ops inside", String(n.cardinality));
-      row(t, "children", String(n.children.length));
+      row(t, "children", String(n.i < N ? C.nchild[n.i] : n.children.length) +
+        (n.i < N && ranged(n.i) ? " (in " + n.children.length + " ranges)" : ""));
       row(t, "depth", String(n.depth));
       if (n.template) {
-        const m = view.templates[n.template] || [];
-        row(t, "structure", "repeated " + m.length + "\u00d7 (" + n.template + ")");
+        const info = TEMPLATE_INFO.get(n.template);
+        row(t, "structure", "repeated " + (info ? info[1] : 0) + "\u00d7 (" + n.template + ")");
       } else row(t, "structure", "unique");
       if (n.series) row(t, "series", n.series.ids.length + " \u00d7 " + n.series.op + (n.series.vertical ? " (chained)" : ""));
       const sp = n.side_panel || {};
@@ -1127,13 +1545,18 @@
 
   // --- first paint, and a small API for tests and notebooks -----------------------------------
   const api = {
-    timing: { scriptStart: T0, parsed: T_PARSED, rendered: null, frame: null },
+    timing: timing,
     // Layouts asked of the worker and not yet answered (an expand or reveal waits on them).
     pending() { return WAITING.size; },
     // The layout of group name in layout_to_json's form (made now if it was not yet).
     layoutOf(name) {
       const g = NODE.get(name);
       if (!isGroup(g)) return null;
+      if (g.i < N && ranged(g.i)) {
+        // A big group is drawn as ranges; its children's own layout is made here.
+        if (!WHOLE.has(name)) WHOLE.set(name, LAYOUT_JS.layoutSpec(specOf(g, true), RANKDIR));
+        return WHOLE.get(name);
+      }
       if (!LAYOUT.has(name)) LAYOUT.set(name, LAYOUT_JS.layoutSpec(specOf(g), RANKDIR));
       return LAYOUT.get(name);
     },
@@ -1147,7 +1570,7 @@
     boxes() { return scene ? Array.from(scene.abs) : []; },
     // Plugin interface: node styles, redraw, the live SVG, selection, info, side panels.
     registerNodeStyle(fn) { NODE_STYLES.push(fn); },
-    redraw() { restyle(); },
+    redraw() { if (scene) restyle(); },
     svgElement() { return svg; },
     onSelect(cb) { SELECT_HANDLERS.push(cb); },
     nodeInfo(name) {
@@ -1156,6 +1579,24 @@
       const info = { id: name, path: name, kind: n.kind === "op" ? "op" : n.kind === "series" ? "series" : "group" };
       if (n.kind !== "op") info.children = n.children.map((c) => c.name);
       return info;
+    },
+    // Everything the page knows of a node, in view_to_json's form (a group's children
+    // as names), or null: the page's decoding, for tests.
+    nodeData(name) {
+      const n = NODE.get(name);
+      if (!n) return null;
+      const copy = (o) => Object.fromEntries(Object.keys(o).map((k) => [k, o[k]]));
+      if (n.kind === "op") {
+        return { kind: "op", name: n.name, label: n.label, op: n.op, device: n.device,
+          attrs: copy(n.attrs), shapes: n.shapes, inputs: n.inputs, in_embeddings: n.in_embeddings,
+          out_embeddings: n.out_embeddings, xla_cluster: n.xla_cluster, compute_time_us: n.compute_time_us };
+      }
+      return { kind: n.kind, name: n.name, label: n.label, depth: n.depth, cardinality: n.cardinality,
+        op_histogram: copy(n.op_histogram), device_histogram: copy(n.device_histogram),
+        template: n.template, series: n.series, side_panel: n.side_panel,
+        children: n.i < N ? realChildren(n.i).map(nameOf) : n.children.map((c) => c.name),
+        metaedges: (n.i < N ? realMetaedges(n.i) : n.metaedges).map((m) => ({ v: m.v, w: m.w, regular: m.regular, control: m.control,
+          ref: m.ref, size: m.size, shapes: m.shapes })) };
     },
     addPanel(title, element) {
       const p = htmlEl("section", { class: "plugin-panel" });
@@ -1166,11 +1607,28 @@
     },
   };
   Object.defineProperty(window, "summarylibViewer", { value: api });
-  withLayouts([""], () => {
-    scene = compose();
-    fitView(true, true);
-    draw();
-    api.timing.rendered = performance.now();
-    requestAnimationFrame(() => requestAnimationFrame(() => { api.timing.frame = performance.now(); }));
-  });
+  // The columns are inflated off the main thread (DecompressionStream); the plugins above
+  // have registered by then.
+  // timing.frame (what tests and notebooks wait for) comes once the second blob is here
+  // too, and the drawing has its edges into open groups.
+  decode().then(() => {
+    api.timing.parsed = T_PARSED = performance.now();
+    ROOT = nodeAt(0);
+    LATER = decodeLater();
+    withLayouts([""], () => {
+      scene = compose();
+      fitView(true, true);
+      draw();
+      api.timing.rendered = performance.now();
+      LATER.then(() => {
+        if (scene) { scene = compose(); draw(); }
+        api.timing.later = performance.now();
+        requestAnimationFrame(() => requestAnimationFrame(() => { api.timing.frame = performance.now(); }));
+      }, fail);
+    });
+  }, fail);
+  function fail(e) {
+    stage.appendChild(htmlEl("p", { id: "failed" }, "This page could not read its graph: " + e));
+    throw e;
+  }
 })();

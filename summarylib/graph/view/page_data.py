@@ -1,0 +1,367 @@
+"""``view_to_page_data``: a :class:`GraphView` as the compact data the HTML page decodes.
+
+The page (``assets/viewer.js``) must open graphs of a million nodes, so the view is not one
+JSON object per node (about 500 bytes per op) but columns: integer arrays indexed by node,
+by base edge, by metaedge and by embedding, and tables of the distinct strings, shape
+lists and attribute dicts they point into. The columns are packed into one binary blob
+with the tables' JSON, compressed with zlib (the browser's ``DecompressionStream
+("deflate")`` reads it) and base64-encoded. The page decodes the blob once and makes
+objects only for the nodes of the groups that are open.
+
+The returned dict (format ``summarylib.graph.page``, version 1)::
+
+    {"format", "version", "options", "stats": {"ops", "edges", "groups"},
+     "nodes": N, "devices": [sorted devices of ops], "has_time": bool,
+     "templates": [[id, member count, first member name], ...],
+     "tables_bytes": n, "columns": {name: [dtype, byte offset, length, blob]},
+     "blob": base64(zlib(tables JSON, padding, columns of blob 0)),
+     "later": base64(zlib(columns of blob 1))}
+
+Nodes are numbered breadth-first from the root (0), children in the view's order, so the
+children of a group are consecutive and the parent of every node comes before it: the
+column ``nchild`` alone gives both (``first child = 1 + sum of nchild before``). Per node:
+``kind`` (bit 0-1: 0 op, 1 metanode, 2 series; bit 2: a vertical series), ``label`` (a
+string index: the last component of the name; the full name is the name of the nearest
+ancestor that is not a series, ``/``, the label, except the nodes listed in the tables'
+``names``), ``type`` (op type, or a series' op; -1), ``device``, ``attrs`` and ``shapes``
+(table indices; -1 for groups), ``card`` and ``depth`` (groups), ``template`` (index in
+``templates``; -1), ``nme`` (metaedges of the group), ``nhist``/``ndev`` (entries of the
+op and device histograms). Per metaedge, in each group's order: ``me_v``, ``me_w`` (child
+positions in the group), ``me_reg``, ``me_ctl``, ``me_ref``, ``me_size`` (float64 unless
+every size fits int32), ``me_shapes``. Per histogram entry: ``hist_key`` (string index),
+``hist_val``; likewise ``dev_key``/``dev_val``. Per base edge, in the view's order:
+``e_src``, ``e_dst`` (node index, or ``-1 - k`` for the k-th of the tables' ``extra``
+names), ``e_slot``, ``e_flags`` (bit 0 control, bit 1 ref). Per embedding: ``emb_host``,
+``emb_flags`` (bit 0 an out embedding, bit 1 the name is relative to the host's parent
+scope), ``emb_name``, ``emb_op``, ``emb_shapes``. ``time`` (float64, NaN for none) when
+any op has a compute time. Each integer column is stored in the narrowest type that holds
+its values (``uint8``, ``int8``, ``uint16``, ``int16`` or ``int32``). The columns of base
+edges, embeddings and histogram entries are in the second blob, ``later``, which the page
+inflates after it has drawn the top level. The tables:
+``strings``, ``shapes`` (lists of shapes), ``attrs`` (dicts), ``names`` ([[node, full
+name]]), ``extra``, ``panels`` ([[node, in names, out names]]), ``series`` ([[node,
+ids]]), ``xla`` ([[node, cluster]]).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import zlib
+from typing import Any
+
+import numpy as np
+
+from summarylib.graph._gc import gc_paused
+from summarylib.graph.view.model import GraphView, GroupNode, OpNode
+
+__all__ = ["FORMAT", "VERSION", "view_to_page_data"]
+
+FORMAT = "summarylib.graph.page"
+VERSION = 1
+
+_KIND_OP, _KIND_META, _KIND_SERIES, _VERTICAL = 0, 1, 2, 4
+
+
+_INTS = [np.dtype(t) for t in ("uint8", "int8", "uint16", "int16", "int32")]
+#: The columns of the second blob ("later").
+_LATER = frozenset({"e_src", "e_dst", "e_slot", "e_flags", "emb_host", "emb_flags",
+                    "emb_name", "emb_op", "emb_shapes", "hist_key", "hist_val", "dev_key",
+                    "dev_val"})
+
+
+def _narrow(arr: np.ndarray) -> np.ndarray:
+    """``arr`` little-endian in the narrowest integer type that holds its values (less
+    for the page to inflate and hold); floats that are not all int32 integers as they
+    are (float64)."""
+    if not arr.size or (arr.dtype.kind == "f" and not (
+            np.isfinite(arr).all() and (arr == np.round(arr)).all()
+            and np.abs(arr).max() < 2**31)):
+        return arr.astype(arr.dtype.newbyteorder("<"), copy=False)
+    lo, hi = int(arr.min()), int(arr.max())
+    for t in _INTS:
+        info = np.iinfo(t)
+        if info.min <= lo and hi <= info.max:
+            return arr.astype(t.newbyteorder("<"), copy=False)
+    raise ValueError(f"a column's values {lo}..{hi} do not fit in int32")
+
+
+def view_to_page_data(view: GraphView, level: int = 1) -> dict[str, Any]:
+    """``view`` as the page's compact data (see the module docstring); ``level`` is the
+    zlib compression level (1-9)."""
+    if not 1 <= level <= 9:
+        raise ValueError(f"level must be 1-9, got {level!r}")
+    with gc_paused():
+        return _encode(view, level)
+
+
+def _encode(view: GraphView, level: int) -> dict[str, Any]:
+    nodes = view.nodes
+    strings: dict[str, int] = {}
+    shapes_ix: dict[tuple[Any, ...], int] = {}
+    attrs_ix: dict[tuple[tuple[str, str], ...], int] = {}
+    attrs_list: list[dict[str, str]] = []
+    template_ix = {t: i for i, t in enumerate(view.templates)}
+
+    def sid(s: str) -> int:
+        i = strings.get(s)
+        if i is None:
+            i = strings[s] = len(strings)
+        return i
+
+    def shp(shapes: Any) -> int:
+        key = tuple(shapes)
+        i = shapes_ix.get(key)
+        if i is None:
+            i = shapes_ix[key] = len(shapes_ix)
+        return i
+
+    order: list[str] = [""]
+    base_of: list[int] = [-1]  # the node whose name prefixes this one's (-1: none)
+    kind: list[int] = []
+    nchild: list[int] = []
+    label: list[int] = []
+    typ: list[int] = []
+    device: list[int] = []
+    attrs: list[int] = []
+    shapes: list[int] = []
+    card: list[int] = []
+    depth: list[int] = []
+    template: list[int] = []
+    nme: list[int] = []
+    nhist: list[int] = []
+    ndev: list[int] = []
+    hist_key: list[int] = []
+    hist_val: list[int] = []
+    dev_key: list[int] = []
+    dev_val: list[int] = []
+    me_v: list[int] = []
+    me_w: list[int] = []
+    me_reg: list[int] = []
+    me_ctl: list[int] = []
+    me_ref: list[int] = []
+    me_size: list[float] = []
+    me_shapes: list[int] = []
+    emb_host: list[int] = []
+    emb_flags: list[int] = []
+    emb_name: list[int] = []
+    emb_op: list[int] = []
+    emb_shapes: list[int] = []
+    times: list[float] = []
+    names: list[list[Any]] = []
+    panels: list[list[Any]] = []
+    series: list[list[Any]] = []
+    xla: list[list[Any]] = []
+    devices: set[str] = set()
+    has_time = False
+    n_ops = 0
+    nan = math.nan
+
+    i = 0
+    while i < len(order):
+        name = order[i]
+        node = nodes[name]
+        b = base_of[i]
+        cut = name.rfind("/")
+        lab = name[cut + 1:]
+        if i:
+            want = lab if b == 0 else order[b] + "/" + lab
+            if want != name:
+                names.append([i, name])
+        label.append(sid(lab))
+        if type(node) is OpNode:
+            n_ops += 1
+            kind.append(_KIND_OP)
+            nchild.append(0)
+            typ.append(sid(node.op))
+            dev = node.device
+            if dev:
+                devices.add(dev)
+            device.append(sid(dev) if dev else -1)
+            a = node.attrs
+            if a:
+                akey = tuple(a.items())
+                ai = attrs_ix.get(akey)
+                if ai is None:
+                    ai = attrs_ix[akey] = len(attrs_list)
+                    attrs_list.append(dict(a))
+                attrs.append(ai)
+            else:
+                attrs.append(-1)
+            shapes.append(shp(node.shapes))
+            card.append(0)
+            depth.append(0)
+            template.append(-1)
+            nme.append(0)
+            nhist.append(0)
+            ndev.append(0)
+            t = node.compute_time_us
+            if t is not None:
+                has_time = True
+            times.append(nan if t is None else float(t))
+            if node.xla_cluster is not None:
+                xla.append([i, node.xla_cluster])
+            if node.in_embeddings or node.out_embeddings:
+                scope = name[:cut + 1] if cut >= 0 else ""
+                for flag, embs in ((0, node.in_embeddings), (1, node.out_embeddings)):
+                    for e in embs:
+                        emb_host.append(i)
+                        if scope and e.name.startswith(scope) and "/" not in e.name[len(scope):]:
+                            emb_flags.append(flag | 2)
+                            emb_name.append(sid(e.name[len(scope):]))
+                        else:
+                            emb_flags.append(flag)
+                            emb_name.append(sid(e.name))
+                        emb_op.append(sid(e.op))
+                        emb_shapes.append(shp(e.shapes))
+        else:
+            assert isinstance(node, GroupNode)
+            is_series = node.kind == "series"
+            kind.append((_KIND_SERIES | (_VERTICAL if node.series_vertical else 0))
+                        if is_series else _KIND_META)
+            kids = node.children
+            nchild.append(len(kids))
+            # Members of a series are named in the series' scope, not under its name.
+            child_base = b if is_series else i
+            order.extend(kids)
+            base_of.extend([child_base] * len(kids))
+            typ.append(sid(node.series_op) if is_series and node.series_op is not None else -1)
+            device.append(-1)
+            attrs.append(-1)
+            shapes.append(-1)
+            card.append(node.cardinality)
+            depth.append(node.depth)
+            tpl = node.template
+            template.append(-1 if tpl is None else template_ix.get(tpl, -1))
+            times.append(nan)
+            mes = node.metaedges
+            nme.append(len(mes))
+            if mes:
+                pos = {c: k for k, c in enumerate(kids)}
+                for m in mes:
+                    me_v.append(pos.get(m.v, -1))
+                    me_w.append(pos.get(m.w, -1))
+                    me_reg.append(m.regular)
+                    me_ctl.append(m.control)
+                    me_ref.append(m.ref)
+                    me_size.append(m.size)
+                    me_shapes.append(shp(m.shapes))
+            oh = node.op_histogram
+            nhist.append(len(oh))
+            for k, v in oh.items():
+                hist_key.append(sid(k))
+                hist_val.append(v)
+            dh = node.device_histogram
+            ndev.append(len(dh))
+            for k, v in dh.items():
+                dev_key.append(sid(k))
+                dev_val.append(v)
+            sp = node.side_panel
+            if sp.get("in") or sp.get("out"):
+                panels.append([i, list(sp.get("in", [])), list(sp.get("out", []))])
+            if is_series:
+                series.append([i, list(node.series_ids)])
+        i += 1
+
+    index = {name: k for k, name in enumerate(order)}
+    extra: dict[str, int] = {}
+
+    def end(name: str) -> int:
+        k = index.get(name)
+        if k is not None:
+            return k
+        j = extra.get(name)
+        if j is None:
+            j = extra[name] = len(extra)
+        return -1 - j
+
+    edges = view.edges
+    e_src = [end(e.src) for e in edges]
+    e_dst = [end(e.dst) for e in edges]
+    e_slot = [e.slot for e in edges]
+    e_flags = [(1 if e.control else 0) | (2 if e.ref else 0) for e in edges]
+
+    columns: list[tuple[str, np.ndarray]] = [
+        ("kind", np.array(kind, np.uint8)),
+        ("nchild", np.array(nchild, np.int32)),
+        ("label", np.array(label, np.int32)),
+        ("type", np.array(typ, np.int32)),
+        ("device", np.array(device, np.int32)),
+        ("attrs", np.array(attrs, np.int32)),
+        ("shapes", np.array(shapes, np.int32)),
+        ("card", np.array(card, np.int32)),
+        ("depth", np.array(depth, np.int32)),
+        ("template", np.array(template, np.int32)),
+        ("nme", np.array(nme, np.int32)),
+        ("nhist", np.array(nhist, np.int32)),
+        ("ndev", np.array(ndev, np.int32)),
+        ("hist_key", np.array(hist_key, np.int32)),
+        ("hist_val", np.array(hist_val, np.int32)),
+        ("dev_key", np.array(dev_key, np.int32)),
+        ("dev_val", np.array(dev_val, np.int32)),
+        ("me_v", np.array(me_v, np.int32)),
+        ("me_w", np.array(me_w, np.int32)),
+        ("me_reg", np.array(me_reg, np.int32)),
+        ("me_ctl", np.array(me_ctl, np.int32)),
+        ("me_ref", np.array(me_ref, np.int32)),
+        ("me_size", np.array(me_size, np.float64)),
+        ("me_shapes", np.array(me_shapes, np.int32)),
+        ("e_src", np.array(e_src, np.int32)),
+        ("e_dst", np.array(e_dst, np.int32)),
+        ("e_slot", np.array(e_slot, np.int32)),
+        ("e_flags", np.array(e_flags, np.uint8)),
+        ("emb_host", np.array(emb_host, np.int32)),
+        ("emb_flags", np.array(emb_flags, np.uint8)),
+        ("emb_name", np.array(emb_name, np.int32)),
+        ("emb_op", np.array(emb_op, np.int32)),
+        ("emb_shapes", np.array(emb_shapes, np.int32)),
+    ]
+    if has_time:
+        columns.append(("time", np.array(times, np.float64)))
+    tables = {
+        "strings": list(strings),
+        "shapes": [[None if s is None else list(s) for s in key] for key in shapes_ix],
+        "attrs": attrs_list,
+        "names": names,
+        "extra": list(extra),
+        "panels": panels,
+        "series": series,
+        "xla": xla,
+    }
+    # ASCII JSON: lone surrogates and every non-ASCII character stay \u escapes.
+    tables_bytes = json.dumps(tables, ensure_ascii=True, separators=(",", ":"),
+                              allow_nan=False).encode("ascii")
+    # Two blobs: what the first drawing needs, and the rest (edges, embeddings and
+    # histograms: for edges into open groups, cards and colours), which the page
+    # inflates while it draws the top level.
+    blobs: list[list[bytes]] = [[tables_bytes], []]
+    offsets = [len(tables_bytes), 0]
+    directory: dict[str, list[Any]] = {}
+    for cname, arr in columns:
+        part = 1 if cname in _LATER else 0
+        parts = blobs[part]
+        pad = -offsets[part] % 8  # typed arrays need aligned offsets
+        if pad:
+            parts.append(b"\0" * pad)
+            offsets[part] += pad
+        arr = _narrow(arr)
+        directory[cname] = [arr.dtype.name, offsets[part], int(arr.size), part]
+        data = arr.tobytes()
+        parts.append(data)
+        offsets[part] += len(data)
+    blob, later = (zlib.compress(b"".join(parts), level) for parts in blobs)
+    stats = {"ops": n_ops, "edges": len(edges), "groups": len(order) - n_ops - 1}
+    return {
+        "format": FORMAT, "version": VERSION,
+        "options": dict(view.options),
+        "stats": stats,
+        "nodes": len(order),
+        "devices": sorted(devices),
+        "has_time": has_time,
+        "templates": [[t, len(m), m[0] if m else t] for t, m in view.templates.items()],
+        "tables_bytes": len(tables_bytes),
+        "columns": directory,
+        "blob": base64.b64encode(blob).decode("ascii"),
+        "later": base64.b64encode(later).decode("ascii"),
+    }

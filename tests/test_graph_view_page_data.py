@@ -1,0 +1,268 @@
+"""The page's compact data (page_data.py): what the HTML carries and what the page decodes.
+
+The page gets the view as compressed columns, not one JSON object per node: every node
+the page decodes (opened or not, hostile names included) must be what ``view_to_json``
+says, the file must stay small per node, and search must reach nodes in groups that were
+never opened. A page of a million nodes is checked with ``SUMMARYLIB_SLOW=1`` (building
+its view takes minutes on two cores); the 100k-node page always is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from summarylib.graph import Graph, Node, TensorSpec
+from summarylib.graph.view import GraphView, OpNode, build_view
+from summarylib.graph.view import layout as lay
+from summarylib.graph.view.html_export import view_to_html
+from summarylib.graph.view.page_data import view_to_page_data
+from tests import graph_models as gm
+from tests.browser import chromium_page, wait_until
+from tests.page_data_reader import json_records, read_page_data
+
+SLOW = bool(os.environ.get("SUMMARYLIB_SLOW"))
+F = TensorSpec((8, 3), "float32")
+EVIL = "</script><img src=x onerror=window.__pwned=1>"
+
+
+def _open(page: Any, html: str, path: Path, timeout_ms: float = 60_000) -> list[str]:
+    """Loads ``html`` from ``path`` in ``page`` until its first frame; the list collects
+    page errors and console errors."""
+    path.write_text(html, encoding="utf-8")
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(path.as_uri(), timeout=timeout_ms)
+    wait_until(page, "window.summarylibViewer && window.summarylibViewer.timing.frame",
+               timeout_ms=timeout_ms)
+    return errors
+
+
+def _odd_graph() -> GraphView:
+    """Every kind of record: series of ops and of groups, embedded constants and
+    summaries, a renamed op (``A`` beside ``A/b``), a name under the empty scope, hostile
+    and non-ASCII names, attributes, devices, control edges, compute times, XLA clusters."""
+    nodes = [
+        Node("x", "Placeholder", outputs=[F], device="/device:CPU:0"),
+        Node("A", "Relu", ["x"], outputs=[F]),
+        Node("A/b", "Relu", ["A"], outputs=[F], attrs={"T": "float32", EVIL: EVIL}),
+        Node("/lead", "Neg", ["A/b"], outputs=[F]),
+        Node(f"s/{EVIL}/__proto__", "Relu", ["x"], outputs=[F], device=EVIL),
+        Node("s/constructor/\u00e9\u6f22", "Relu", [f"s/{EVIL}/__proto__"], outputs=[F]),
+        Node("c/Const", "Const", outputs=[TensorSpec((3,), "float32")]),
+        Node("c/mul", "Mul", ["x", "c/Const"], outputs=[F]),
+        Node("c/summary", "ScalarSummary", ["c/mul"], outputs=[TensorSpec((), "string")]),
+        Node("tail", "NoOp", control_inputs=["c/mul", "A/b"]),
+    ]
+    for i in range(6):  # a series of ops
+        nodes.append(Node(f"r/add_{i}", "AddV2", ["x", f"r/add_{i - 1}" if i else "x"],
+                          outputs=[F]))
+    for i in range(4):  # a series of groups
+        nodes += [Node(f"blocks/layer_{i}/mm", "MatMul", ["x", "x"], outputs=[F]),
+                  Node(f"blocks/layer_{i}/act", "Tanh", [f"blocks/layer_{i}/mm"], outputs=[F])]
+    view = build_view(Graph(nodes))
+    for k, op in enumerate(n for n in view.nodes.values() if isinstance(n, OpNode)):
+        op.compute_time_us = 0.1 * k if k % 3 else None
+        op.xla_cluster = f"cluster_{k % 2}" if k % 4 == 1 else None
+    return view
+
+
+def test_page_decodes_every_node_as_view_to_json(tmp_path: Path) -> None:
+    for view in (_odd_graph(), build_view(gm.synthetic_graph(3, 2))):
+        want = json_records(view)
+        kinds = {r["kind"] for r in want.values()}
+        assert kinds == {"op", "meta", "series"}
+        with chromium_page() as page:
+            errors = _open(page, view_to_html(view), tmp_path / "odd.html")
+            # Without opening anything: each node is resolved by its name.
+            got = page.evaluate(
+                "names => names.map(n => window.summarylibViewer.nodeData(n))", list(want))
+            assert page.evaluate("window.summarylibViewer.expanded()") == [""]
+            assert page.evaluate("window.summarylibViewer.nodeData('no/such/node')") is None
+            assert errors == []
+        for rec, (name, expected) in zip(got, want.items(), strict=True):
+            assert rec == expected, name
+
+
+_PARTS = st.sampled_from(["a", "b", "add_1", "add_2", "add_3", "x_7", "__proto__", "\u00e9",
+                          "Const", "s", EVIL, ""])
+
+
+@st.composite
+def _graphs(draw: st.DrawFn) -> Graph:
+    names = draw(st.lists(st.lists(_PARTS, min_size=1, max_size=3).map("/".join),
+                          min_size=1, max_size=24, unique=True))
+    nodes = []
+    for k, name in enumerate(names):
+        earlier = names[:k]
+        ins = draw(st.lists(st.sampled_from(earlier), max_size=3)) if earlier else []
+        ctl = draw(st.lists(st.sampled_from(earlier), max_size=1)) if earlier else []
+        op = draw(st.sampled_from(["Relu", "Const", "MatMul", "NoOp", "ScalarSummary"]))
+        dims = draw(st.lists(st.integers(-1, 9), max_size=2))
+        nodes.append(Node(name, op, ins, ctl, outputs=[TensorSpec(tuple(dims), "float32")],
+                          device=draw(st.sampled_from(["", "/device:CPU:0", EVIL])),
+                          attrs=draw(st.dictionaries(st.sampled_from(["T", EVIL]),
+                                                     st.sampled_from(["1", EVIL]),
+                                                     max_size=2))))
+    return Graph(nodes)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_graphs(), st.booleans())
+def test_page_data_round_trips_every_record(graph: Graph, timed: bool) -> None:
+    view = build_view(graph)
+    if timed:
+        for k, op in enumerate(n for n in view.nodes.values() if isinstance(n, OpNode)):
+            op.compute_time_us = float(k) if k % 2 else None
+            op.xla_cluster = "c" if k % 3 == 0 else None
+    assert read_page_data(view_to_page_data(view)) == json_records(view)
+
+
+def test_page_data_is_a_few_bytes_per_node() -> None:
+    # One JSON object per op made about 480 bytes a node; the columns take a tenth.
+    view = build_view(gm.synthetic_10k())
+    html = view_to_html(view)
+    block = re.search(r'<script type="application/json" id="graph-data">(.*?)</script>', html,
+                      re.S)
+    assert block is not None
+    data = json.loads(block.group(1))
+    assert "view" not in data and data["graph"]["nodes"] == len(view.nodes)
+    assert len(block.group(1)) / len(view.nodes) < 50
+
+
+def _deep_op(view: GraphView) -> tuple[str, list[str]]:
+    """The last op of the view's deepest path and its ancestors, innermost first."""
+    target = max((n for n, v in view.nodes.items() if isinstance(v, OpNode)),
+                 key=lambda n: (n.count("/"), n))
+    chain = []
+    parent = view.nodes[target].parent
+    while parent:
+        chain.append(parent)
+        parent = view.nodes[parent].parent
+    return target, chain
+
+
+def _search_and_open(view: GraphView, tmp_path: Path, timeout_ms: float) -> dict[str, Any]:
+    target, chain = _deep_op(view)
+    with chromium_page() as page:
+        errors = _open(page, view_to_html(view), tmp_path / "big.html", timeout_ms)
+        top = {n for n, _ in page.evaluate("window.summarylibViewer.boxes()")}
+        assert top == {"", *view.root.children}
+        # The search box lists the deep op (never decoded into an object before) and
+        # picking it opens every group above it.
+        page.fill("#search", target)
+        page.wait_for_selector("#results.open button", timeout=timeout_ms)
+        listed = page.eval_on_selector_all("#results button",
+                                           "bs => bs.map(b => b.getAttribute('data-target'))")
+        assert target in listed
+        page.press("#search", "Enter")
+        wait_until(page, "window.summarylibViewer.pending() === 0 && "
+                         f"window.summarylibViewer.boxes().some(b => b[0] === {target!r})",
+                   timeout_ms=timeout_ms)
+        opened = set(page.evaluate("window.summarylibViewer.expanded()"))
+        boxes = dict(page.evaluate("window.summarylibViewer.boxes()"))
+        assert errors == []
+    assert set(chain) <= opened
+    big = [g for g in chain if len(view.nodes[g].children) > 1000]  # type: ignore[union-attr]
+    if big:
+        # Groups of more than 1,000 children are drawn as ranges (the page's own groups):
+        # the one holding the target's ancestor is open.
+        assert all(any(o.startswith(g + "/children ") for o in opened) for g in big)
+        return boxes
+    # The expanded groups are drawn as the Python layout composes them.
+    scene = lay.compose(view, lay.layout_view(view, groups=["", *chain]), opened)
+    assert set(boxes) == set(scene.boxes)
+    for name, box in scene.boxes.items():
+        assert boxes[name] == pytest.approx(list(box), abs=0.1 + 1e-9), name
+    return boxes
+
+
+def test_100k_page_opens_and_search_reaches_a_deep_node(tmp_path: Path) -> None:
+    view = build_view(gm.synthetic_100k())
+    assert len(view.nodes) > 90_000
+    _search_and_open(view, tmp_path, 120_000)
+
+
+@pytest.mark.skipif(not SLOW, reason="building the 1M-node view takes minutes on two cores; "
+                                     "set SUMMARYLIB_SLOW=1")
+@pytest.mark.timeout(1800)  # the graph, its view and its page: minutes on two loaded cores
+def test_1m_page_opens_and_search_reaches_a_deep_node(tmp_path: Path) -> None:
+    view = build_view(gm.synthetic_graph(gm._layers_for(1_000_000, 4), 4))
+    assert len(view.nodes) > 900_000
+    assert len(view_to_html(view)) < 50e6
+    _search_and_open(view, tmp_path, 300_000)
+
+
+def test_groups_are_columns_not_objects_in_the_html() -> None:
+    # A scope of many ops writes no per-op record: its names appear only in the
+    # compressed tables.
+    ops = [Node(f"big/op{i}x", "Relu", [f"big/op{i - 1}x"] if i else [], outputs=[F])
+           for i in range(2000)]
+    html = view_to_html(build_view(Graph(ops)))
+    assert "big/op1999x" not in html and '"kind":"op"' not in html
+
+
+def test_a_group_of_more_than_1000_children_opens_as_ranges(tmp_path: Path) -> None:
+    # 2,500 ops in a chain in one scope: the group shows three ranges, each opened on its
+    # own; the chain's links between ranges are drawn between the ranges.
+    ops = [Node(f"big/o{i}x", "Relu", [f"big/o{i - 1}x"] if i else [], outputs=[F])
+           for i in range(2500)]
+    view = build_view(Graph(ops))
+    ranges = ["big/children 0\u2013999", "big/children 1000\u20131999",
+              "big/children 2000\u20132499"]
+    with chromium_page() as page:
+        errors = _open(page, view_to_html(view), tmp_path / "ranges.html")
+        page.evaluate("window.summarylibViewer.expand('big')")
+        wait_until(page, "window.summarylibViewer.pending() === 0 && "
+                         "window.summarylibViewer.expanded().includes('big')")
+        drawn = dict(page.evaluate("window.summarylibViewer.boxes()"))
+        assert set(drawn) == {"", "big", *ranges}
+        info = page.evaluate("window.summarylibViewer.nodeInfo('big/children 1000\u20131999')")
+        assert info["children"] == [f"big/o{i}x" for i in range(1000, 2000)]
+        edges = page.evaluate("window.summarylibViewer.layoutOf('big/children 0\u2013999')")
+        assert len(edges["nodes"]) == 1000
+        # The data of the group itself is still every child.
+        assert page.evaluate("window.summarylibViewer.nodeData('big')")["children"] == [
+            f"big/o{i}x" for i in range(2500)]
+        # Search reaches an op in a range never opened, and opens the range.
+        page.fill("#search", "big/o2400x")
+        page.press("#search", "Enter")
+        wait_until(page, "window.summarylibViewer.pending() === 0 && "
+                         "window.summarylibViewer.boxes().some(b => b[0] === 'big/o2400x')")
+        opened = set(page.evaluate("window.summarylibViewer.expanded()"))
+        assert {"big", ranges[2]} <= opened and ranges[0] not in opened
+        drawn = dict(page.evaluate("window.summarylibViewer.boxes()"))
+        assert set(drawn) == {"", "big", *ranges, *(f"big/o{i}x" for i in range(2000, 2500))}
+        # Two metaedges link the ranges (one chain link each); the edge into the open
+        # range goes on to the op inside (a bridge).
+        paths = page.evaluate("Array.from(document.querySelectorAll("
+                              "'[data-name=\"big\"] > .edges > path.edge')).length")
+        assert paths == 2
+        assert page.locator(f"[data-name='{ranges[2]}'] > .edges > .bridge").count() == 1
+        assert errors == []
+
+
+def test_a_range_never_takes_the_name_of_a_node(tmp_path: Path) -> None:
+    # A child named like the first range: the range's name gets a thin space more, and
+    # both resolve to themselves.
+    clash = "big/children 0\u2013999"
+    ops = [Node(clash, "Relu", outputs=[F])]
+    ops += [Node(f"big/o{i}x", "Relu", [ops[-1].name], outputs=[F]) for i in range(1200)]
+    view = build_view(Graph(ops))
+    with chromium_page() as page:
+        errors = _open(page, view_to_html(view), tmp_path / "clash.html")
+        ranges = page.evaluate("window.summarylibViewer.expand('big'), "
+                               "window.summarylibViewer.nodeInfo('big').children")
+        assert ranges == [clash + "\u2009", "big/children 1000\u20131200"]
+        assert page.evaluate(f"window.summarylibViewer.nodeInfo({clash!r}).kind") == "op"
+        assert page.evaluate("n => window.summarylibViewer.nodeInfo(n).children.length",
+                             ranges[0]) == 1000
+        assert errors == []
