@@ -34,12 +34,16 @@ The kinds:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container, Sequence
+from functools import partial
 from typing import Any, Generic, NoReturn, TypeVar
 
 from summarylib.encoding._pending import PendingValue, capture, device_kind, is_tracer, stand_in
 
-__all__ = ["DeviceValue", "HostValue", "TracedValue", "Value", "value_of"]
+__all__ = [
+    "DeviceValue", "HostValue", "TracedValue", "Value", "read_values", "value_of",
+    "values_of_arrays",
+]
 
 T = TypeVar("T")
 
@@ -252,3 +256,29 @@ def value_of(
     # The host form is a numpy array, or a tuple led by one (pixels, width, height).
     arr: Any = converted[0] if type(converted) is tuple else converted  # type: ignore[index]
     return HostValue(converted, private, arr.shape, arr.dtype, arr.nbytes)
+
+
+def values_of_arrays(
+    arrays: Sequence[tuple[Any, str]], defer: bool, where: str, optional: Container[str] = (),
+) -> list[Value[Any] | None]:
+    """Several array arguments of one op that the op checks together (their shapes
+    against each other) once it has them: each ``(data, arg)`` as a :class:`Value` whose
+    host form is the array as given (``as_array``; a kept one is copied), with no check
+    of its own at the call. ``data`` None for an ``arg`` in ``optional`` stays None."""
+    from summarylib.encoding._arrays import as_array
+
+    def as_given(arg: str, data: Any) -> tuple[Any, bool]:
+        return as_array(data, where, arg), False
+
+    return [None if data is None and arg in optional else
+            value_of(data, defer, partial(as_given, arg), _checked_later)
+            for data, arg in arrays]
+
+
+def read_values(values: Sequence[Value[Any] | None]) -> tuple[Any, ...]:
+    """:meth:`Value.read` of each value (None stays None)."""
+    return tuple(None if v is None else v.read() for v in values)
+
+
+def _checked_later(shape: tuple[int, ...], dtype: Any) -> None:
+    return None  # values_of_arrays: the op checks the arrays together

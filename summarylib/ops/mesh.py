@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding._arrays import (
@@ -48,7 +47,7 @@ from summarylib.encoding._arrays import (
 )
 from summarylib.encoding._plugins import MESH, metadata_bytes, plugin_data_bytes
 from summarylib.encoding._tensor import DT_FLOAT, DT_INT32, DT_UINT8, tensor_bytes
-from summarylib.encoding._values import Value, value_of
+from summarylib.encoding._values import Value, read_values, values_of_arrays
 from summarylib.encoding._wire import field_bytes, field_varint, varint
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import emit_value, emit_value_deferred
@@ -264,14 +263,13 @@ def write_mesh(
     metadata_bytes(b"", description, where)  # the description's checks, before any work
     defer = defers_device_values(sink.writer)
     # Faces and colors may be None (left out); vertices may not (prepare() says so).
-    values = [None if d is None and arg != "vertices" else
-              value_of(d, defer, partial(_host_array, where, arg), _no_check)
-              for d, arg in ((evaluate(vertices), "vertices"), (evaluate(faces), "faces"),
-                             (evaluate(colors), "colors"))]
+    values = values_of_arrays(((evaluate(vertices), "vertices"), (evaluate(faces), "faces"),
+                               (evaluate(colors), "colors")), defer, where, ("faces", "colors"))
     if any(v is not None and not v.at_hand for v in values):
         return _mesh_deferred(sink, name, values, json_config(config_dict, where),
                               description, torch_form)
-    parts = prepare(*_read(values), where)
+    vertices_, faces_, colors_ = read_values(values)
+    parts = prepare(vertices_, faces_, colors_, where)
     values_bytes = _values(name, parts, json_config(config_dict, where), description, where,
                            torch_form)
     # One event per component, as TensorFlow writes them; all were validated above.
@@ -313,21 +311,6 @@ def mesh_pb(
     return summary
 
 
-def _host_array(where: str, arg: str, data: Any) -> tuple[np.ndarray, bool]:
-    # A component's host reader: the array as given; prepare() checks the components
-    # together (and a kept one is copied).
-    return as_array(data, where, arg), False
-
-
-def _read(values: list[Value[np.ndarray] | None]) -> tuple[Any, Any, Any]:
-    vertices, faces, colors = (None if v is None else v.read() for v in values)
-    return vertices, faces, colors
-
-
-def _no_check(shape: tuple[int, ...], dtype: Any) -> None:
-    return None  # the components are checked together (_check_shapes)
-
-
 def _mesh_deferred(
     sink: Sink, name: str, values: list[Value[np.ndarray] | None], config: str,
     description: str | None, torch_form: bool = False,
@@ -351,7 +334,8 @@ def _mesh_deferred(
     def components() -> list[tuple[str, bytes, bytes]]:
         # Read and checked once, by the first component's event (all run in file order).
         if not got:
-            parts = prepare(*_read(kept), where)
+            vertices_, faces_, colors_ = read_values(kept)
+            parts = prepare(vertices_, faces_, colors_, where)
             got.append(_values(name, parts, config, description, where, torch_form))
         return got[0]
 

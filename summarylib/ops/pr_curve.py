@@ -54,7 +54,7 @@ from summarylib.encoding._device_reductions import pr_bucket_table
 from summarylib.encoding._pending import device_kind, host_dtype
 from summarylib.encoding._plugins import PR_CURVES, metadata_bytes, plugin_data_bytes
 from summarylib.encoding._tensor import DT_FLOAT, shape_bytes
-from summarylib.encoding._values import Value, value_of
+from summarylib.encoding._values import Value, read_values, values_of_arrays
 from summarylib.encoding._wire import field_bytes, field_varint, varint
 from summarylib.ops._compiled import traceable
 from summarylib.ops._device import defers_device_values
@@ -444,13 +444,13 @@ def write_pr_curve(
     md = _metadata(name, t, description, where, display_name)
     defer = defers_device_values(sink.writer)
     # Weights may be None (unweighted); labels and predictions may not (prepare() says so).
-    values = [None if d is None and arg == "weights" else
-              value_of(d, defer, partial(_host_array, where, arg), _no_check)
-              for d, arg in ((evaluate(labels), "labels"), (evaluate(predictions), "predictions"),
-                             (evaluate(weights), "weights"))]
+    values = values_of_arrays(((evaluate(labels), "labels"),
+                               (evaluate(predictions), "predictions"),
+                               (evaluate(weights), "weights")), defer, where, ("weights",))
     if any(v is not None and not v.at_hand for v in values):
         return _pr_curve_deferred(sink._replace(tag=sink.tag + "/pr_curves"), values, t, md)
-    lab, pred, w = prepare(*_read(values), where)
+    labels_, predictions_, weights_ = read_values(values)
+    lab, pred, w = prepare(labels_, predictions_, weights_, where)
     return emit_value(sink, _tensor(pr_data(lab, pred, w, t)), md, sink.tag + "/pr_curves")
 
 
@@ -640,21 +640,6 @@ def pr_curve_raw_pb(
     return _summary(name, data, data.shape[1], description, display_name)
 
 
-def _host_array(where: str, arg: str, data: Any) -> tuple[np.ndarray, bool]:
-    # An argument's host reader: the array as given; prepare() checks the arguments
-    # together (and a kept one is copied).
-    return as_array(data, where, arg), False
-
-
-def _read(values: list[Value[np.ndarray] | None]) -> tuple[Any, Any, Any]:
-    labels, predictions, weights = (None if v is None else v.read() for v in values)
-    return labels, predictions, weights
-
-
-def _no_check(shape: tuple[int, ...], dtype: Any) -> None:
-    return None  # the arguments are checked together (check_pr_shapes)
-
-
 def _pr_curve_deferred(
     sink: Sink, values: list[Value[np.ndarray] | None], t: int, md: bytes,
 ) -> bool:
@@ -692,7 +677,8 @@ def _pr_curve_deferred(
     kept = [None if v is None else v.keep() for v in values]
 
     def make_tensor() -> bytes:
-        lab, pred, w = prepare(*_read(kept), where)
+        labels_, predictions_, weights_ = read_values(kept)
+        lab, pred, w = prepare(labels_, predictions_, weights_, where)
         return _tensor(pr_data(lab, pred, w, t))
 
     nbytes = sum(0 if k is None else k.nbytes for k in kept)
