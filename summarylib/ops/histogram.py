@@ -267,7 +267,8 @@ def _write_table(sink: Sink, data: BucketTable, k: int, md: bytes) -> bool:
                      _no_check)
     gate = sink.step if isinstance(sink.step, GatedStep) else None
     finish, header = data.finish, _header(k)
-    kept = value.keep()
+    # Under a condition on the device the copy starts only if it holds (read after it).
+    kept = value.keep(start_copy=gate is None)
 
     def make_tensor() -> bytes:
         if gate is not None:
