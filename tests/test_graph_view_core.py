@@ -332,6 +332,22 @@ def test_library_functions() -> None:
         ("__function_library__f/r", "__function_library__f/n")]
 
 
+def test_op_type_rules_take_precedence_in_order() -> None:
+    # An op type matching several rules: hidden first, then embedded-in, then
+    # embedded-out; every node of a type gets the same rule (the first one decides).
+    g = nodes_pbtxt(("x", "P"), ("k1", "Konst"), ("k2", "Konst"), ("s1", "Summ", ["y"]),
+                    ("y", "Relu", ["x", "k1"]), ("z", "Relu", ["y", "k2", "s1"]))
+    both = build_view(g, embed_in="^Konst$", embed_out="^(Konst|Summ)$")
+    assert [e.name for e in op(both, "y").in_embeddings] == ["k1"]
+    assert [e.name for e in op(both, "z").in_embeddings] == ["k2"]
+    assert [e.name for e in op(both, "y").out_embeddings] == ["s1"]
+    assert [(e.src, e.dst) for e in both.edges] == [("x", "y"), ("y", "z"), ("y", "z")]
+    hidden = build_view(g, embed_in="^Konst$", embed_out="^Summ$", hidden_ops=("Konst",))
+    assert "k1" not in hidden.nodes and "k2" not in hidden.nodes
+    assert op(hidden, "y").in_embeddings == [] and op(hidden, "z").in_embeddings == []
+    assert hidden.options["hidden_count"] == 2
+
+
 def test_hidden_ops_and_malformed_input() -> None:
     g = nodes_pbtxt(("x", "P"), ("i", "Identity", ["x"]), ("y", "Relu", ["i"]))
     view = build_view(g, hidden_ops=("Identity",))

@@ -65,7 +65,7 @@ class _Core:
             if isinstance(node, OpNode):
                 self.in_ann[n].update(e.name for e in node.in_embeddings)
                 self.out_ann[n].update(e.name for e in node.out_embeddings)
-        self.excluded = {n for n in self.nodes if n in forced}
+        self.excluded = {n for n in forced if n in self.nodes} if forced else set()
         self.is_in: set[str] = set()
         self.is_out: set[str] = set()
         self.iso_in: list[str] = []
@@ -187,9 +187,11 @@ def extract_group(tree: Tree, g: GroupNode, forced: set[str] = frozenset(),  # t
     for n in list(core.nodes):
         if n in core.nodes and n not in core.excluded and _has_type(tree, n, OUT_EXTRACT_TYPES):
             core.make_out(n)
-    for n in list(core.nodes):
-        if n in core.nodes and n not in core.excluded and _has_type(tree, n, IN_EXTRACT_TYPES):
-            core.make_in(n)
+    if IN_EXTRACT_TYPES:  # empty by default: no need to look at every child
+        for n in list(core.nodes):
+            if n in core.nodes and n not in core.excluded and _has_type(
+                    tree, n, IN_EXTRACT_TYPES):
+                core.make_in(n)
     if auto:
         _high_degree(core)
     _control_edges(core)

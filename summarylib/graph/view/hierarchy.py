@@ -22,6 +22,7 @@ made); ``kids[g]`` is group ``g``'s metagraph node list (an ordered set);
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from summarylib.graph.view.model import BaseEdge, GroupNode, Metaedge, OpNode, Shape, ViewNode
 from summarylib.graph.view.normalize import js_key_order
@@ -169,14 +170,19 @@ def _lca(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, str | None, str |
     return a[i - 1], a[i], b[i]
 
 
+_MISSING: Any = object()
+
+
 def add_edges(tree: Tree, edges: list[BaseEdge]) -> None:
     """Bundle ``edges`` into metaedges at their lowest common ancestors."""
     nodes = tree.nodes
-    parent_of = {name: n.parent for name, n in nodes.items()}
     anc: dict[str, tuple[str, ...]] | None = None
     index: dict[tuple[str, str], Metaedge] = {}
     shapes_of: dict[tuple[str, str], dict[Shape, None]] = {}
-    sources: dict[str, tuple[int, list[Shape]]] = {}
+    # Per source name, once: (its parent, the size an edge from it carries, its output
+    # shapes); per destination name: its parent. A name not in the tree maps to None.
+    sources: dict[str, tuple[str, int, list[Shape]] | None] = {}
+    parent_of: dict[str, str | None] = {}
     nonctl = tree.nonctl
     metaedges = tree.metaedges
     # (parent of src, parent of dst) -> (common ancestor, its child holding src or None
@@ -185,10 +191,24 @@ def add_edges(tree: Tree, edges: list[BaseEdge]) -> None:
     for e in edges:
         src = e.src
         dst = e.dst
-        ps = parent_of.get(src)
-        pd = parent_of.get(dst)
-        if ps is None or pd is None:
+        info = sources.get(src, _MISSING)
+        if info is _MISSING:
+            node = nodes.get(src)
+            if node is None or node.parent is None:
+                info = sources[src] = None
+            elif isinstance(node, OpNode):
+                info = sources[src] = (node.parent, output_size(node), node.shapes)
+            else:
+                info = sources[src] = (node.parent, 1, [])
+        if info is None:
             continue
+        pd = parent_of.get(dst, _MISSING)
+        if pd is _MISSING:
+            node = nodes.get(dst)
+            pd = parent_of[dst] = None if node is None else node.parent
+        if pd is None:
+            continue
+        ps = info[0]
         if ps == pd:  # siblings: the common case
             g = ps
             key = (src, dst)
@@ -204,20 +224,13 @@ def add_edges(tree: Tree, edges: list[BaseEdge]) -> None:
         if me is None:
             me = index[key] = Metaedge(key[0], key[1])
             metaedges[g][key] = me
-        info = sources.get(src)
-        if info is None:
-            node = nodes[src]
-            if isinstance(node, OpNode):
-                info = sources[src] = (output_size(node), node.shapes)
-            else:
-                info = sources[src] = (1, [])
-        me.size += info[0]
+        me.size += info[1]
         if e.control:
             me.control += 1
         else:
             me.regular += 1
             nonctl.add(g)
-            shapes = info[1]
+            shapes = info[2]
             if shapes:
                 slot = e.slot
                 shape = shapes[slot] if slot < len(shapes) else None

@@ -40,7 +40,7 @@ __all__ = [
 Shape = tuple[int | None, ...] | None
 
 
-@dataclass
+@dataclass(slots=True)
 class Embedding:
     """A constant (in) or summary (out) drawn as a small icon on its host op."""
 
@@ -49,7 +49,7 @@ class Embedding:
     shapes: list[Shape] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class OpNode:
     """One op after normalisation."""
 
@@ -70,7 +70,7 @@ class OpNode:
     kind: Literal["op"] = "op"
 
 
-@dataclass
+@dataclass(slots=True)
 class BaseEdge:
     """One input of ``dst``: ``src`` output ``slot`` (``control`` for ``^src`` inputs)."""
 
@@ -81,7 +81,7 @@ class BaseEdge:
     ref: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class Metaedge:
     """Every base edge from child ``v`` to child ``w`` of one group, bundled."""
 
@@ -99,7 +99,7 @@ class Metaedge:
     shapes: list[Shape] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class GroupNode:
     """A metanode (``kind="meta"``) or a series (``kind="series"``)."""
 

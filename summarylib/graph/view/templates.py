@@ -57,8 +57,11 @@ def find_templates(tree: Tree, order: str = "height", state: Any = None,
     between calls; with ``changed``, only those groups' codes are recomputed (the others'
     subtrees must be unchanged).
     """
-    groups = [tree.nodes[n] for n in js_key_order(tree.nodes)]
-    metas = [g for g in groups if isinstance(g, GroupNode) and g.kind == "meta"]
+    # Metanodes in node-index order (JavaScript key order): filtering keeps that order,
+    # so only the metanodes' names need ordering, not every op's.
+    by_name = {k: v for k, v in tree.nodes.items()
+               if isinstance(v, GroupNode) and v.kind == "meta"}
+    metas = [by_name[n] for n in js_key_order(by_name)]
     ids: dict[str, str] = {}
     if order == "tensorboard":
         clusters = _tensorboard(tree, metas, ids)
@@ -272,6 +275,8 @@ class _Codes:
         #: Groups whose code is a placeholder (alone in their bucket).
         self.unique: set[str] = set()
         self._exact: dict[Any, int] = {}
+        #: op type -> the code of ("op", type): one lookup per op child.
+        self._op: dict[str, int] = {}
 
     def code(self, value: Any) -> int:
         c = self.intern.get(value)
@@ -282,7 +287,10 @@ class _Codes:
     def label(self, tree: Tree, name: str) -> int:
         node = tree.nodes[name]
         if isinstance(node, OpNode):
-            return self.code(("op", node.op))
+            c = self._op.get(node.op)
+            if c is None:
+                c = self._op[node.op] = self.code(("op", node.op))
+            return c
         if node.kind == "meta":
             return self.code(("meta", self.of[name]))
         kids = list(tree.kids[name])
