@@ -252,3 +252,23 @@ def test_values_that_are_arguments_are_written_as_given(tmp_path: Path) -> None:
             x = fn(x, step, lr=lr) if i % 2 else fn(x, step, lr)
     assert _series(tmp_path, "lr") == [(0, 0.5), (1, 0.25), (2, 0.125), (3, 0.0625)]
     assert _series(tmp_path, "mean") == [(0, 0.0), (1, 1.0), (2, 2.0), (3, 3.0)]
+
+
+def test_callbacks_write_subnormal_values_as_the_eager_call(tmp_path: Path) -> None:
+    # A callback runs where XLA's CPU arithmetic flushes subnormal floats to zero: the
+    # values are converted on an ordinary thread, so 1e-40 is written as 1e-40.
+    @jax.jit
+    def fn(x: Any, step: Any) -> Any:
+        sl.scalar("tiny", x[0], step=step)
+        sl.scalar("reduced", x[0], step=step, reduce="max")
+        return x
+
+    values = np.array([1e-40, 1.0], np.float32)
+    with sl.create_file_writer(str(tmp_path / "compiled")) as w, w.as_default():
+        fn(jnp.asarray(values), 1)
+    with sl.create_file_writer(str(tmp_path / "eager")) as w, w.as_default():
+        sl.scalar("tiny", values[0], step=1)
+        sl.scalar("reduced", values[0], step=1)
+    for tag in ("tiny", "reduced"):
+        got, want = _series(tmp_path / "compiled", tag), _series(tmp_path / "eager", tag)
+        assert got == want and got[0][1] != 0.0, (tag, got, want)

@@ -144,27 +144,85 @@ def record_traced(
     # Ordered: the events of one execution keep their order, and an iteration's
     # events come before the next iteration's.
     io_callback(partial(_replay_on_host, call), None, *values, ordered=True)
+    _REPLAYER.start()  # here, not in a callback: a thread inherits its maker's float flags
     if _effects_barrier not in FLUSH_BARRIERS:
         FLUSH_BARRIERS.append(_effects_barrier)
     return True
 
 
-# Set while this thread runs a callback's replay: a flush from there must not wait for
-# the callbacks (its own among them).
-_in_callback = threading.local()
-
-
-def _effects_barrier() -> None:
+def _effects_barrier() -> BaseException | None:
     # A writer's flush() and close() wait for the callbacks of code dispatched before
-    # them: the call that dispatched it returned before they ran.
-    if getattr(_in_callback, "active", False):
-        return
+    # them (the call that dispatched it returned before they ran), then for the replays
+    # the callbacks handed over; the first error a replay raised since the last barrier
+    # is returned, for the flush or close to raise.
+    if threading.current_thread() is _REPLAYER.thread:
+        return None  # a replay that flushes: it cannot wait for itself
     jax = sys.modules.get("jax")
     if jax is not None:
         try:
             jax.effects_barrier()
         except Exception:  # JAX torn down at interpreter exit: nothing to wait for
-            return
+            return None
+    return _REPLAYER.drain()
+
+
+class _Replayer:
+    """The thread that runs the callback route's replays, in the order the callbacks ran.
+
+    A callback runs on one of XLA's threads, where the CPU treats subnormal float inputs
+    as zero (XLA sets the flags for its own arithmetic): a float32 1e-40 converted there
+    becomes 0.0. So the callback only copies the values (bytes, no float operation) and
+    hands them here; the op converts them on this ordinary thread, as the eager call
+    would.
+    """
+
+    def __init__(self) -> None:
+        import queue
+
+        self.queue: queue.Queue[tuple[TracedCall, list[Any], Any, Any] | None] = queue.Queue()
+        self.thread: threading.Thread | None = None
+        self.errors: list[BaseException] = []
+        self.lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start the thread if it is not running. Called when code is traced: a thread
+        starts with the floating-point flags of the thread that starts it, and a
+        callback's thread has XLA's (only a forked child, whose thread is gone, starts
+        one from a callback)."""
+        thread = self.thread
+        if thread is None or not thread.is_alive():
+            with self.lock:
+                if self.thread is None or not self.thread.is_alive():
+                    import queue
+
+                    self.queue = queue.Queue()
+                    self.thread = threading.Thread(target=self._run, daemon=True,
+                                                   name="summarylib-replay")
+                    self.thread.start()
+
+    def put(self, item: tuple[TracedCall, list[Any], Any, Any]) -> None:
+        self.start()
+        self.queue.put(item)
+
+    def _run(self) -> None:
+        q = self.queue
+        while True:
+            item = q.get()
+            try:
+                if item is not None:
+                    replay(*item)
+            except BaseException as e:
+                self.errors.append(e)
+            finally:
+                q.task_done()
+
+    def drain(self) -> BaseException | None:
+        if self.thread is not None and self.thread.is_alive():
+            self.queue.join()
+        return self.errors.pop(0) if self.errors else None
+
+
+_REPLAYER = _Replayer()
 
 
 def _is_value(value: object, jax: Any) -> bool:
@@ -210,15 +268,8 @@ def _replay_on_host(call: TracedCall, *values: Any) -> None:
         if writer is None or getattr(writer, "closed", False):
             return
     step = st.step
-    rows = [_host(v) for v in values]
-    _in_callback.active = True
-    try:
-        replay(call, rows, writer, step)
-    finally:
-        _in_callback.active = False
-
-
-def _host(value: Any) -> Any:
+    # Copies (XLA reuses the buffers once the callback returns), of the bytes: numpy's
+    # view of the buffer, then numpy's copy (a JAX array's own copy runs on XLA's CPU
+    # backend, whose arithmetic flushes subnormal floats to zero).
     np = sys.modules["numpy"]
-    arr = np.asarray(value)
-    return arr
+    _REPLAYER.put((call, [np.asarray(v).copy() for v in values], writer, step))

@@ -195,13 +195,19 @@ _hint_pending = True  # the hint is given once per process
 #: compiled code dispatched before them whose summary ops have not run yet (JAX's
 #: ordered callbacks run while the code executes, after the call that dispatched it
 #: returned). Ops that write from compiled code register one the first time they do.
-FLUSH_BARRIERS: list[Callable[[], None]] = []
+FLUSH_BARRIERS: list[Callable[[], BaseException | None]] = []
 
 
-def wait_for_compiled_code() -> None:
-    """Run the :data:`FLUSH_BARRIERS` (see there)."""
+def wait_for_compiled_code() -> BaseException | None:
+    """Run the :data:`FLUSH_BARRIERS` (see there); the first error one reports (an op
+    that failed while compiled code ran it, on a thread of its own), for the caller to
+    raise once it has done its own work."""
+    found = None
     for barrier in FLUSH_BARRIERS:
-        barrier()
+        error = barrier()
+        if found is None:
+            found = error
+    return found
 
 
 def writer_opened(writer: DefaultWriter) -> None:

@@ -192,9 +192,11 @@ class WriterBase:
         """
         _check_timeout("flush", timeout)
         if self._resource is not None:
-            if FLUSH_BARRIERS:  # summaries of compiled code dispatched before: run them
-                wait_for_compiled_code()
+            # Summaries of compiled code dispatched before: written first.
+            error = wait_for_compiled_code() if FLUSH_BARRIERS else None
             self._resource.flush(timeout)
+            if error is not None:
+                raise error
 
     def close(self, timeout: float | None = None) -> None:
         """Write every pending event, ``fsync`` the file and close it.
@@ -216,8 +218,9 @@ class WriterBase:
         """
         _check_timeout("close", timeout)
         if self._resource is not None:
+            error = None
             if FLUSH_BARRIERS and not self._resource.closed:
-                wait_for_compiled_code()  # its summaries are written before the close
+                error = wait_for_compiled_code()  # its summaries are written before the close
             forget_writer(self)
             try:
                 _say_last_words(self._resource, self._last_words, True)
@@ -227,6 +230,8 @@ class WriterBase:
                 finally:
                     if self._resource.closed:
                         self._finalizer.detach()
+            if error is not None:
+                raise error
 
     @property
     def closed(self) -> bool:
