@@ -164,9 +164,9 @@ def table_from_words(words: Any, dtype_name: str, k: int) -> Any:
 
 
 def _values_of_keys(keys: Any, dtype_name: str) -> tuple[float, float]:
-    # With integer arithmetic and ldexp: this may run on a thread of XLA's (an ordered
-    # callback's), where the CPU treats subnormal float inputs as zero, so converting a
-    # float32 subnormal to float64 with a float instruction would give 0.
+    # With integer arithmetic and ldexp: exact whatever the thread's floating-point flags
+    # (on a thread with XLA's, which treat subnormal inputs as zero, converting a float32
+    # subnormal to float64 with a float instruction gives 0).
     fmt = _JAX_FORMATS[dtype_name]
     if fmt is None:
         return float(keys[0]), float(keys[1])
