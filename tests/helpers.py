@@ -107,3 +107,15 @@ def tb_directory_watcher(directory: str | os.PathLike[str]) -> object:
     return directory_watcher.DirectoryWatcher(
         os.fspath(directory), event_file_loader.EventFileLoader, io_wrapper.IsSummaryEventsFile
     )
+
+
+def ancestors(view: object, name: str) -> list[str]:
+    """The groups above node ``name`` of a graph view (``view.nodes[n].parent``),
+    innermost first, the root's empty name left out."""
+    nodes = view.nodes  # type: ignore[attr-defined]
+    chain = []
+    parent = nodes[name].parent
+    while parent:
+        chain.append(parent)
+        parent = nodes[parent].parent
+    return chain

@@ -20,6 +20,7 @@ from summarylib.graph.view import layout as lay
 from summarylib.graph.view.html_export import view_to_html
 from tests import graph_models as gm
 from tests.browser import chromium_page, wait_until
+from tests.helpers import ancestors
 
 # Coordinates are rounded to 0.1 px on both sides; a double that lands on the other side
 # of a rounding boundary would differ by one step.
@@ -131,11 +132,7 @@ def test_search_opens_the_ancestors_of_a_deep_node(big: tuple[GraphView, Any]) -
     # group of more than 240 children (laid out in the worker: the reveal completes later).
     target = max((n for n in view.nodes if n.startswith("model/layer_")),
                  key=lambda n: (n.count("/"), n))
-    chain = []
-    parent = view.nodes[target].parent
-    while parent:
-        chain.append(parent)
-        parent = view.nodes[parent].parent
+    chain = ancestors(view, target)
     assert any(len(view.nodes[g].children) > 240 for g in chain)  # type: ignore[union-attr]
     page.evaluate("name => window.summarylibViewer.reveal(name)", target)
     wait_until(page, "window.summarylibViewer.expanded().length > 1 && "

@@ -26,6 +26,7 @@ from summarylib.graph.view.html_export import view_to_html
 from summarylib.graph.view.page_data import view_to_page_data
 from tests import graph_models as gm
 from tests.browser import chromium_page, wait_until
+from tests.helpers import ancestors
 from tests.page_data_reader import json_records, read_page_data
 
 SLOW = bool(os.environ.get("SUMMARYLIB_SLOW"))
@@ -142,12 +143,7 @@ def _deep_op(view: GraphView) -> tuple[str, list[str]]:
     """The last op of the view's deepest path and its ancestors, innermost first."""
     target = max((n for n, v in view.nodes.items() if isinstance(v, OpNode)),
                  key=lambda n: (n.count("/"), n))
-    chain = []
-    parent = view.nodes[target].parent
-    while parent:
-        chain.append(parent)
-        parent = view.nodes[parent].parent
-    return target, chain
+    return target, ancestors(view, target)
 
 
 def _search_and_open(view: GraphView, tmp_path: Path, timeout_ms: float) -> dict[str, Any]:
