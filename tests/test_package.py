@@ -42,6 +42,15 @@ def test_import_loads_no_heavy_dependency_or_framework() -> None:
     assert not heavy & loaded, heavy & loaded
 
 
+def test_import_defers_the_standard_modules_only_later_work_needs() -> None:
+    # inspect (signatures of SummaryWriter methods recorded in compiled code) and the
+    # encoder thread pool's module are a third of the import's own time: they load when
+    # first needed, on the op's thread.
+    loaded = _modules_after("import summarylib")
+    deferred = {"inspect", "concurrent.futures"}
+    assert not deferred & loaded, deferred & loaded
+
+
 def test_first_scalar_needs_no_numpy_or_protobuf(tmp_path: Path) -> None:
     code = (
         "import summarylib as sl\n"

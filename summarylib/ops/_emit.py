@@ -11,7 +11,7 @@ it is encoded, in file order; a later call when it is made).
 
 from __future__ import annotations
 
-import concurrent.futures.thread  # noqa: F401  # see below
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -50,9 +50,15 @@ IMAGE_FIELD = bytes((IMAGE_KEY,))
 AUDIO_FIELD = bytes((AUDIO_KEY,))
 
 # The writer thread runs the ``prepare`` of deferred events on a thread pool
-# (summarylib.writer._buffered). Its module is imported above, by the op's thread: the
-# writer thread must import nothing, as a child forked while a thread holds a module's
-# import lock waits for that lock forever when it imports the module.
+# (summarylib.writer._batch). Its module is imported by the op's thread, before the
+# first such event is handed over (not when summarylib is imported: it costs a tenth of
+# the import): the writer thread must import nothing, as a child forked while a thread
+# holds a module's import lock waits for that lock forever when it imports the module.
+_POOL_MODULE = "concurrent.futures.thread"
+
+
+def _import_pool_module() -> None:
+    import concurrent.futures.thread  # noqa: F401
 
 
 def _events(writer: DefaultWriter) -> EventSink:
@@ -125,6 +131,8 @@ def emit_value_deferred(
     and the event keeps its place in the file order. A step on the device
     (:class:`~summarylib.ops._device.DeviceStep`) is read in ``make``, on the writer thread.
     """
+    if _POOL_MODULE not in sys.modules:
+        _import_pool_module()
     tag = sink.tag
     step = sink.step
     res = _events(sink.writer)

@@ -19,7 +19,6 @@ owner has said, by closing or dropping it, that its file is finished).
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -47,10 +46,18 @@ class WriterMethod:
         self.where: str = method.__name__
         code = method.__code__
         self.names: tuple[str, ...] = code.co_varnames[: code.co_argcount]
-        # record_traced binds the recorded arguments to this signature.
-        self.__signature__ = inspect.signature(method)
+        self._method = method
         self.__name__ = self.where
         OPS["SummaryWriter." + self.where] = self
+
+    @property
+    def __signature__(self) -> Any:
+        # record_traced binds the recorded arguments to this signature. Made when first
+        # asked (only in compiled code), so that importing summarylib does not import
+        # inspect.
+        import inspect
+
+        return inspect.signature(self._method)
 
     def __call__(self, /, **arguments: Any) -> bool:
         writer = registered_writer(arguments.pop("self"))
