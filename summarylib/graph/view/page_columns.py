@@ -596,45 +596,46 @@ class _Columns:
         me_reg = np.bincount(inv, minlength=m).astype(np.int64) - me_ctl
         me_ref = np.bincount(inv, weights=ref, minlength=m).astype(np.int64)
         me_g = g[first]
-        # Distinct shapes of each metaedge's regular edges, in edge order.
+        # Distinct shapes of each metaedge's regular edges, in edge order, as one shape
+        # list (interned in shape_lists) per metaedge.
         sh_list = self.shapes[src]
-        empty = self.shape_lists.get(())
-        take = ~control if empty is None else (~control) & (sh_list != empty)
-        shapes_of: list[list[int]] = [[] for _ in range(m)]
-        self.one_shapes: dict[tuple[int, int], int] = {}
+        empty = self.shape_list(())
+        take = (~control) & (sh_list != empty)
+        me_sl = np.full(m, empty, np.int64)
         if take.any():
             idx = np.flatnonzero(take)
-            lst = sh_list[idx]
             slot = self.e_slot[idx]
-            pk = lst * (int(slot.max()) + 1) + slot
-            upk, pinv = np.unique(pk, return_inverse=True)
             width = int(slot.max()) + 1
-            shapes_by_id = list(self.shape_lists)
+            upk, pinv = np.unique(sh_list[idx] * width + slot, return_inverse=True)
+            keys_by_id = list(self.shape_lists)
             shape_ids: dict[Shape, int] = {}
-            self.shape_table: list[Shape] = []
+            table: list[Shape] = []
             ushape = np.empty(upk.size, np.int64)
             for i, key in enumerate(upk.tolist()):
                 li, sl = divmod(key, width)
-                lst_shapes = shapes_by_id[li]
-                shape = lst_shapes[sl] if sl < len(lst_shapes) else None
+                lst = keys_by_id[li]
+                shape = lst[sl] if sl < len(lst) else None
                 si = shape_ids.get(shape)
                 if si is None:
-                    si = shape_ids[shape] = len(self.shape_table)
-                    self.shape_table.append(shape)
+                    si = shape_ids[shape] = len(table)
+                    table.append(shape)
                 ushape[i] = si
             esh = ushape[pinv.reshape(-1)]
-            mi = inv[idx]
-            S = len(self.shape_table)
-            pair = mi * S + esh
-            up, pfirst = np.unique(pair, return_index=True)
-            o = np.argsort(pfirst, kind="stable")
-            up = up[o]
+            S = len(table)
+            up, pfirst = np.unique(inv[idx] * S + esh, return_index=True)
+            up = up[np.argsort(pfirst, kind="stable")]
             mm, ss = np.divmod(up, S)
             o2 = np.argsort(mm, kind="stable")
-            for a, b in zip(mm[o2].tolist(), ss[o2].tolist(), strict=True):
-                shapes_of[a].append(b)
-        else:
-            self.shape_table = []
+            mm, ss = mm[o2], ss[o2]
+            nsh = np.bincount(mm, minlength=m)
+            single = np.flatnonzero(nsh == 1)
+            if single.size:
+                at = np.searchsorted(mm, single)
+                one = np.array([self.shape_list((sh,)) for sh in table], np.int64)
+                me_sl[single] = one[ss[at]]
+            for i in np.flatnonzero(nsh > 1).tolist():
+                a = int(np.searchsorted(mm, i))
+                me_sl[i] = self.shape_list(tuple(table[k] for k in ss[a:a + int(nsh[i])]))
         # Per group, its metaedges in order of first edge.
         order = np.lexsort((first, me_g))
         G = len(self.gnames)
@@ -644,8 +645,8 @@ class _Columns:
         self.nonctl = nonctl
         mv, mw = np.divmod(uniq, U)
         self.me = {"v": mv[order], "w": mw[order], "reg": me_reg[order],
-                   "ctl": me_ctl[order], "ref": me_ref[order], "size": me_size[order]}
-        self.me_shapes = [shapes_of[i] for i in order.tolist()]
+                   "ctl": me_ctl[order], "ref": me_ref[order], "size": me_size[order],
+                   "sl": me_sl[order]}
         starts = np.r_[0, np.cumsum(counts)]
         self.me_start = starts
         #: Groups whose metaedges were rebuilt in Python (group series): index -> list.
@@ -680,10 +681,10 @@ class _Columns:
             return []
         a, b = int(self.me_start[g]), int(self.me_start[g + 1])
         me = self.me
-        table = self.shape_table
-        return [(v, w, r, c, f, s, [table[k] for k in self.me_shapes[i]])
+        keys = list(self.shape_lists)
+        return [(v, w, r, c, f, s, list(keys[i]))
                 for i, v, w, r, c, f, s in zip(
-                    range(a, b), me["v"][a:b].tolist(), me["w"][a:b].tolist(),
+                    me["sl"][a:b].tolist(), me["v"][a:b].tolist(), me["w"][a:b].tolist(),
                     me["reg"][a:b].tolist(), me["ctl"][a:b].tolist(),
                     me["ref"][a:b].tolist(), me["size"][a:b].tolist(), strict=True)]
 
@@ -1026,79 +1027,187 @@ def _long_group_runs(gnames: list[str], members: list[int], min_size: int,
 _KIND_OP, _KIND_META, _KIND_SERIES, _VERTICAL = 0, 1, 2, 4
 
 
+class _Events:
+    """Interning in the order ``page_data._encode`` would intern: events (node position,
+    rank within the node, universe id); a table lists the universe ids in order of their
+    first event, and maps each to its index there."""
+
+    def __init__(self) -> None:
+        self.pos: list[np.ndarray] = []
+        self.sub: list[np.ndarray] = []
+        self.uid: list[np.ndarray] = []
+
+    def add(self, pos: Any, sub: Any, uid: Any) -> None:
+        uid = np.asarray(uid, np.int64).reshape(-1)
+        self.pos.append(np.broadcast_to(np.asarray(pos, np.int64), uid.shape).reshape(-1))
+        self.sub.append(np.broadcast_to(np.asarray(sub, np.int64), uid.shape).reshape(-1))
+        self.uid.append(uid)
+
+    def table(self, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """(universe ids in table order, universe id -> table index (-1: unused))."""
+        if not self.uid:
+            return np.zeros(0, np.int64), np.full(size, -1, np.int64)
+        pos = np.concatenate(self.pos)
+        sub = np.concatenate(self.sub)
+        uid = np.concatenate(self.uid)
+        seq = uid[np.lexsort((sub, pos))]
+        uniq, first = np.unique(seq, return_index=True)
+        ordered = uniq[np.argsort(first, kind="stable")]
+        remap = np.full(size, -1, np.int64)
+        remap[ordered] = np.arange(ordered.size)
+        return ordered, remap
+
+
+def _gather_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(s, s + l)`` for each (s, l)."""
+    total = int(lens.sum())
+    if not total:
+        return np.zeros(0, np.int64)
+    offs = np.cumsum(lens) - lens
+    return np.repeat(starts - offs, lens) + np.arange(total)
+
+
 def _encode(c: _Columns, level: int) -> dict[str, Any]:
-    """The page data of the columns (``page_data._encode``'s output, computed per
-    column)."""
+    """The page data of the columns: ``page_data._encode``'s output, computed per column
+    (see that module's docstring for what each column holds)."""
     n = c.n_ops
     G = len(c.gnames)
-    # Breadth-first order of unified ids from the root.
-    order_parts = [np.array([n], np.int64)]
+    # Breadth-first order of unified ids from the root, children in the view's order.
+    parts = [np.array([n], np.int64)]
     frontier = [0]
     while frontier:
-        nxt: list[np.ndarray] = [c.kids[g] for g in frontier]
-        if not nxt:
-            break
-        cat = np.concatenate(nxt) if nxt else np.zeros(0, np.int64)
+        got = [c.kids[g] for g in frontier]
+        cat = np.concatenate(got) if got else np.zeros(0, np.int64)
         if not cat.size:
             break
-        order_parts.append(cat)
+        parts.append(cat)
         frontier = (cat[cat >= n] - n).tolist()
-    order = np.concatenate(order_parts)
+    order = np.concatenate(parts)
     N = order.size
     pos = np.empty(n + G, np.int64)
     pos[order] = np.arange(N)
-    is_op = order < n
-    ops_at = order[is_op]
-    grp_at = order[~is_op] - n
-    # Labels and their strings.
-    names_ = c.names
-    gnames = c.gnames
-    label_text = [""] * N
-    full = [""] * N
-    for i, u in enumerate(order.tolist()):
-        name = names_[u] if u < n else gnames[u - n]
-        full[i] = name
-        label_text[i] = name[name.rfind("/") + 1:]
-    del full
-    return _encode_tables(c, level, order, pos, is_op, ops_at, grp_at, label_text)
+    op_pos = pos[:n]
+    grp_pos = pos[n:]
+    grp_order = order[order >= n] - n  # groups in page order
+    # Position of every unified id among its parent's children.
+    cpos = np.empty(n + G, np.int64)
+    cpos[n] = 0
+    for g in range(G):
+        kids = c.kids[g]
+        if len(kids):
+            cpos[kids] = np.arange(len(kids))
 
+    # --- the string universe: our strings, then labels and embedding names ----------
+    universe: dict[str, int] = dict(c.strings)
+    intern = universe.setdefault
+    op_label = np.fromiter((intern(x[x.rfind("/") + 1:], len(universe)) for x in c.names),
+                           np.int64, n)
+    grp_label = np.fromiter((intern(x[x.rfind("/") + 1:], len(universe)) for x in c.gnames),
+                            np.int64, G)
+    strings = _Events()
+    strings.add(op_pos, 0, op_label)
+    strings.add(grp_pos, 0, grp_label)
+    strings.add(op_pos, 1, c.types)
+    has_dev = c.devices >= 0
+    strings.add(op_pos[has_dev], 2, c.devices[has_dev])
+    # Shape lists: our universe, plus embeddings' and metaedges'.
+    shape_u = c.shape_lists
+    shapes_ev = _Events()
+    shapes_ev.add(op_pos, 0, c.shapes)
+    # Embeddings, hosts in page order.
+    emb_rows: list[tuple[int, int, int, int, int]] = []  # (host pos, flags, name, op, shapes)
+    for j in sorted(c.embs, key=lambda j: int(op_pos[j])):
+        name = c.names[j]
+        cut = name.rfind("/")
+        scope = name[:cut + 1] if cut >= 0 else ""
+        i = int(op_pos[j])
+        for flag, e in c.embs[j]:
+            if scope and e.name.startswith(scope) and "/" not in e.name[len(scope):]:
+                f, en = flag | 2, e.name[len(scope):]
+            else:
+                f, en = flag, e.name
+            key = tuple(e.shapes)
+            sk = shape_u.get(key)
+            if sk is None:
+                sk = shape_u[key] = len(shape_u)
+            emb_rows.append((i, f, intern(en, len(universe)), intern(e.op, len(universe)), sk))
+    emb = np.array(emb_rows, np.int64).reshape(-1, 5)
+    if emb.size:
+        # Within a host: after its label, type and device (ranks 0-2), name then op.
+        k = np.arange(len(emb))
+        first = np.r_[0, np.flatnonzero(emb[1:, 0] != emb[:-1, 0]) + 1]
+        rank = k - np.repeat(first, np.diff(np.r_[first, len(emb)]))
+        strings.add(emb[:, 0], 3 + 2 * rank, emb[:, 2])
+        strings.add(emb[:, 0], 4 + 2 * rank, emb[:, 3])
+        shapes_ev.add(emb[:, 0], 1 + rank, emb[:, 4])
+    # Groups: series op, histogram keys, device keys; metaedges.
+    series_rows = [g for g in grp_order.tolist() if c.gkind[g] == 1]
+    if series_rows:
+        sr = np.array(series_rows, np.int64)
+        strings.add(grp_pos[sr], 1, [c.series_op[g] for g in series_rows])
+    hk: list[int] = []
+    hv: list[int] = []
+    nhist = np.zeros(G, np.int64)
+    dk: list[int] = []
+    dv: list[int] = []
+    ndev = np.zeros(G, np.int64)
+    for g in grp_order.tolist():
+        h = c.hist[g]
+        nhist[g] = len(h)
+        for key, v in h:
+            hk.append(key)
+            hv.append(v)
+        d = c.dhist[g]
+        ndev[g] = len(d)
+        for key, v in d:
+            dk.append(key)
+            dv.append(v)
+    hist_key = np.array(hk, np.int64)
+    dev_key = np.array(dk, np.int64)
+    if hk:
+        hp = np.repeat(grp_pos[grp_order], nhist[grp_order])
+        strings.add(hp, 2 + _rank_in_runs(hp), hist_key)
+    if dk:
+        dp = np.repeat(grp_pos[grp_order], ndev[grp_order])
+        strings.add(dp, 2 + nhist[order[dp] - n] + _rank_in_runs(dp), dev_key)
+    # Metaedges per group in page order: array slices, or a group series' Python list.
+    nme = np.array([c.n_metaedges(g) for g in range(G)], np.int64)
+    lens = nme[grp_order]
+    over = np.array([g in c.me_override for g in grp_order.tolist()], bool)
+    src_lens = np.where(over, 0, lens)
+    idx = _gather_ranges(c.me_start[grp_order], src_lens)
+    total = int(lens.sum())
+    me_cols = {k: np.empty(total, np.float64 if k == "size" else np.int64)
+               for k in ("v", "w", "reg", "ctl", "ref", "size", "sl")}
+    me_pos = np.repeat(grp_pos[grp_order], lens)
+    fill = np.repeat(~over, lens)
+    for k in ("v", "w", "reg", "ctl", "ref", "size", "sl"):
+        me_cols[k][fill] = c.me[k][idx]
+    if over.any():
+        offs = np.cumsum(lens) - lens
+        for g_i in np.flatnonzero(over).tolist():
+            g = int(grp_order[g_i])
+            o = int(offs[g_i])
+            for r, m in enumerate(c.me_override[g]):
+                key = tuple(m.shapes)
+                sk = shape_u.get(key)
+                if sk is None:
+                    sk = shape_u[key] = len(shape_u)
+                for k, val in (("v", m.v), ("w", m.w), ("reg", m.regular), ("ctl", m.control),
+                               ("ref", m.ref), ("size", m.size), ("sl", sk)):
+                    me_cols[k][o + r] = val
+    if total:
+        shapes_ev.add(me_pos, _rank_in_runs(me_pos), me_cols["sl"])
+    str_order, str_remap = strings.table(len(universe))
+    shp_order, shp_remap = shapes_ev.table(len(shape_u))
+    universe_list = list(universe)
+    shape_list = list(shape_u)
 
-def _encode_tables(c: _Columns, level: int, order: np.ndarray, pos: np.ndarray,
-                   is_op: np.ndarray, ops_at: np.ndarray, grp_at: np.ndarray,
-                   label_text: list[str]) -> dict[str, Any]:
-    n = c.n_ops
-    N = order.size
-    strings_by_id = c._string_list()
-    # The page's string table: strings in order of first use by page_data._encode, which
-    # for each node in order interns its label, then (op) type, device, embedding names
-    # and ops, or (group) series op, histogram keys, device keys.
-    page_sid: dict[str, int] = {}
+    def rs(a: np.ndarray) -> np.ndarray:
+        return str_remap[a] if a.size else a
 
-    def sid(s: str) -> int:
-        i = page_sid.get(s)
-        if i is None:
-            i = page_sid[s] = len(page_sid)
-        return i
-
-    remap = np.full(len(strings_by_id) + 1, -1, np.int64)  # our string id -> page id
-
-    def rs(k: int) -> int:
-        r = int(remap[k])
-        if r < 0:
-            r = remap[k] = sid(strings_by_id[k])
-        return r
-
-    shape_ix: dict[tuple[Shape, ...], int] = {}
-
-    def shp(key: tuple[Shape, ...]) -> int:
-        i = shape_ix.get(key)
-        if i is None:
-            i = shape_ix[key] = len(shape_ix)
-        return i
-
-    shape_lists = list(c.shape_lists)
-    shape_remap = np.full(len(shape_lists), -1, np.int64)
-    kind = np.zeros(N, np.int64)
+    # --- node columns ---------------------------------------------------------------
+    kind = np.zeros(N, np.uint8)
     nchild = np.zeros(N, np.int64)
     label = np.empty(N, np.int64)
     typ = np.full(N, -1, np.int64)
@@ -1108,183 +1217,116 @@ def _encode_tables(c: _Columns, level: int, order: np.ndarray, pos: np.ndarray,
     card = np.zeros(N, np.int64)
     depth = np.zeros(N, np.int64)
     template = np.full(N, -1, np.int64)
-    nme = np.zeros(N, np.int64)
-    nhist = np.zeros(N, np.int64)
-    ndev = np.zeros(N, np.int64)
+    nme_col = np.zeros(N, np.int64)
+    nhist_col = np.zeros(N, np.int64)
+    ndev_col = np.zeros(N, np.int64)
+    label[op_pos] = rs(op_label)
+    label[grp_pos] = rs(grp_label)
+    typ[op_pos] = rs(c.types)
+    device[op_pos[has_dev]] = rs(c.devices[has_dev])
+    a_op = c.attrs[ops_in_order := order[order < n]]
+    used = a_op[a_op >= 0]
+    attr_order, attr_pos = _first_order(used) if used.size else (used, used)
     attr_remap = np.full(len(c.attr_list), -1, np.int64)
-    attrs_out: list[dict[str, str]] = []
+    attr_remap[attr_order] = np.arange(attr_order.size)
+    attrs[op_pos] = np.where(c.attrs >= 0, attr_remap[np.maximum(c.attrs, 0)], -1)
+    del attr_pos
+    shapes[op_pos] = shp_remap[c.shapes]
+    gkind = np.array(c.gkind, np.int64)
+    nonctl = np.asarray(c.nonctl, bool)
+    gk = np.where(gkind == 1, _KIND_SERIES | np.where(nonctl, _VERTICAL, 0), _KIND_META)
+    gk[0] = _KIND_META
+    kind[grp_pos] = gk
+    nchild[grp_pos] = [len(k) for k in c.kids]
+    for g, t in c.series_op.items():
+        typ[grp_pos[g]] = str_remap[t]
+    card[grp_pos] = c.card
+    depth[grp_pos] = c.depth
     template_ix = {t: i for i, t in enumerate(c.templates)}
-    tids = c.template_of
-    hist_key: list[int] = []
-    hist_val: list[int] = []
-    dev_key: list[int] = []
-    dev_val: list[int] = []
-    me_cols: dict[str, list[Any]] = {k: [] for k in ("v", "w", "reg", "ctl", "ref", "size",
-                                                      "shapes")}
-    emb_host: list[int] = []
-    emb_flags: list[int] = []
-    emb_name: list[int] = []
-    emb_op: list[int] = []
-    emb_shapes: list[int] = []
+    for g, tid in c.template_of.items():
+        template[grp_pos[g]] = template_ix.get(tid, -1)
+    nme_col[grp_pos] = nme
+    nhist_col[grp_pos] = nhist
+    ndev_col[grp_pos] = ndev
+    devices = sorted({universe_list[d] for d in np.unique(c.devices[has_dev]).tolist()})
+    xla = [[int(op_pos[j]), x] for j, x in sorted(c.xla.items(), key=lambda t: int(op_pos[t[0]]))]
+    panels = []
+    for g in sorted(c.panels, key=lambda g: int(grp_pos[g])):
+        sp = c.panels[g]
+        if sp.get("in") or sp.get("out"):
+            panels.append([int(grp_pos[g]), list(sp.get("in", [])), list(sp.get("out", []))])
+    series = [[int(grp_pos[g]), list(c.series_ids[g])] for g in series_rows]
     names_tbl: list[list[Any]] = []
-    panels: list[list[Any]] = []
-    series: list[list[Any]] = []
-    xla: list[list[Any]] = []
-    devices: set[str] = set()
-    types_ = c.types
-    devs_ = c.devices
-    attrs_ = c.attrs
-    shapes_ = c.shapes
-    embs = c.embs
-    gnames = c.gnames
-    pos_list = pos
-    # The nearest ancestor that is not a series, for the names table.
-    for i, u in enumerate(order.tolist()):
-        label[i] = sid(label_text[i])
-        if u < n:
-            typ[i] = rs(int(types_[u]))
-            d = int(devs_[u])
-            if d >= 0:
-                devices.add(strings_by_id[d])
-                device[i] = rs(d)
-            a = int(attrs_[u])
-            if a >= 0:
-                r = int(attr_remap[a])
-                if r < 0:
-                    r = attr_remap[a] = len(attrs_out)
-                    attrs_out.append(c.attr_list[a])
-                attrs[i] = r
-            sl = int(shapes_[u])
-            r = int(shape_remap[sl])
-            if r < 0:
-                r = shape_remap[sl] = shp(shape_lists[sl])
-            shapes[i] = r
-            xc = c.xla.get(u)
-            if xc is not None:
-                xla.append([i, xc])
-            lst = embs.get(u)
-            if lst:
-                name = c.names[u]
-                cut = name.rfind("/")
-                scope = name[:cut + 1] if cut >= 0 else ""
-                for flag, e in lst:
-                    emb_host.append(i)
-                    if scope and e.name.startswith(scope) and "/" not in e.name[len(scope):]:
-                        emb_flags.append(flag | 2)
-                        emb_name.append(sid(e.name[len(scope):]))
-                    else:
-                        emb_flags.append(flag)
-                        emb_name.append(sid(e.name))
-                    emb_op.append(sid(e.op))
-                    emb_shapes.append(shp(tuple(e.shapes)))
-            continue
-        g = u - n
-        is_series = c.gkind[g] == 1
-        kind[i] = (_KIND_SERIES | (_VERTICAL if c.nonctl[g] else 0)) if is_series \
-            else _KIND_META
-        kids = c.kids[g]
-        nchild[i] = len(kids)
-        if is_series:
-            typ[i] = rs(c.series_op[g])
-        card[i] = c.card[g]
-        depth[i] = c.depth[g]
-        tid = tids.get(g)
-        if tid is not None:
-            template[i] = template_ix.get(tid, -1)
-        mes = c.metaedges_of(g)
-        nme[i] = len(mes)
-        if mes:
-            kp = {int(x): k for k, x in enumerate(kids.tolist())}
-            for v, w, reg, ctl, ref, size, mshapes in mes:
-                me_cols["v"].append(kp.get(v, -1))
-                me_cols["w"].append(kp.get(w, -1))
-                me_cols["reg"].append(reg)
-                me_cols["ctl"].append(ctl)
-                me_cols["ref"].append(ref)
-                me_cols["size"].append(size)
-                me_cols["shapes"].append(shp(tuple(mshapes)))
-        hist = c.hist[g]
-        nhist[i] = len(hist)
-        for k, v in hist:
-            hist_key.append(rs(k))
-            hist_val.append(v)
-        dh = c.dhist[g]
-        ndev[i] = len(dh)
-        for k, v in dh:
-            dev_key.append(rs(k))
-            dev_val.append(v)
-        sp = c.panels.get(g)
-        if sp is not None and (sp.get("in") or sp.get("out")):
-            panels.append([i, list(sp.get("in", [])), list(sp.get("out", []))])
-        if is_series:
-            series.append([i, list(c.series_ids[g])])
-    del gnames, pos_list
-    # Full names that are not "base/label" (base: the nearest ancestor not a series).
-    _names_table(c, order, names_tbl)
-    e_src = pos[c.e_src]
-    e_dst = pos[c.e_dst]
+    _names_table(c, grp_order, grp_pos, names_tbl)
+    e_flags = c.e_flags
     columns: list[tuple[str, np.ndarray]] = [
-        ("kind", kind.astype(np.uint8)),
-        ("nchild", nchild), ("label", label), ("type", typ), ("device", device),
-        ("attrs", attrs), ("shapes", shapes), ("card", card), ("depth", depth),
-        ("template", template), ("nme", nme), ("nhist", nhist), ("ndev", ndev),
-        ("hist_key", np.array(hist_key, np.int32)),
-        ("hist_val", np.array(hist_val, np.int32)),
-        ("dev_key", np.array(dev_key, np.int32)),
-        ("dev_val", np.array(dev_val, np.int32)),
-        ("me_v", np.array(me_cols["v"], np.int32)),
-        ("me_w", np.array(me_cols["w"], np.int32)),
-        ("me_reg", np.array(me_cols["reg"], np.int32)),
-        ("me_ctl", np.array(me_cols["ctl"], np.int32)),
-        ("me_ref", np.array(me_cols["ref"], np.int32)),
-        ("me_size", np.array(me_cols["size"], np.float64)),
-        ("me_shapes", np.array(me_cols["shapes"], np.int32)),
-        ("e_src", e_src), ("e_dst", e_dst), ("e_slot", c.e_slot),
-        ("e_flags", c.e_flags.astype(np.uint8)),
-        ("emb_host", np.array(emb_host, np.int32)),
-        ("emb_flags", np.array(emb_flags, np.uint8)),
-        ("emb_name", np.array(emb_name, np.int32)),
-        ("emb_op", np.array(emb_op, np.int32)),
-        ("emb_shapes", np.array(emb_shapes, np.int32)),
+        ("kind", kind), ("nchild", nchild), ("label", label), ("type", typ),
+        ("device", device), ("attrs", attrs), ("shapes", shapes), ("card", card),
+        ("depth", depth), ("template", template), ("nme", nme_col), ("nhist", nhist_col),
+        ("ndev", ndev_col),
+        ("hist_key", rs(hist_key)), ("hist_val", np.array(hv, np.int64)),
+        ("dev_key", rs(dev_key)), ("dev_val", np.array(dv, np.int64)),
+        ("me_v", cpos[me_cols["v"]]), ("me_w", cpos[me_cols["w"]]),
+        ("me_reg", me_cols["reg"]), ("me_ctl", me_cols["ctl"]), ("me_ref", me_cols["ref"]),
+        ("me_size", me_cols["size"]), ("me_shapes", shp_remap[me_cols["sl"]]),
+        ("e_src", op_pos[c.e_src]), ("e_dst", op_pos[c.e_dst]), ("e_slot", c.e_slot),
+        ("e_flags", e_flags.astype(np.uint8)),
+        ("emb_host", emb[:, 0]), ("emb_flags", emb[:, 1].astype(np.uint8)),
+        ("emb_name", rs(emb[:, 2])), ("emb_op", rs(emb[:, 3])),
+        ("emb_shapes", shp_remap[emb[:, 4]] if emb.size else emb[:, 4]),
     ]
     tables = {
-        "strings": list(page_sid),
-        "shapes": [[None if s is None else list(s) for s in key] for key in shape_ix],
-        "attrs": attrs_out,
+        "strings": [universe_list[u] for u in str_order.tolist()],
+        "shapes": [[None if s is None else list(s) for s in shape_list[k]]
+                   for k in shp_order.tolist()],
+        "attrs": [c.attr_list[a] for a in attr_order.tolist()],
         "names": names_tbl,
         "extra": [],
         "panels": panels,
         "series": series,
         "xla": xla,
     }
+    del ops_in_order
     options_json: dict[str, object] = c.opts.to_json()
     options_json["hidden_count"] = c.hidden
     return encode_columns(
         columns, tables, level, options=options_json,
         stats={"ops": n, "edges": int(c.e_src.size), "groups": N - n - 1},
-        nodes=N, devices=sorted(devices), has_time=False,
+        nodes=N, devices=devices, has_time=False,
         templates=[[t, len(m), m[0] if m else t] for t, m in c.templates.items()])
 
 
-def _names_table(c: _Columns, order: np.ndarray, out: list[list[Any]]) -> None:
-    n = c.n_ops
-    base_name: dict[int, str] = {0: ""}  # group -> the name its children are based on
-    for i, u in enumerate(order.tolist()):
-        if u < n:
-            name = c.names[u]
-            g = int(c.op_parent[u])
-        else:
-            name = c.gnames[u - n]
-            g = c.gparent[u - n]
-            if g < 0:
-                continue
-        base = base_name.get(g)
+def _rank_in_runs(p: np.ndarray) -> np.ndarray:
+    """For a sorted array, each element's index within its run of equal values."""
+    if not p.size:
+        return p
+    k = np.arange(p.size)
+    first = np.r_[0, np.flatnonzero(p[1:] != p[:-1]) + 1]
+    return k - np.repeat(first, np.diff(np.r_[first, p.size]))
+
+
+def _names_table(c: _Columns, grp_order: np.ndarray, grp_pos: np.ndarray,
+                 out: list[list[Any]]) -> None:
+    """The nodes whose full name is not "base/label" (base: the name of the nearest
+    ancestor that is not a series). Only groups can be such nodes here: an op's name is
+    its scope group's name, "/", its label (names starting with "/" are declined), and
+    op series sit in that group, so an op's base is always that group."""
+    base_name: dict[int, str] = {}
+    rows = []
+    for g in grp_order.tolist():
+        p = c.gparent[g]
+        if p < 0:
+            continue
+        base = base_name.get(p)
         if base is None:
-            base = base_name[g] = _base_of(c, g)
+            base = base_name[p] = _base_of(c, p)
+        name = c.gnames[g]
         lab = name[name.rfind("/") + 1:]
         want = lab if not base else base + "/" + lab
         if want != name:
-            out.append([i, name])
+            rows.append([int(grp_pos[g]), name])
+    rows.sort(key=lambda r: r[0])
+    out.extend(rows)
 
 
 def _base_of(c: _Columns, g: int) -> str:
