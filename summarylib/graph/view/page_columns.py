@@ -131,6 +131,8 @@ class _Columns:
         self._children()
         self._metaedges()
         self.codes = new_state()
+        self._sig_memo: dict[tuple[Any, ...], str] = {}
+        self._op_codes: np.ndarray | None = None
         self.template_of: dict[int, str] = {}
         self.templates = self._find_templates(None)
         if opts.series and opts.group_series:
@@ -537,6 +539,9 @@ class _Columns:
         splits = np.cumsum(counts)[:-1]
         self.kids: list[np.ndarray] = np.split(order, splits)
         self.parent_u = parent  # group index of each unified id's parent (-1: root)
+        #: Each unified id's position among its parent's children.
+        self.cpos = np.zeros(n + G, np.int64)
+        self.cpos[order] = _rank_in_runs(p)
 
     # --- step 4: metaedges ------------------------------------------------------------
 
@@ -713,11 +718,15 @@ class _Columns:
     # --- step 5: templates (smallest subtree first) -----------------------------------
 
     def _signature(self, g: int) -> str:
-        strings = self._string_list()
-        hist = sorted((strings[k], v) for k, v in self.hist[g])
-        ops = ",".join(f"{k}={v}" for k, v in hist)
-        return (f"depth={self.depth[g]} |V|={len(self.kids[g])} "
-                f"|E|={self.n_metaedges(g)} [ops] {ops}")
+        key = (self.depth[g], len(self.kids[g]), self.n_metaedges(g), tuple(self.hist[g]))
+        sig = self._sig_memo.get(key)
+        if sig is None:
+            strings = self._string_list()
+            hist = sorted((strings[k], v) for k, v in self.hist[g])
+            ops = ",".join(f"{k}={v}" for k, v in hist)
+            sig = self._sig_memo[key] = (f"depth={key[0]} |V|={key[1]} |E|={key[2]} "
+                                         f"[ops] {ops}")
+        return sig
 
     def _string_list(self) -> list[str]:
         cached = getattr(self, "_strings_cache", None)
@@ -726,6 +735,7 @@ class _Columns:
         return cached
 
     def _label(self, u: int) -> int:
+        """templates._Codes.label of unified id ``u``."""
         codes = self.codes
         n = self.n_ops
         if u < n:
@@ -743,18 +753,53 @@ class _Columns:
             inner = self._label(int(kids[0]))
         return int(codes.code(("series", len(kids), inner)))
 
-    def _group_code(self, g: int, sig: str) -> int:
+    def _bucket_codes(self, sig: str, gs: list[int]) -> None:
+        """Set ``codes.of`` of groups ``gs`` (one signature, so the same numbers of
+        children and metaedges): equal (labels, edges) rows share one refinement."""
         n = self.n_ops
-        kids = self.kids[g].tolist()
-        pos = {u: i for i, u in enumerate(kids)}
-        labels = [self._label(u) for u in kids]
-        edges = tuple((pos[v], pos[w], f) for v, w, f in self.me_flags(g))
-        c = int(self.codes.group_code(sig, labels, edges))
-        self.codes.of[g] = c
-        del n
-        return c
+        k = len(gs)
+        codes = self.codes
+        if self._op_codes is None or self._op_codes.size != len(self.strings):
+            self._op_codes = np.array([codes.code(("op", x)) for x in self._string_list()],
+                                      np.int64)
+        V = len(self.kids[gs[0]])
+        kids = np.stack([self.kids[g] for g in gs]) if V else np.zeros((k, 0), np.int64)
+        lab = np.empty_like(kids)
+        opm = kids < n
+        lab[opm] = self._op_codes[self.types[kids[opm]]]
+        if not opm.all():
+            lab[~opm] = [self._label(u) for u in kids[~opm].tolist()]
+        E = self.n_metaedges(gs[0])
+        rows = np.empty((k, 3 * E), np.int64)
+        arr = [i for i, g in enumerate(gs) if g not in self.me_override]
+        if arr and E:
+            ai = np.array(arr, np.int64)
+            starts = self.me_start[np.array([gs[i] for i in arr], np.int64)]
+            idx = _gather_ranges(starts, np.full(len(arr), E, np.int64)).reshape(-1, E)
+            me = self.me
+            f = (me["reg"][idx] > 0).astype(np.int64) | ((me["ctl"][idx] > 0) * 2)
+            rows[ai] = np.stack([self.cpos[me["v"][idx]], self.cpos[me["w"][idx]], f],
+                                axis=2).reshape(len(arr), 3 * E)
+        for i, g in enumerate(gs):
+            if g in self.me_override:
+                rows[i] = [x for v, w, f in self.me_flags(g)
+                           for x in (int(self.cpos[v]), int(self.cpos[w]), f)]
+        full = np.concatenate([lab, rows], axis=1)
+        if full.shape[1]:
+            uniq, inv = np.unique(full, axis=0, return_inverse=True)
+            inv = inv.reshape(-1)
+        else:
+            uniq, inv = full[:1], np.zeros(k, np.int64)
+        got = []
+        for row in uniq.tolist():
+            labels, e = row[:V], row[V:]
+            edges = tuple((e[i], e[i + 1], e[i + 2]) for i in range(0, 3 * E, 3))
+            got.append(int(codes.group_code(sig, labels, edges)))
+        for g, c in zip(gs, inv.tolist(), strict=True):
+            codes.of[g] = got[c]
 
     def _find_templates(self, changed: set[int] | None) -> dict[str, list[str]]:
+        """templates._by_height on group indices."""
         codes = self.codes
         fresh = changed is None
         changed = set() if changed is None else changed
@@ -775,7 +820,7 @@ class _Columns:
                         codes.of[g] = codes.code(("unique", self.gnames[g]))
                         codes.unique.add(g)
                     continue
-                classes: dict[int, list[int]] = {}
+                todo = []
                 for g in members:
                     if fresh or g in changed or g in codes.unique or g not in codes.of:
                         if not fresh and g in codes.unique:
@@ -784,7 +829,11 @@ class _Columns:
                                 changed.add(p)
                                 p = self.gparent[p]
                         codes.unique.discard(g)
-                        self._group_code(g, sig)
+                        todo.append(g)
+                if todo:
+                    self._bucket_codes(sig, todo)
+                classes: dict[int, list[int]] = {}
+                for g in members:
                     classes.setdefault(codes.of[g], []).append(g)
                 for k, gs in enumerate(classes.values()):
                     if len(gs) >= 2:
@@ -857,6 +906,11 @@ class _Columns:
         kids.append(n + s)
         self.kids[g] = np.array(kids, np.int64)
         self.kids.append(np.array([n + m for m in members], np.int64))
+        self.cpos = np.append(self.cpos, 0)
+        self.parent_u = np.append(self.parent_u, g)
+        self.cpos[self.kids[g]] = np.arange(len(kids))
+        self.cpos[self.kids[s]] = np.arange(len(members))
+        self.parent_u[self.kids[s]] = s
         self.nonctl = np.append(self.nonctl, False)
         # Re-bundle g's metaedges around the series (series._rebundle).
         old = [Metaedge(v, w, r, c, f, s_, sh)  # type: ignore[arg-type]
@@ -895,52 +949,51 @@ class _Columns:
     def _side_panels(self) -> None:
         """Side panels of the metanodes that can have one; the rest are empty lists.
 
-        A group gets a non-empty panel only through a ``NoOp`` child, at least 15
-        children (the degree rule), a child with more than 4 control-only metaedges, or
-        a child without metaedges holding embeddings on one side only; only those
-        groups are run through ``extraction.extract_group``.
+        A group gets a non-empty panel only through a ``NoOp`` child (an op, or a
+        metanode whose ``scope/(scope)`` op is one), at least 15 children (the degree
+        rule), a child with more than 4 control-only metaedges, or a child without
+        metaedges holding embeddings on one side only (shortcut icons only come from the
+        other rules); only those groups, and those whose metaedges were re-bundled
+        around a series of groups, are run through ``extraction.extract_group``.
         """
         n = self.n_ops
         G = len(self.gnames)
+        U = n + G
         self.panels: dict[int, dict[str, list[str]]] = {}
+        gkind = np.array(self.gkind, np.int64)
+        parent = self.parent_u
+        flag = np.zeros(G, bool)
+        flag[np.array([len(k) >= 15 for k in self.kids], bool)] = True
         noop = self.strings.get(_NOOP)
-        has_emb = np.zeros(n, np.int8)  # bit 0 in, bit 1 out
+        if noop is not None:
+            js = np.flatnonzero(self.types == noop)
+            flag[parent[js]] = True
+            for j in js.tolist():
+                p = int(parent[j])
+                name = self.gnames[p]
+                if (self.names[j] == f"{name}/({name.rsplit('/', 1)[-1]})"
+                        and self.gkind[p] == 0 and parent[n + p] >= 0):
+                    flag[parent[n + p]] = True
+        me = self.me
+        ctl_only = me["reg"] == 0
+        deg = (np.bincount(me["v"][ctl_only], minlength=U)
+               + np.bincount(me["w"][ctl_only], minlength=U))
+        hot = np.flatnonzero(deg > 4)
+        flag[parent[hot]] = True
+        touched = np.zeros(U, bool)
+        touched[me["v"]] = True
+        touched[me["w"]] = True
+        sides = np.zeros(n, np.int64)
         for j, lst in self.embs.items():
-            for flag, _ in lst:
-                has_emb[j] |= 1 << flag
-        one_side = (has_emb == 1) | (has_emb == 2)
-        # Unified ids of "scope/(scope)" ops whose parent is that scope, by group.
-        for g in range(G):
-            if self.gkind[g] != 0:
-                continue
-            kids = self.kids[g]
-            run = len(kids) >= 15
-            if not run and noop is not None:
-                ops = kids[kids < n]
-                run = bool((self.types[ops] == noop).any())
-                if not run:
-                    for u in kids[kids >= n].tolist():
-                        if self._root_op_is(u - n, noop):
-                            run = True
-                            break
-            flags = None
-            if not run:
-                flags = self.me_flags(g)
-                deg: dict[int, int] = {}
-                touched: set[int] = set()
-                for v, w, f in flags:
-                    touched.add(v)
-                    touched.add(w)
-                    if not f & 1:
-                        deg[v] = deg.get(v, 0) + 1
-                        deg[w] = deg.get(w, 0) + 1
-                run = any(d > 4 for d in deg.values())
-                if not run:
-                    ops = kids[kids < n]
-                    cand = ops[one_side[ops]]
-                    run = any(u not in touched for u in cand.tolist())
-            if run:
-                self.panels[g] = self._extract(g)
+            for f, _ in lst:
+                sides[j] |= 1 << f
+        lone = np.flatnonzero(((sides == 1) | (sides == 2)) & ~touched[:n])
+        flag[parent[lone]] = True
+        for g in self.me_override:
+            flag[g] = True
+        flag &= gkind == 0
+        for g in np.flatnonzero(flag).tolist():
+            self.panels[g] = self._extract(g)
 
     def _root_op_is(self, g: int, type_id: int) -> bool:
         name = self.gnames[g]
@@ -1090,12 +1143,7 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     grp_pos = pos[n:]
     grp_order = order[order >= n] - n  # groups in page order
     # Position of every unified id among its parent's children.
-    cpos = np.empty(n + G, np.int64)
-    cpos[n] = 0
-    for g in range(G):
-        kids = c.kids[g]
-        if len(kids):
-            cpos[kids] = np.arange(len(kids))
+    cpos = c.cpos
 
     # --- the string universe: our strings, then labels and embedding names ----------
     universe: dict[str, int] = dict(c.strings)
@@ -1175,7 +1223,9 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     lens = nme[grp_order]
     over = np.array([g in c.me_override for g in grp_order.tolist()], bool)
     src_lens = np.where(over, 0, lens)
-    idx = _gather_ranges(c.me_start[grp_order], src_lens)
+    # Groups made after the metaedges (series of groups) have overrides.
+    me_start = np.r_[c.me_start[:-1], np.full(G + 1 - c.me_start.size, c.me_start[-1])]
+    idx = _gather_ranges(me_start[grp_order], src_lens)
     total = int(lens.sum())
     me_cols = {k: np.empty(total, np.float64 if k == "size" else np.int64)
                for k in ("v", "w", "reg", "ctl", "ref", "size", "sl")}
