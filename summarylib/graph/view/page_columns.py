@@ -25,7 +25,6 @@ suffix too long for int64.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,8 +35,8 @@ from summarylib.graph.view.extraction import extract_group
 from summarylib.graph.view.hierarchy import Tree
 from summarylib.graph.view.model import Embedding, GroupNode, Metaedge, OpNode, Shape
 from summarylib.graph.view.normalize import (
-    REF_EDGES,
     _ARRAY_INDEX_RE,
+    REF_EDGES,
     _graph_def,
     _Matcher,
     _Raw,
@@ -351,6 +350,7 @@ class _Columns:
                     glevel.append(glevel[above] + 1)
                     gmade.append(j)
                     above = k
+                k = above
             op_parent[j] = k
         self.gnames = gnames
         self.gparent = gparent
@@ -481,7 +481,6 @@ class _Columns:
         existing = set(self.names)
         existing.update(self.gnames)
         member_pos: dict[int, int] = {}
-        strings = list(self.strings)
         for g, _, _, _, t, p, members in made:
             js_m = js[members]
             first = names[int(js_m[0])]
@@ -505,8 +504,6 @@ class _Columns:
                 if d >= 0:
                     dh[d] = dh.get(d, 0) + 1
             self.dhist[k] = list(dh.items())
-            del strings
-            strings = []
         self.member_pos = member_pos
 
     # --- children ---------------------------------------------------------------------
@@ -639,8 +636,9 @@ class _Columns:
                 one = np.array([self.shape_list((sh,)) for sh in table], np.int64)
                 me_sl[single] = one[ss[at]]
             for i in np.flatnonzero(nsh > 1).tolist():
-                a = int(np.searchsorted(mm, i))
-                me_sl[i] = self.shape_list(tuple(table[k] for k in ss[a:a + int(nsh[i])]))
+                at0 = int(np.searchsorted(mm, i))
+                me_sl[i] = self.shape_list(
+                    tuple(table[k] for k in ss[at0:at0 + int(nsh[i])]))
         # Per group, its metaedges in order of first edge.
         order = np.lexsort((first, me_g))
         G = len(self.gnames)
@@ -919,7 +917,7 @@ class _Columns:
         new: dict[tuple[int, int], Metaedge] = {}
         su = n + s
         for me in old:
-            v, w = int(me.v), int(me.w)  # type: ignore[call-overload]
+            v, w = int(me.v), int(me.w)
             vin, win = v in mset, w in mset
             if vin and win:
                 inner.append(me)
@@ -1231,8 +1229,8 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
                for k in ("v", "w", "reg", "ctl", "ref", "size", "sl")}
     me_pos = np.repeat(grp_pos[grp_order], lens)
     fill = np.repeat(~over, lens)
-    for k in ("v", "w", "reg", "ctl", "ref", "size", "sl"):
-        me_cols[k][fill] = c.me[k][idx]
+    for col in ("v", "w", "reg", "ctl", "ref", "size", "sl"):
+        me_cols[col][fill] = c.me[col][idx]
     if over.any():
         offs = np.cumsum(lens) - lens
         for g_i in np.flatnonzero(over).tolist():
@@ -1243,9 +1241,10 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
                 sk = shape_u.get(key)
                 if sk is None:
                     sk = shape_u[key] = len(shape_u)
-                for k, val in (("v", m.v), ("w", m.w), ("reg", m.regular), ("ctl", m.control),
-                               ("ref", m.ref), ("size", m.size), ("sl", sk)):
-                    me_cols[k][o + r] = val
+                for col, val in (("v", m.v), ("w", m.w), ("reg", m.regular),
+                                 ("ctl", m.control), ("ref", m.ref), ("size", m.size),
+                                 ("sl", sk)):
+                    me_cols[col][o + r] = val
     if total:
         shapes_ev.add(me_pos, _rank_in_runs(me_pos), me_cols["sl"])
     str_order, str_remap = strings.table(len(universe))
@@ -1352,7 +1351,8 @@ def _rank_in_runs(p: np.ndarray) -> np.ndarray:
         return p
     k = np.arange(p.size)
     first = np.r_[0, np.flatnonzero(p[1:] != p[:-1]) + 1]
-    return k - np.repeat(first, np.diff(np.r_[first, p.size]))
+    out: np.ndarray = k - np.repeat(first, np.diff(np.r_[first, p.size]))
+    return out
 
 
 def _names_table(c: _Columns, grp_order: np.ndarray, grp_pos: np.ndarray,
