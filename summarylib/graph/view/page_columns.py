@@ -1324,6 +1324,12 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
         ("emb_name", rs(emb[:, 2])), ("emb_op", rs(emb[:, 3])),
         ("emb_shapes", shp_remap[emb[:, 4]] if emb.size else emb[:, 4]),
     ]
+    # page_data's dtypes (an empty column keeps its dtype through narrowing).
+    float_cols = {"me_size"}
+    byte_cols = {"kind", "e_flags", "emb_flags"}
+    columns = [(name, arr if arr.size else arr.astype(
+        np.float64 if name in float_cols else np.uint8 if name in byte_cols else np.int32))
+        for name, arr in columns]
     tables = {
         "strings": [universe_list[u] for u in str_order.tolist()],
         "shapes": [[None if s is None else list(s) for s in shape_list[k]]
