@@ -32,7 +32,7 @@ OPTIONS = [ViewOptions(), ViewOptions(series=False), ViewOptions(group_series=Fa
            ViewOptions(hidden_ops=("Identity",)), ViewOptions(rankdir="LR")]
 
 
-def _same(source: object, opts: ViewOptions = ViewOptions()) -> None:
+def _same(source: object, opts: ViewOptions = OPTIONS[0]) -> None:
     page = source_to_page_data(source, opts)
     assert page is not None, "the graph was declined"
     assert page == view_to_page_data(build_view(source, opts))
