@@ -31,16 +31,19 @@ from typing import Any
 import numpy as np
 
 from summarylib.graph._gc import gc_paused
+from summarylib.graph.ir import DType, TensorSpec
 from summarylib.graph.view.extraction import extract_group
 from summarylib.graph.view.hierarchy import Tree
 from summarylib.graph.view.model import Embedding, GroupNode, Metaedge, OpNode, Shape
 from summarylib.graph.view.normalize import (
     _ARRAY_INDEX_RE,
     REF_EDGES,
+    _collapse,
     _graph_def,
     _Matcher,
     _Raw,
     _source_nodes,
+    ir_node,
     strict_name,
 )
 from summarylib.graph.view.options import ViewOptions
@@ -93,6 +96,65 @@ def source_to_page_data(source: Any, options: ViewOptions | Mapping[str, Any] | 
             return _Columns(source, opts).page_data(level)
         except _Declined:
             return None
+
+
+def _raws(source: Any) -> Any:
+    """normalize._source_nodes, with the records of nodes whose attributes and outputs
+    repeat made once: IR nodes keyed by their attrs and output specs (values of types
+    whose equality is identity of display text only), GraphDef nodes by the bytes of
+    their attr map."""
+    from summarylib.graph.ir import Graph
+
+    if isinstance(source, Graph):
+        return _ir_raws(source)
+    return _source_nodes(source)
+
+
+_PLAIN = frozenset({str, DType, TensorSpec})
+
+
+def _ir_raws(graph: Any) -> Any:
+    shape_cache: dict[Any, Shape] = {}
+    memo: dict[Any, tuple[dict[str, str], list[Shape], str | None]] = {}
+    plain = _PLAIN
+    for i, node in enumerate(graph.nodes):
+        attrs = node.attrs
+        key: Any = None
+        try:
+            items = tuple(attrs.items())
+            for _, v in items:
+                t = type(v)
+                if t not in plain:
+                    if t is int or t is bool:  # 1 == True: keep the type in the key
+                        items = tuple((k, type(v), v) for k, v in items)
+                        for _, _, v2 in items:
+                            if type(v2) not in plain and type(v2) is not int \
+                                    and type(v2) is not bool:
+                                raise TypeError
+                        break
+                    raise TypeError
+            key = (items, tuple(node.outputs))
+            hit = memo.get(key)
+        except TypeError:  # unhashable or not plain: no memo
+            key, hit = None, None
+        name, op, device = node.name, node.op, node.device
+        if hit is None or type(name) is not str or type(op) is not str \
+                or type(device) is not str:
+            raw = ir_node(i, node, shape_cache)
+            if key is not None:
+                memo[key] = (raw.attrs, raw.shapes, raw.xla)
+            yield raw
+            continue
+        try:
+            ctl = node.control_inputs
+            inputs = list(node.inputs)
+            if ctl:
+                inputs += ["^" + c for c in ctl]
+            collapsed = _collapse(inputs)
+        except TypeError:
+            yield ir_node(i, node, shape_cache)  # raises the view's error
+            continue
+        yield _Raw(name, op, collapsed, device, hit[0], hit[1], hit[2])
 
 
 def _split_runs(keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -169,7 +231,7 @@ class _Columns:
         outs_of: dict[str, list[_Raw]] = {}
         embedded_names: list[str] = []
         hidden = 0
-        for raw in _source_nodes(source):
+        for raw in _raws(source):
             op = raw.op
             kind = kind_of.get(op)
             if kind is None:
@@ -241,19 +303,29 @@ class _Columns:
         shapes = np.empty(n, np.int64)
         attr_dicts, attr_list = self.attr_dicts, self.attr_list
         xla: dict[int, str] = {}
+        # Records read through a memo share their attrs dict and shapes list: one
+        # lookup by identity (every record is alive, so identities are unique).
+        attr_of: dict[int, int] = {}
+        shapes_of: dict[int, int] = {}
         for j, raw in enumerate(regular):
             types[j] = sid(raw.op)
             if raw.device:
                 devices[j] = sid(raw.device)
             a = raw.attrs
             if a:
-                akey = tuple(a.items())
-                ai = attr_dicts.get(akey)
+                ai = attr_of.get(id(a))
                 if ai is None:
-                    ai = attr_dicts[akey] = len(attr_list)
-                    attr_list.append(dict(a))
+                    akey = tuple(a.items())
+                    ai = attr_dicts.get(akey)
+                    if ai is None:
+                        ai = attr_dicts[akey] = len(attr_list)
+                        attr_list.append(dict(a))
+                    attr_of[id(a)] = ai
                 attrs[j] = ai
-            shapes[j] = shape_list(raw.shapes)
+            si = shapes_of.get(id(raw.shapes))
+            if si is None:
+                si = shapes_of[id(raw.shapes)] = shape_list(raw.shapes)
+            shapes[j] = si
             if raw.xla is not None:
                 xla[j] = raw.xla
         self.types, self.devices, self.attrs, self.shapes, self.xla = (
