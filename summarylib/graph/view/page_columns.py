@@ -38,6 +38,7 @@ from summarylib.graph.view.model import Embedding, GroupNode, Metaedge, OpNode, 
 from summarylib.graph.view.normalize import (
     _ARRAY_INDEX_RE,
     REF_EDGES,
+    _AttrMemo,
     _collapse,
     _graph_def,
     _Matcher,
@@ -107,7 +108,98 @@ def _raws(source: Any) -> Any:
 
     if isinstance(source, Graph):
         return _ir_raws(source)
-    return _source_nodes(source)
+    if source.HasField("library"):
+        return _source_nodes(source)
+    return _wire_raws(source.SerializeToString())
+
+
+def _varint(b: bytes, i: int) -> tuple[int, int]:
+    x = b[i]
+    i += 1
+    if x < 128:
+        return x, i
+    x &= 127
+    shift = 7
+    while True:
+        c = b[i]
+        i += 1
+        x |= (c & 127) << shift
+        if c < 128:
+            return x, i
+        shift += 7
+
+
+def _skip(b: bytes, i: int, wire: int) -> int:
+    """The offset after a field's value of wire type ``wire`` starting at ``i``."""
+    if wire == 0:
+        return _varint(b, i)[1]
+    if wire == 1:
+        return i + 8
+    if wire == 2:
+        n, i = _varint(b, i)
+        return i + n
+    if wire == 5:
+        return i + 4
+    raise ValueError(f"build_view: a NodeDef has a field of wire type {wire}")
+
+
+def _wire_raws(data: bytes) -> Any:
+    """The NodeDefs of a serialized GraphDef (without a function library) as records,
+    read from the wire format: name, op, inputs and device decoded here, the attr map's
+    records made once per distinct attr-map bytes (through a parsed NodeDef holding only
+    the attr map, so the text is ``_AttrMemo``'s)."""
+    from summarylib.proto import node_def_pb2
+
+    memo = _AttrMemo()
+    by_bytes: dict[bytes, tuple[dict[str, str], list[Shape], str | None]] = {}
+    node_def = node_def_pb2.NodeDef
+    end = len(data)
+    i = 0
+    while i < end:
+        key, i = _varint(data, i)
+        field, wire = key >> 3, key & 7
+        if field != 1 or wire != 2:
+            i = _skip(data, i, wire)
+            continue
+        size, i = _varint(data, i)
+        j, stop = i, i + size
+        i = stop
+        name = op = device = ""
+        inputs: list[str] = []
+        attr_at: list[tuple[int, int]] = []
+        while j < stop:
+            at = j
+            key, j = _varint(data, j)
+            field, wire = key >> 3, key & 7
+            if wire != 2 or field > 5:
+                j = _skip(data, j, wire)
+                continue
+            n, j = _varint(data, j)
+            if field == 5:
+                attr_at.append((at, j + n))
+            elif field == 3:
+                inputs.append(data[j:j + n].decode("utf-8"))
+            elif field == 1:
+                name = data[j:j + n].decode("utf-8")
+            elif field == 2:
+                op = data[j:j + n].decode("utf-8")
+            elif field == 4:
+                device = data[j:j + n].decode("utf-8")
+            j += n
+        if attr_at:
+            raw_attrs = b"".join([data[a:b] for a, b in attr_at])
+            hit = by_bytes.get(raw_attrs)
+            if hit is None:
+                nd = node_def()
+                nd.ParseFromString(raw_attrs)
+                r = memo.node(nd)
+                hit = by_bytes[raw_attrs] = (r.attrs, r.shapes, r.xla)
+        else:
+            hit = _NO_ATTRS
+        yield _Raw(name, op, _collapse(inputs), device, hit[0], hit[1], hit[2])
+
+
+_NO_ATTRS: tuple[dict[str, str], list[Shape], str | None] = ({}, [], None)
 
 
 _PLAIN = frozenset({str, DType, TensorSpec})
@@ -231,6 +323,18 @@ class _Columns:
         outs_of: dict[str, list[_Raw]] = {}
         embedded_names: list[str] = []
         hidden = 0
+        sid, shape_list = self.sid, self.shape_list
+        attr_dicts, attr_list = self.attr_dicts, self.attr_list
+        types_l: list[int] = []
+        devices_l: list[int] = []
+        attrs_l: list[int] = []
+        shapes_l: list[int] = []
+        xla: dict[int, str] = {}
+        # Records read through a memo share their attrs dict and shapes list: one
+        # lookup by identity (every record stays alive, so identities are unique).
+        attr_of: dict[int, int] = {}
+        shapes_of: dict[int, int] = {}
+        type_of: dict[str, int] = {}
         for raw in _raws(source):
             op = raw.op
             kind = kind_of.get(op)
@@ -240,6 +344,30 @@ class _Columns:
                 kind = kind_of[op] = (1 if is_hidden(op) else 2 if is_in(op)
                                       else 3 if is_out(op) else 0)
             if kind == 0:
+                t = type_of.get(op)
+                if t is None:
+                    t = type_of[op] = sid(op)
+                types_l.append(t)
+                devices_l.append(sid(raw.device) if raw.device else -1)
+                a = raw.attrs
+                if a:
+                    ai = attr_of.get(id(a))
+                    if ai is None:
+                        akey = tuple(a.items())
+                        ai = attr_dicts.get(akey)
+                        if ai is None:
+                            ai = attr_dicts[akey] = len(attr_list)
+                            attr_list.append(dict(a))
+                        attr_of[id(a)] = ai
+                    attrs_l.append(ai)
+                else:
+                    attrs_l.append(-1)
+                si = shapes_of.get(id(raw.shapes))
+                if si is None:
+                    si = shapes_of[id(raw.shapes)] = shape_list(raw.shapes)
+                shapes_l.append(si)
+                if raw.xla is not None:
+                    xla[len(regular)] = raw.xla
                 regular.append(raw)
             elif kind == 1:
                 hidden += 1
@@ -257,22 +385,15 @@ class _Columns:
         index = {name: j for j, name in enumerate(names)}
         if len(index) != n:
             raise _Declined  # duplicate names
+        if "" in index or any(x[:1] == "/" for x in names):
+            raise _Declined  # the empty-named scope
         # The scopes of the original names: every proper "/" prefix.
         scopes: set[str] = set()
-        for name in names:
-            if not name or name[0] == "/":
-                raise _Declined
-            cut = name.rfind("/")
-            while cut > 0:
-                scope = name[:cut]
-                if scope in scopes:
-                    break
-                scopes.add(scope)
-                cut = scope.rfind("/")
-        renamed: dict[str, str] = {}
-        for name in names:
-            if name in scopes:
-                renamed[name] = strict_name(name)
+        for parent in {x.rpartition("/")[0] for x in names}:
+            while parent and parent not in scopes:
+                scopes.add(parent)
+                parent = parent.rpartition("/")[0]
+        renamed = {x: strict_name(x) for x in names if x in scopes}
         if embedded_names:
             # TensorBoard does not see the scopes of the alphabetically last name here.
             last = max(names) if names else ""
@@ -289,47 +410,17 @@ class _Columns:
         if renamed:
             names = [renamed.get(x, x) for x in names]
             index = {name: j for j, name in enumerate(names)}
-        for name in names:
-            if "/" not in name and _ARRAY_INDEX_RE.match(name):
-                raise _Declined  # JavaScript key order at the root
+        if any(_ARRAY_INDEX_RE.match(x) for x in names if x[:1].isdigit() and "/" not in x):
+            raise _Declined  # JavaScript key order at the root
         self.renamed = renamed
         rn = renamed.get
         self.names = names
         self.n_ops = n
-        sid, shape_list = self.sid, self.shape_list
-        types = np.empty(n, np.int64)
-        devices = np.full(n, -1, np.int64)
-        attrs = np.full(n, -1, np.int64)
-        shapes = np.empty(n, np.int64)
-        attr_dicts, attr_list = self.attr_dicts, self.attr_list
-        xla: dict[int, str] = {}
-        # Records read through a memo share their attrs dict and shapes list: one
-        # lookup by identity (every record is alive, so identities are unique).
-        attr_of: dict[int, int] = {}
-        shapes_of: dict[int, int] = {}
-        for j, raw in enumerate(regular):
-            types[j] = sid(raw.op)
-            if raw.device:
-                devices[j] = sid(raw.device)
-            a = raw.attrs
-            if a:
-                ai = attr_of.get(id(a))
-                if ai is None:
-                    akey = tuple(a.items())
-                    ai = attr_dicts.get(akey)
-                    if ai is None:
-                        ai = attr_dicts[akey] = len(attr_list)
-                        attr_list.append(dict(a))
-                    attr_of[id(a)] = ai
-                attrs[j] = ai
-            si = shapes_of.get(id(raw.shapes))
-            if si is None:
-                si = shapes_of[id(raw.shapes)] = shape_list(raw.shapes)
-            shapes[j] = si
-            if raw.xla is not None:
-                xla[j] = raw.xla
-        self.types, self.devices, self.attrs, self.shapes, self.xla = (
-            types, devices, attrs, shapes, xla)
+        self.types = np.array(types_l, np.int64)
+        self.devices = np.array(devices_l, np.int64)
+        self.attrs = np.array(attrs_l, np.int64)
+        self.shapes = np.array(shapes_l, np.int64)
+        self.xla = xla
         # Embeddings: (host, flag, name, op, shapes), in the host's in-then-out order.
         embs: dict[int, list[list[Any]]] = {}
 
