@@ -1012,6 +1012,9 @@ class _Columns:
         min_size = self.opts.series_min_size
         existing: set[str] | None = None
         made: list[int] = []
+        self._new_parent: list[int] = []
+        self._new_cpos: dict[int, int] = {}
+        self._new_nonctl: list[bool] = []
         for g in [x for x in range(len(self.gnames)) if self.gkind[x] == 0]:
             clusters: dict[str, list[int]] = {}
             for u in self.kids[g].tolist():
@@ -1029,6 +1032,11 @@ class _Columns:
                     made.append(self._make_group_series(g, prefix, suffix, run, existing))
         if not made:
             return None
+        self.parent_u = np.r_[self.parent_u, np.array(self._new_parent, np.int64)]
+        first_new = self.cpos.size
+        self.cpos = np.r_[self.cpos, np.array(
+            [self._new_cpos[u] for u in range(first_new, first_new + len(made))], np.int64)]
+        self.nonctl = np.r_[self.nonctl, np.array(self._new_nonctl, bool)]
         changed: set[int] = set()
         for s in made:
             p = self.gparent[s]
@@ -1067,12 +1075,17 @@ class _Columns:
         kids.append(n + s)
         self.kids[g] = np.array(kids, np.int64)
         self.kids.append(np.array([n + m for m in members], np.int64))
-        self.cpos = np.append(self.cpos, 0)
-        self.parent_u = np.append(self.parent_u, g)
-        self.cpos[self.kids[g]] = np.arange(len(kids))
+        # The new series' own entries are appended once, after the last series.
+        self._new_parent.append(g)
+        at = self.kids[g]
+        old_ids = at < self.cpos.size
+        self.cpos[at[old_ids]] = np.flatnonzero(old_ids)
+        for p_, u in zip(np.flatnonzero(~old_ids).tolist(), at[~old_ids].tolist(),
+                         strict=True):
+            self._new_cpos[u] = p_
         self.cpos[self.kids[s]] = np.arange(len(members))
         self.parent_u[self.kids[s]] = s
-        self.nonctl = np.append(self.nonctl, False)
+        self._new_nonctl.append(False)
         # Re-bundle g's metaedges around the series (series._rebundle).
         old = [Metaedge(v, w, r, c, f, s_, sh)  # type: ignore[arg-type]
                for v, w, r, c, f, s_, sh in self.metaedges_of(g)]
@@ -1085,7 +1098,7 @@ class _Columns:
             if vin and win:
                 inner.append(me)
                 if me.regular:
-                    self.nonctl[s] = True
+                    self._new_nonctl[-1] = True
                 continue
             key = (su if vin else v, su if win else w)
             if key == (v, w):
@@ -1441,7 +1454,8 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     attr_order, attr_pos = _first_order(used) if used.size else (used, used)
     attr_remap = np.full(len(c.attr_list), -1, np.int64)
     attr_remap[attr_order] = np.arange(attr_order.size)
-    attrs[op_pos] = np.where(c.attrs >= 0, attr_remap[np.maximum(c.attrs, 0)], -1)
+    if attr_remap.size:
+        attrs[op_pos] = np.where(c.attrs >= 0, attr_remap[np.maximum(c.attrs, 0)], -1)
     del attr_pos
     shapes[op_pos] = shp_remap[c.shapes]
     gkind = np.array(c.gkind, np.int64)
