@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 
 from summarylib.graph._gc import gc_paused
-from summarylib.graph.ir import DType, TensorSpec
 from summarylib.graph.view.extraction import extract_group
 from summarylib.graph.view.hierarchy import Tree
 from summarylib.graph.view.model import Embedding, GroupNode, Metaedge, OpNode, Shape
@@ -202,34 +201,20 @@ def _wire_raws(data: bytes) -> Any:
 _NO_ATTRS: tuple[dict[str, str], list[Shape], str | None] = ({}, [], None)
 
 
-_PLAIN = frozenset({str, DType, TensorSpec})
-
-
 def _ir_raws(graph: Any) -> Any:
+    """IR nodes as records; nodes whose attrs values are the same objects (or equal
+    strings) and whose outputs have the same (shape, dtype) share one record's attrs
+    and shapes (the graph keeps every value alive, so an identity names one value)."""
     shape_cache: dict[Any, Shape] = {}
     memo: dict[Any, tuple[dict[str, str], list[Shape], str | None]] = {}
-    plain = _PLAIN
     for i, node in enumerate(graph.nodes):
-        attrs = node.attrs
-        key: Any = None
-        try:
-            items = tuple(attrs.items())
-            for _, v in items:
-                t = type(v)
-                if t not in plain:
-                    if t is int or t is bool:  # 1 == True: keep the type in the key
-                        items = tuple((k, type(v), v) for k, v in items)
-                        for _, _, v2 in items:
-                            if type(v2) not in plain and type(v2) is not int \
-                                    and type(v2) is not bool:
-                                raise TypeError
-                        break
-                    raise TypeError
-            key = (items, tuple(node.outputs))
-            hit = memo.get(key)
-        except TypeError:  # unhashable or not plain: no memo
-            key, hit = None, None
         name, op, device = node.name, node.op, node.device
+        try:
+            key = (tuple([(k, v if type(v) is str else id(v)) for k, v in node.attrs.items()]),
+                   tuple([(o.shape, o.dtype) for o in node.outputs]))
+            hit = memo.get(key)
+        except (TypeError, AttributeError):  # not a mapping, not TensorSpecs: no memo
+            key, hit = None, None
         if hit is None or type(name) is not str or type(op) is not str \
                 or type(device) is not str:
             raw = ir_node(i, node, shape_cache)
@@ -382,9 +367,11 @@ class _Columns:
         self.hidden = hidden
         names = [r.name for r in regular]
         n = len(names)
-        index = {name: j for j, name in enumerate(names)}
+        index = dict(zip(names, range(n), strict=True))
         if len(index) != n:
             raise _Declined  # duplicate names
+        if any(e in index for e in embedded_names):
+            raise _Declined  # an embedded node named like an op
         if "" in index or any(x[:1] == "/" for x in names):
             raise _Declined  # the empty-named scope
         # The scopes of the original names: every proper "/" prefix.
@@ -407,9 +394,10 @@ class _Columns:
         for shown in renamed.values():
             if shown in index or shown in scopes:
                 raise _Declined  # normalize._resolve_conflicts
+        orig_index = index
         if renamed:
             names = [renamed.get(x, x) for x in names]
-            index = {name: j for j, name in enumerate(names)}
+            index = dict(zip(names, range(n), strict=True))
         if any(_ARRAY_INDEX_RE.match(x) for x in names if x[:1].isdigit() and "/" not in x):
             raise _Declined  # JavaScript key order at the root
         self.renamed = renamed
@@ -433,7 +421,15 @@ class _Columns:
         flag_l: list[int] = []
         ref_ops = {op for op, _ in REF_EDGES}
         embedded = in_emb.keys() | out_emb.keys()
-        get = index.get
+        orig_get, new_get = orig_index.get, index.get
+
+        def get(name: str) -> int | None:
+            # normalize: index[rn(name)]. An op's original name finds the op at once.
+            s = orig_get(name)
+            if s is None and renamed:
+                s = new_get(rn(name, name))
+            return s
+
         for j, raw in enumerate(regular):
             op = raw.op
             has_ref = op in ref_ops
@@ -442,7 +438,9 @@ class _Columns:
                 flag = (1 if control else 0) | (
                     2 if has_ref and (op, i) in REF_EDGES else 0)
                 if name not in embedded:
-                    s = get(rn(name, name) if renamed else name)
+                    s = orig_get(name)
+                    if s is None and renamed:
+                        s = new_get(rn(name, name))
                     if s is not None and s != j:
                         src_l.append(s)
                         dst_l.append(j)
@@ -453,7 +451,7 @@ class _Columns:
                 if emb is not None:
                     ins.append(embedding(emb))
                     for ename, eslot, econtrol in emb.inputs:
-                        s = get(rn(ename, ename))
+                        s = get(ename)
                         if s is not None and s != j:
                             src_l.append(s)
                             dst_l.append(j)
@@ -463,14 +461,14 @@ class _Columns:
                 summary = out_emb.get(name)
                 if summary is not None:
                     for ename, _, _ in summary.inputs:
-                        s = get(rn(ename, ename))
+                        s = get(ename)
                         if s is not None and s != j:
                             src_l.append(s)
                             dst_l.append(j)
                             slot_l.append(slot)
                             flag_l.append(flag)
                     continue
-                s = get(rn(name, name))
+                s = get(name)
                 if s is not None and s != j:
                     src_l.append(s)
                     dst_l.append(j)
