@@ -26,6 +26,7 @@ suffix too long for int64.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -624,20 +625,23 @@ class _Columns:
         starts = np.r_[0, np.cumsum(sizes)[:-1]]
         # Creation order within a group: op type by its first op, then (prefix,
         # suffix) by its first op, then ascending id: first ops of each cluster.
-        first_type: dict[tuple[int, int], int] = {}
-        first_pre: dict[tuple[int, int, int], int] = {}
-        for g, t, p, j in zip(parent.tolist(), typ.tolist(), pre.tolist(), js.tolist(),
-                              strict=True):
-            first_type.setdefault((g, t), j)
-            first_pre.setdefault((g, t, p), j)
+        # js ascends, so a key's first index is its first op.
+        T = int(typ.max()) + 1
+        P = int(pre.max()) + 1
+        gt = parent * T + typ
+        u_gt, f_gt = np.unique(gt, return_index=True)
+        first_type = dict(zip(u_gt.tolist(), js[f_gt].tolist(), strict=True))
+        gtp = gt * P + pre
+        u_gtp, f_gtp = np.unique(gtp, return_index=True)
+        first_pre = dict(zip(u_gtp.tolist(), js[f_gtp].tolist(), strict=True))
         prefix_of = {v: k for k, v in prefixes.items()}
         made = []
         for r in long_runs.tolist():
             s0 = int(starts[r])
             members = order[s0:s0 + int(sizes[r])]
             g, t, p = (int(parent[members[0]]), int(typ[members[0]]), int(pre[members[0]]))
-            made.append((g, first_type[(g, t)], first_pre[(g, t, p)], int(ids[members[0]]),
-                         t, p, members))
+            made.append((g, first_type[g * T + t], first_pre[(g * T + t) * P + p],
+                         int(ids[members[0]]), t, p, members))
         made.sort(key=lambda m: m[:4])
         existing = set(self.names)
         existing.update(self.gnames)
@@ -1365,35 +1369,32 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     if series_rows:
         sr = np.array(series_rows, np.int64)
         strings.add(grp_pos[sr], 1, [c.series_op[g] for g in series_rows])
-    hk: list[int] = []
-    hv: list[int] = []
-    nhist = np.zeros(G, np.int64)
-    dk: list[int] = []
-    dv: list[int] = []
-    ndev = np.zeros(G, np.int64)
-    for g in grp_order.tolist():
-        h = c.hist[g]
-        nhist[g] = len(h)
-        for key, v in h:
-            hk.append(key)
-            hv.append(v)
-        d = c.dhist[g]
-        ndev[g] = len(d)
-        for key, v in d:
-            dk.append(key)
-            dv.append(v)
-    hist_key = np.array(hk, np.int64)
-    dev_key = np.array(dk, np.int64)
-    if hk:
+    glist = grp_order.tolist()
+    hist, dhist = c.hist, c.dhist
+    nhist = np.fromiter((len(h) for h in hist), np.int64, G)
+    ndev = np.fromiter((len(d) for d in dhist), np.int64, G)
+    hpairs = np.array(list(chain.from_iterable(hist[g] for g in glist)),
+                      np.int64).reshape(-1, 2)
+    dpairs = np.array(list(chain.from_iterable(dhist[g] for g in glist)),
+                      np.int64).reshape(-1, 2)
+    hist_key, hv = hpairs[:, 0], hpairs[:, 1]
+    dev_key, dv = dpairs[:, 0], dpairs[:, 1]
+    if hist_key.size:
         hp = np.repeat(grp_pos[grp_order], nhist[grp_order])
         strings.add(hp, 2 + _rank_in_runs(hp), hist_key)
-    if dk:
+    if dev_key.size:
         dp = np.repeat(grp_pos[grp_order], ndev[grp_order])
         strings.add(dp, 2 + nhist[order[dp] - n] + _rank_in_runs(dp), dev_key)
     # Metaedges per group in page order: array slices, or a group series' Python list.
-    nme = np.array([c.n_metaedges(g) for g in range(G)], np.int64)
+    G0 = c.me_start.size - 1  # groups when the metaedges were bundled
+    nme = np.zeros(G, np.int64)
+    nme[:G0] = np.diff(c.me_start)
+    for g, lst in c.me_override.items():
+        nme[g] = len(lst)
     lens = nme[grp_order]
-    over = np.array([g in c.me_override for g in grp_order.tolist()], bool)
+    is_over = np.zeros(G, bool)
+    is_over[list(c.me_override)] = True
+    over = is_over[grp_order]
     src_lens = np.where(over, 0, lens)
     # Groups made after the metaedges (series of groups) have overrides.
     me_start = np.r_[c.me_start[:-1], np.full(G + 1 - c.me_start.size, c.me_start[-1])]
@@ -1488,8 +1489,8 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
         ("device", device), ("attrs", attrs), ("shapes", shapes), ("card", card),
         ("depth", depth), ("template", template), ("nme", nme_col), ("nhist", nhist_col),
         ("ndev", ndev_col),
-        ("hist_key", rs(hist_key)), ("hist_val", np.array(hv, np.int64)),
-        ("dev_key", rs(dev_key)), ("dev_val", np.array(dv, np.int64)),
+        ("hist_key", rs(hist_key)), ("hist_val", hv),
+        ("dev_key", rs(dev_key)), ("dev_val", dv),
         ("me_v", cpos[me_cols["v"]]), ("me_w", cpos[me_cols["w"]]),
         ("me_reg", me_cols["reg"]), ("me_ctl", me_cols["ctl"]), ("me_ref", me_cols["ref"]),
         ("me_size", me_cols["size"]), ("me_shapes", shp_remap[me_cols["sl"]]),
