@@ -9,9 +9,13 @@ order, groups are numbered as they are made, every node has one *unified* id (op
 ``j``, group ``k`` is ``n_ops + k``), children orders come from one stable sort by
 (parent, creation key), metaedges from one ``np.unique`` over (child, child) keys, the
 histograms from sorted (group, key) pairs, and the page's string and shape tables from
-first occurrences in breadth-first order. Python loops remain only where the work is per
-*distinct* thing (scopes, op types, shapes, template codes of the groups that share a
-signature, the few groups that can have a side panel).
+first occurrences in breadth-first order. The source is read once: a serialized GraphDef
+from its wire format (name, op, inputs and device decoded directly; the attributes' text
+made once per distinct attr-map bytes), an IR graph with one record per distinct
+(attribute values, output specs). Python loops remain per node for reading and per input
+for resolving names, and otherwise only where the work is per *distinct* thing (scopes,
+op types, shapes, template codes of the groups that share a signature, the few groups that
+can have a side panel).
 
 It applies every rule of the object pipeline (``normalize``, ``hierarchy``, ``series``,
 ``templates``, ``extraction``) for the graphs it accepts; for the rest
