@@ -109,13 +109,15 @@ def graphs(draw: st.DrawFn) -> Graph:
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(graphs(), st.sampled_from(OPTIONS))
+@given(graphs(), st.sampled_from(OPTIONS), st.booleans())
 def test_random_graphs_give_the_views_page_or_are_declined(g: Graph, opts: ViewOptions,
-                                                            ) -> None:
-    page = source_to_page_data(g, opts)
+                                                            wire: bool) -> None:
+    # wire: the serialized GraphDef (read from its wire format), else the IR graph.
+    source: object = g.to_bytes() if wire else g
+    page = source_to_page_data(source, opts)
     if page is not None:
-        assert page == view_to_page_data(build_view(g, opts))
-    assert source_to_html(g, opts) == view_to_html(build_view(g, opts))
+        assert page == view_to_page_data(build_view(source, opts))
+    assert source_to_html(source, opts) == view_to_html(build_view(source, opts))
 
 
 def test_what_is_declined_still_gets_the_views_page() -> None:

@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from summarylib.graph.view.options import ViewOptions
     from summarylib.graph.view.statistics import GraphStatistics
 
-__all__ = ["COLOUR_MODES", "embed_json", "page_to_html", "source_to_html", "view_to_html"]
+__all__ = ["COLOUR_MODES", "embed_json", "page_to_html", "source_page_data", "source_to_html",
+           "view_to_html"]
 
 #: The colour modes of the viewer's selector.
 COLOUR_MODES = ("structure", "device", "compute_time", "none")

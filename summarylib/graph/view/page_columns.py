@@ -197,7 +197,9 @@ def _wire_raws(data: bytes) -> Any:
                 nd = node_def()
                 nd.ParseFromString(raw_attrs)
                 r = memo.node(nd)
-                hit = by_bytes[raw_attrs] = (r.attrs, r.shapes, r.xla)
+                hit = (r.attrs, r.shapes, r.xla)
+                if len(raw_attrs) < 4096:  # not every constant's tensor content
+                    by_bytes[raw_attrs] = hit
         else:
             hit = _NO_ATTRS
         yield _Raw(name, op, _collapse(inputs), device, hit[0], hit[1], hit[2])
