@@ -7,6 +7,10 @@ Prints one markdown table (medians over ``--reps``; ``--quick``: one repetition)
 The graphs are ``tests/graph_models.py``'s synthetic TF1-style training graphs (scoped
 transformer layers, variables, numbered series, ``init``/``save`` hubs). Per graph:
 
+* graph to HTML: ``source_to_html`` of the graph (the page straight from the source,
+  ``page_columns``: no view objects), wall and CPU seconds, the process's peak RSS after
+  it (measured before the view is built), and whether its text is the one ``view_to_html``
+  writes for the view (``same``);
 * ``build_view``: the view with default options (``summarylib.graph.view.build_view``);
 * HTML export: ``view_to_html`` of that view and its size (no geometry: the page lays a
   group out when it is opened), and the process's peak RSS after the export;
@@ -45,7 +49,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from summarylib.graph.view import build_view  # noqa: E402
+from summarylib.graph.view import build_view, source_to_html  # noqa: E402
 from tests import graph_models as gm  # noqa: E402
 from tests.browser import (  # noqa: E402
     CHROMIUM,
@@ -204,6 +208,8 @@ def main() -> None:
     ap.add_argument("--sizes", nargs="+", choices=list(SIZES), default=DEFAULT_SIZES)
     ap.add_argument("--no-tb", action="store_true", help="skip TensorBoard")
     ap.add_argument("--tb-timeout", type=float, default=120.0)
+    ap.add_argument("--no-view", action="store_true",
+                    help="only source_to_html: no build_view, view_to_html or expand")
     args = ap.parse_args()
     reps = 1 if args.quick else args.reps
     why = browser_missing()
@@ -223,11 +229,27 @@ def main() -> None:
             graph = SIZES[size]()
             edges = sum(len(n.inputs) + len(n.control_inputs) for n in graph)
             builds, exports, paints, expands, parts, heaps = [], [], [], [], [], []
+            fasts: list[float] = []
+            fast_cpu: list[float] = []
+            fast_rss = 0.0
+            same: list[bool] = []
             rss = 0.0
             page_bytes = 0
             with tempfile.TemporaryDirectory(prefix="bench-view-") as tmp:
                 path = Path(tmp) / "view.html"
                 for _ in range(reps):
+                    t, cpu = time.perf_counter(), time.process_time()
+                    fast_text = source_to_html(graph)
+                    fasts.append(time.perf_counter() - t)
+                    fast_cpu.append(time.process_time() - cpu)
+                    fast_rss = fast_rss or peak_rss_mb()
+                    if args.no_view:
+                        page_bytes = len(fast_text.encode())
+                        if browser is not None:
+                            path.write_text(fast_text, encoding="utf-8")
+                            paints.append(first_paint(browser, path.as_uri(), "[data-name]",
+                                                      args.tb_timeout))
+                        continue
                     t = time.perf_counter()
                     view = build_view(graph)
                     builds.append(time.perf_counter() - t)
@@ -236,6 +258,7 @@ def main() -> None:
                     t = time.perf_counter()
                     text = to_html(view)
                     exports.append(time.perf_counter() - t)
+                    same.append(text == fast_text)
                     page_bytes = len(text.encode())
                     rss = peak_rss_mb()
                     from summarylib.graph.view import GroupNode
@@ -265,13 +288,14 @@ def main() -> None:
                 notes.append(f"{size}: TensorBoard: {tb_why}")
             if lines:
                 notes.append(f"{size}: TensorBoard's phases: " + "; ".join(lines))
-            rows.append((size, len(graph), edges, fmt(builds), fmt(exports),
-                         f"{page_bytes / 1e6:.1f} MB" if exports else "n/a",
+            rows.append((size, len(graph), edges, fmt(fasts), fmt(fast_cpu), f"{fast_rss:.0f} MB",
+                         ("yes" if all(same) else "NO") if same else "n/a",
+                         fmt(builds), fmt(exports),
+                         f"{page_bytes / 1e6:.1f} MB" if page_bytes else "n/a",
                          f"{rss:.0f} MB", fmt(paints), fmt(expands), fmt(parts),
                          fmt(heaps, "MB"), fmt(tb_times)))
             medians[size] = {
-                "html": statistics.median(b + e for b, e in zip(builds, exports, strict=False))
-                if exports else None,
+                "html": statistics.median(fasts) if fasts else None,
                 "paint": statistics.median(paints) if paints else None,
                 "expand": max(statistics.median(x) for x in (expands, parts) if x)
                 if expands else None,
@@ -281,15 +305,16 @@ def main() -> None:
     if why:
         notes.append(f"no browser: {why}")
     print(f"graph view, median of {reps} (machine: {os.cpu_count()} CPUs)\n")
-    print("| graph | nodes | edges | build_view | view_to_html | HTML size | peak RSS "
+    print("| graph | nodes | edges | source_to_html | its CPU | its peak RSS | same "
+          "| build_view | view_to_html | HTML size | peak RSS "
           "| our first paint | expand largest group | expand its first range | page heap "
           "| TensorBoard render |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r[0]} | {r[1]:,} | {r[2]:,} | " + " | ".join(r[3:]) + " |")
     for n in notes:
         print(f"\n* {n}")
-    print("\ntargets (build_view plus view_to_html; first paint in Chromium):\n")
+    print("\ntargets (graph to HTML: source_to_html; first paint in Chromium):\n")
     for size, what, limit in (("10k", "html", 1.0), ("10k", "paint", 1.0),
                               ("100k", "html", 10.0), ("100k", "paint", 0.5),
                               ("1M", "html", 10.0), ("1M", "paint", 1.0), ("1M", "expand", 1.0)):

@@ -3,8 +3,11 @@
 :func:`build_view` turns an IR :class:`~summarylib.graph.Graph`, a ``GraphDef`` (ours or
 TensorFlow's) or its bytes into a :class:`GraphView`: the hierarchy TensorBoard's graph
 dashboard builds (scopes, series, metaedges, templates, side panels), which the exports
-turn into JSON (:func:`view_to_json`), HTML, DOT or SVG. :func:`read_statistics` joins a
-run's training statistics to a view, for ``view_to_html(view, statistics=...)``.
+turn into JSON (:func:`view_to_json`), HTML, DOT or SVG. :func:`source_to_html` writes
+the same page as ``view_to_html(build_view(source))`` without making the view's objects
+when it can (``page_columns``: many times faster on graphs of a million ops).
+:func:`read_statistics` joins a run's training statistics to a view, for
+``view_to_html(view, statistics=...)``.
 :class:`ViewOptions` selects the transformations;
 ``ViewOptions(group_series=False, template_order="tensorboard")`` (:data:`TENSORBOARD`) is
 exactly the dashboard's view.
@@ -33,7 +36,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
     from summarylib.graph.view.diff_rendering import diff_to_html, diff_to_json, diff_to_text
     from summarylib.graph.view.diffing import GraphDiff, diff_views
     from summarylib.graph.view.dot_export import view_to_dot, view_to_svg
-    from summarylib.graph.view.html_export import view_to_html
+    from summarylib.graph.view.html_export import source_to_html, view_to_html
     from summarylib.graph.view.sources import (
         GraphSourceError,
         apply_compute_times,
@@ -49,6 +52,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
 # Exports of the other modules, loaded on first use (they pull in more code).
 _LAZY = {
     "view_to_html": "summarylib.graph.view.html_export",
+    "source_to_html": "summarylib.graph.view.html_export",
     "view_to_dot": "summarylib.graph.view.dot_export",
     "view_to_svg": "summarylib.graph.view.dot_export",
     "diff_views": "summarylib.graph.view.diffing",
@@ -98,6 +102,7 @@ __all__ = [
     "load_graph",
     "load_graph_source",
     "read_statistics",
+    "source_to_html",
     "view_to_dot",
     "view_to_html",
     "view_to_json",

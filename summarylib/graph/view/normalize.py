@@ -57,6 +57,7 @@ __all__ = [
     "FUNCTION_LIBRARY_PREFIX",
     "REF_EDGES",
     "Normalized",
+    "ir_node",
     "js_key_order",
     "normalize",
     "parse_input",
@@ -258,40 +259,46 @@ def _library_nodes(library: Any, memo: _AttrMemo) -> Iterator[_Raw]:
 def _ir_nodes(graph: Any) -> Iterator[_Raw]:
     shape_cache: dict[Any, Shape] = {}
     for i, node in enumerate(graph.nodes):
-        name, op, device = node.name, node.op, node.device
-        if (type(name) is not str or type(op) is not str or type(device) is not str) and not (
-                isinstance(name, str) and isinstance(op, str) and isinstance(device, str)):
-            raise ValueError(
-                f"build_view: node #{i} of the Graph has a non-string name, op or device "
-                f"({name!r}, {op!r}, {device!r})")
-        try:
-            inputs = list(node.inputs)
-            if node.control_inputs:
-                inputs += ["^" + c for c in node.control_inputs]
-            collapsed = _collapse(inputs)
-        except TypeError:
-            raise ValueError(f"build_view: node {name!r}: inputs must be strings") from None
-        attrs: dict[str, str] = {}
-        xla: str | None = None
-        for key, value in node.attrs.items():
-            if key == "_output_shapes":
-                continue
-            if key == "_XlaCluster" and isinstance(value, (str, bytes)):
-                xla = (value.decode("utf-8", "replace") if isinstance(value, bytes)
-                       else value) or None
-            attrs[str(key)] = value if type(value) is str and len(value) <= _MAX_ATTR_CHARS \
-                else _value_text(value)
-        shapes: list[Shape] = []
-        if node.outputs:
-            for spec in node.outputs:
-                dims = spec.shape
-                shape = shape_cache.get(dims, _MISSING)
-                if shape is _MISSING:
-                    shape = shape_cache[dims] = None if dims is None else _tb_shape(
-                        [-1 if d is None else d for d in dims])
-                shapes.append(shape)
-            _output_dtypes(node, attrs)
-        yield _Raw(name, op, collapsed, device, attrs, shapes, xla)
+        yield ir_node(i, node, shape_cache)
+
+
+def ir_node(i: int, node: Any, shape_cache: dict[Any, Shape]) -> _Raw:
+    """Node ``i`` of an IR graph as TensorBoard would read its NodeDef (``shape_cache``:
+    parsed output shapes, shared between calls)."""
+    name, op, device = node.name, node.op, node.device
+    if (type(name) is not str or type(op) is not str or type(device) is not str) and not (
+            isinstance(name, str) and isinstance(op, str) and isinstance(device, str)):
+        raise ValueError(
+            f"build_view: node #{i} of the Graph has a non-string name, op or device "
+            f"({name!r}, {op!r}, {device!r})")
+    try:
+        inputs = list(node.inputs)
+        if node.control_inputs:
+            inputs += ["^" + c for c in node.control_inputs]
+        collapsed = _collapse(inputs)
+    except TypeError:
+        raise ValueError(f"build_view: node {name!r}: inputs must be strings") from None
+    attrs: dict[str, str] = {}
+    xla: str | None = None
+    for key, value in node.attrs.items():
+        if key == "_output_shapes":
+            continue
+        if key == "_XlaCluster" and isinstance(value, (str, bytes)):
+            xla = (value.decode("utf-8", "replace") if isinstance(value, bytes)
+                   else value) or None
+        attrs[str(key)] = value if type(value) is str and len(value) <= _MAX_ATTR_CHARS \
+            else _value_text(value)
+    shapes: list[Shape] = []
+    if node.outputs:
+        for spec in node.outputs:
+            dims = spec.shape
+            shape = shape_cache.get(dims, _MISSING)
+            if shape is _MISSING:
+                shape = shape_cache[dims] = None if dims is None else _tb_shape(
+                    [-1 if d is None else d for d in dims])
+            shapes.append(shape)
+        _output_dtypes(node, attrs)
+    return _Raw(name, op, collapsed, device, attrs, shapes, xla)
 
 
 _MISSING: Any = object()

@@ -56,7 +56,7 @@ import numpy as np
 from summarylib.graph._gc import gc_paused
 from summarylib.graph.view.model import GraphView, GroupNode, OpNode
 
-__all__ = ["FORMAT", "VERSION", "view_to_page_data"]
+__all__ = ["FORMAT", "VERSION", "encode_columns", "view_to_page_data"]
 
 FORMAT = "summarylib.graph.page"
 VERSION = 1
@@ -329,6 +329,19 @@ def _encode(view: GraphView, level: int) -> dict[str, Any]:
         "series": series,
         "xla": xla,
     }
+    return encode_columns(
+        columns, tables, level, options=dict(view.options),
+        stats={"ops": n_ops, "edges": len(edges), "groups": len(order) - n_ops - 1},
+        nodes=len(order), devices=sorted(devices), has_time=has_time,
+        templates=[[t, len(m), m[0] if m else t] for t, m in view.templates.items()])
+
+
+def encode_columns(columns: list[tuple[str, np.ndarray]], tables: dict[str, Any], level: int,
+                   *, options: dict[str, Any], stats: dict[str, int], nodes: int,
+                   devices: list[str], has_time: bool, templates: list[list[Any]],
+                   ) -> dict[str, Any]:
+    """The page data dict (see the module docstring) from its columns (in directory
+    order) and tables: narrows, aligns, packs and compresses the two blobs."""
     # ASCII JSON: lone surrogates and every non-ASCII character stay \u escapes.
     tables_bytes = json.dumps(tables, ensure_ascii=True, separators=(",", ":"),
                               allow_nan=False).encode("ascii")
@@ -351,15 +364,14 @@ def _encode(view: GraphView, level: int) -> dict[str, Any]:
         parts.append(data)
         offsets[part] += len(data)
     blob, later = (zlib.compress(b"".join(parts), level) for parts in blobs)
-    stats = {"ops": n_ops, "edges": len(edges), "groups": len(order) - n_ops - 1}
     return {
         "format": FORMAT, "version": VERSION,
-        "options": dict(view.options),
+        "options": options,
         "stats": stats,
-        "nodes": len(order),
-        "devices": sorted(devices),
+        "nodes": nodes,
+        "devices": devices,
         "has_time": has_time,
-        "templates": [[t, len(m), m[0] if m else t] for t, m in view.templates.items()],
+        "templates": templates,
         "tables_bytes": len(tables_bytes),
         "columns": directory,
         "blob": base64.b64encode(blob).decode("ascii"),

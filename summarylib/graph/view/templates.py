@@ -305,11 +305,17 @@ class _Codes:
         labels = [self.label(tree, n) for n in names]
         edges = tuple((pos[v], pos[w], (1 if me.regular else 0) | (2 if me.control else 0))
                       for (v, w), me in tree.metaedges[g.name].items())
+        c = self.of[g.name] = self.group_code(sig, labels, edges)
+        return c
+
+    def group_code(self, sig: str, labels: list[int],
+                   edges: tuple[tuple[int, int, int], ...]) -> int:
+        """The code of a child graph: ``labels`` per child, ``edges`` as (child
+        position, child position, 1 regular | 2 control)."""
         exact = (sig, tuple(labels), edges)
         c = self._exact.get(exact)
         if c is None:
             c = self._exact[exact] = self._refine(sig, labels, edges)
-        self.of[g.name] = c
         return c
 
     def _refine(self, sig: str, labels: list[int], edges: tuple[tuple[int, int, int], ...],

@@ -1,0 +1,1574 @@
+"""``source_to_page_data``: a graph source straight to the page's columns, for big graphs.
+
+:func:`~summarylib.graph.view.building.build_view` makes one Python object per op, per
+base edge and per metaedge, and :func:`~summarylib.graph.view.page_data.view_to_page_data`
+walks them again: at a million ops that is a minute of per-object Python. This module
+computes the same page data (``page_data``'s format, equal column for column) with
+integer ids and numpy arrays from the source onward: ops are numbered in TensorBoard's
+order, groups are numbered as they are made, every node has one *unified* id (op ``j`` is
+``j``, group ``k`` is ``n_ops + k``), children orders come from one stable sort by
+(parent, creation key), metaedges from one ``np.unique`` over (child, child) keys, the
+histograms from sorted (group, key) pairs, and the page's string and shape tables from
+first occurrences in breadth-first order. The source is read once: a serialized GraphDef
+from its wire format (name, op, inputs and device decoded directly; the attributes' text
+made once per distinct attr-map bytes), an IR graph with one record per distinct
+(attribute values, output specs). Python loops remain per node for reading and per input
+for resolving names, and otherwise only where the work is per *distinct* thing (scopes,
+op types, shapes, template codes of the groups that share a signature, the few groups that
+can have a side panel).
+
+It applies every rule of the object pipeline (``normalize``, ``hierarchy``, ``series``,
+``templates``, ``extraction``) for the graphs it accepts; for the rest
+(:func:`source_to_page_data` returns None) the caller builds the view as before. A graph
+is declined when it uses something this path does not reproduce: ``template_order=
+"tensorboard"``, ``side_panel`` names, function libraries, duplicate or empty op names,
+names starting with ``/``, names or op types that are JavaScript array indices, renames
+that collide with other names, series names that collide with other names, or a numeric
+suffix too long for int64.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from summarylib.graph._gc import gc_paused
+from summarylib.graph.view.extraction import extract_group
+from summarylib.graph.view.hierarchy import Tree
+from summarylib.graph.view.model import Embedding, GroupNode, Metaedge, OpNode, Shape
+from summarylib.graph.view.normalize import (
+    _ARRAY_INDEX_RE,
+    REF_EDGES,
+    _AttrMemo,
+    _collapse,
+    _graph_def,
+    _Matcher,
+    _Raw,
+    _source_nodes,
+    ir_node,
+    strict_name,
+)
+from summarylib.graph.view.options import ViewOptions
+from summarylib.graph.view.page_data import encode_columns
+from summarylib.graph.view.series import series_name, split_series_name
+from summarylib.graph.view.templates import new_state
+
+__all__ = ["source_to_page_data"]
+
+_NOOP = "NoOp"
+
+
+class _Declined(Exception):
+    """The graph uses something this path does not reproduce (see the module docstring)."""
+
+
+def source_to_page_data(source: Any, options: ViewOptions | Mapping[str, Any] | None = None,
+                        level: int = 1) -> dict[str, Any] | None:
+    """The page data of ``source`` (what ``view_to_page_data(build_view(source, options),
+    level)`` returns), or None when the graph uses something this path does not reproduce
+    (the module docstring lists it): then build the view.
+
+    ``source``: an IR :class:`~summarylib.graph.Graph`, a ``GraphDef`` message or its
+    serialized bytes (not a path: load it first). A source that is not a graph raises
+    ValueError naming it, as ``build_view`` does.
+    """
+    if options is None:
+        opts = ViewOptions()
+    elif isinstance(options, ViewOptions):
+        opts = options
+    elif isinstance(options, Mapping):
+        opts = ViewOptions().with_overrides(
+            **{k: v for k, v in options.items() if k != "hidden_count"})
+    else:
+        raise TypeError(f"source_to_page_data: options must be a ViewOptions, "
+                        f"got {type(options).__name__}")
+    if not 1 <= level <= 9:
+        raise ValueError(f"level must be 1-9, got {level!r}")
+    if opts.template_order != "height" or opts.side_panel:
+        return None
+    from summarylib.graph.ir import Graph
+
+    if not isinstance(source, Graph):
+        gd = _graph_def(source)
+        if gd.HasField("library") and len(gd.library.function):
+            return None
+        source = gd
+    with gc_paused():
+        try:
+            return _Columns(source, opts).page_data(level)
+        except _Declined:
+            return None
+
+
+def _raws(source: Any) -> Any:
+    """normalize._source_nodes, with the records of nodes whose attributes and outputs
+    repeat made once: IR nodes keyed by their attrs and output specs (values of types
+    whose equality is identity of display text only), GraphDef nodes by the bytes of
+    their attr map."""
+    from summarylib.graph.ir import Graph
+
+    if isinstance(source, Graph):
+        return _ir_raws(source)
+    if source.HasField("library"):
+        return _source_nodes(source)
+    return _wire_raws(source.SerializeToString())
+
+
+def _varint(b: bytes, i: int) -> tuple[int, int]:
+    x = b[i]
+    i += 1
+    if x < 128:
+        return x, i
+    x &= 127
+    shift = 7
+    while True:
+        c = b[i]
+        i += 1
+        x |= (c & 127) << shift
+        if c < 128:
+            return x, i
+        shift += 7
+
+
+def _skip(b: bytes, i: int, wire: int) -> int:
+    """The offset after a field's value of wire type ``wire`` starting at ``i``."""
+    if wire == 0:
+        return _varint(b, i)[1]
+    if wire == 1:
+        return i + 8
+    if wire == 2:
+        n, i = _varint(b, i)
+        return i + n
+    if wire == 5:
+        return i + 4
+    raise ValueError(f"build_view: a NodeDef has a field of wire type {wire}")
+
+
+def _wire_raws(data: bytes) -> Any:
+    """The NodeDefs of a serialized GraphDef (without a function library) as records,
+    read from the wire format: name, op, inputs and device decoded here, the attr map's
+    records made once per distinct attr-map bytes (through a parsed NodeDef holding only
+    the attr map, so the text is ``_AttrMemo``'s)."""
+    from summarylib.proto import node_def_pb2
+
+    memo = _AttrMemo()
+    by_bytes: dict[bytes, tuple[dict[str, str], list[Shape], str | None]] = {}
+    node_def = node_def_pb2.NodeDef
+    end = len(data)
+    i = 0
+    while i < end:
+        key, i = _varint(data, i)
+        field, wire = key >> 3, key & 7
+        if field != 1 or wire != 2:
+            i = _skip(data, i, wire)
+            continue
+        size, i = _varint(data, i)
+        j, stop = i, i + size
+        i = stop
+        name = op = device = ""
+        inputs: list[str] = []
+        attr_at: list[tuple[int, int]] = []
+        while j < stop:
+            at = j
+            key, j = _varint(data, j)
+            field, wire = key >> 3, key & 7
+            if wire != 2 or field > 5:
+                j = _skip(data, j, wire)
+                continue
+            n, j = _varint(data, j)
+            if field == 5:
+                attr_at.append((at, j + n))
+            elif field == 3:
+                inputs.append(data[j:j + n].decode("utf-8"))
+            elif field == 1:
+                name = data[j:j + n].decode("utf-8")
+            elif field == 2:
+                op = data[j:j + n].decode("utf-8")
+            elif field == 4:
+                device = data[j:j + n].decode("utf-8")
+            j += n
+        if attr_at:
+            raw_attrs = b"".join([data[a:b] for a, b in attr_at])
+            hit = by_bytes.get(raw_attrs)
+            if hit is None:
+                nd = node_def()
+                nd.ParseFromString(raw_attrs)
+                r = memo.node(nd)
+                hit = (r.attrs, r.shapes, r.xla)
+                if len(raw_attrs) < 4096:  # not every constant's tensor content
+                    by_bytes[raw_attrs] = hit
+        else:
+            hit = _NO_ATTRS
+        yield _Raw(name, op, _collapse(inputs), device, hit[0], hit[1], hit[2])
+
+
+_NO_ATTRS: tuple[dict[str, str], list[Shape], str | None] = ({}, [], None)
+
+
+def _ir_raws(graph: Any) -> Any:
+    """IR nodes as records; nodes whose attrs values are the same objects (or equal
+    strings) and whose outputs have the same (shape, dtype) share one record's attrs
+    and shapes (the graph keeps every value alive, so an identity names one value)."""
+    shape_cache: dict[Any, Shape] = {}
+    memo: dict[Any, tuple[dict[str, str], list[Shape], str | None]] = {}
+    for i, node in enumerate(graph.nodes):
+        name, op, device = node.name, node.op, node.device
+        try:
+            key = (tuple([(k, v if type(v) is str else id(v)) for k, v in node.attrs.items()]),
+                   tuple([(o.shape, o.dtype) for o in node.outputs]))
+            hit = memo.get(key)
+        except (TypeError, AttributeError):  # not a mapping, not TensorSpecs: no memo
+            key, hit = None, None
+        if hit is None or type(name) is not str or type(op) is not str \
+                or type(device) is not str:
+            raw = ir_node(i, node, shape_cache)
+            if key is not None:
+                memo[key] = (raw.attrs, raw.shapes, raw.xla)
+            yield raw
+            continue
+        try:
+            ctl = node.control_inputs
+            inputs = list(node.inputs)
+            if ctl:
+                inputs += ["^" + c for c in ctl]
+            collapsed = _collapse(inputs)
+        except TypeError:
+            yield ir_node(i, node, shape_cache)  # raises the view's error
+            continue
+        yield _Raw(name, op, collapsed, device, hit[0], hit[1], hit[2])
+
+
+def _split_runs(keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Run numbers of sorted members: a new run where the key changes or the id is not
+    the previous id plus one."""
+    if not keys.size:
+        return np.zeros(0, np.int64)
+    brk = np.ones(keys.size, bool)
+    brk[1:] = (keys[1:] != keys[:-1]) | (ids[1:] != ids[:-1] + 1)
+    return np.cumsum(brk) - 1
+
+
+def _first_order(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct values in order of first occurrence, each element's index among them)."""
+    uniq, first, inv = np.unique(values, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return uniq[order], rank[inv.reshape(-1)]
+
+
+class _Columns:
+    """The whole pipeline on integer ids (see the module docstring)."""
+
+    def __init__(self, source: Any, opts: ViewOptions) -> None:
+        self.opts = opts
+        self.strings: dict[str, int] = {}
+        self.shape_lists: dict[tuple[Shape, ...], int] = {}
+        self.attr_dicts: dict[tuple[tuple[str, str], ...], int] = {}
+        self.attr_list: list[dict[str, str]] = []
+        self._normalize(source)
+        self._hierarchy()
+        if opts.series:
+            self._op_series()
+        self._children()
+        self._metaedges()
+        self.codes = new_state()
+        self._sig_memo: dict[tuple[Any, ...], str] = {}
+        self._op_codes: np.ndarray | None = None
+        self.template_of: dict[int, str] = {}
+        self.templates = self._find_templates(None)
+        if opts.series and opts.group_series:
+            changed = self._group_series()
+            if changed is not None:
+                self.templates = self._find_templates(changed)
+        self._side_panels()
+
+    # --- interning ------------------------------------------------------------------
+
+    def sid(self, s: str) -> int:
+        i = self.strings.get(s)
+        if i is None:
+            i = self.strings[s] = len(self.strings)
+        return i
+
+    def shape_list(self, shapes: list[Shape] | tuple[Shape, ...]) -> int:
+        key = tuple(shapes)
+        i = self.shape_lists.get(key)
+        if i is None:
+            i = self.shape_lists[key] = len(self.shape_lists)
+        return i
+
+    # --- step 1: normalize ----------------------------------------------------------
+
+    def _normalize(self, source: Any) -> None:
+        opts = self.opts
+        is_in = _Matcher(opts.embed_patterns("in"))
+        is_out = _Matcher(opts.embed_patterns("out"))
+        is_hidden = _Matcher(opts.hidden_ops, full=True)
+        kind_of: dict[str, int] = {}
+        regular: list[_Raw] = []
+        in_emb: dict[str, _Raw] = {}
+        out_emb: dict[str, _Raw] = {}
+        outs_of: dict[str, list[_Raw]] = {}
+        embedded_names: list[str] = []
+        hidden = 0
+        sid, shape_list = self.sid, self.shape_list
+        attr_dicts, attr_list = self.attr_dicts, self.attr_list
+        types_l: list[int] = []
+        devices_l: list[int] = []
+        attrs_l: list[int] = []
+        shapes_l: list[int] = []
+        xla: dict[int, str] = {}
+        # Records read through a memo share their attrs dict and shapes list: one
+        # lookup by identity (every record stays alive, so identities are unique).
+        attr_of: dict[int, int] = {}
+        shapes_of: dict[int, int] = {}
+        type_of: dict[str, int] = {}
+        for raw in _raws(source):
+            op = raw.op
+            kind = kind_of.get(op)
+            if kind is None:
+                if _ARRAY_INDEX_RE.match(op):
+                    raise _Declined  # js_key_order of op types
+                kind = kind_of[op] = (1 if is_hidden(op) else 2 if is_in(op)
+                                      else 3 if is_out(op) else 0)
+            if kind == 0:
+                t = type_of.get(op)
+                if t is None:
+                    t = type_of[op] = sid(op)
+                types_l.append(t)
+                devices_l.append(sid(raw.device) if raw.device else -1)
+                a = raw.attrs
+                if a:
+                    ai = attr_of.get(id(a))
+                    if ai is None:
+                        akey = tuple(a.items())
+                        ai = attr_dicts.get(akey)
+                        if ai is None:
+                            ai = attr_dicts[akey] = len(attr_list)
+                            attr_list.append(dict(a))
+                        attr_of[id(a)] = ai
+                    attrs_l.append(ai)
+                else:
+                    attrs_l.append(-1)
+                si = shapes_of.get(id(raw.shapes))
+                if si is None:
+                    si = shapes_of[id(raw.shapes)] = shape_list(raw.shapes)
+                shapes_l.append(si)
+                if raw.xla is not None:
+                    xla[len(regular)] = raw.xla
+                regular.append(raw)
+            elif kind == 1:
+                hidden += 1
+            elif kind == 2:
+                embedded_names.append(raw.name)
+                in_emb[raw.name] = raw
+            else:
+                embedded_names.append(raw.name)
+                out_emb[raw.name] = raw
+                for name, _, _ in raw.inputs:
+                    outs_of.setdefault(name, []).append(raw)
+        self.hidden = hidden
+        names = [r.name for r in regular]
+        n = len(names)
+        index = dict(zip(names, range(n), strict=True))
+        if len(index) != n:
+            raise _Declined  # duplicate names
+        if any(e in index for e in embedded_names):
+            raise _Declined  # an embedded node named like an op
+        if "" in index or any(x[:1] == "/" for x in names):
+            raise _Declined  # the empty-named scope
+        # The scopes of the original names: every proper "/" prefix.
+        scopes: set[str] = set()
+        for parent in {x.rpartition("/")[0] for x in names}:
+            while parent and parent not in scopes:
+                scopes.add(parent)
+                parent = parent.rpartition("/")[0]
+        renamed = {x: strict_name(x) for x in names if x in scopes}
+        if embedded_names:
+            # TensorBoard does not see the scopes of the alphabetically last name here.
+            last = max(names) if names else ""
+            for e in embedded_names:
+                if e in scopes:
+                    prefix = e + "/"
+                    if last.startswith(prefix) and sum(
+                            1 for x in names if x.startswith(prefix)) == 1:
+                        continue
+                    renamed[e] = strict_name(e)
+        for shown in renamed.values():
+            if shown in index or shown in scopes:
+                raise _Declined  # normalize._resolve_conflicts
+        orig_index = index
+        if renamed:
+            names = [renamed.get(x, x) for x in names]
+            index = dict(zip(names, range(n), strict=True))
+        if any(_ARRAY_INDEX_RE.match(x) for x in names if x[:1].isdigit() and "/" not in x):
+            raise _Declined  # JavaScript key order at the root
+        self.renamed = renamed
+        rn = renamed.get
+        self.names = names
+        self.n_ops = n
+        self.types = np.array(types_l, np.int64)
+        self.devices = np.array(devices_l, np.int64)
+        self.attrs = np.array(attrs_l, np.int64)
+        self.shapes = np.array(shapes_l, np.int64)
+        self.xla = xla
+        # Embeddings: (host, flag, name, op, shapes), in the host's in-then-out order.
+        embs: dict[int, list[list[Any]]] = {}
+
+        def embedding(raw: _Raw) -> Embedding:
+            return Embedding(rn(raw.name, raw.name), raw.op, list(raw.shapes))
+
+        src_l: list[int] = []
+        dst_l: list[int] = []
+        slot_l: list[int] = []
+        flag_l: list[int] = []
+        ref_ops = {op for op, _ in REF_EDGES}
+        embedded = in_emb.keys() | out_emb.keys()
+        orig_get, new_get = orig_index.get, index.get
+
+        def get(name: str) -> int | None:
+            # normalize: index[rn(name)]. An op's original name finds the op at once.
+            s = orig_get(name)
+            if s is None and renamed:
+                s = new_get(rn(name, name))
+            return s
+
+        for j, raw in enumerate(regular):
+            op = raw.op
+            has_ref = op in ref_ops
+            ins: list[Embedding] = []
+            for i, (name, slot, control) in enumerate(raw.inputs):
+                flag = (1 if control else 0) | (
+                    2 if has_ref and (op, i) in REF_EDGES else 0)
+                if name not in embedded:
+                    s = orig_get(name)
+                    if s is None and renamed:
+                        s = new_get(rn(name, name))
+                    if s is not None and s != j:
+                        src_l.append(s)
+                        dst_l.append(j)
+                        slot_l.append(slot)
+                        flag_l.append(flag)
+                    continue
+                emb = in_emb.get(name)
+                if emb is not None:
+                    ins.append(embedding(emb))
+                    for ename, eslot, econtrol in emb.inputs:
+                        s = get(ename)
+                        if s is not None and s != j:
+                            src_l.append(s)
+                            dst_l.append(j)
+                            slot_l.append(eslot)
+                            flag_l.append((1 if econtrol else 0) | (flag & 2))
+                    continue
+                summary = out_emb.get(name)
+                if summary is not None:
+                    for ename, _, _ in summary.inputs:
+                        s = get(ename)
+                        if s is not None and s != j:
+                            src_l.append(s)
+                            dst_l.append(j)
+                            slot_l.append(slot)
+                            flag_l.append(flag)
+                    continue
+                s = get(name)
+                if s is not None and s != j:
+                    src_l.append(s)
+                    dst_l.append(j)
+                    slot_l.append(slot)
+                    flag_l.append(flag)
+            summaries = outs_of.get(raw.name)
+            if ins or summaries:
+                embs[j] = [[0, e] for e in ins] + [[1, embedding(s)] for s in summaries or ()]
+        self.embs = embs
+        self.e_src = np.array(src_l, np.int64)
+        self.e_dst = np.array(dst_l, np.int64)
+        self.e_slot = np.array(slot_l, np.int64)
+        self.e_flags = np.array(flag_l, np.int64)
+
+    # --- step 2: scope groups -------------------------------------------------------
+
+    def _hierarchy(self) -> None:
+        n = self.n_ops
+        gid: dict[str, int] = {"": 0}
+        gnames = [""]
+        gparent = [-1]
+        glevel = [0]
+        gmade = [-1]  # the op before which the group was made (-1: the root)
+        op_parent = np.empty(n, np.int64)
+        for j, name in enumerate(self.names):
+            cut = name.rfind("/")
+            scope = name[:cut] if cut >= 0 else ""
+            k = gid.get(scope)
+            if k is None:
+                missing = []
+                while scope not in gid:
+                    missing.append(scope)
+                    cut = scope.rfind("/")
+                    scope = scope[:cut] if cut >= 0 else ""
+                above = gid[scope]
+                for s in reversed(missing):
+                    k = gid[s] = len(gnames)
+                    gnames.append(s)
+                    gparent.append(above)
+                    glevel.append(glevel[above] + 1)
+                    gmade.append(j)
+                    above = k
+                k = above
+            op_parent[j] = k
+        self.gnames = gnames
+        self.gparent = gparent
+        self.gkind = [0] * len(gnames)  # 0 meta, 1 series
+        self.series_op: dict[int, int] = {}
+        self.series_ids: dict[int, list[int]] = {}
+        self.op_parent = op_parent
+        self.g_made = np.array(gmade, np.int64)
+        g_level = np.array(glevel, np.int64)
+        g_parent = np.array(gparent, np.int64)
+        # (ancestor group, op) pairs, every level.
+        ga: list[np.ndarray] = []
+        oa: list[np.ndarray] = []
+        ops = np.arange(n)
+        cur = op_parent
+        while ops.size:
+            ga.append(cur)
+            oa.append(ops)
+            up = g_parent[cur]
+            keep = up >= 0
+            cur, ops = up[keep], ops[keep]
+        pg = np.concatenate(ga) if ga else np.zeros(0, np.int64)
+        po = np.concatenate(oa) if oa else np.zeros(0, np.int64)
+        G = len(gnames)
+        card = np.bincount(pg, minlength=G).astype(np.int64)
+        height = g_level[op_parent[po]] - g_level[pg] + 1
+        depth = np.ones(G, np.int64)
+        np.maximum.at(depth, pg, height)
+        self.card = list(card.tolist())
+        self.depth = list(depth.tolist())
+        self.hist = self._histogram(pg, po, self.types[po], G)
+        dev = self.devices[po]
+        has = dev >= 0
+        self.dhist = self._histogram(pg[has], po[has], dev[has], G)
+
+    @staticmethod
+    def _histogram(pg: np.ndarray, po: np.ndarray, key: np.ndarray, G: int,
+                   ) -> list[list[tuple[int, int]]]:
+        """Per group, (key, count) in order of the key's first op: a dict filled op by
+        op, as ``add_nodes`` does."""
+        out: list[list[tuple[int, int]]] = [[] for _ in range(G)]
+        if not pg.size:
+            return out
+        width = int(key.max()) + 1
+        combo = pg * width + key
+        order = np.lexsort((po, combo))
+        c = combo[order]
+        start = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+        counts = np.diff(np.r_[start, c.size])
+        first_op = po[order][start]
+        grp = c[start] // width
+        keys = c[start] % width
+        o2 = np.lexsort((first_op, grp))
+        for g, k, v in zip(grp[o2].tolist(), keys[o2].tolist(), counts[o2].tolist(),
+                           strict=True):
+            out[g].append((k, v))
+        return out
+
+    def _new_group(self, name: str, parent: int, kind: int) -> int:
+        k = len(self.gnames)
+        self.gnames.append(name)
+        self.gparent.append(parent)
+        self.gkind.append(kind)
+        self.card.append(0)
+        self.depth.append(1)
+        self.hist.append([])
+        self.dhist.append([])
+        return k
+
+    # --- step 3: op series ----------------------------------------------------------
+
+    def _op_series(self) -> None:
+        n = self.n_ops
+        min_size = self.opts.series_min_size
+        empty = self.strings.get("")
+        cand = np.ones(n, bool) if empty is None else self.types != empty
+        js = np.flatnonzero(cand)
+        names = self.names
+        prefixes: dict[tuple[str, str], int] = {}
+        pre = np.empty(js.size, np.int64)
+        ids = np.empty(js.size, np.int64)
+        for i, j in enumerate(js.tolist()):
+            name = names[j]
+            prefix, ident, suffix = split_series_name(name[name.rfind("/") + 1:])
+            if ident >= 1 << 62:
+                raise _Declined
+            key = (prefix, suffix)
+            p = prefixes.get(key)
+            if p is None:
+                p = prefixes[key] = len(prefixes)
+            pre[i] = p
+            ids[i] = ident
+        parent = self.op_parent[js]
+        typ = self.types[js]
+        # Members sorted by (group, type, prefix, id), stable in op order.
+        order = np.lexsort((js, ids, pre, typ, parent))
+        keys = np.stack([parent[order], typ[order], pre[order]], axis=1)
+        same = np.ones(order.size, bool)
+        if order.size:
+            same[1:] = (keys[1:] != keys[:-1]).any(axis=1)
+        run = _split_runs(np.cumsum(same), ids[order])
+        if not run.size:
+            self.member_pos: dict[int, int] = {}
+            return
+        sizes = np.bincount(run)
+        long_runs = np.flatnonzero(sizes >= min_size)
+        if not long_runs.size:
+            self.member_pos = {}
+            return
+        starts = np.r_[0, np.cumsum(sizes)[:-1]]
+        # Creation order within a group: op type by its first op, then (prefix,
+        # suffix) by its first op, then ascending id: first ops of each cluster.
+        # js ascends, so a key's first index is its first op.
+        T = int(typ.max()) + 1
+        P = int(pre.max()) + 1
+        gt = parent * T + typ
+        u_gt, f_gt = np.unique(gt, return_index=True)
+        first_type = dict(zip(u_gt.tolist(), js[f_gt].tolist(), strict=True))
+        gtp = gt * P + pre
+        u_gtp, f_gtp = np.unique(gtp, return_index=True)
+        first_pre = dict(zip(u_gtp.tolist(), js[f_gtp].tolist(), strict=True))
+        prefix_of = {v: k for k, v in prefixes.items()}
+        made = []
+        for r in long_runs.tolist():
+            s0 = int(starts[r])
+            members = order[s0:s0 + int(sizes[r])]
+            g, t, p = (int(parent[members[0]]), int(typ[members[0]]), int(pre[members[0]]))
+            made.append((g, first_type[g * T + t], first_pre[(g * T + t) * P + p],
+                         int(ids[members[0]]), t, p, members))
+        made.sort(key=lambda m: m[:4])
+        existing = set(self.names)
+        existing.update(self.gnames)
+        member_pos: dict[int, int] = {}
+        for g, _, _, _, t, p, members in made:
+            js_m = js[members]
+            first = names[int(js_m[0])]
+            scope = first[:first.rfind("/")] if "/" in first else ""
+            prefix, suffix = prefix_of[p]
+            idl = ids[members].tolist()
+            name = series_name(scope, prefix, suffix, idl[0], idl[-1])
+            if name in existing:
+                raise _Declined
+            existing.add(name)
+            k = self._new_group(name, g, 1)
+            self.series_op[k] = t
+            self.series_ids[k] = idl
+            self.card[k] = len(idl)
+            self.hist[k] = [(t, len(idl))]
+            dh: dict[int, int] = {}
+            for j in js_m.tolist():
+                self.op_parent[j] = k
+                member_pos[j] = len(member_pos)
+                d = int(self.devices[j])
+                if d >= 0:
+                    dh[d] = dh.get(d, 0) + 1
+            self.dhist[k] = list(dh.items())
+        self.member_pos = member_pos
+
+    # --- children ---------------------------------------------------------------------
+
+    def _children(self) -> None:
+        """Every group's children in the view's order, as unified ids."""
+        n = self.n_ops
+        G = len(self.gnames)
+        made = self.g_made
+        n0 = made.size  # scope groups; the rest are series, appended in creation order
+        parent = np.empty(n + G, np.int64)
+        key = np.empty(n + G, np.int64)
+        sub = np.zeros(n + G, np.int64)
+        parent[:n] = self.op_parent
+        key[:n] = 2 * np.arange(n) + 1
+        member = getattr(self, "member_pos", {})
+        if member:
+            mj = np.fromiter(member.keys(), np.int64, len(member))
+            key[mj] = np.fromiter(member.values(), np.int64, len(member))
+        gp = np.array(self.gparent, np.int64)
+        parent[n:] = gp
+        key[n:n + n0] = 2 * made
+        big = 2 * n + 2
+        key[n + n0:] = big + np.arange(G - n0)
+        sub[n:] = np.arange(G)
+        order = np.lexsort((sub, key, parent))
+        order = order[parent[order] >= 0]  # not the root
+        p = parent[order]
+        counts = np.bincount(p, minlength=G)
+        splits = np.cumsum(counts)[:-1]
+        self.kids: list[np.ndarray] = np.split(order, splits)
+        self.parent_u = parent  # group index of each unified id's parent (-1: root)
+        #: Each unified id's position among its parent's children.
+        self.cpos = np.zeros(n + G, np.int64)
+        self.cpos[order] = _rank_in_runs(p)
+
+    # --- step 4: metaedges ------------------------------------------------------------
+
+    def _ancestors(self, g: int) -> tuple[int, ...]:
+        path = []
+        while g >= 0:
+            path.append(g)
+            g = self.gparent[g]
+        return tuple(reversed(path))
+
+    def _metaedges(self) -> None:
+        n = self.n_ops
+        src, dst = self.e_src, self.e_dst
+        ps = self.op_parent[src]
+        pd = self.op_parent[dst]
+        g = ps.copy()
+        v = src.copy()
+        w = dst.copy()
+        diff = np.flatnonzero(ps != pd)
+        if diff.size:
+            G = len(self.gnames)
+            pair = ps[diff] * G + pd[diff]
+            upairs, inv = np.unique(pair, return_inverse=True)
+            lg = np.empty(upairs.size, np.int64)
+            lv = np.empty(upairs.size, np.int64)
+            lw = np.empty(upairs.size, np.int64)
+            anc: dict[int, tuple[int, ...]] = {}
+            for i, pr in enumerate(upairs.tolist()):
+                a_g, b_g = divmod(pr, G)
+                a = anc.get(a_g) or anc.setdefault(a_g, self._ancestors(a_g))
+                b = anc.get(b_g) or anc.setdefault(b_g, self._ancestors(b_g))
+                m = min(len(a), len(b))
+                k = 1
+                while k < m and a[k] == b[k]:
+                    k += 1
+                if k == len(a):
+                    lg[i], lv[i], lw[i] = a[-1], -1, n + b[k]
+                elif k == len(b):
+                    lg[i], lv[i], lw[i] = b[-1], n + a[k], -1
+                else:
+                    lg[i], lv[i], lw[i] = a[k - 1], n + a[k], n + b[k]
+            inv = inv.reshape(-1)
+            g[diff] = lg[inv]
+            cv, cw = lv[inv], lw[inv]
+            v[diff] = np.where(cv >= 0, cv, v[diff])
+            w[diff] = np.where(cw >= 0, cw, w[diff])
+        U = n + len(self.gnames)
+        combo = v * U + w
+        uniq, first, inv = np.unique(combo, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
+        m = uniq.size
+        control = (self.e_flags & 1).astype(bool)
+        ref = (self.e_flags & 2).astype(bool)
+        sizes = self._output_sizes()[src]
+        me_size = np.bincount(inv, weights=sizes, minlength=m)
+        me_ctl = np.bincount(inv, weights=control, minlength=m).astype(np.int64)
+        me_reg = np.bincount(inv, minlength=m).astype(np.int64) - me_ctl
+        me_ref = np.bincount(inv, weights=ref, minlength=m).astype(np.int64)
+        me_g = g[first]
+        # Distinct shapes of each metaedge's regular edges, in edge order, as one shape
+        # list (interned in shape_lists) per metaedge.
+        sh_list = self.shapes[src]
+        empty = self.shape_list(())
+        take = (~control) & (sh_list != empty)
+        me_sl = np.full(m, empty, np.int64)
+        if take.any():
+            idx = np.flatnonzero(take)
+            slot = self.e_slot[idx]
+            width = int(slot.max()) + 1
+            upk, pinv = np.unique(sh_list[idx] * width + slot, return_inverse=True)
+            keys_by_id = list(self.shape_lists)
+            shape_ids: dict[Shape, int] = {}
+            table: list[Shape] = []
+            ushape = np.empty(upk.size, np.int64)
+            for i, key in enumerate(upk.tolist()):
+                li, sl = divmod(key, width)
+                lst = keys_by_id[li]
+                shape = lst[sl] if sl < len(lst) else None
+                si = shape_ids.get(shape)
+                if si is None:
+                    si = shape_ids[shape] = len(table)
+                    table.append(shape)
+                ushape[i] = si
+            esh = ushape[pinv.reshape(-1)]
+            S = len(table)
+            up, pfirst = np.unique(inv[idx] * S + esh, return_index=True)
+            up = up[np.argsort(pfirst, kind="stable")]
+            mm, ss = np.divmod(up, S)
+            o2 = np.argsort(mm, kind="stable")
+            mm, ss = mm[o2], ss[o2]
+            nsh = np.bincount(mm, minlength=m)
+            single = np.flatnonzero(nsh == 1)
+            if single.size:
+                at = np.searchsorted(mm, single)
+                one = np.array([self.shape_list((sh,)) for sh in table], np.int64)
+                me_sl[single] = one[ss[at]]
+            for i in np.flatnonzero(nsh > 1).tolist():
+                at0 = int(np.searchsorted(mm, i))
+                me_sl[i] = self.shape_list(
+                    tuple(table[k] for k in ss[at0:at0 + int(nsh[i])]))
+        # Per group, its metaedges in order of first edge.
+        order = np.lexsort((first, me_g))
+        G = len(self.gnames)
+        counts = np.bincount(me_g, minlength=G)
+        nonctl = np.zeros(G, bool)
+        nonctl[me_g[me_reg > 0]] = True
+        self.nonctl = nonctl
+        mv, mw = np.divmod(uniq, U)
+        self.me = {"v": mv[order], "w": mw[order], "reg": me_reg[order],
+                   "ctl": me_ctl[order], "ref": me_ref[order], "size": me_size[order],
+                   "sl": me_sl[order]}
+        starts = np.r_[0, np.cumsum(counts)]
+        self.me_start = starts
+        #: Groups whose metaedges were rebuilt in Python (group series): index -> list.
+        self.me_override: dict[int, list[Metaedge]] = {}
+
+    def _output_sizes(self) -> np.ndarray:
+        sizes_by_list = np.empty(len(self.shape_lists), np.float64)
+        for i, key in enumerate(self.shape_lists):
+            if not key:
+                sizes_by_list[i] = 1
+                continue
+            total = 0
+            for shape in key:
+                if shape is None:
+                    total += 1
+                    continue
+                size = 1
+                for d in shape:
+                    if d is not None and d != -1:
+                        size *= d
+                total += size
+            sizes_by_list[i] = total
+        return sizes_by_list[self.shapes]
+
+    def metaedges_of(self, g: int) -> list[tuple[int, int, int, int, int, float, list[Shape]]]:
+        """Group ``g``'s metaedges: (v, w, regular, control, ref, size, shapes)."""
+        over = self.me_override.get(g)
+        if over is not None:
+            return [(int(m.v), int(m.w), m.regular, m.control, m.ref, m.size,
+                     list(m.shapes)) for m in over]
+        if g >= self.me_start.size - 1:
+            return []
+        a, b = int(self.me_start[g]), int(self.me_start[g + 1])
+        me = self.me
+        keys = list(self.shape_lists)
+        return [(v, w, r, c, f, s, list(keys[i]))
+                for i, v, w, r, c, f, s in zip(
+                    me["sl"][a:b].tolist(), me["v"][a:b].tolist(), me["w"][a:b].tolist(),
+                    me["reg"][a:b].tolist(), me["ctl"][a:b].tolist(),
+                    me["ref"][a:b].tolist(), me["size"][a:b].tolist(), strict=True)]
+
+    def n_metaedges(self, g: int) -> int:
+        over = self.me_override.get(g)
+        if over is not None:
+            return len(over)
+        if g >= self.me_start.size - 1:
+            return 0
+        return int(self.me_start[g + 1] - self.me_start[g])
+
+    def me_flags(self, g: int) -> list[tuple[int, int, int]]:
+        """(v, w, 1 regular | 2 control) of group ``g``'s metaedges (unified ids)."""
+        over = self.me_override.get(g)
+        if over is not None:
+            return [(int(m.v), int(m.w), (1 if m.regular else 0) | (2 if m.control else 0))
+                    for m in over]
+        if g >= self.me_start.size - 1:
+            return []
+        a, b = int(self.me_start[g]), int(self.me_start[g + 1])
+        me = self.me
+        f = (me["reg"][a:b] > 0).astype(np.int64) | ((me["ctl"][a:b] > 0) * 2)
+        return list(zip(me["v"][a:b].tolist(), me["w"][a:b].tolist(), f.tolist(),
+                        strict=True))
+
+    # --- step 5: templates (smallest subtree first) -----------------------------------
+
+    def _signature(self, g: int) -> str:
+        key = (self.depth[g], len(self.kids[g]), self.n_metaedges(g), tuple(self.hist[g]))
+        sig = self._sig_memo.get(key)
+        if sig is None:
+            strings = self._string_list()
+            hist = sorted((strings[k], v) for k, v in self.hist[g])
+            ops = ",".join(f"{k}={v}" for k, v in hist)
+            sig = self._sig_memo[key] = (f"depth={key[0]} |V|={key[1]} |E|={key[2]} "
+                                         f"[ops] {ops}")
+        return sig
+
+    def _string_list(self) -> list[str]:
+        cached = getattr(self, "_strings_cache", None)
+        if cached is None or len(cached) != len(self.strings):
+            cached = self._strings_cache = list(self.strings)
+        return cached
+
+    def _label(self, u: int) -> int:
+        """templates._Codes.label of unified id ``u``."""
+        codes = self.codes
+        n = self.n_ops
+        if u < n:
+            return int(codes.code(("op", self._string_list()[int(self.types[u])])))
+        g = u - n
+        if self.gkind[g] == 0:
+            return int(codes.code(("meta", codes.of[g])))
+        kids = self.kids[g]
+        inner: Any
+        if not len(kids):
+            inner = None
+        elif kids[0] < n:
+            inner = self._string_list()[int(self.types[kids[0]])]
+        else:
+            inner = self._label(int(kids[0]))
+        return int(codes.code(("series", len(kids), inner)))
+
+    def _bucket_codes(self, sig: str, gs: list[int]) -> None:
+        """Set ``codes.of`` of groups ``gs`` (one signature, so the same numbers of
+        children and metaedges): equal (labels, edges) rows share one refinement."""
+        n = self.n_ops
+        k = len(gs)
+        codes = self.codes
+        if self._op_codes is None or self._op_codes.size != len(self.strings):
+            self._op_codes = np.array([codes.code(("op", x)) for x in self._string_list()],
+                                      np.int64)
+        V = len(self.kids[gs[0]])
+        kids = np.stack([self.kids[g] for g in gs]) if V else np.zeros((k, 0), np.int64)
+        lab = np.empty_like(kids)
+        opm = kids < n
+        lab[opm] = self._op_codes[self.types[kids[opm]]]
+        if not opm.all():
+            lab[~opm] = [self._label(u) for u in kids[~opm].tolist()]
+        E = self.n_metaedges(gs[0])
+        rows = np.empty((k, 3 * E), np.int64)
+        arr = [i for i, g in enumerate(gs) if g not in self.me_override]
+        if arr and E:
+            ai = np.array(arr, np.int64)
+            starts = self.me_start[np.array([gs[i] for i in arr], np.int64)]
+            idx = _gather_ranges(starts, np.full(len(arr), E, np.int64)).reshape(-1, E)
+            me = self.me
+            f = (me["reg"][idx] > 0).astype(np.int64) | ((me["ctl"][idx] > 0) * 2)
+            rows[ai] = np.stack([self.cpos[me["v"][idx]], self.cpos[me["w"][idx]], f],
+                                axis=2).reshape(len(arr), 3 * E)
+        for i, g in enumerate(gs):
+            if g in self.me_override:
+                rows[i] = [x for v, w, f in self.me_flags(g)
+                           for x in (int(self.cpos[v]), int(self.cpos[w]), f)]
+        full = np.concatenate([lab, rows], axis=1)
+        if full.shape[1]:
+            uniq, inv = np.unique(full, axis=0, return_inverse=True)
+            inv = inv.reshape(-1)
+        else:
+            uniq, inv = full[:1], np.zeros(k, np.int64)
+        got = []
+        for row in uniq.tolist():
+            labels, e = row[:V], row[V:]
+            edges = tuple((e[i], e[i + 1], e[i + 2]) for i in range(0, 3 * E, 3))
+            got.append(int(codes.group_code(sig, labels, edges)))
+        for g, c in zip(gs, inv.tolist(), strict=True):
+            codes.of[g] = got[c]
+
+    def _find_templates(self, changed: set[int] | None) -> dict[str, list[str]]:
+        """templates._by_height on group indices."""
+        codes = self.codes
+        fresh = changed is None
+        changed = set() if changed is None else changed
+        metas = [g for g in range(len(self.gnames)) if self.gkind[g] == 0]
+        levels: dict[int, list[int]] = {}
+        for g in metas:
+            levels.setdefault(self.depth[g], []).append(g)
+        out: dict[str, list[str]] = {}
+        ids: dict[int, str] = {}
+        for depth in sorted(levels):
+            buckets: dict[str, list[int]] = {}
+            for g in levels[depth]:
+                buckets.setdefault(self._signature(g), []).append(g)
+            for sig, members in buckets.items():
+                if len(members) == 1:
+                    g = members[0]
+                    if fresh or g in changed or g not in codes.of:
+                        codes.of[g] = codes.code(("unique", self.gnames[g]))
+                        codes.unique.add(g)
+                    continue
+                todo = []
+                for g in members:
+                    if fresh or g in changed or g in codes.unique or g not in codes.of:
+                        if not fresh and g in codes.unique:
+                            p = self.gparent[g]
+                            while p >= 0:
+                                changed.add(p)
+                                p = self.gparent[p]
+                        codes.unique.discard(g)
+                        todo.append(g)
+                if todo:
+                    self._bucket_codes(sig, todo)
+                classes: dict[int, list[int]] = {}
+                for g in members:
+                    classes.setdefault(codes.of[g], []).append(g)
+                for k, gs in enumerate(classes.values()):
+                    if len(gs) >= 2:
+                        tid = f"{sig}[{k}]"
+                        out[tid] = [self.gnames[x] for x in gs]
+                        for x in gs:
+                            ids[x] = tid
+        self.template_of = ids
+        return out
+
+    # --- step 6: series of groups -----------------------------------------------------
+
+    def _group_series(self) -> set[int] | None:
+        n = self.n_ops
+        min_size = self.opts.series_min_size
+        existing: set[str] | None = None
+        made: list[int] = []
+        self._new_parent: list[int] = []
+        self._new_cpos: dict[int, int] = {}
+        self._new_nonctl: list[bool] = []
+        for g in [x for x in range(len(self.gnames)) if self.gkind[x] == 0]:
+            clusters: dict[str, list[int]] = {}
+            for u in self.kids[g].tolist():
+                if u >= n and self.gkind[u - n] == 0:
+                    tid = self.template_of.get(u - n)
+                    if tid:
+                        clusters.setdefault(tid, []).append(u - n)
+            for members in clusters.values():
+                if len(members) < min_size:
+                    continue
+                for prefix, suffix, run in _long_group_runs(self.gnames, members, min_size):
+                    if existing is None:
+                        existing = set(self.names)
+                        existing.update(self.gnames)
+                    made.append(self._make_group_series(g, prefix, suffix, run, existing))
+        if not made:
+            return None
+        self.parent_u = np.r_[self.parent_u, np.array(self._new_parent, np.int64)]
+        first_new = self.cpos.size
+        self.cpos = np.r_[self.cpos, np.array(
+            [self._new_cpos[u] for u in range(first_new, first_new + len(made))], np.int64)]
+        self.nonctl = np.r_[self.nonctl, np.array(self._new_nonctl, bool)]
+        changed: set[int] = set()
+        for s in made:
+            p = self.gparent[s]
+            while p >= 0 and p not in changed:
+                changed.add(p)
+                p = self.gparent[p]
+        return changed
+
+    def _make_group_series(self, g: int, prefix: str, suffix: str,
+                           run: list[tuple[int, int]], existing: set[str]) -> int:
+        n = self.n_ops
+        first = self.gnames[run[0][1]]
+        scope = first[:first.rfind("/")] if "/" in first else ""
+        name = series_name(scope, prefix, suffix, run[0][0], run[-1][0])
+        if name in existing:
+            raise _Declined
+        existing.add(name)
+        s = self._new_group(name, g, 1)
+        self.series_op[s] = self.sid("group")
+        self.series_ids[s] = [i for i, _ in run]
+        hist: dict[int, int] = {}
+        dh: dict[int, int] = {}
+        members = [m for _, m in run]
+        for m in members:
+            self.gparent[m] = s
+            self.card[s] += self.card[m]
+            for k, v in self.hist[m]:
+                hist[k] = hist.get(k, 0) + v
+            for k, v in self.dhist[m]:
+                dh[k] = dh.get(k, 0) + v
+            self.depth[s] = max(self.depth[s], self.depth[m] + 1)
+        self.hist[s] = list(hist.items())
+        self.dhist[s] = list(dh.items())
+        mset = {n + m for m in members}
+        kids = [u for u in self.kids[g].tolist() if u not in mset]
+        kids.append(n + s)
+        self.kids[g] = np.array(kids, np.int64)
+        self.kids.append(np.array([n + m for m in members], np.int64))
+        # The new series' own entries are appended once, after the last series.
+        self._new_parent.append(g)
+        at = self.kids[g]
+        old_ids = at < self.cpos.size
+        self.cpos[at[old_ids]] = np.flatnonzero(old_ids)
+        for p_, u in zip(np.flatnonzero(~old_ids).tolist(), at[~old_ids].tolist(),
+                         strict=True):
+            self._new_cpos[u] = p_
+        self.cpos[self.kids[s]] = np.arange(len(members))
+        self.parent_u[self.kids[s]] = s
+        self._new_nonctl.append(False)
+        # Re-bundle g's metaedges around the series (series._rebundle).
+        old = [Metaedge(v, w, r, c, f, s_, sh)  # type: ignore[arg-type]
+               for v, w, r, c, f, s_, sh in self.metaedges_of(g)]
+        inner: list[Metaedge] = []
+        new: dict[tuple[int, int], Metaedge] = {}
+        su = n + s
+        for me in old:
+            v, w = int(me.v), int(me.w)
+            vin, win = v in mset, w in mset
+            if vin and win:
+                inner.append(me)
+                if me.regular:
+                    self._new_nonctl[-1] = True
+                continue
+            key = (su if vin else v, su if win else w)
+            if key == (v, w):
+                new[key] = me
+                continue
+            merged = new.get(key)
+            if merged is None:
+                merged = new[key] = Metaedge(key[0], key[1])  # type: ignore[arg-type]
+            merged.regular += me.regular
+            merged.control += me.control
+            merged.ref += me.ref
+            merged.size += me.size
+            for shape in me.shapes:
+                if shape not in merged.shapes:
+                    merged.shapes.append(shape)
+        self.me_override[g] = list(new.values())
+        self.me_override[s] = inner
+        return s
+
+    # --- step 7: side panels ----------------------------------------------------------
+
+    def _side_panels(self) -> None:
+        """Side panels of the metanodes that can have one; the rest are empty lists.
+
+        A group gets a non-empty panel only through a ``NoOp`` child (an op, or a
+        metanode whose ``scope/(scope)`` op is one), at least 15 children (the degree
+        rule), a child with more than 4 control-only metaedges, or a child without
+        metaedges holding embeddings on one side only (shortcut icons only come from the
+        other rules); only those groups, and those whose metaedges were re-bundled
+        around a series of groups, are run through ``extraction.extract_group``.
+        """
+        n = self.n_ops
+        G = len(self.gnames)
+        U = n + G
+        self.panels: dict[int, dict[str, list[str]]] = {}
+        gkind = np.array(self.gkind, np.int64)
+        parent = self.parent_u
+        flag = np.zeros(G, bool)
+        flag[np.array([len(k) >= 15 for k in self.kids], bool)] = True
+        noop = self.strings.get(_NOOP)
+        if noop is not None:
+            js = np.flatnonzero(self.types == noop)
+            flag[parent[js]] = True
+            for j in js.tolist():
+                p = int(parent[j])
+                name = self.gnames[p]
+                if (self.names[j] == f"{name}/({name.rsplit('/', 1)[-1]})"
+                        and self.gkind[p] == 0 and parent[n + p] >= 0):
+                    flag[parent[n + p]] = True
+        me = self.me
+        ctl_only = me["reg"] == 0
+        deg = (np.bincount(me["v"][ctl_only], minlength=U)
+               + np.bincount(me["w"][ctl_only], minlength=U))
+        hot = np.flatnonzero(deg > 4)
+        flag[parent[hot]] = True
+        touched = np.zeros(U, bool)
+        touched[me["v"]] = True
+        touched[me["w"]] = True
+        sides = np.zeros(n, np.int64)
+        for j, lst in self.embs.items():
+            for f, _ in lst:
+                sides[j] |= 1 << f
+        lone = np.flatnonzero(((sides == 1) | (sides == 2)) & ~touched[:n])
+        flag[parent[lone]] = True
+        for g in self.me_override:
+            flag[g] = True
+        flag &= gkind == 0
+        for g in np.flatnonzero(flag).tolist():
+            self.panels[g] = self._extract(g)
+
+    def _root_op_is(self, g: int, type_id: int) -> bool:
+        name = self.gnames[g]
+        j = self._op_index().get(f"{name}/({name.rsplit('/', 1)[-1]})")
+        return (j is not None and int(self.op_parent[j]) == g
+                and int(self.types[j]) == type_id)
+
+    def _op_index(self) -> dict[str, int]:
+        idx = getattr(self, "_op_index_cache", None)
+        if idx is None:
+            idx = self._op_index_cache = {name: j for j, name in enumerate(self.names)}
+        return idx
+
+    def _extract(self, g: int) -> dict[str, list[str]]:
+        """``extract_group`` on a tree of group ``g``, its children and their root ops."""
+        n = self.n_ops
+        strings = self._string_list()
+        tree = Tree()
+        gname = self.gnames[g]
+        node = GroupNode(gname)
+        tree.nodes[gname] = node
+        tree.kids[gname] = {}
+        tree.metaedges[gname] = {}
+
+        def name_of(u: int) -> str:
+            return self.names[u] if u < n else self.gnames[u - n]
+
+        for u in self.kids[g].tolist():
+            name = name_of(u)
+            if u < n:
+                op = OpNode(name, strings[int(self.types[u])], parent=gname)
+                for flag, e in self.embs.get(u, ()):
+                    (op.out_embeddings if flag else op.in_embeddings).append(e)
+                tree.nodes[name] = op
+            else:
+                k = u - n
+                tree.nodes[name] = GroupNode(name, kind="series" if self.gkind[k] else "meta",
+                                             parent=gname)
+                if not self.gkind[k]:
+                    root = f"{name}/({name.rsplit('/', 1)[-1]})"
+                    j = self._op_index().get(root)
+                    if j is not None:
+                        p = int(self.op_parent[j])
+                        tree.nodes[root] = OpNode(root, strings[int(self.types[j])],
+                                                  parent=self.gnames[p])
+            tree.kids[gname][name] = None
+        for v, w, f in self.me_flags(g):
+            key = (name_of(v), name_of(w))
+            tree.metaedges[gname][key] = Metaedge(key[0], key[1], regular=f & 1)
+        return extract_group(tree, node, set(), self.opts.auto_extract)
+
+    # --- the page -------------------------------------------------------------------
+
+    def page_data(self, level: int) -> dict[str, Any]:
+        return _encode(self, level)
+
+
+def _long_group_runs(gnames: list[str], members: list[int], min_size: int,
+                     ) -> list[tuple[str, str, list[tuple[int, int]]]]:
+    """series._long_runs on group indices: [(prefix, suffix, [(id, group), ...])]."""
+    candidates: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for m in members:
+        name = gnames[m]
+        prefix, ident, suffix = split_series_name(name[name.rfind("/") + 1:])
+        candidates.setdefault((prefix, suffix), []).append((ident, m))
+    out: list[tuple[str, str, list[tuple[int, int]]]] = []
+    for (prefix, suffix), items in candidates.items():
+        if len(items) < 2:
+            continue
+        items.sort(key=lambda t: t[0])
+        run = [items[0]]
+        for item in items[1:]:
+            if item[0] == run[-1][0] + 1:
+                run.append(item)
+                continue
+            if len(run) >= min_size:
+                out.append((prefix, suffix, run))
+            run = [item]
+        if len(run) >= min_size:
+            out.append((prefix, suffix, run))
+    return out
+
+
+_KIND_OP, _KIND_META, _KIND_SERIES, _VERTICAL = 0, 1, 2, 4
+
+
+class _Events:
+    """Interning in the order ``page_data._encode`` would intern: events (node position,
+    rank within the node, universe id); a table lists the universe ids in order of their
+    first event, and maps each to its index there."""
+
+    def __init__(self) -> None:
+        self.pos: list[np.ndarray] = []
+        self.sub: list[np.ndarray] = []
+        self.uid: list[np.ndarray] = []
+
+    def add(self, pos: Any, sub: Any, uid: Any) -> None:
+        uid = np.asarray(uid, np.int64).reshape(-1)
+        self.pos.append(np.broadcast_to(np.asarray(pos, np.int64), uid.shape).reshape(-1))
+        self.sub.append(np.broadcast_to(np.asarray(sub, np.int64), uid.shape).reshape(-1))
+        self.uid.append(uid)
+
+    def table(self, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """(universe ids in table order, universe id -> table index (-1: unused))."""
+        if not self.uid:
+            return np.zeros(0, np.int64), np.full(size, -1, np.int64)
+        pos = np.concatenate(self.pos)
+        sub = np.concatenate(self.sub)
+        uid = np.concatenate(self.uid)
+        seq = uid[np.lexsort((sub, pos))]
+        uniq, first = np.unique(seq, return_index=True)
+        ordered = uniq[np.argsort(first, kind="stable")]
+        remap = np.full(size, -1, np.int64)
+        remap[ordered] = np.arange(ordered.size)
+        return ordered, remap
+
+
+def _gather_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(s, s + l)`` for each (s, l)."""
+    total = int(lens.sum())
+    if not total:
+        return np.zeros(0, np.int64)
+    offs = np.cumsum(lens) - lens
+    return np.repeat(starts - offs, lens) + np.arange(total)
+
+
+def _encode(c: _Columns, level: int) -> dict[str, Any]:
+    """The page data of the columns: ``page_data._encode``'s output, computed per column
+    (see that module's docstring for what each column holds)."""
+    n = c.n_ops
+    G = len(c.gnames)
+    # Breadth-first order of unified ids from the root, children in the view's order.
+    parts = [np.array([n], np.int64)]
+    frontier = [0]
+    while frontier:
+        got = [c.kids[g] for g in frontier]
+        cat = np.concatenate(got) if got else np.zeros(0, np.int64)
+        if not cat.size:
+            break
+        parts.append(cat)
+        frontier = (cat[cat >= n] - n).tolist()
+    order = np.concatenate(parts)
+    N = order.size
+    pos = np.empty(n + G, np.int64)
+    pos[order] = np.arange(N)
+    op_pos = pos[:n]
+    grp_pos = pos[n:]
+    grp_order = order[order >= n] - n  # groups in page order
+    # Position of every unified id among its parent's children.
+    cpos = c.cpos
+
+    # --- the string universe: our strings, then labels and embedding names ----------
+    universe: dict[str, int] = dict(c.strings)
+    intern = universe.setdefault
+    op_label = np.fromiter((intern(x[x.rfind("/") + 1:], len(universe)) for x in c.names),
+                           np.int64, n)
+    grp_label = np.fromiter((intern(x[x.rfind("/") + 1:], len(universe)) for x in c.gnames),
+                            np.int64, G)
+    strings = _Events()
+    strings.add(op_pos, 0, op_label)
+    strings.add(grp_pos, 0, grp_label)
+    strings.add(op_pos, 1, c.types)
+    has_dev = c.devices >= 0
+    strings.add(op_pos[has_dev], 2, c.devices[has_dev])
+    # Shape lists: our universe, plus embeddings' and metaedges'.
+    shape_u = c.shape_lists
+    shapes_ev = _Events()
+    shapes_ev.add(op_pos, 0, c.shapes)
+    # Embeddings, hosts in page order.
+    emb_rows: list[tuple[int, int, int, int, int]] = []  # (host pos, flags, name, op, shapes)
+    for j in sorted(c.embs, key=lambda j: int(op_pos[j])):
+        name = c.names[j]
+        cut = name.rfind("/")
+        scope = name[:cut + 1] if cut >= 0 else ""
+        i = int(op_pos[j])
+        for flag, e in c.embs[j]:
+            if scope and e.name.startswith(scope) and "/" not in e.name[len(scope):]:
+                f, en = flag | 2, e.name[len(scope):]
+            else:
+                f, en = flag, e.name
+            key = tuple(e.shapes)
+            sk = shape_u.get(key)
+            if sk is None:
+                sk = shape_u[key] = len(shape_u)
+            emb_rows.append((i, f, intern(en, len(universe)), intern(e.op, len(universe)), sk))
+    emb = np.array(emb_rows, np.int64).reshape(-1, 5)
+    if emb.size:
+        # Within a host: after its label, type and device (ranks 0-2), name then op.
+        k = np.arange(len(emb))
+        first = np.r_[0, np.flatnonzero(emb[1:, 0] != emb[:-1, 0]) + 1]
+        rank = k - np.repeat(first, np.diff(np.r_[first, len(emb)]))
+        strings.add(emb[:, 0], 3 + 2 * rank, emb[:, 2])
+        strings.add(emb[:, 0], 4 + 2 * rank, emb[:, 3])
+        shapes_ev.add(emb[:, 0], 1 + rank, emb[:, 4])
+    # Groups: series op, histogram keys, device keys; metaedges.
+    series_rows = [g for g in grp_order.tolist() if c.gkind[g] == 1]
+    if series_rows:
+        sr = np.array(series_rows, np.int64)
+        strings.add(grp_pos[sr], 1, [c.series_op[g] for g in series_rows])
+    glist = grp_order.tolist()
+    hist, dhist = c.hist, c.dhist
+    nhist = np.fromiter((len(h) for h in hist), np.int64, G)
+    ndev = np.fromiter((len(d) for d in dhist), np.int64, G)
+    hpairs = np.array(list(chain.from_iterable(hist[g] for g in glist)),
+                      np.int64).reshape(-1, 2)
+    dpairs = np.array(list(chain.from_iterable(dhist[g] for g in glist)),
+                      np.int64).reshape(-1, 2)
+    hist_key, hv = hpairs[:, 0], hpairs[:, 1]
+    dev_key, dv = dpairs[:, 0], dpairs[:, 1]
+    if hist_key.size:
+        hp = np.repeat(grp_pos[grp_order], nhist[grp_order])
+        strings.add(hp, 2 + _rank_in_runs(hp), hist_key)
+    if dev_key.size:
+        dp = np.repeat(grp_pos[grp_order], ndev[grp_order])
+        strings.add(dp, 2 + nhist[order[dp] - n] + _rank_in_runs(dp), dev_key)
+    # Metaedges per group in page order: array slices, or a group series' Python list.
+    G0 = c.me_start.size - 1  # groups when the metaedges were bundled
+    nme = np.zeros(G, np.int64)
+    nme[:G0] = np.diff(c.me_start)
+    for g, lst in c.me_override.items():
+        nme[g] = len(lst)
+    lens = nme[grp_order]
+    is_over = np.zeros(G, bool)
+    is_over[list(c.me_override)] = True
+    over = is_over[grp_order]
+    src_lens = np.where(over, 0, lens)
+    # Groups made after the metaedges (series of groups) have overrides.
+    me_start = np.r_[c.me_start[:-1], np.full(G + 1 - c.me_start.size, c.me_start[-1])]
+    idx = _gather_ranges(me_start[grp_order], src_lens)
+    total = int(lens.sum())
+    me_cols = {k: np.empty(total, np.float64 if k == "size" else np.int64)
+               for k in ("v", "w", "reg", "ctl", "ref", "size", "sl")}
+    me_pos = np.repeat(grp_pos[grp_order], lens)
+    fill = np.repeat(~over, lens)
+    for col in ("v", "w", "reg", "ctl", "ref", "size", "sl"):
+        me_cols[col][fill] = c.me[col][idx]
+    if over.any():
+        offs = np.cumsum(lens) - lens
+        for g_i in np.flatnonzero(over).tolist():
+            g = int(grp_order[g_i])
+            o = int(offs[g_i])
+            for r, m in enumerate(c.me_override[g]):
+                key = tuple(m.shapes)
+                sk = shape_u.get(key)
+                if sk is None:
+                    sk = shape_u[key] = len(shape_u)
+                for col, val in (("v", m.v), ("w", m.w), ("reg", m.regular),
+                                 ("ctl", m.control), ("ref", m.ref), ("size", m.size),
+                                 ("sl", sk)):
+                    me_cols[col][o + r] = val
+    if total:
+        shapes_ev.add(me_pos, _rank_in_runs(me_pos), me_cols["sl"])
+    str_order, str_remap = strings.table(len(universe))
+    shp_order, shp_remap = shapes_ev.table(len(shape_u))
+    universe_list = list(universe)
+    shape_list = list(shape_u)
+
+    def rs(a: np.ndarray) -> np.ndarray:
+        return str_remap[a] if a.size else a
+
+    # --- node columns ---------------------------------------------------------------
+    kind = np.zeros(N, np.uint8)
+    nchild = np.zeros(N, np.int64)
+    label = np.empty(N, np.int64)
+    typ = np.full(N, -1, np.int64)
+    device = np.full(N, -1, np.int64)
+    attrs = np.full(N, -1, np.int64)
+    shapes = np.full(N, -1, np.int64)
+    card = np.zeros(N, np.int64)
+    depth = np.zeros(N, np.int64)
+    template = np.full(N, -1, np.int64)
+    nme_col = np.zeros(N, np.int64)
+    nhist_col = np.zeros(N, np.int64)
+    ndev_col = np.zeros(N, np.int64)
+    label[op_pos] = rs(op_label)
+    label[grp_pos] = rs(grp_label)
+    typ[op_pos] = rs(c.types)
+    device[op_pos[has_dev]] = rs(c.devices[has_dev])
+    a_op = c.attrs[ops_in_order := order[order < n]]
+    used = a_op[a_op >= 0]
+    attr_order, attr_pos = _first_order(used) if used.size else (used, used)
+    attr_remap = np.full(len(c.attr_list), -1, np.int64)
+    attr_remap[attr_order] = np.arange(attr_order.size)
+    if attr_remap.size:
+        attrs[op_pos] = np.where(c.attrs >= 0, attr_remap[np.maximum(c.attrs, 0)], -1)
+    del attr_pos
+    shapes[op_pos] = shp_remap[c.shapes]
+    gkind = np.array(c.gkind, np.int64)
+    nonctl = np.asarray(c.nonctl, bool)
+    gk = np.where(gkind == 1, _KIND_SERIES | np.where(nonctl, _VERTICAL, 0), _KIND_META)
+    gk[0] = _KIND_META
+    kind[grp_pos] = gk
+    nchild[grp_pos] = [len(k) for k in c.kids]
+    for g, t in c.series_op.items():
+        typ[grp_pos[g]] = str_remap[t]
+    card[grp_pos] = c.card
+    depth[grp_pos] = c.depth
+    template_ix = {t: i for i, t in enumerate(c.templates)}
+    for g, tid in c.template_of.items():
+        template[grp_pos[g]] = template_ix.get(tid, -1)
+    nme_col[grp_pos] = nme
+    nhist_col[grp_pos] = nhist
+    ndev_col[grp_pos] = ndev
+    devices = sorted({universe_list[d] for d in np.unique(c.devices[has_dev]).tolist()})
+    xla = [[int(op_pos[j]), x] for j, x in sorted(c.xla.items(), key=lambda t: int(op_pos[t[0]]))]
+    panels = []
+    for g in sorted(c.panels, key=lambda g: int(grp_pos[g])):
+        sp = c.panels[g]
+        if sp.get("in") or sp.get("out"):
+            panels.append([int(grp_pos[g]), list(sp.get("in", [])), list(sp.get("out", []))])
+    series = [[int(grp_pos[g]), list(c.series_ids[g])] for g in series_rows]
+    names_tbl: list[list[Any]] = []
+    _names_table(c, grp_order, grp_pos, names_tbl)
+    e_flags = c.e_flags
+    columns: list[tuple[str, np.ndarray]] = [
+        ("kind", kind), ("nchild", nchild), ("label", label), ("type", typ),
+        ("device", device), ("attrs", attrs), ("shapes", shapes), ("card", card),
+        ("depth", depth), ("template", template), ("nme", nme_col), ("nhist", nhist_col),
+        ("ndev", ndev_col),
+        ("hist_key", rs(hist_key)), ("hist_val", hv),
+        ("dev_key", rs(dev_key)), ("dev_val", dv),
+        ("me_v", cpos[me_cols["v"]]), ("me_w", cpos[me_cols["w"]]),
+        ("me_reg", me_cols["reg"]), ("me_ctl", me_cols["ctl"]), ("me_ref", me_cols["ref"]),
+        ("me_size", me_cols["size"]), ("me_shapes", shp_remap[me_cols["sl"]]),
+        ("e_src", op_pos[c.e_src]), ("e_dst", op_pos[c.e_dst]), ("e_slot", c.e_slot),
+        ("e_flags", e_flags.astype(np.uint8)),
+        ("emb_host", emb[:, 0]), ("emb_flags", emb[:, 1].astype(np.uint8)),
+        ("emb_name", rs(emb[:, 2])), ("emb_op", rs(emb[:, 3])),
+        ("emb_shapes", shp_remap[emb[:, 4]] if emb.size else emb[:, 4]),
+    ]
+    # page_data's dtypes (an empty column keeps its dtype through narrowing).
+    float_cols = {"me_size"}
+    byte_cols = {"kind", "e_flags", "emb_flags"}
+    columns = [(name, arr if arr.size else arr.astype(
+        np.float64 if name in float_cols else np.uint8 if name in byte_cols else np.int32))
+        for name, arr in columns]
+    tables = {
+        "strings": [universe_list[u] for u in str_order.tolist()],
+        "shapes": [[None if s is None else list(s) for s in shape_list[k]]
+                   for k in shp_order.tolist()],
+        "attrs": [c.attr_list[a] for a in attr_order.tolist()],
+        "names": names_tbl,
+        "extra": [],
+        "panels": panels,
+        "series": series,
+        "xla": xla,
+    }
+    del ops_in_order
+    options_json: dict[str, object] = c.opts.to_json()
+    options_json["hidden_count"] = c.hidden
+    return encode_columns(
+        columns, tables, level, options=options_json,
+        stats={"ops": n, "edges": int(c.e_src.size), "groups": N - n - 1},
+        nodes=N, devices=devices, has_time=False,
+        templates=[[t, len(m), m[0] if m else t] for t, m in c.templates.items()])
+
+
+def _rank_in_runs(p: np.ndarray) -> np.ndarray:
+    """For a sorted array, each element's index within its run of equal values."""
+    if not p.size:
+        return p
+    k = np.arange(p.size)
+    first = np.r_[0, np.flatnonzero(p[1:] != p[:-1]) + 1]
+    out: np.ndarray = k - np.repeat(first, np.diff(np.r_[first, p.size]))
+    return out
+
+
+def _names_table(c: _Columns, grp_order: np.ndarray, grp_pos: np.ndarray,
+                 out: list[list[Any]]) -> None:
+    """The nodes whose full name is not "base/label" (base: the name of the nearest
+    ancestor that is not a series). Only groups can be such nodes here: an op's name is
+    its scope group's name, "/", its label (names starting with "/" are declined), and
+    op series sit in that group, so an op's base is always that group."""
+    base_name: dict[int, str] = {}
+    rows = []
+    for g in grp_order.tolist():
+        p = c.gparent[g]
+        if p < 0:
+            continue
+        base = base_name.get(p)
+        if base is None:
+            base = base_name[p] = _base_of(c, p)
+        name = c.gnames[g]
+        lab = name[name.rfind("/") + 1:]
+        want = lab if not base else base + "/" + lab
+        if want != name:
+            rows.append([int(grp_pos[g]), name])
+    rows.sort(key=lambda r: r[0])
+    out.extend(rows)
+
+
+def _base_of(c: _Columns, g: int) -> str:
+    # Members of a series are named in the series' scope (its parent's name).
+    while g > 0 and c.gkind[g] == 1:
+        g = c.gparent[g]
+    return c.gnames[g]

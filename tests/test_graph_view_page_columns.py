@@ -1,0 +1,160 @@
+"""The page straight from the source (page_columns.py): equal to the page of the view.
+
+``source_to_page_data`` recomputes, on integer ids and numpy columns, everything
+``build_view`` and ``view_to_page_data`` compute with objects. Its output must be the
+same dict, column for column and table for table, on the captured models, the synthetic
+training graphs, random graphs that hit every rule (series of ops and of groups, renames,
+embeddings, side panels, reference and control edges), and with every option it accepts;
+for what it declines it says so (None) and the HTML is still the view's.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from summarylib.graph import Graph, Node, TensorSpec
+from summarylib.graph.view import ViewOptions, build_view, source_to_html
+from summarylib.graph.view.html_export import view_to_html
+from summarylib.graph.view.page_columns import source_to_page_data
+from summarylib.graph.view.page_data import view_to_page_data
+from tests import graph_models as gm
+
+SLOW = bool(os.environ.get("SUMMARYLIB_SLOW"))
+OPTIONS = [ViewOptions(), ViewOptions(series=False), ViewOptions(group_series=False),
+           ViewOptions(auto_extract=False), ViewOptions(series_min_size=2),
+           ViewOptions(hidden_ops=("Identity",)), ViewOptions(rankdir="LR")]
+
+
+def _same(source: object, opts: ViewOptions = OPTIONS[0]) -> None:
+    page = source_to_page_data(source, opts)
+    assert page is not None, "the graph was declined"
+    assert page == view_to_page_data(build_view(source, opts))
+
+
+@pytest.mark.parametrize("name", ["resnet", "transformer", "jax_mlp"])
+def test_captured_models(name: str) -> None:
+    if gm.missing(name):
+        pytest.skip(str(gm.missing(name)))
+    g = gm.model_graph(name)
+    _same(g)
+    _same(g.to_bytes())  # the GraphDef the CLI reads
+
+
+@pytest.mark.parametrize("opts", [
+    ViewOptions(), ViewOptions(series=False, hidden_ops=("Identity",)),
+    ViewOptions(group_series=False, auto_extract=False, series_min_size=2)],
+    ids=["default", "no-series-hidden", "no-group-series-no-extract-min2"])
+def test_synthetic_10k_with_the_options_it_accepts(opts: ViewOptions) -> None:
+    _same(gm.synthetic_10k(), opts)
+
+
+def test_synthetic_10k_graph_def_and_html() -> None:
+    g = gm.synthetic_10k()
+    _same(g.to_graph_def())
+    assert source_to_html(g.to_bytes(), title="t") == view_to_html(build_view(g), title="t")
+
+
+_F = TensorSpec((2, 3), "float32")
+_SHAPES = [[_F], [TensorSpec(None)], [TensorSpec((4, None), "int32"), _F], [],
+           [TensorSpec((0,))]]
+_OPS = ["Add", "Relu", "Const", "NoOp", "ScalarSummary", "MatMul", "Assign", "Identity"]
+_LEAVES = ["add", "add_1", "add_2", "add_3", "add_4", "add_5", "x1", "x2", "x3", "x4",
+           "x5", "x", "w", "(w)", "init", "save"]
+
+
+@st.composite
+def graphs(draw: st.DrawFn) -> Graph:
+    """Numbered blocks with the same inside (group series, templates), numbered ops
+    (op series), ops that are also scopes (renames), constants, summaries, NoOps, Assign
+    (reference edges), control inputs, output slots, devices and odd shapes."""
+    g = Graph()
+    names: list[str] = []
+
+    def add(name: str, op: str) -> None:
+        if name in g:
+            return
+        inputs: list[str] = []
+        control: list[str] = []
+        for _ in range(draw(st.integers(0, 3)) if names else 0):
+            src = draw(st.sampled_from(names))
+            how = draw(st.sampled_from(["", "^", ":1", ":0"]))
+            if how == "^":
+                control.append(src)
+            else:
+                inputs.append(src + how)
+        g.add(Node(name, op, inputs, control, outputs=list(draw(st.sampled_from(_SHAPES))),
+                   device=draw(st.sampled_from(["", "/cpu:0", "/gpu:0"])),
+                   attrs=draw(st.sampled_from([{}, {"T": "float32"}, {"k": 3, "T": "int32"}]))))
+        names.append(name)
+
+    blocks = draw(st.integers(0, 7))
+    inner = draw(st.lists(st.sampled_from(_OPS[:2] + _OPS[5:]), min_size=1, max_size=3))
+    top = draw(st.sampled_from(["", "m/"]))
+    for b in range(blocks):
+        for k, op in enumerate(inner):
+            add(f"{top}layer_{b}/op{chr(97 + k)}", op)
+    for _ in range(draw(st.integers(1, 30))):
+        depth = draw(st.integers(1, 3))
+        scope = draw(st.lists(st.sampled_from(["a", "b", "layer_1", "m", "w"]),
+                              min_size=depth - 1, max_size=depth - 1))
+        add("/".join([*scope, draw(st.sampled_from(_LEAVES))]), draw(st.sampled_from(_OPS)))
+    return g
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs(), st.sampled_from(OPTIONS), st.booleans())
+def test_random_graphs_give_the_views_page_or_are_declined(g: Graph, opts: ViewOptions,
+                                                            wire: bool) -> None:
+    # wire: the serialized GraphDef (read from its wire format), else the IR graph.
+    source: object = g.to_bytes() if wire else g
+    page = source_to_page_data(source, opts)
+    if page is not None:
+        assert page == view_to_page_data(build_view(source, opts))
+    assert source_to_html(source, opts) == view_to_html(build_view(source, opts))
+
+
+def test_what_is_declined_still_gets_the_views_page() -> None:
+    g = gm.model_graph("synthetic_10k")
+    opts = ViewOptions(template_order="tensorboard")
+    assert source_to_page_data(g, opts) is None
+    assert source_to_html(g, opts) == view_to_html(build_view(g, opts))
+    # An op named like a JavaScript array index reorders the root: declined.
+    odd = Graph([Node("0", "Relu"), Node("a", "Relu", ["0"])])
+    assert source_to_page_data(odd) is None
+    assert source_to_html(odd) == view_to_html(build_view(odd))
+
+
+def test_bad_sources_and_options_are_named() -> None:
+    with pytest.raises(ValueError, match="not a serialized GraphDef"):
+        source_to_page_data(b"\xff\xff\xff")
+    with pytest.raises(ValueError, match="level"):
+        source_to_page_data(Graph([Node("a", "Relu")]), level=0)
+    with pytest.raises(TypeError, match="options"):
+        source_to_page_data(Graph([Node("a", "Relu")]), options=3)  # type: ignore[arg-type]
+
+
+def test_cli_writes_the_views_page(tmp_path: Path) -> None:
+    g = gm.synthetic_10k()
+    pb = tmp_path / "g.pb"
+    pb.write_bytes(g.to_bytes())
+    out = tmp_path / "g.html"
+    done = subprocess.run([sys.executable, "-m", "summarylib", "graph", str(pb), "-o", str(out),
+                           "--title", "T"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "ops) from" in done.stdout
+    assert out.read_text(encoding="utf-8") == view_to_html(build_view(g.to_bytes()), title="T")
+
+
+@pytest.mark.skipif(not SLOW, reason="building the 1M-node view takes minutes on two cores; "
+                                     "set SUMMARYLIB_SLOW=1")
+@pytest.mark.timeout(3600)
+def test_1m_page_is_the_views() -> None:
+    g = gm.synthetic_graph(gm._layers_for(1_000_000, 4), 4)
+    _same(g)
