@@ -1,9 +1,12 @@
 /* summarylib graph view: draws the JSON embedded in the page (id "graph-data").
  *
- * Data: {title, colour, graph: page_data.view_to_page_data(...), constants} (an optional
- * layout: {group: {w, h, nodes, panel, edges, chunks}} is used as given). The graph's
- * columns are inflated once (DecompressionStream) and nodes become objects only when
- * they are shown or asked for by name. A group of more than RANGE children is drawn as
+ * Data: {title, colour, graph: page_data.view_to_page_data(...) but its two blobs,
+ * constants} (an optional layout: {group: {w, h, nodes, panel, edges, chunks}} is used as
+ * given); the blobs (base64) in the blocks "graph-blob" and "graph-later" after the
+ * scripts, so that the browser parses them after the first drawing. The top level is
+ * drawn from the data's head (its rows of the columns, plain JSON) as this script runs;
+ * the columns are then inflated once (DecompressionStream) and nodes become objects only
+ * when they are shown or asked for by name. A group of more than RANGE children is drawn as
  * ranges of RANGE children, groups of the page only. A group is laid out when it is
  * first opened, by layout.js (the port of layout.layout_group): in the page up to
  * WORKER_MIN children, else in a Web Worker made from a Blob URL of layout.js's text; an
@@ -22,10 +25,12 @@
  * (never markup), and names are keys of Maps, never of plain objects (a node may be called
  * "__proto__").
  *
- * window.summarylibViewer (for tests and notebooks): timing {scriptStart, inflated (the
- * first blob), parsed (decoded), rendered (the top level drawn), later (the second blob
- * decoded), frame (a frame after both)} in ms since navigation start; expand(name), collapse(name),
- * reveal(name), zoomTo(name), setColour(mode), expanded() -> [names], boxes() ->
+ * window.summarylibViewer (for tests and notebooks): timing {scriptStart, head (the head
+ * decoded; null without one), rendered (the top level drawn), inflated (the first blob),
+ * parsed (decoded), later (the second blob decoded), frame (a frame after both)} in ms
+ * since navigation start; expand(name), collapse(name), reveal(name) (until the first
+ * blob is decoded, these three wait for it, and layoutOf but the root's, nodeInfo and
+ * nodeData answer null), zoomTo(name), setColour(mode), expanded() -> [names], boxes() ->
  * [[name, [x, y, w, h]], ...] (centre-based, layout pixels, the root as ""), pending(),
  * layoutOf(name) (a group's layout in layout_to_json's form, made now if needed; a big
  * group's of all its children, not of its ranges), nodeData(name) (view_to_json's record
@@ -42,7 +47,7 @@
   const SVGNS = "http://www.w3.org/2000/svg";
   const data = JSON.parse(document.getElementById("graph-data").textContent);
   let T_PARSED = performance.now();
-  const timing = { scriptStart: T0, parsed: T_PARSED, inflated: null, rendered: null,
+  const timing = { scriptStart: T0, head: null, parsed: T_PARSED, inflated: null, rendered: null,
     later: null, frame: null };
   const K = data.constants;
   const GD = data.graph; // page_data.view_to_page_data: a header and the compressed columns
@@ -73,8 +78,14 @@
     return off;
   }
   async function inflate(key) {
-    // Blob ``key`` of the data: base64, zlib (page_data.py).
-    const b64 = GD[key];
+    // Blob ``key`` of the data: base64, zlib (page_data.py), in its own block after the
+    // scripts (html_export.py), read once the document is parsed.
+    let b64 = GD[key];
+    if (typeof b64 !== "string") {
+      const block = document.getElementById("graph-" + key);
+      b64 = block.textContent;
+      block.remove(); // the text is kept as bytes below: no second copy
+    }
     let bytes;
     if (typeof Uint8Array.fromBase64 === "function") bytes = Uint8Array.fromBase64(b64);
     else {
@@ -103,6 +114,45 @@
     for (let i = 0; i < N; i++) EMB_OFF[i + 1] += EMB_OFF[i];
     LATER_READY = true;
   }
+  function tree(rows) {
+    // Parents, first children and name bases of the first ``rows`` nodes.
+    PARENT_IX = new Int32Array(rows);
+    FIRST = new Int32Array(rows);
+    BASE = new Int32Array(rows);
+    PARENT_IX[0] = -1;
+    let next = 1;
+    const nchild = C.nchild, kind = C.kind; // (hoisted: C is a dictionary of columns)
+    for (let i = 0; i < rows; i++) {
+      const k = nchild[i];
+      FIRST[i] = next;
+      // Members of a series are named in the series' scope (its own base).
+      const base = (kind[i] & 3) === 2 ? BASE[i] : i;
+      for (let j = next, e = Math.min(next + k, rows); j < e; j++) { PARENT_IX[j] = i; BASE[j] = base; }
+      next += k;
+    }
+    ME_OFF = offsets(C.nme);
+    NAME_EXC = new Map(TB.names);
+    EXC_IX = new Map(TB.names.map(([i, nm]) => [nm, i]));
+    EXTRA = new Set(TB.extra);
+    PANELS = new Map(TB.panels.map(([i, a, b]) => [i, { in: a, out: b }]));
+    SERIES = new Map(TB.series);
+    XLA = new Map(TB.xla);
+    NAME_OF[0] = "";
+  }
+  // The head (page_data.py): the top level's rows of the columns and the table entries
+  // they point to, with the blob's indices, so that the top level is drawn before the
+  // blobs are read; decode() then swaps in the whole columns (FULL).
+  let FULL = false;
+  function decodeHead(h) {
+    const sparse = (pairs) => { const a = []; for (const [k, v] of pairs) a[k] = v; return a; };
+    C = {};
+    for (const k of Object.keys(h.columns)) C[k] = ARRAYS[h.dtypes[k]].from(h.columns[k]);
+    STR = sparse(h.strings);
+    TB = { shapes: sparse(h.shapes), attrs: sparse(h.attrs), names: h.names, extra: [],
+      panels: h.panels, series: h.series, xla: h.xla };
+    N = GD.nodes;
+    tree(h.rows);
+  }
   async function decode() {
     const buf = await inflate("blob");
     timing.inflated = performance.now();
@@ -111,30 +161,10 @@
     columns(buf, 0);
     STR = TB.strings;
     N = GD.nodes;
-    PARENT_IX = new Int32Array(N);
-    FIRST = new Int32Array(N);
-    BASE = new Int32Array(N);
-    PARENT_IX[0] = -1;
-    let next = 1;
-    const nchild = C.nchild, kind = C.kind; // (hoisted: C is a dictionary of columns)
-    for (let i = 0; i < N; i++) {
-      const k = nchild[i];
-      FIRST[i] = next;
-      // Members of a series are named in the series' scope (its own base).
-      const base = (kind[i] & 3) === 2 ? BASE[i] : i;
-      for (let j = next; j < next + k; j++) { PARENT_IX[j] = i; BASE[j] = base; }
-      next += k;
-    }
-    ME_OFF = offsets(C.nme);
+    tree(N);
     HIST_OFF = offsets(C.nhist);
     DEV_OFF = offsets(C.ndev);
-    NAME_EXC = new Map(TB.names);
-    EXC_IX = new Map(TB.names.map(([i, nm]) => [nm, i]));
-    EXTRA = new Set(TB.extra);
-    PANELS = new Map(TB.panels.map(([i, a, b]) => [i, { in: a, out: b }]));
-    SERIES = new Map(TB.series);
-    XLA = new Map(TB.xla);
-    NAME_OF[0] = "";
+    FULL = true;
   }
   const kindOf = (i) => (i < N ? C.kind[i] & 3 : 1); // 0 op, 1 metanode, 2 series
   const KIND_NAMES = ["op", "meta", "series"];
@@ -174,6 +204,13 @@
     if (typeof name !== "string" || !C) return -1;
     let k = NAME_IX.get(name);
     if (k !== undefined) return k;
+    if (!FULL) {
+      // The head knows the root's children only.
+      for (let j = FIRST[0]; j < FIRST[0] + C.nchild[0]; j++) {
+        if (nameOf(j) === name) { NAME_IX.set(name, j); return j; }
+      }
+      return -1;
+    }
     if (EXTRA.has(name)) return -1;
     k = descend(name, 0);
     if (k < 0) {
@@ -687,6 +724,7 @@
     return TIME;
   }
   function timeOf(n) {
+    if (!FULL) return undefined; // drawn again with the whole columns
     const t = times()[n.i];
     return Number.isNaN(t) ? undefined : t;
   }
@@ -1161,7 +1199,7 @@
       for (const [d, col] of DEVICE_COLOUR) item(col, d);
       if (!DEVICE_COLOUR.size) legend.appendChild(htmlEl("div", null, "no devices set"));
     } else if (colourMode === "compute_time") {
-      times();
+      if (FULL) times();
       item(heat(0, 1), "0 \u00b5s");
       item(heat(1, 1), MAX_OP_TIME.toFixed(1) + " \u00b5s per op (groups: " + MAX_GROUP_TIME.toFixed(1) + ")");
     } else legend.appendChild(htmlEl("div", null, "no colouring"));
@@ -1310,19 +1348,25 @@
     centreOn(name, true);
     draw();
   }
+  // Before the whole graph is read (the top level is drawn from the head), what needs
+  // more than the top level waits for it.
+  const WAITING_FULL = [];
+  function whenFull(fn) { if (FULL) fn(); else WAITING_FULL.push(fn); }
   svg.addEventListener("click", (ev) => {
     if (drag && drag.moved) return;
     const g = ev.target.closest("[data-name]");
     if (!g) return;
-    const name = g.getAttribute("data-name");
+    const header = ev.target.classList.contains("header");
+    whenFull(() => clicked(g.getAttribute("data-name"), header));
+  });
+  function clicked(name, header) {
     const n = NODE.get(name);
     if (!n) return;
-    const header = ev.target.classList.contains("header");
     if (n.kind === "op" || (expanded.has(name) && !header)) {
       // Ops, and the body of an open group: select and show the card.
       selected = name;
       for (const e of viewport.querySelectorAll(".selected")) e.classList.remove("selected");
-      g.classList.add("selected");
+      if (ELEM.has(name)) ELEM.get(name).classList.add("selected");
     } else {
       // A closed group opens; an open group's header band closes it.
       selected = name;
@@ -1330,7 +1374,7 @@
     }
     showCard(n);
     for (const cb of SELECT_HANDLERS) cb(name);
-  });
+  }
   colourSelect.addEventListener("change", () => { colourMode = colourSelect.value; render(); });
   fitButton.addEventListener("click", () => fitView(false));
   collapseButton.addEventListener("click", () => {
@@ -1401,7 +1445,7 @@
     return out;
   }
   function runSearch() {
-    if (!C) return;
+    if (!FULL) { whenFull(runSearch); return; }
     const q = search.value.trim().toLowerCase();
     results.replaceChildren();
     if (!q) { results.classList.remove("open"); return; }
@@ -1421,8 +1465,10 @@
   search.addEventListener("keydown", (ev) => {
     if (ev.key === "Enter") {
       runSearch();
-      const first = results.querySelector("button");
-      if (first) pick(first.getAttribute("data-target"));
+      whenFull(() => {
+        const first = results.querySelector("button");
+        if (first) pick(first.getAttribute("data-target"));
+      });
     } else if (ev.key === "Escape") results.classList.remove("open");
   });
   function pick(name) {
@@ -1550,6 +1596,7 @@
     pending() { return WAITING.size; },
     // The layout of group name in layout_to_json's form (made now if it was not yet).
     layoutOf(name) {
+      if (!FULL && name !== "") return null;
       const g = NODE.get(name);
       if (!isGroup(g)) return null;
       if (g.i < N && ranged(g.i)) {
@@ -1560,9 +1607,10 @@
       if (!LAYOUT.has(name)) LAYOUT.set(name, LAYOUT_JS.layoutSpec(specOf(g), RANKDIR));
       return LAYOUT.get(name);
     },
-    expand(name) { if (!expanded.has(name) && isGroup(NODE.get(name))) toggle(name); },
-    collapse(name) { if (name && expanded.has(name)) toggle(name); },
-    reveal: reveal,
+    // Before the whole graph is read, these wait for it.
+    expand(name) { whenFull(() => { if (!expanded.has(name) && isGroup(NODE.get(name))) toggle(name); }); },
+    collapse(name) { whenFull(() => { if (name && expanded.has(name)) toggle(name); }); },
+    reveal(name) { whenFull(() => reveal(name)); },
     zoomTo(name) { zoomTo(name); },
     setColour(mode) { colourSelect.value = mode; colourMode = mode; render(); },
     expanded() { return Array.from(expanded); },
@@ -1574,6 +1622,7 @@
     svgElement() { return svg; },
     onSelect(cb) { SELECT_HANDLERS.push(cb); },
     nodeInfo(name) {
+      if (!FULL) return null;
       const n = NODE.get(name);
       if (!n) return null;
       const info = { id: name, path: name, kind: n.kind === "op" ? "op" : n.kind === "series" ? "series" : "group" };
@@ -1583,6 +1632,7 @@
     // Everything the page knows of a node, in view_to_json's form (a group's children
     // as names), or null: the page's decoding, for tests.
     nodeData(name) {
+      if (!FULL) return null;
       const n = NODE.get(name);
       if (!n) return null;
       const copy = (o) => Object.fromEntries(Object.keys(o).map((k) => [k, o[k]]));
@@ -1607,26 +1657,44 @@
     },
   };
   Object.defineProperty(window, "summarylibViewer", { value: api });
-  // The columns are inflated off the main thread (DecompressionStream); the plugins above
-  // have registered by then.
+  // The top level is drawn at once from the head (the plugins' scripts, after this one,
+  // restyle it when they have something to show); the blobs, in blocks after the
+  // scripts, are read once the document is parsed, inflated (DecompressionStream) and
+  // decoded; then what waited for the whole graph runs. Without a head (a top level of
+  // more than page_data.HEAD_ROWS nodes) the top level is drawn from the first blob.
   // timing.frame (what tests and notebooks wait for) comes once the second blob is here
   // too, and the drawing has its edges into open groups.
-  decode().then(() => {
-    api.timing.parsed = T_PARSED = performance.now();
+  let drawn = null;
+  function firstDraw() {
     ROOT = nodeAt(0);
-    LATER = decodeLater();
-    withLayouts([""], () => {
+    drawn = new Promise((done) => withLayouts([""], () => {
       scene = compose();
       fitView(true, true);
       draw();
       api.timing.rendered = performance.now();
-      LATER.then(() => {
+      done();
+    }));
+  }
+  if (GD.head) {
+    decodeHead(GD.head);
+    api.timing.head = performance.now();
+    firstDraw();
+  }
+  function readBlobs() {
+    decode().then(() => {
+      api.timing.parsed = T_PARSED = performance.now();
+      if (!drawn) firstDraw();
+      for (const fn of WAITING_FULL.splice(0)) fn();
+      LATER = decodeLater();
+      Promise.all([drawn, LATER]).then(() => {
         if (scene) { scene = compose(); draw(); }
         api.timing.later = performance.now();
         requestAnimationFrame(() => requestAnimationFrame(() => { api.timing.frame = performance.now(); }));
       }, fail);
-    });
-  }, fail);
+    }, fail);
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", readBlobs);
+  else readBlobs();
   function fail(e) {
     stage.appendChild(htmlEl("p", { id: "failed" }, "This page could not read its graph: " + e));
     throw e;
