@@ -340,6 +340,8 @@
   }
 
   // --- ranges: a group of more than RANGE children shows them RANGE at a time ----------------
+  // The rule is ranges.py's (keep the two in step): names, membership, metaedges,
+  // cardinality and depth.
   // Each range is a group of the page only (index N + k, named "<group>/children a-b"),
   // opened on its own, so that opening any group lays out at most RANGE boxes. A metaedge
   // between children of two ranges is drawn between the ranges (counts and sizes summed).
@@ -406,7 +408,8 @@
       this.i = v;
       this.name = r.name;
       this.kind = "meta";
-      this.label = r.name.slice(nameOf(r.g).length + 1).trim();
+      // (With the thin spaces a clash gave it: as wide as Python's layout makes it.)
+      this.label = r.name.slice(nameOf(r.g).length + 1);
       this.range = r;
       let card = 0, depth = 1;
       for (let j = r.lo; j < r.hi; j++) {
