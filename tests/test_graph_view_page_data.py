@@ -245,13 +245,11 @@ def _search_and_open(view: GraphView, tmp_path: Path, timeout_ms: float) -> dict
         assert errors == []
     assert set(chain) <= opened
     big = [g for g in chain if len(view.nodes[g].children) > 1000]  # type: ignore[union-attr]
-    if big:
-        # Groups of more than 1,000 children are drawn as ranges (the page's own groups):
-        # the one holding the target's ancestor is open.
-        assert all(any(o.startswith(g + "/children ") for o in opened) for g in big)
-        return boxes
-    # The expanded groups are drawn as the Python layout composes them.
-    scene = lay.compose(view, lay.layout_view(view, groups=["", *chain]), opened)
+    # Groups of more than 1,000 children are drawn as ranges: the one holding the
+    # target's ancestor is open.
+    assert all(any(o.startswith(g + "/children ") for o in opened) for g in big)
+    # The expanded groups (and ranges) are drawn as the Python layout composes them.
+    scene = lay.compose(view, lay.layout_view(view, groups=sorted(opened)), opened)
     assert set(boxes) == set(scene.boxes)
     for name, box in scene.boxes.items():
         assert boxes[name] == pytest.approx(list(box), abs=0.1 + 1e-9), name
