@@ -33,7 +33,7 @@
  * nodeData answer null), zoomTo(name), setColour(mode), expanded() -> [names], boxes() ->
  * [[name, [x, y, w, h]], ...] (centre-based, layout pixels, the root as ""), pending(),
  * layoutOf(name) (a group's layout in layout_to_json's form, made now if needed; a big
- * group's of all its children, not of its ranges), nodeData(name) (view_to_json's record
+ * group's of its ranges, as layout.layout_view's), nodeData(name) (view_to_json's record
  * of a node, its children as names).
  * Plugins (the page's other scripts) use registerNodeStyle(fn) (fn(name) -> {fill?,
  * title?} or null, asked whenever a node is drawn), redraw() (the styles again, on the
@@ -57,7 +57,6 @@
   const LAYOUT = new Map();
   if (data.layout) for (const k of Object.keys(data.layout)) LAYOUT.set(k, data.layout[k]);
   const LAYOUT_JS = self.summarylibLayout;
-  const WHOLE = new Map(); // big groups' layouts of all their children (layoutOf only)
   const WORKER_MIN = 240; // more children than one layered layout handles: chunked, slow
 
   // --- the compact graph: columns decoded once, objects only for nodes that are shown -------
@@ -77,15 +76,8 @@
     for (let i = 0; i < counts.length; i++) off[i + 1] = off[i] + counts[i];
     return off;
   }
-  async function inflate(key) {
-    // Blob ``key`` of the data: base64, zlib (page_data.py), in its own block after the
-    // scripts (html_export.py), read once the document is parsed.
-    let b64 = GD[key];
-    if (typeof b64 !== "string") {
-      const block = document.getElementById("graph-" + key);
-      b64 = block.textContent;
-      block.remove(); // the text is kept as bytes below: no second copy
-    }
+  async function inflateText(b64) {
+    // base64 of zlib -> the bytes (an ArrayBuffer). Also the inflating worker's code.
     let bytes;
     if (typeof Uint8Array.fromBase64 === "function") bytes = Uint8Array.fromBase64(b64);
     else {
@@ -93,9 +85,64 @@
       bytes = new Uint8Array(s.length);
       for (let i = 0; i < s.length; i++) bytes[i] = s.charCodeAt(i);
     }
-    GD[key] = null;
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
     return new Response(stream).arrayBuffer();
+  }
+  function inflaterMain() {
+    // The inflating worker: {id, b64} -> {id, buf} (transferred) or {id, error}.
+    self.onmessage = (ev) => {
+      inflateText(ev.data.b64).then((buf) => self.postMessage({ id: ev.data.id, buf: buf }, [buf]),
+        (e) => self.postMessage({ id: ev.data.id, error: String(e) }));
+    };
+  }
+  // The blobs are inflated in a worker (a Blob URL of the two functions above), so that
+  // the page can be panned and zoomed meanwhile; here when no worker can start (the
+  // bytes are the same either way).
+  let inflater = null, inflateSeq = 0;
+  const INFLATING = new Map(); // request id -> [b64, resolve, reject]
+  function inflateAside(b64) {
+    if (inflater === null) {
+      inflater = false;
+      try {
+        const code = "\"use strict\";\nconst inflateText = " + inflateText.toString() + ";\n(" +
+          inflaterMain.toString() + ")();\n";
+        inflater = new Worker(URL.createObjectURL(new Blob([code], { type: "text/javascript" })));
+        inflater.onmessage = (ev) => {
+          const m = ev.data, w = INFLATING.get(m.id);
+          if (!w) return;
+          INFLATING.delete(m.id);
+          if (m.error === undefined) w[1](m.buf); else w[2](new Error(m.error));
+        };
+        inflater.onerror = (ev) => {
+          // A worker that cannot start (a policy forbidding Blob URLs): inflate here.
+          if (ev && ev.preventDefault) ev.preventDefault();
+          inflater = false;
+          const waiting = Array.from(INFLATING.values());
+          INFLATING.clear();
+          for (const [text, done, failed] of waiting) inflateText(text).then(done, failed);
+        };
+      } catch (e) {
+        inflater = false; // no workers: inflate here
+      }
+    }
+    if (!inflater) return inflateText(b64);
+    return new Promise((done, failed) => {
+      const id = ++inflateSeq;
+      INFLATING.set(id, [b64, done, failed]);
+      inflater.postMessage({ id: id, b64: b64 });
+    });
+  }
+  async function inflate(key) {
+    // Blob ``key`` of the data: base64, zlib (page_data.py), in its own block after the
+    // scripts (html_export.py), read once the document is parsed.
+    let b64 = GD[key];
+    GD[key] = null;
+    if (typeof b64 !== "string") {
+      const block = document.getElementById("graph-" + key);
+      b64 = block.textContent;
+      block.remove();
+    }
+    return inflateAside(b64);
   }
   function columns(buf, part) {
     for (const k of Object.keys(GD.columns)) {
@@ -106,8 +153,8 @@
   // The second blob (edges, embeddings, histograms): inflated while the top level is
   // drawn; what needs it waits (LATER.then) or shows without it until it is here.
   let LATER = null, LATER_READY = false;
-  async function decodeLater() {
-    columns(await inflate("later"), 1);
+  async function decodeLater(buf) {
+    columns(await buf, 1);
     EMB_OFF = new Int32Array(N + 1);
     const host = C.emb_host;
     for (let e = 0; e < host.length; e++) EMB_OFF[host[e] + 1]++;
@@ -153,8 +200,8 @@
     N = GD.nodes;
     tree(h.rows);
   }
-  async function decode() {
-    const buf = await inflate("blob");
+  async function decode(blob) {
+    const buf = await blob;
     timing.inflated = performance.now();
     TB = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 0, GD.tables_bytes)));
     C = {};
@@ -471,9 +518,8 @@
   const own = (obj) => (obj && typeof obj === "object" ? Object.keys(obj) : []);
 
   // --- lazy layout ---------------------------------------------------------------------------
-  function specOf(g, whole) {
-    // whole: every child of a big group (not its ranges): layoutOf's form.
-    if (g.i >= N || (ranged(g.i) && !whole)) {
+  function specOf(g) {
+    if (g.i >= N || ranged(g.i)) {
       return { sizes: g.children.map((c) => LAYOUT_JS.collapsedSize(c.label, c.kind, !!(c.series && c.series.vertical))),
         panel: [], edges: g.metaedges.map((m) => [m.vi, m.wi, LAYOUT_JS.edgeWidth(m.size), LAYOUT_JS.edgeLabel(m.shapes)]) };
     }
@@ -1597,16 +1643,12 @@
     timing: timing,
     // Layouts asked of the worker and not yet answered (an expand or reveal waits on them).
     pending() { return WAITING.size; },
-    // The layout of group name in layout_to_json's form (made now if it was not yet).
+    // The layout of group name in layout_to_json's form (made now if it was not yet); a
+    // big group's is of its ranges, as layout.layout_view lays it out.
     layoutOf(name) {
       if (!FULL && name !== "") return null;
       const g = NODE.get(name);
       if (!isGroup(g)) return null;
-      if (g.i < N && ranged(g.i)) {
-        // A big group is drawn as ranges; its children's own layout is made here.
-        if (!WHOLE.has(name)) WHOLE.set(name, LAYOUT_JS.layoutSpec(specOf(g, true), RANKDIR));
-        return WHOLE.get(name);
-      }
       if (!LAYOUT.has(name)) LAYOUT.set(name, LAYOUT_JS.layoutSpec(specOf(g), RANKDIR));
       return LAYOUT.get(name);
     },
@@ -1684,11 +1726,14 @@
     firstDraw();
   }
   function readBlobs() {
-    decode().then(() => {
+    // The second blob is inflated (in the worker) while the first is decoded here.
+    const blob = inflate("blob"), later = blob.then(() => inflate("later"));
+    later.catch(() => {}); // (reported when it is decoded)
+    decode(blob).then(() => {
       api.timing.parsed = T_PARSED = performance.now();
       if (!drawn) firstDraw();
       for (const fn of WAITING_FULL.splice(0)) fn();
-      LATER = decodeLater();
+      LATER = decodeLater(later);
       Promise.all([drawn, LATER]).then(() => {
         if (scene) { scene = compose(); draw(); }
         api.timing.later = performance.now();
