@@ -181,6 +181,26 @@ def test_the_head_of_the_test_graphs() -> None:
         _check_head(view_to_page_data(view))
 
 
+def test_a_top_level_too_big_for_a_head_is_drawn_from_the_blob(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from summarylib.graph.view import page_data
+
+    view = build_view(gm.synthetic_graph(3, 2))
+    monkeypatch.setattr(page_data, "HEAD_ROWS", len(view.root.children))  # one row short
+    html = view_to_html(view)
+    assert view_to_page_data(view)["head"] is None
+    want = lay.compose(view, lay.layout_view(view, groups=[""]), ())
+    with chromium_page() as page:
+        errors = _open(page, html, tmp_path / "g.html")
+        timing = page.evaluate("window.summarylibViewer.timing")
+        boxes = dict(page.evaluate("window.summarylibViewer.boxes()"))
+        assert errors == []
+    assert timing["head"] is None and timing["parsed"] <= timing["rendered"]
+    assert set(boxes) == set(want.boxes)
+    for name, box in want.boxes.items():
+        assert boxes[name] == pytest.approx(list(box), abs=0.1 + 1e-9), name
+
+
 def test_the_top_level_is_drawn_before_the_blobs_are_read(tmp_path: Path) -> None:
     """The page draws the top level from the head as its script runs, before it has read
     the blobs, and it is the drawing Python's layout gives; what needs more waits for

@@ -5,8 +5,9 @@
  * given); the blobs (base64) in the blocks "graph-blob" and "graph-later" after the
  * scripts, so that the browser parses them after the first drawing. The top level is
  * drawn from the data's head (its rows of the columns, plain JSON) as this script runs;
- * the columns are then inflated once (DecompressionStream) and nodes become objects only
- * when they are shown or asked for by name. A group of more than RANGE children is drawn as
+ * the columns are then inflated once (DecompressionStream, in a worker made from a Blob
+ * URL of this script's inflating functions) and nodes become objects only when they are
+ * shown or asked for by name. A group of more than RANGE children is drawn as
  * ranges of RANGE children, groups of the page only. A group is laid out when it is
  * first opened, by layout.js (the port of layout.layout_group): in the page up to
  * WORKER_MIN children, else in a Web Worker made from a Blob URL of layout.js's text; an
@@ -1704,8 +1705,8 @@
   Object.defineProperty(window, "summarylibViewer", { value: api });
   // The top level is drawn at once from the head (the plugins' scripts, after this one,
   // restyle it when they have something to show); the blobs, in blocks after the
-  // scripts, are read once the document is parsed, inflated (DecompressionStream) and
-  // decoded; then what waited for the whole graph runs. Without a head (a top level of
+  // scripts, are read once the document is parsed, inflated (DecompressionStream, in a
+  // worker) and decoded; then what waited for the whole graph runs. Without a head (a top level of
   // more than page_data.HEAD_ROWS nodes) the top level is drawn from the first blob.
   // timing.frame (what tests and notebooks wait for) comes once the second blob is here
   // too, and the drawing has its edges into open groups.
