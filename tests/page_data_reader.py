@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import zlib
 from typing import Any
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from summarylib.graph.view import GraphView, view_to_json
 
-__all__ = ["json_records", "read_page_data"]
+__all__ = ["blob_columns", "html_page_data", "json_records", "read_head", "read_page_data"]
 
 
 def json_records(view: GraphView) -> dict[str, dict[str, Any]]:
@@ -32,13 +33,45 @@ def json_records(view: GraphView) -> dict[str, dict[str, Any]]:
     return out
 
 
-def read_page_data(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The nodes of ``view_to_page_data``'s dict as ``view_to_json`` records (children as
-    names), read by the rules of page_data's docstring: a second reader of the format."""
+def html_page_data(html: str) -> dict[str, Any]:
+    """The page data (``view_to_page_data``'s dict) that the HTML page ``html`` carries:
+    its ``graph-data`` block's graph with the blobs of the blocks after the scripts."""
+    block = re.search(r'<script type="application/json" id="graph-data">(.*?)</script>', html,
+                      re.S)
+    assert block is not None
+    data: dict[str, Any] = json.loads(block.group(1))["graph"]
+    for key in ("blob", "later"):
+        found = re.search(rf'<script type="application/octet-stream" id="graph-{key}">'
+                          r"([A-Za-z0-9+/=]*)</script>", html)
+        assert found is not None, key
+        data[key] = found.group(1)
+    return data
+
+
+def read_head(data: dict[str, Any]) -> dict[str, Any]:
+    """The page data's head, by page_data's docstring, as the whole columns and tables
+    it stands for: ``{"columns": {name: values}, "strings" | "shapes" | "attrs": {index:
+    entry}, "names" | "panels" | "series" | "xla": rows}``."""
+    head = data["head"]
+    assert set(head["dtypes"]) == set(head["columns"])
+    return {"rows": head["rows"], "columns": head["columns"],
+            **{k: {i: v for i, v in head[k]} for k in ("strings", "shapes", "attrs")},
+            **{k: head[k] for k in ("names", "panels", "series", "xla")}}
+
+
+def blob_columns(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """The tables and the columns (as lists) of the page data's blobs."""
     raws = [zlib.decompress(base64.b64decode(data[key])) for key in ("blob", "later")]
     tb = json.loads(raws[0][:data["tables_bytes"]])
     c = {k: np.frombuffer(raws[part], np.dtype(t).newbyteorder("<"), n, off).tolist()
          for k, (t, off, n, part) in data["columns"].items()}
+    return tb, c
+
+
+def read_page_data(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The nodes of ``view_to_page_data``'s dict as ``view_to_json`` records (children as
+    names), read by the rules of page_data's docstring: a second reader of the format."""
+    tb, c = blob_columns(data)
     n, strs, shapes = data["nodes"], tb["strings"], tb["shapes"]
     first, parent, base = [0] * n, [-1] * n, [0] * n
     nxt = 1

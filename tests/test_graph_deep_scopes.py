@@ -35,7 +35,7 @@ from summarylib.graph.view import (
     view_to_svg,
 )
 from summarylib.graph.view.layout import layout_view
-from tests.page_data_reader import json_records, read_page_data
+from tests.page_data_reader import html_page_data, json_records, read_page_data
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPTHS = [500, 3000]
@@ -127,7 +127,7 @@ def test_html(deep: tuple[int, Graph, GraphView]) -> None:
     assert block is not None
     payload = json.loads(block.group(1))  # flat: the view is compressed columns
     # Every node as view_to_json writes it, read back from the page's columns.
-    records = read_page_data(payload["graph"])
+    records = read_page_data(html_page_data(page))
     assert records == json_records(view)
     assert records[deep_scope(depth)]["children"] == [
         f"{deep_scope(depth)}/relu", f"{deep_scope(depth)}/relu_1"]

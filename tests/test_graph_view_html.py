@@ -26,7 +26,13 @@ import pytest
 from summarylib.graph import Graph, Node, TensorSpec
 from summarylib.graph.view import GraphView, GroupNode, OpNode, build_view
 from summarylib.graph.view import layout as lay
-from summarylib.graph.view.html_export import PLUGIN_SCRIPTS, embed_json, view_to_html
+from summarylib.graph.view.html_export import (
+    BLOB_KEYS,
+    PLUGIN_SCRIPTS,
+    embed_json,
+    view_to_html,
+)
+from summarylib.graph.view.ranges import with_ranges
 from tests import graph_models as gm
 from tests.browser import chromium_page, wait_until
 
@@ -194,7 +200,10 @@ def test_every_group_of_the_10k_and_100k_graphs_is_laid_out() -> None:
     for build in (gm.synthetic_10k, gm.synthetic_100k):
         view = build_view(build())
         layouts = lay.layout_view(view)
-        assert set(layouts) == {k for k, v in view.nodes.items() if isinstance(v, GroupNode)}
+        # Every group, and the ranges of those of more than 1,000 children.
+        drawn = with_ranges(view)
+        assert set(layouts) == {k for k, v in drawn.nodes.items() if isinstance(v, GroupNode)}
+        assert set(layouts) >= {k for k, v in view.nodes.items() if isinstance(v, GroupNode)}
         for name, layout in layouts.items():
             assert _disjoint(list(layout.nodes.values())), name
 
@@ -224,10 +233,14 @@ def test_html_is_one_self_contained_file() -> None:
     # CSP pins each one that runs.
     scripts = re.findall(r"<script([^>]*)>(.*?)</script>", page, re.S)
     assert [a for a, _ in scripts] == [' type="application/json" id="graph-data"',
-                                       ' id="graph-layout"', "", "", ""]
+                                       ' id="graph-layout"', "", "", "",
+                                       ' type="application/octet-stream" id="graph-blob"',
+                                       ' type="application/octet-stream" id="graph-later"']
+    # The blobs are base64: nothing in them can end their block or open markup.
+    assert all(re.fullmatch(r"[A-Za-z0-9+/=]*", body) for _, body in scripts[-2:])
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
     assert csp and "default-src 'none'" in csp.group(1)
-    for _, body in scripts[1:]:
+    for _, body in scripts[1:-2]:
         digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
         assert f"'sha256-{digest}'" in csp.group(1)
     assert "<title>&lt;img src=x onerror=window.__pwned=1&gt;</title>" in page
@@ -417,8 +430,8 @@ def test_hostile_names_and_attrs_stay_text(tmp_path: Path, artifacts: Path) -> N
     )
     view = build_view(g)
     html = view_to_html(view, title=EVIL_SCRIPT)
-    # The data block's, the layout's, the viewer's and its plugins' end tags.
-    assert html.count("</script>") == 3 + len(PLUGIN_SCRIPTS)
+    # The data block's, the layout's, the viewer's, its plugins' and the blobs' end tags.
+    assert html.count("</script>") == 3 + len(PLUGIN_SCRIPTS) + len(BLOB_KEYS)
     with _opened(html, tmp_path / "hostile.html") as page:
         assert EVIL_IMG in _top_names(page)
         page.evaluate("window.summarylibViewer.expand('scope')")

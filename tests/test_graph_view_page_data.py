@@ -27,7 +27,13 @@ from summarylib.graph.view.page_data import view_to_page_data
 from tests import graph_models as gm
 from tests.browser import chromium_page, wait_until
 from tests.helpers import ancestors
-from tests.page_data_reader import json_records, read_page_data
+from tests.page_data_reader import (
+    blob_columns,
+    html_page_data,
+    json_records,
+    read_head,
+    read_page_data,
+)
 
 SLOW = bool(os.environ.get("SUMMARYLIB_SLOW"))
 F = TensorSpec((8, 3), "float32")
@@ -136,7 +142,98 @@ def test_page_data_is_a_few_bytes_per_node() -> None:
     assert block is not None
     data = json.loads(block.group(1))
     assert "view" not in data and data["graph"]["nodes"] == len(view.nodes)
-    assert len(block.group(1)) / len(view.nodes) < 50
+    blobs = html_page_data(html)
+    size = len(block.group(1)) + len(blobs["blob"]) + len(blobs["later"])
+    assert size / len(view.nodes) < 50
+    # The head, all the page reads before it draws, is the top level's few hundred bytes.
+    assert len(json.dumps(data["graph"]["head"])) < 3000
+
+
+def _check_head(data: dict[str, Any]) -> None:
+    """The head is the top level's rows of the blob's columns, and every table entry they
+    point to, with the blob's indices (page_data's docstring)."""
+    head = read_head(data)
+    tables, columns = blob_columns(data)
+    rows, cols = head["rows"], head["columns"]
+    assert rows == 1 + columns["nchild"][0]
+    edges = columns["nme"][0]
+    for name, values in cols.items():
+        want = columns[name][:edges] if name.startswith("me_") else columns[name][:rows]
+        assert values == want, name
+    assert set(cols) >= {"kind", "nchild", "label", "card", "template", "nme", "me_v", "me_w"}
+    for table, keys in (("strings", ("label", "type", "device")),
+                        ("shapes", ("shapes", "me_shapes")), ("attrs", ("attrs",))):
+        wanted = {k for key in keys for k in cols[key] if k >= 0}
+        assert set(head[table]) == wanted, table
+        assert all(tables[table][k] == v for k, v in head[table].items()), table
+    for table in ("names", "panels", "series", "xla"):
+        assert head[table] == [r for r in tables[table] if r[0] < rows], table
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_graphs())
+def test_the_head_is_the_top_levels_rows(graph: Graph) -> None:
+    _check_head(view_to_page_data(build_view(graph)))
+
+
+def test_the_head_of_the_test_graphs() -> None:
+    for view in (_odd_graph(), build_view(gm.synthetic_graph(3, 2))):
+        _check_head(view_to_page_data(view))
+
+
+def test_a_top_level_too_big_for_a_head_is_drawn_from_the_blob(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from summarylib.graph.view import page_data
+
+    view = build_view(gm.synthetic_graph(3, 2))
+    monkeypatch.setattr(page_data, "HEAD_ROWS", len(view.root.children))  # one row short
+    html = view_to_html(view)
+    assert view_to_page_data(view)["head"] is None
+    want = lay.compose(view, lay.layout_view(view, groups=[""]), ())
+    with chromium_page() as page:
+        errors = _open(page, html, tmp_path / "g.html")
+        timing = page.evaluate("window.summarylibViewer.timing")
+        boxes = dict(page.evaluate("window.summarylibViewer.boxes()"))
+        assert errors == []
+    assert timing["head"] is None and timing["parsed"] <= timing["rendered"]
+    assert set(boxes) == set(want.boxes)
+    for name, box in want.boxes.items():
+        assert boxes[name] == pytest.approx(list(box), abs=0.1 + 1e-9), name
+
+
+def test_the_top_level_is_drawn_before_the_blobs_are_read(tmp_path: Path) -> None:
+    """The page draws the top level from the head as its script runs, before it has read
+    the blobs, and it is the drawing Python's layout gives; what needs more waits for
+    them. Without the blobs (their blocks removed) the top level is still drawn."""
+    view = build_view(gm.synthetic_graph(3, 2))
+    want = lay.compose(view, lay.layout_view(view, groups=[""]), ())
+    html = view_to_html(view)
+    with chromium_page() as page:
+        errors = _open(page, html, tmp_path / "g.html")
+        timing = page.evaluate("window.summarylibViewer.timing")
+        assert timing["head"] <= timing["rendered"] < timing["inflated"] <= timing["parsed"]
+        boxes = dict(page.evaluate("window.summarylibViewer.boxes()"))
+        assert errors == []
+    assert set(boxes) == set(want.boxes)
+    for name, box in want.boxes.items():
+        assert boxes[name] == pytest.approx(list(box), abs=0.1 + 1e-9), name
+    cut = re.sub(r'<script type="application/octet-stream" id="graph-(blob|later)">'
+                 r"[^<]*</script>", "", html)
+    assert "application/octet-stream" not in cut
+    (tmp_path / "cut.html").write_text(cut, encoding="utf-8")
+    with chromium_page() as page:
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((tmp_path / "cut.html").as_uri())
+        wait_until(page, "window.summarylibViewer.timing.rendered")
+        page.wait_for_selector("#failed")  # it says it could not read the rest
+        top = dict(page.evaluate("window.summarylibViewer.boxes()"))
+        # A group clicked waits for the whole graph: nothing opens, nothing breaks.
+        page.click(f"[data-name='{view.root.children[2]}'] .shape")
+        assert page.evaluate("window.summarylibViewer.expanded()") == [""]
+        assert page.evaluate("window.summarylibViewer.nodeData('model')") is None
+    assert top == boxes
+    assert len(errors) == 1  # the missing blob's
 
 
 def _deep_op(view: GraphView) -> tuple[str, list[str]]:
@@ -168,13 +265,11 @@ def _search_and_open(view: GraphView, tmp_path: Path, timeout_ms: float) -> dict
         assert errors == []
     assert set(chain) <= opened
     big = [g for g in chain if len(view.nodes[g].children) > 1000]  # type: ignore[union-attr]
-    if big:
-        # Groups of more than 1,000 children are drawn as ranges (the page's own groups):
-        # the one holding the target's ancestor is open.
-        assert all(any(o.startswith(g + "/children ") for o in opened) for g in big)
-        return boxes
-    # The expanded groups are drawn as the Python layout composes them.
-    scene = lay.compose(view, lay.layout_view(view, groups=["", *chain]), opened)
+    # Groups of more than 1,000 children are drawn as ranges: the one holding the
+    # target's ancestor is open.
+    assert all(any(o.startswith(g + "/children ") for o in opened) for g in big)
+    # The expanded groups (and ranges) are drawn as the Python layout composes them.
+    scene = lay.compose(view, lay.layout_view(view, groups=sorted(opened)), opened)
     assert set(boxes) == set(scene.boxes)
     for name, box in scene.boxes.items():
         assert boxes[name] == pytest.approx(list(box), abs=0.1 + 1e-9), name

@@ -14,6 +14,9 @@ What is drawn (both formats):
   closed node vanish); edges between the same two visible nodes are bundled, one for data
   and one (dashed) for control inputs; a data edge's label is the shape it carries
   (``N tensors`` for several) and its width follows the element count, as in TensorBoard;
+* a group of more than 1,000 children holds its ranges of 1,000 (``children 0\u2013999``, ...:
+  ``summarylib.graph.view.ranges``), groups of their own one level below it, as the page
+  draws them;
 * a group's side-panel children (``GroupNode.side_panel``) sit in a separate cluster of that
   group; their edges are not drawn: each becomes a line of the node's label
   (``← source`` / ``→ destination``), like the dashboard's annotations.
@@ -33,6 +36,7 @@ from dataclasses import dataclass, field
 from xml.sax.saxutils import escape as _xml_escape
 
 from summarylib.graph.view.model import GraphView, GroupNode, OpNode, Shape, ViewNode
+from summarylib.graph.view.ranges import with_ranges
 
 __all__ = ["dot_quote", "view_to_dot", "view_to_svg"]
 
@@ -258,7 +262,10 @@ def view_to_dot(view: GraphView, depth: int = 1, rankdir: str | None = None) -> 
 
     ``rankdir`` defaults to ``view.options["rankdir"]`` (``"BT"``: inputs at the bottom).
     The result is deterministic: children in the view's order, edges in first-seen order.
+    Groups of more than 1,000 children hold their ranges, a level of groups of their own
+    (``summarylib.graph.view.ranges``), as in the page.
     """
+    view = with_ranges(view)
     rd = _rankdir(view, rankdir)
     vis = _visible(view, open_groups(view, depth))
     out = [
@@ -393,9 +400,12 @@ def view_to_svg(view: GraphView, depth: int = 1, rankdir: str | None = None) -> 
     (stacks for series) with their op count; ops are ellipses; metaedges of open groups are
     drawn as polylines with arrowheads (dashed when they carry only control edges), labelled
     with their shape; side-panel children stand in a column at their group's right, with
-    their edges listed under them instead of drawn. Every text is XML-escaped.
+    their edges listed under them instead of drawn. Every text is XML-escaped. Groups of
+    more than 1,000 children hold their ranges, as in :func:`view_to_dot`.
     """
     from summarylib.graph.view.layout import compose, edge_label, edge_width, layout_view
+
+    view = with_ranges(view)
 
     rd = _rankdir(view, rankdir)
     opened = open_groups(view, depth)

@@ -1,13 +1,17 @@
 """One self-contained HTML file showing a :class:`GraphView`: opens from disk, offline.
 
 The page holds three things, all inline: the view's compact data
-(``page_data.view_to_page_data``: compressed columns, not one object per node) in a
-``<script type="application/json">`` block, our scripts (``assets/layout.js``, the port of
-``layout.layout_group``; ``assets/viewer.js``; the plugins) and style sheets. No geometry is
-embedded: the page lays out a group when it is first opened (the top level at once), small
-groups in the page and big ones in a Web Worker made from a Blob URL of ``layout.js``'s
-text, so that the page never freezes and the file stays the size of the structure (about
-8 bytes a node for the synthetic graphs of the benchmarks).
+(``page_data.view_to_page_data``: compressed columns, not one object per node), our
+scripts (``assets/layout.js``, the port of ``layout.layout_group``; ``assets/viewer.js``;
+the plugins) and style sheets. The data is in a ``<script type="application/json">``
+block before the scripts, but for its two compressed blobs, which are in
+``<script type="application/octet-stream">`` blocks after them (the statistics' block
+too): the browser runs the viewer, which draws the top level from the data's head, before
+it parses the megabytes of the blobs. No geometry is embedded: the page lays out a group
+when it is first opened (the top level at once), small groups in the page and big ones in
+a Web Worker made from a Blob URL of ``layout.js``'s text, so that the page never freezes
+and the file stays the size of the structure (about 8 bytes a node for the synthetic
+graphs of the benchmarks).
 Nothing is fetched: no fonts, no scripts, no images, and a Content-Security-Policy that
 allows only the two inline blocks by hash enforces it.
 
@@ -42,6 +46,9 @@ __all__ = ["COLOUR_MODES", "embed_json", "page_to_html", "source_page_data", "so
 
 #: The colour modes of the viewer's selector.
 COLOUR_MODES = ("structure", "device", "compute_time", "none")
+#: The page data's compressed blobs (page_data.py), each in a block ``graph-<key>`` after the
+#: scripts.
+BLOB_KEYS = ("blob", "later")
 #: Scripts and style sheets loaded after the viewer's own: they use its plugin interface.
 PLUGIN_SCRIPTS = ("stats.js", "export.js")
 PLUGIN_STYLES = ("plugins.css",)
@@ -150,10 +157,14 @@ def _html(view: GraphView, title: str | None, colour: str,
 def _page_html(page: dict[str, Any], title: str | None, colour: str,
                stats_json: dict[str, Any] | None = None) -> str:
     page_title = title if title is not None else "Graph"
+    graph = dict(page)  # the caller's page is not changed
+    # The blobs go in blocks of their own after the scripts: the browser draws the top
+    # level (from the graph's head) before it has parsed them.
+    blobs = {key: graph.pop(key) for key in BLOB_KEYS}
     payload = {
         "title": page_title,
         "colour": colour,
-        "graph": page,
+        "graph": graph,
         # The viewer's composition mirrors layout.compose; it needs the same constants.
         "constants": {
             "PAD": PAD,
@@ -190,12 +201,15 @@ def _page_html(page: dict[str, Any], title: str | None, colour: str,
             '<script type="application/json" id="graph-data">',
             embed_json(payload),
             "</script>\n",
-            *(['<script type="application/json" id="graph-statistics">',
-               embed_json(stats_json), "</script>\n"] if stats_json is not None else []),
             # The layout code runs here, and its text is the worker's (a Blob URL).
             f'<script id="graph-layout">{layout_js}</script>\n',
             f"<script>{script}</script>\n",
             *[f"<script>{s}</script>\n" for s in plugins],
+            # Base64 only (no "<", ">" or "&"): nothing in them can leave the block.
+            *[f'<script type="application/octet-stream" id="graph-{key}">{text}</script>\n'
+              for key, text in blobs.items()],
+            *(['<script type="application/json" id="graph-statistics">',
+               embed_json(stats_json), "</script>\n"] if stats_json is not None else []),
             "</body>\n</html>\n",
         ]
     )

@@ -11,6 +11,9 @@ small Sugiyama; groups with more than :data:`~summarylib.graph.view.layering.CHU
 children are cut into chunks in topological order, so no layered layout ever handles more
 than that; edges between chunks are straight lines).
 
+A group of more than 1,000 children is laid out as the page draws it: as its ranges of
+1,000 children, each a group of its own (:mod:`~summarylib.graph.view.ranges`).
+
 Children in the group's side panel (``GroupNode.side_panel``) are not in the layered
 layout: they stand in a column to the right of it, and their metaedges are not routed.
 
@@ -31,6 +34,7 @@ from typing import NamedTuple
 from summarylib.graph._gc import gc_paused
 from summarylib.graph.view.layering import CHUNK, Layered, Point, arrange
 from summarylib.graph.view.model import GraphView, GroupNode, Metaedge, OpNode, Shape, ViewNode
+from summarylib.graph.view.ranges import with_ranges
 
 __all__ = [
     "CHUNK",
@@ -257,11 +261,14 @@ def layout_view(
 ) -> dict[str, GroupLayout]:
     """Layouts of ``groups`` (default: every group), keyed by group name.
 
-    ``rankdir`` defaults to ``view.options["rankdir"]`` (``"BT"`` when absent).
+    ``rankdir`` defaults to ``view.options["rankdir"]`` (``"BT"`` when absent). Groups of
+    more than 1,000 children are laid out as the page draws them: as their ranges, each
+    range a group of its own (``summarylib.graph.view.ranges``), whose names ``groups``
+    may hold.
     """
     rd = _rankdir(view, rankdir)
     with gc_paused():
-        return _layout_all(view, rd, groups)
+        return _layout_all(with_ranges(view), rd, groups)
 
 
 def _layout_all(view: GraphView, rd: str, groups: Iterable[str] | None) -> dict[str, GroupLayout]:
@@ -279,13 +286,15 @@ def _layout_all(view: GraphView, rd: str, groups: Iterable[str] | None) -> dict[
 
 
 def layout_to_json(view: GraphView, layouts: dict[str, GroupLayout]) -> dict[str, object]:
-    """The layouts in the compact form the HTML viewer reads.
+    """The layouts in the compact form the HTML viewer reads (groups of more than 1,000
+    children as their ranges, as :func:`layout_view` lays them out).
 
     ``{group name: {"w", "h", "nodes": [[x, y, w, h], ...] in children order,
     "panel": [child index, ...], "chunks": k, "edges": [[[x, y, ...], width, label] |
     null, ...] in metaedges order}}``: bend points flattened.
     """
     out: dict[str, object] = {}
+    view = with_ranges(view)
     for name, lay in layouts.items():
         group = view.nodes[name]
         assert isinstance(group, GroupNode)
@@ -461,7 +470,10 @@ def compose(
     A group in ``expanded`` whose ancestors are not all open stays hidden. Each open group
     keeps its own layout; children it holds that are open are larger than their collapsed
     box, so the layout is stretched (room inserted along x and y) where they stand.
+    Groups of more than 1,000 children hold their ranges (:func:`layout_view`), which
+    ``expanded`` opens by name.
     """
+    view = with_ranges(view)
     cache: dict[str, _Placed] = {}
     root = _place(view, layouts, "", frozenset(expanded), cache)
     boxes: dict[str, Box] = {"": Box(root.w / 2.0, root.h / 2.0, root.w, root.h)}

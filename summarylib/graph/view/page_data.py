@@ -15,7 +15,9 @@ The returned dict (format ``summarylib.graph.page``, version 1)::
      "templates": [[id, member count, first member name], ...],
      "tables_bytes": n, "columns": {name: [dtype, byte offset, length, blob]},
      "blob": base64(zlib(tables JSON, padding, columns of blob 0)),
-     "later": base64(zlib(columns of blob 1))}
+     "later": base64(zlib(columns of blob 1)),
+     "head": {"rows", "dtypes", "columns", "strings", "shapes", "attrs", "names",
+              "panels", "series", "xla"} or None}
 
 Nodes are numbered breadth-first from the root (0), children in the view's order, so the
 children of a group are consecutive and the parent of every node comes before it: the
@@ -37,10 +39,20 @@ scope), ``emb_name``, ``emb_op``, ``emb_shapes``. ``time`` (float64, NaN for non
 any op has a compute time. Each integer column is stored in the narrowest type that holds
 its values (``uint8``, ``int8``, ``uint16``, ``int16`` or ``int32``). The columns of base
 edges, embeddings and histogram entries are in the second blob, ``later``, which the page
-inflates after it has drawn the top level. The tables:
+inflates after the first. The tables:
 ``strings``, ``shapes`` (lists of shapes), ``attrs`` (dicts), ``names`` ([[node, full
 name]]), ``extra``, ``panels`` ([[node, in names, out names]]), ``series`` ([[node,
 ids]]), ``xla`` ([[node, cluster]]).
+
+``head`` is what drawing the top level needs, in plain JSON, so that the page draws it
+before it has read, inflated or parsed the blobs: the first ``rows`` rows (the root and
+its children) of the per-node columns ``kind`` to ``nme`` and the root's rows of the
+metaedge columns (``columns``, lists of numbers, in the types ``dtypes`` names), and of
+the tables only the entries those rows point to, as ``[index, entry]`` pairs
+(``strings``, ``shapes``, ``attrs``) or the tables' rows for those nodes (``names``,
+``panels``, ``series``, ``xla``). Its indices are the blob's: the page reads the head
+with the same code and swaps in the whole columns when they are inflated. None when the
+top level has more than ``HEAD_ROWS`` children or metaedges.
 """
 
 from __future__ import annotations
@@ -65,6 +77,13 @@ _KIND_OP, _KIND_META, _KIND_SERIES, _VERTICAL = 0, 1, 2, 4
 
 
 _INTS = [np.dtype(t) for t in ("uint8", "int8", "uint16", "int16", "int32")]
+#: Most rows (nodes, or metaedges of the root) the head holds; a bigger top level is drawn
+#: from the blob.
+HEAD_ROWS = 10_000
+#: The head's columns: per node, and per metaedge (the root's metaedges come first).
+_HEAD_NODE = ("kind", "nchild", "label", "type", "device", "attrs", "shapes", "card",
+              "depth", "template", "nme")
+_HEAD_EDGE = ("me_v", "me_w", "me_reg", "me_ctl", "me_ref", "me_size", "me_shapes")
 #: The columns of the second blob ("later").
 _LATER = frozenset({"e_src", "e_dst", "e_slot", "e_flags", "emb_host", "emb_flags",
                     "emb_name", "emb_op", "emb_shapes", "hist_key", "hist_val", "dev_key",
@@ -341,29 +360,8 @@ def encode_columns(columns: list[tuple[str, np.ndarray]], tables: dict[str, Any]
                    devices: list[str], has_time: bool, templates: list[list[Any]],
                    ) -> dict[str, Any]:
     """The page data dict (see the module docstring) from its columns (in directory
-    order) and tables: narrows, aligns, packs and compresses the two blobs."""
-    # ASCII JSON: lone surrogates and every non-ASCII character stay \u escapes.
-    tables_bytes = json.dumps(tables, ensure_ascii=True, separators=(",", ":"),
-                              allow_nan=False).encode("ascii")
-    # Two blobs: what the first drawing needs, and the rest (edges, embeddings and
-    # histograms: for edges into open groups, cards and colours), which the page
-    # inflates while it draws the top level.
-    blobs: list[list[bytes]] = [[tables_bytes], []]
-    offsets = [len(tables_bytes), 0]
-    directory: dict[str, list[Any]] = {}
-    for cname, arr in columns:
-        part = 1 if cname in _LATER else 0
-        parts = blobs[part]
-        pad = -offsets[part] % 8  # typed arrays need aligned offsets
-        if pad:
-            parts.append(b"\0" * pad)
-            offsets[part] += pad
-        arr = _narrow(arr)
-        directory[cname] = [arr.dtype.name, offsets[part], int(arr.size), part]
-        data = arr.tobytes()
-        parts.append(data)
-        offsets[part] += len(data)
-    blob, later = (zlib.compress(b"".join(parts), level) for parts in blobs)
+    order) and tables: narrows, aligns, packs and compresses the two blobs, and makes
+    the head."""
     return {
         "format": FORMAT, "version": VERSION,
         "options": options,
@@ -372,8 +370,82 @@ def encode_columns(columns: list[tuple[str, np.ndarray]], tables: dict[str, Any]
         "devices": devices,
         "has_time": has_time,
         "templates": templates,
+        **_pack(dict(columns), tables, level),
+    }
+
+
+def _pack(columns: dict[str, np.ndarray], tables: dict[str, Any], level: int
+          ) -> dict[str, Any]:
+    """The columns and tables as the page reads them: ``tables_bytes``, ``columns`` (the
+    directory), ``blob``, ``later`` and ``head`` (see the module docstring)."""
+    # ASCII JSON: lone surrogates and every non-ASCII character stay \u escapes.
+    tables_bytes = json.dumps(tables, ensure_ascii=True, separators=(",", ":"),
+                              allow_nan=False).encode("ascii")
+    # Two blobs: what opening groups needs, and the rest (edges, embeddings and
+    # histograms: for edges into open groups, cards and colours), which the page
+    # inflates after the first.
+    blobs: list[list[bytes]] = [[tables_bytes], []]
+    offsets = [len(tables_bytes), 0]
+    directory: dict[str, list[Any]] = {}
+    narrowed: dict[str, np.ndarray] = {}
+    for cname, arr in columns.items():
+        part = 1 if cname in _LATER else 0
+        parts = blobs[part]
+        pad = -offsets[part] % 8  # typed arrays need aligned offsets
+        if pad:
+            parts.append(b"\0" * pad)
+            offsets[part] += pad
+        arr = narrowed[cname] = _narrow(arr)
+        directory[cname] = [arr.dtype.name, offsets[part], int(arr.size), part]
+        data = arr.tobytes()
+        parts.append(data)
+        offsets[part] += len(data)
+    blob, later = (zlib.compress(b"".join(parts), level) for parts in blobs)
+    return {
         "tables_bytes": len(tables_bytes),
         "columns": directory,
+        "head": _head(narrowed, tables),
         "blob": base64.b64encode(blob).decode("ascii"),
         "later": base64.b64encode(later).decode("ascii"),
+    }
+
+
+def _head(columns: dict[str, np.ndarray], tables: dict[str, Any]) -> dict[str, Any] | None:
+    """What drawing the top level needs, as plain JSON (see the module docstring), or None
+    when the top level is too big to be worth a copy (the page then draws from the blob).
+
+    The rows are the first rows of the columns (the root and its children, the root's
+    metaedges), so the page can read them with the blob's indices and swap in the whole
+    columns later; the tables hold only the entries those rows point to, by index.
+    """
+    nchild = columns["nchild"]
+    rows = 1 + int(nchild[0]) if nchild.size else 0
+    edges = int(columns["nme"][0]) if rows else 0
+    if rows > HEAD_ROWS or edges > HEAD_ROWS:
+        return None
+    out: dict[str, list[Any]] = {}
+    for cname in _HEAD_NODE:
+        out[cname] = columns[cname][:rows].tolist()
+    for cname in _HEAD_EDGE:
+        out[cname] = columns[cname][:edges].tolist()
+
+    def used(table: list[Any], *keys: list[int]) -> list[list[Any]]:
+        ix = sorted({k for key in keys for k in key if k >= 0})
+        return [[k, table[k]] for k in ix]
+
+    def rows_of(table: list[list[Any]]) -> list[list[Any]]:
+        # Tables keyed by node index, in node order: the head's rows come first.
+        return [r for r in table if r[0] < rows]
+
+    return {
+        "rows": rows,
+        "dtypes": {c: columns[c].dtype.name for c in out},
+        "columns": out,
+        "strings": used(tables["strings"], out["label"], out["type"], out["device"]),
+        "shapes": used(tables["shapes"], out["shapes"], out["me_shapes"]),
+        "attrs": used(tables["attrs"], out["attrs"]),
+        "names": rows_of(tables["names"]),
+        "panels": rows_of(tables["panels"]),
+        "series": rows_of(tables["series"]),
+        "xla": rows_of(tables["xla"]),
     }

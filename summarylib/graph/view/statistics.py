@@ -26,7 +26,8 @@ their path. The rule (also in docs/graph-view.md):
   sorted order) wins.
 
 Groups get no values of their own here: the page aggregates a group's descendants (see
-:func:`statistics_to_json`).
+:func:`statistics_to_json`), and a range of a big group (``ranges``) the descendants of
+its children, by the same rule.
 """
 
 from __future__ import annotations
@@ -329,7 +330,9 @@ def statistics_to_json(view: GraphView, runs: Sequence[GraphStatistics],
     ``{"format": "summarylib-graph-statistics", "version": 1, "runs": [labels],
     "steps": [[step, ...], ...]`` (each distinct steps array once), ``"nodes": [name, ...]``
     (the nodes with values), ``"groups": [[name, [node index, ...]], ...]`` (every group
-    above them, with the nodes beneath it), ``"statistics": [{"name", "kind", "series":
+    above them, with the nodes beneath it; the ranges of a group of more than 1,000
+    children, ``summarylib.graph.view.ranges``, are groups here too),
+    ``"statistics": [{"name", "kind", "series":
     [[run index, node index, steps index, values], ...]}, ...]}``. ``values`` is
     little-endian float32 in base64, or, when the block holds more than ``quantize_above``
     (None: :data:`QUANTIZE_ABOVE`) values, ``{"u16": base64, "lo": lo, "hi": hi}``:
@@ -337,6 +340,8 @@ def statistics_to_json(view: GraphView, runs: Sequence[GraphStatistics],
     are NaN in float32.
     """
     import numpy as np
+
+    from summarylib.graph.view.ranges import with_ranges
 
     labels = list(labels) if labels is not None else [s.run or f"run {i + 1}"
                                                        for i, s in enumerate(runs)]
@@ -364,11 +369,13 @@ def statistics_to_json(view: GraphView, runs: Sequence[GraphStatistics],
                                 _values(ser.values, quantize)])
         statistics.append({"name": name, "kind": kind, "series": entries})
     below: dict[str, list[int]] = {}
+    # The groups as drawn: a range of a big group aggregates the nodes beneath it too.
+    drawn = with_ranges(view)
     for node, i in node_index.items():
-        parent = view.nodes[node].parent
+        parent = drawn.nodes[node].parent
         while parent:  # the root ("") is never drawn as a node
             below.setdefault(parent, []).append(i)
-            parent = view.nodes[parent].parent
+            parent = drawn.nodes[parent].parent
     return {
         "format": "summarylib-graph-statistics",
         "version": 1,

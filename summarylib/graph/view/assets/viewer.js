@@ -1,9 +1,13 @@
 /* summarylib graph view: draws the JSON embedded in the page (id "graph-data").
  *
- * Data: {title, colour, graph: page_data.view_to_page_data(...), constants} (an optional
- * layout: {group: {w, h, nodes, panel, edges, chunks}} is used as given). The graph's
- * columns are inflated once (DecompressionStream) and nodes become objects only when
- * they are shown or asked for by name. A group of more than RANGE children is drawn as
+ * Data: {title, colour, graph: page_data.view_to_page_data(...) but its two blobs,
+ * constants} (an optional layout: {group: {w, h, nodes, panel, edges, chunks}} is used as
+ * given); the blobs (base64) in the blocks "graph-blob" and "graph-later" after the
+ * scripts, so that the browser parses them after the first drawing. The top level is
+ * drawn from the data's head (its rows of the columns, plain JSON) as this script runs;
+ * the columns are then inflated once (DecompressionStream, in a worker made from a Blob
+ * URL of this script's inflating functions) and nodes become objects only when they are
+ * shown or asked for by name. A group of more than RANGE children is drawn as
  * ranges of RANGE children, groups of the page only. A group is laid out when it is
  * first opened, by layout.js (the port of layout.layout_group): in the page up to
  * WORKER_MIN children, else in a Web Worker made from a Blob URL of layout.js's text; an
@@ -22,13 +26,15 @@
  * (never markup), and names are keys of Maps, never of plain objects (a node may be called
  * "__proto__").
  *
- * window.summarylibViewer (for tests and notebooks): timing {scriptStart, inflated (the
- * first blob), parsed (decoded), rendered (the top level drawn), later (the second blob
- * decoded), frame (a frame after both)} in ms since navigation start; expand(name), collapse(name),
- * reveal(name), zoomTo(name), setColour(mode), expanded() -> [names], boxes() ->
+ * window.summarylibViewer (for tests and notebooks): timing {scriptStart, head (the head
+ * decoded; null without one), rendered (the top level drawn), inflated (the first blob),
+ * parsed (decoded), later (the second blob decoded), frame (a frame after both)} in ms
+ * since navigation start; expand(name), collapse(name), reveal(name) (until the first
+ * blob is decoded, these three wait for it, and layoutOf but the root's, nodeInfo and
+ * nodeData answer null), zoomTo(name), setColour(mode), expanded() -> [names], boxes() ->
  * [[name, [x, y, w, h]], ...] (centre-based, layout pixels, the root as ""), pending(),
  * layoutOf(name) (a group's layout in layout_to_json's form, made now if needed; a big
- * group's of all its children, not of its ranges), nodeData(name) (view_to_json's record
+ * group's of its ranges, as layout.layout_view's), nodeData(name) (view_to_json's record
  * of a node, its children as names).
  * Plugins (the page's other scripts) use registerNodeStyle(fn) (fn(name) -> {fill?,
  * title?} or null, asked whenever a node is drawn), redraw() (the styles again, on the
@@ -42,7 +48,7 @@
   const SVGNS = "http://www.w3.org/2000/svg";
   const data = JSON.parse(document.getElementById("graph-data").textContent);
   let T_PARSED = performance.now();
-  const timing = { scriptStart: T0, parsed: T_PARSED, inflated: null, rendered: null,
+  const timing = { scriptStart: T0, head: null, parsed: T_PARSED, inflated: null, rendered: null,
     later: null, frame: null };
   const K = data.constants;
   const GD = data.graph; // page_data.view_to_page_data: a header and the compressed columns
@@ -52,7 +58,6 @@
   const LAYOUT = new Map();
   if (data.layout) for (const k of Object.keys(data.layout)) LAYOUT.set(k, data.layout[k]);
   const LAYOUT_JS = self.summarylibLayout;
-  const WHOLE = new Map(); // big groups' layouts of all their children (layoutOf only)
   const WORKER_MIN = 240; // more children than one layered layout handles: chunked, slow
 
   // --- the compact graph: columns decoded once, objects only for nodes that are shown -------
@@ -72,9 +77,8 @@
     for (let i = 0; i < counts.length; i++) off[i + 1] = off[i] + counts[i];
     return off;
   }
-  async function inflate(key) {
-    // Blob ``key`` of the data: base64, zlib (page_data.py).
-    const b64 = GD[key];
+  async function inflateText(b64) {
+    // base64 of zlib -> the bytes (an ArrayBuffer). Also the inflating worker's code.
     let bytes;
     if (typeof Uint8Array.fromBase64 === "function") bytes = Uint8Array.fromBase64(b64);
     else {
@@ -82,9 +86,64 @@
       bytes = new Uint8Array(s.length);
       for (let i = 0; i < s.length; i++) bytes[i] = s.charCodeAt(i);
     }
-    GD[key] = null;
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
     return new Response(stream).arrayBuffer();
+  }
+  function inflaterMain() {
+    // The inflating worker: {id, b64} -> {id, buf} (transferred) or {id, error}.
+    self.onmessage = (ev) => {
+      inflateText(ev.data.b64).then((buf) => self.postMessage({ id: ev.data.id, buf: buf }, [buf]),
+        (e) => self.postMessage({ id: ev.data.id, error: String(e) }));
+    };
+  }
+  // The blobs are inflated in a worker (a Blob URL of the two functions above), so that
+  // the page can be panned and zoomed meanwhile; here when no worker can start (the
+  // bytes are the same either way).
+  let inflater = null, inflateSeq = 0;
+  const INFLATING = new Map(); // request id -> [b64, resolve, reject]
+  function inflateAside(b64) {
+    if (inflater === null) {
+      inflater = false;
+      try {
+        const code = "\"use strict\";\nconst inflateText = " + inflateText.toString() + ";\n(" +
+          inflaterMain.toString() + ")();\n";
+        inflater = new Worker(URL.createObjectURL(new Blob([code], { type: "text/javascript" })));
+        inflater.onmessage = (ev) => {
+          const m = ev.data, w = INFLATING.get(m.id);
+          if (!w) return;
+          INFLATING.delete(m.id);
+          if (m.error === undefined) w[1](m.buf); else w[2](new Error(m.error));
+        };
+        inflater.onerror = (ev) => {
+          // A worker that cannot start (a policy forbidding Blob URLs): inflate here.
+          if (ev && ev.preventDefault) ev.preventDefault();
+          inflater = false;
+          const waiting = Array.from(INFLATING.values());
+          INFLATING.clear();
+          for (const [text, done, failed] of waiting) inflateText(text).then(done, failed);
+        };
+      } catch (e) {
+        inflater = false; // no workers: inflate here
+      }
+    }
+    if (!inflater) return inflateText(b64);
+    return new Promise((done, failed) => {
+      const id = ++inflateSeq;
+      INFLATING.set(id, [b64, done, failed]);
+      inflater.postMessage({ id: id, b64: b64 });
+    });
+  }
+  async function inflate(key) {
+    // Blob ``key`` of the data: base64, zlib (page_data.py), in its own block after the
+    // scripts (html_export.py), read once the document is parsed.
+    let b64 = GD[key];
+    GD[key] = null;
+    if (typeof b64 !== "string") {
+      const block = document.getElementById("graph-" + key);
+      b64 = block.textContent;
+      block.remove();
+    }
+    return inflateAside(b64);
   }
   function columns(buf, part) {
     for (const k of Object.keys(GD.columns)) {
@@ -95,39 +154,31 @@
   // The second blob (edges, embeddings, histograms): inflated while the top level is
   // drawn; what needs it waits (LATER.then) or shows without it until it is here.
   let LATER = null, LATER_READY = false;
-  async function decodeLater() {
-    columns(await inflate("later"), 1);
+  async function decodeLater(buf) {
+    columns(await buf, 1);
     EMB_OFF = new Int32Array(N + 1);
     const host = C.emb_host;
     for (let e = 0; e < host.length; e++) EMB_OFF[host[e] + 1]++;
     for (let i = 0; i < N; i++) EMB_OFF[i + 1] += EMB_OFF[i];
     LATER_READY = true;
   }
-  async function decode() {
-    const buf = await inflate("blob");
-    timing.inflated = performance.now();
-    TB = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 0, GD.tables_bytes)));
-    C = {};
-    columns(buf, 0);
-    STR = TB.strings;
-    N = GD.nodes;
-    PARENT_IX = new Int32Array(N);
-    FIRST = new Int32Array(N);
-    BASE = new Int32Array(N);
+  function tree(rows) {
+    // Parents, first children and name bases of the first ``rows`` nodes.
+    PARENT_IX = new Int32Array(rows);
+    FIRST = new Int32Array(rows);
+    BASE = new Int32Array(rows);
     PARENT_IX[0] = -1;
     let next = 1;
     const nchild = C.nchild, kind = C.kind; // (hoisted: C is a dictionary of columns)
-    for (let i = 0; i < N; i++) {
+    for (let i = 0; i < rows; i++) {
       const k = nchild[i];
       FIRST[i] = next;
       // Members of a series are named in the series' scope (its own base).
       const base = (kind[i] & 3) === 2 ? BASE[i] : i;
-      for (let j = next; j < next + k; j++) { PARENT_IX[j] = i; BASE[j] = base; }
+      for (let j = next, e = Math.min(next + k, rows); j < e; j++) { PARENT_IX[j] = i; BASE[j] = base; }
       next += k;
     }
     ME_OFF = offsets(C.nme);
-    HIST_OFF = offsets(C.nhist);
-    DEV_OFF = offsets(C.ndev);
     NAME_EXC = new Map(TB.names);
     EXC_IX = new Map(TB.names.map(([i, nm]) => [nm, i]));
     EXTRA = new Set(TB.extra);
@@ -135,6 +186,33 @@
     SERIES = new Map(TB.series);
     XLA = new Map(TB.xla);
     NAME_OF[0] = "";
+  }
+  // The head (page_data.py): the top level's rows of the columns and the table entries
+  // they point to, with the blob's indices, so that the top level is drawn before the
+  // blobs are read; decode() then swaps in the whole columns (FULL).
+  let FULL = false;
+  function decodeHead(h) {
+    const sparse = (pairs) => { const a = []; for (const [k, v] of pairs) a[k] = v; return a; };
+    C = {};
+    for (const k of Object.keys(h.columns)) C[k] = ARRAYS[h.dtypes[k]].from(h.columns[k]);
+    STR = sparse(h.strings);
+    TB = { shapes: sparse(h.shapes), attrs: sparse(h.attrs), names: h.names, extra: [],
+      panels: h.panels, series: h.series, xla: h.xla };
+    N = GD.nodes;
+    tree(h.rows);
+  }
+  async function decode(blob) {
+    const buf = await blob;
+    timing.inflated = performance.now();
+    TB = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 0, GD.tables_bytes)));
+    C = {};
+    columns(buf, 0);
+    STR = TB.strings;
+    N = GD.nodes;
+    tree(N);
+    HIST_OFF = offsets(C.nhist);
+    DEV_OFF = offsets(C.ndev);
+    FULL = true;
   }
   const kindOf = (i) => (i < N ? C.kind[i] & 3 : 1); // 0 op, 1 metanode, 2 series
   const KIND_NAMES = ["op", "meta", "series"];
@@ -174,6 +252,13 @@
     if (typeof name !== "string" || !C) return -1;
     let k = NAME_IX.get(name);
     if (k !== undefined) return k;
+    if (!FULL) {
+      // The head knows the root's children only.
+      for (let j = FIRST[0]; j < FIRST[0] + C.nchild[0]; j++) {
+        if (nameOf(j) === name) { NAME_IX.set(name, j); return j; }
+      }
+      return -1;
+    }
     if (EXTRA.has(name)) return -1;
     k = descend(name, 0);
     if (k < 0) {
@@ -303,6 +388,8 @@
   }
 
   // --- ranges: a group of more than RANGE children shows them RANGE at a time ----------------
+  // The rule is ranges.py's (keep the two in step): names, membership, metaedges,
+  // cardinality and depth.
   // Each range is a group of the page only (index N + k, named "<group>/children a-b"),
   // opened on its own, so that opening any group lays out at most RANGE boxes. A metaedge
   // between children of two ranges is drawn between the ranges (counts and sizes summed).
@@ -369,7 +456,8 @@
       this.i = v;
       this.name = r.name;
       this.kind = "meta";
-      this.label = r.name.slice(nameOf(r.g).length + 1).trim();
+      // (With the thin spaces a clash gave it: as wide as Python's layout makes it.)
+      this.label = r.name.slice(nameOf(r.g).length + 1);
       this.range = r;
       let card = 0, depth = 1;
       for (let j = r.lo; j < r.hi; j++) {
@@ -431,9 +519,8 @@
   const own = (obj) => (obj && typeof obj === "object" ? Object.keys(obj) : []);
 
   // --- lazy layout ---------------------------------------------------------------------------
-  function specOf(g, whole) {
-    // whole: every child of a big group (not its ranges): layoutOf's form.
-    if (g.i >= N || (ranged(g.i) && !whole)) {
+  function specOf(g) {
+    if (g.i >= N || ranged(g.i)) {
       return { sizes: g.children.map((c) => LAYOUT_JS.collapsedSize(c.label, c.kind, !!(c.series && c.series.vertical))),
         panel: [], edges: g.metaedges.map((m) => [m.vi, m.wi, LAYOUT_JS.edgeWidth(m.size), LAYOUT_JS.edgeLabel(m.shapes)]) };
     }
@@ -687,6 +774,7 @@
     return TIME;
   }
   function timeOf(n) {
+    if (!FULL) return undefined; // drawn again with the whole columns
     const t = times()[n.i];
     return Number.isNaN(t) ? undefined : t;
   }
@@ -1161,7 +1249,7 @@
       for (const [d, col] of DEVICE_COLOUR) item(col, d);
       if (!DEVICE_COLOUR.size) legend.appendChild(htmlEl("div", null, "no devices set"));
     } else if (colourMode === "compute_time") {
-      times();
+      if (FULL) times();
       item(heat(0, 1), "0 \u00b5s");
       item(heat(1, 1), MAX_OP_TIME.toFixed(1) + " \u00b5s per op (groups: " + MAX_GROUP_TIME.toFixed(1) + ")");
     } else legend.appendChild(htmlEl("div", null, "no colouring"));
@@ -1310,19 +1398,25 @@
     centreOn(name, true);
     draw();
   }
+  // Before the whole graph is read (the top level is drawn from the head), what needs
+  // more than the top level waits for it.
+  const WAITING_FULL = [];
+  function whenFull(fn) { if (FULL) fn(); else WAITING_FULL.push(fn); }
   svg.addEventListener("click", (ev) => {
     if (drag && drag.moved) return;
     const g = ev.target.closest("[data-name]");
     if (!g) return;
-    const name = g.getAttribute("data-name");
+    const header = ev.target.classList.contains("header");
+    whenFull(() => clicked(g.getAttribute("data-name"), header));
+  });
+  function clicked(name, header) {
     const n = NODE.get(name);
     if (!n) return;
-    const header = ev.target.classList.contains("header");
     if (n.kind === "op" || (expanded.has(name) && !header)) {
       // Ops, and the body of an open group: select and show the card.
       selected = name;
       for (const e of viewport.querySelectorAll(".selected")) e.classList.remove("selected");
-      g.classList.add("selected");
+      if (ELEM.has(name)) ELEM.get(name).classList.add("selected");
     } else {
       // A closed group opens; an open group's header band closes it.
       selected = name;
@@ -1330,7 +1424,7 @@
     }
     showCard(n);
     for (const cb of SELECT_HANDLERS) cb(name);
-  });
+  }
   colourSelect.addEventListener("change", () => { colourMode = colourSelect.value; render(); });
   fitButton.addEventListener("click", () => fitView(false));
   collapseButton.addEventListener("click", () => {
@@ -1401,7 +1495,7 @@
     return out;
   }
   function runSearch() {
-    if (!C) return;
+    if (!FULL) { whenFull(runSearch); return; }
     const q = search.value.trim().toLowerCase();
     results.replaceChildren();
     if (!q) { results.classList.remove("open"); return; }
@@ -1421,8 +1515,10 @@
   search.addEventListener("keydown", (ev) => {
     if (ev.key === "Enter") {
       runSearch();
-      const first = results.querySelector("button");
-      if (first) pick(first.getAttribute("data-target"));
+      whenFull(() => {
+        const first = results.querySelector("button");
+        if (first) pick(first.getAttribute("data-target"));
+      });
     } else if (ev.key === "Escape") results.classList.remove("open");
   });
   function pick(name) {
@@ -1548,21 +1644,19 @@
     timing: timing,
     // Layouts asked of the worker and not yet answered (an expand or reveal waits on them).
     pending() { return WAITING.size; },
-    // The layout of group name in layout_to_json's form (made now if it was not yet).
+    // The layout of group name in layout_to_json's form (made now if it was not yet); a
+    // big group's is of its ranges, as layout.layout_view lays it out.
     layoutOf(name) {
+      if (!FULL && name !== "") return null;
       const g = NODE.get(name);
       if (!isGroup(g)) return null;
-      if (g.i < N && ranged(g.i)) {
-        // A big group is drawn as ranges; its children's own layout is made here.
-        if (!WHOLE.has(name)) WHOLE.set(name, LAYOUT_JS.layoutSpec(specOf(g, true), RANKDIR));
-        return WHOLE.get(name);
-      }
       if (!LAYOUT.has(name)) LAYOUT.set(name, LAYOUT_JS.layoutSpec(specOf(g), RANKDIR));
       return LAYOUT.get(name);
     },
-    expand(name) { if (!expanded.has(name) && isGroup(NODE.get(name))) toggle(name); },
-    collapse(name) { if (name && expanded.has(name)) toggle(name); },
-    reveal: reveal,
+    // Before the whole graph is read, these wait for it.
+    expand(name) { whenFull(() => { if (!expanded.has(name) && isGroup(NODE.get(name))) toggle(name); }); },
+    collapse(name) { whenFull(() => { if (name && expanded.has(name)) toggle(name); }); },
+    reveal(name) { whenFull(() => reveal(name)); },
     zoomTo(name) { zoomTo(name); },
     setColour(mode) { colourSelect.value = mode; colourMode = mode; render(); },
     expanded() { return Array.from(expanded); },
@@ -1574,6 +1668,7 @@
     svgElement() { return svg; },
     onSelect(cb) { SELECT_HANDLERS.push(cb); },
     nodeInfo(name) {
+      if (!FULL) return null;
       const n = NODE.get(name);
       if (!n) return null;
       const info = { id: name, path: name, kind: n.kind === "op" ? "op" : n.kind === "series" ? "series" : "group" };
@@ -1583,6 +1678,7 @@
     // Everything the page knows of a node, in view_to_json's form (a group's children
     // as names), or null: the page's decoding, for tests.
     nodeData(name) {
+      if (!FULL) return null;
       const n = NODE.get(name);
       if (!n) return null;
       const copy = (o) => Object.fromEntries(Object.keys(o).map((k) => [k, o[k]]));
@@ -1607,26 +1703,47 @@
     },
   };
   Object.defineProperty(window, "summarylibViewer", { value: api });
-  // The columns are inflated off the main thread (DecompressionStream); the plugins above
-  // have registered by then.
+  // The top level is drawn at once from the head (the plugins' scripts, after this one,
+  // restyle it when they have something to show); the blobs, in blocks after the
+  // scripts, are read once the document is parsed, inflated (DecompressionStream, in a
+  // worker) and decoded; then what waited for the whole graph runs. Without a head (a top level of
+  // more than page_data.HEAD_ROWS nodes) the top level is drawn from the first blob.
   // timing.frame (what tests and notebooks wait for) comes once the second blob is here
   // too, and the drawing has its edges into open groups.
-  decode().then(() => {
-    api.timing.parsed = T_PARSED = performance.now();
+  let drawn = null;
+  function firstDraw() {
     ROOT = nodeAt(0);
-    LATER = decodeLater();
-    withLayouts([""], () => {
+    drawn = new Promise((done) => withLayouts([""], () => {
       scene = compose();
       fitView(true, true);
       draw();
       api.timing.rendered = performance.now();
-      LATER.then(() => {
+      done();
+    }));
+  }
+  if (GD.head) {
+    decodeHead(GD.head);
+    api.timing.head = performance.now();
+    firstDraw();
+  }
+  function readBlobs() {
+    // The second blob is inflated (in the worker) while the first is decoded here.
+    const blob = inflate("blob"), later = blob.then(() => inflate("later"));
+    later.catch(() => {}); // (reported when it is decoded)
+    decode(blob).then(() => {
+      api.timing.parsed = T_PARSED = performance.now();
+      if (!drawn) firstDraw();
+      for (const fn of WAITING_FULL.splice(0)) fn();
+      LATER = decodeLater(later);
+      Promise.all([drawn, LATER]).then(() => {
         if (scene) { scene = compose(); draw(); }
         api.timing.later = performance.now();
         requestAnimationFrame(() => requestAnimationFrame(() => { api.timing.frame = performance.now(); }));
       }, fail);
-    });
-  }, fail);
+    }, fail);
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", readBlobs);
+  else readBlobs();
   function fail(e) {
     stage.appendChild(htmlEl("p", { id: "failed" }, "This page could not read its graph: " + e));
     throw e;
