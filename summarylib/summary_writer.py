@@ -395,11 +395,13 @@ class SummaryWriter(WriterBase):
         an int or an array of edges; ``max_bins`` merges neighbouring buckets. Values must
         be finite and non-empty (torch's rule).
         """
+        # Imported first: it registers the counting inside compiled code that a recorded
+        # call looks up.
+        from summarylib.ops.histogram_proto import write_histogram_bins
+
         if in_compiled_code(values, global_step, walltime):
             return self._record(_M_ADD_HISTOGRAM, (
                 tag, values, global_step, bins, walltime, max_bins))
-        from summarylib.ops.histogram_proto import write_histogram_bins
-
         sink = self._sink(tag, global_step, walltime, _ADD_HISTOGRAM)
         return sink is not None and write_histogram_bins(sink, values, bins, max_bins)
 

@@ -31,12 +31,24 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding._arrays import as_array, evaluate
+from summarylib.encoding._bucketing import signed_zero_extremes
 from summarylib.encoding._events import summary_event
-from summarylib.encoding._pending import is_real_dtype
+from summarylib.encoding._pending import is_real_dtype, is_tracer
+from summarylib.encoding._traced_reductions import (
+    BucketTable,
+    EdgeStats,
+    edge_key_thresholds,
+    edge_stats_finish,
+    jax_edge_words,
+    jax_edges_take,
+    torch_edge_stats,
+    torch_edge_table,
+)
 from summarylib.encoding._values import value_of
 from summarylib.encoding._wire import field_bytes, pack_double
-from summarylib.ops._device_step import DeviceStep, defers_device_values, step_name
+from summarylib.ops._device_step import DeviceStep, GatedStep, defers_device_values, step_name
 from summarylib.ops._emit import emit_summary, event_wall_time
+from summarylib.ops._replay import IN_GRAPH, InGraphReduction
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
 from summarylib.ops.histogram import MAX_BUCKETS
 from summarylib.writer._buffered import Deferred
@@ -320,9 +332,25 @@ def make_histogram(values: np.ndarray, bins: Any, max_bins: int | None) -> bytes
         if isinstance(bins, str):
             check_rule_bins(values, bins)
         counts, limits = np.histogram(values, bins=bins)
-    # min() and max(), as torch takes them, not the sorted copy's ends: of 0.0 and -0.0
-    # (equal to a sort) they pick the one torch writes.
-    low, high = float(values.min()), float(values.max())
+    # min() and max(), as torch takes them, except for a zero extreme: numpy picks 0.0 or
+    # -0.0 by their positions in its vector loop (so torch's pick depends on the CPU);
+    # here -0.0 is the smallest if one is among the values, +0.0 the largest if one is,
+    # as compiled code finds them.
+    low, high = signed_zero_extremes(values, float(values.min()), float(values.max()))
+    return histogram_from_counts(
+        counts, limits, max_bins, low, high, float(len(values)), float(values.sum()),
+        float(values.dot(values)))
+
+
+def histogram_from_counts(
+    counts: np.ndarray, limits: np.ndarray, max_bins: int | None, low: float, high: float,
+    num: float, vsum: float, sum_squares: float,
+) -> bytes:
+    """The HistogramProto of :func:`make_histogram` from its parts: ``counts`` of the
+    buckets between ``limits`` (one more limit than counts, some count > 0), merged to at
+    most ``max_bins`` and trimmed as torch does, and the values' statistics."""
+    import numpy as np
+
     if max_bins is not None and len(counts) > max_bins:
         step = len(counts) // max_bins
         rem = len(counts) % step
@@ -340,10 +368,7 @@ def make_histogram(values: np.ndarray, bins: Any, max_bins: int | None) -> bytes
     start, end = int(start), int(end) + 1
     counts = counts[start - 1 : end] if start > 0 else np.concatenate([[0], counts[:end]])
     limits = limits[start : end + 1]
-    return histogram_proto_bytes(
-        low, high, float(len(values)), float(values.sum()),
-        float(values.dot(values)), limits, counts,
-    )
+    return histogram_proto_bytes(low, high, num, vsum, sum_squares, limits, counts)
 
 
 def histogram_bins(
@@ -369,6 +394,8 @@ def write_histogram_bins(
     """The core of :func:`histogram_bins`: write the histogram to ``sink``."""
     where, arg, tag, step_ = sink.caller.where, sink.caller.data, sink.tag, sink.step
     bins, max_bins = _check_bins(bins, max_bins, where)
+    if type(values) is BucketTable:  # counted inside compiled code: its table, per run
+        return _write_table(sink, values, bins, max_bins)
     # On the device: shape and dtype checked now, the values (copied asynchronously)
     # checked and bucketed on the writer thread once ready.
     kept = value_of(evaluate(values), defers_device_values(sink.writer),
@@ -386,6 +413,121 @@ def write_histogram_bins(
     return sink.writer.events.append(  # type: ignore[union-attr]
         Deferred(make, 2048 + len(encoded_tag), f"the histogram {tag!r} at {step_name(step_)}")
     )
+
+
+def _write_table(sink: Sink, data: BucketTable, edges: Any, max_bins: int | None) -> bool:
+    # The table is small: its copy (a device array's, still computing) or a private copy of
+    # a host one (a callback's buffer is reused once the callback returns) is taken now;
+    # the writer thread checks the values (finite, some within the edges) and makes the
+    # HistogramProto, as it would from the values.
+    where, arg, tag, step_ = sink.caller.where, sink.caller.data, sink.tag, sink.step
+    value = value_of(data.table, defers_device_values(sink.writer), _table_numbers,
+                     _no_check)
+    gated = isinstance(step_, GatedStep)
+    kept = value.keep(start_copy=not gated)  # under a device condition: after it, if true
+    finish = data.finish
+    wall_time = event_wall_time(sink)
+    encoded_tag = tag.encode("utf-8")
+
+    def make() -> bytes:
+        # The step first: under a false condition (NotRecorded) the table is all zeros.
+        s = step_.value() if isinstance(step_, DeviceStep) else step_
+        stats: EdgeStats = finish(kept.read())
+        if stats.nonfinite:
+            raise ValueError(f"{where}: {arg!r} must be finite (NaN or Inf found)")
+        if not stats.counts.any():
+            raise ValueError(f"{where}: no value of 'values' lies within the bin edges "
+                             f"[{float(edges[0])!r}, {float(edges[-1])!r}]")
+        histo = histogram_from_counts(stats.counts, edges, max_bins, stats.low, stats.high,
+                                      stats.num, stats.total, stats.squares)
+        value = field_bytes(1, encoded_tag) + field_bytes(5, histo)
+        return summary_event(wall_time, s, field_bytes(1, value))
+
+    return sink.writer.events.append(  # type: ignore[union-attr]
+        Deferred(make, 2048 + len(encoded_tag) + kept.nbytes,
+                 f"the histogram {tag!r} at {step_name(step_)}")
+    )
+
+
+def _table_numbers(table: Any) -> tuple[Any, bool]:
+    import numpy as np
+
+    detach = getattr(table, "detach", None)  # a CPU tensor from the torch graph
+    return np.asarray(table if detach is None else detach()), False
+
+
+def _no_check(shape: tuple[int, ...], dtype: Any) -> None:
+    return None  # made by the compiled code from checked data
+
+
+def _count_in_graph(
+    arguments: dict[str, Any], gate: Any, framework: str
+) -> tuple[str, Any, Any] | None:
+    # add_histogram's reduction inside compiled code (ops._replay.InGraphReduction): the
+    # bucket counts over fixed edges (bins="tensorflow", its default, or explicit edges)
+    # and the statistics instead of the values. Numpy's bin rules and bin counts need the
+    # values' range first, then numpy's own arithmetic on every value: those values leave
+    # whole, and the writer thread buckets them.
+    values: Any = arguments.get("values")
+    bins = arguments.get("bins", "tensorflow")
+    if framework == "torch":
+        if not hasattr(values, "is_complex") or values.is_complex():
+            return None  # not a tensor, or not real numbers: the method says so
+        if type(values.numel()) is not int or values.numel() == 0:
+            return None  # a size dynamo made symbolic (no order to follow), or no values
+        if isinstance(bins, list):
+            bins = tuple(bins)
+        if type(bins) is not str and type(bins) is not tuple:
+            return None
+        from summarylib.ops._torch_constants import constant_edges, constant_plan
+
+        edges = constant_edges(bins)
+        if edges is None:
+            return None
+        plan = constant_plan(values.numel())
+        return "values", torch_edge_table(values, edges, plan), _TORCH_WRAP
+    if not is_tracer(values) or not jax_edges_take(values.dtype):
+        return None
+    n = int(values.size)
+    if n == 0 or n >= (1 << 31):
+        return None
+    found = fixed_edges(bins)
+    if found is None:
+        return None
+    import jax
+    import jax.numpy as jnp
+
+    thresholds = edge_key_thresholds(found, str(values.dtype))
+    m = len(found)
+    if gate is None:
+        words = jax_edge_words(values, thresholds)
+    else:  # counted only in the runs whose condition holds
+        words = jax.lax.cond(jnp.asarray(gate, jnp.bool_).reshape(()),
+                             lambda x: jax_edge_words(x, thresholds),
+                             lambda x: jnp.zeros(m + 6, jnp.int32), values)
+    return "values", words, partial(BucketTable,
+                                    finish=edge_stats_finish(str(values.dtype), n))
+
+
+def fixed_edges(bins: Any) -> tuple[float, ...] | None:
+    """The edges of ``bins="tensorflow"`` or of explicit edges (a sequence or a numpy
+    array), else None (numpy's rules and bin counts; and bad edges, which the method
+    refuses, naming the argument, when it runs)."""
+    import numpy as np
+
+    if isinstance(bins, str) and bins != "tensorflow":
+        return None
+    if not isinstance(bins, (str, list, tuple, np.ndarray)):
+        return None
+    try:
+        edges, _ = _check_bins(bins, None, "add_histogram")
+    except (TypeError, ValueError):
+        return None
+    return tuple(float(e) for e in edges) if isinstance(edges, np.ndarray) else None
+
+
+_TORCH_WRAP = partial(BucketTable, finish=torch_edge_stats)
+IN_GRAPH["SummaryWriter.add_histogram"] = InGraphReduction(_count_in_graph, _TORCH_WRAP)
 
 
 def histogram_bins_pb(
