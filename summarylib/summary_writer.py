@@ -31,6 +31,11 @@ from summarylib.encoding._pending import device_kind, is_tracer, torch_compiling
 from summarylib.encoding._wire import field_bytes
 from summarylib.ops._resolve import Caller, Sink, check_tag, check_wall_time, sink_for
 from summarylib.ops._writer_methods import WriterMethod, in_compiled_code, record_method
+
+# Imported with the writer, not at the first call: it registers add_histogram's counting
+# inside compiled code, which a call traced by dynamo looks up (registered during the
+# trace, it would change what dynamo just guarded on).
+from summarylib.ops.histogram_proto import write_histogram_bins
 from summarylib.ops.scalar import simple_scalar_to, write_simple_scalar
 from summarylib.writer._context import (
     DeferredCondition,
@@ -393,12 +398,9 @@ class SummaryWriter(WriterBase):
 
         ``bins``: ``"tensorflow"`` (TensorFlow 1's exponential edges), a numpy bin rule,
         an int or an array of edges; ``max_bins`` merges neighbouring buckets. Values must
-        be finite and non-empty (torch's rule).
+        be finite and non-empty (torch's rule). Inside compiled code, "tensorflow" and
+        edges are counted there and only the counts leave it (docs/compiled.md).
         """
-        # Imported first: it registers the counting inside compiled code that a recorded
-        # call looks up.
-        from summarylib.ops.histogram_proto import write_histogram_bins
-
         if in_compiled_code(values, global_step, walltime):
             return self._record(_M_ADD_HISTOGRAM, (
                 tag, values, global_step, bins, walltime, max_bins))

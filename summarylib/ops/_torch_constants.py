@@ -13,11 +13,11 @@ from __future__ import annotations
 import torch
 
 from summarylib.encoding._pairwise import pairwise_plan
-from summarylib.ops.histogram_proto import fixed_edges
+from summarylib.ops._bins import fixed_edges
 
 __all__ = ["constant_edges", "constant_plan"]
 
 #: :func:`~summarylib.encoding._pairwise.pairwise_plan`, run when traced.
 constant_plan = torch._dynamo.assume_constant_result(pairwise_plan)  # type: ignore[no-untyped-call]
-#: :func:`~summarylib.ops.histogram_proto.fixed_edges`, run when traced.
+#: :func:`~summarylib.ops._bins.fixed_edges`, run when traced.
 constant_edges = torch._dynamo.assume_constant_result(fixed_edges)  # type: ignore[no-untyped-call]

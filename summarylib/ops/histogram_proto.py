@@ -20,13 +20,20 @@ Data contract:
     buckets until at most that many remain. Buckets are made as torch's ``make_histogram``
     makes them: ``numpy.histogram`` on float64 values, then trimmed to the buckets that
     hold values plus one empty bucket on the left (TensorBoard shows only right edges).
+  * ``min`` and ``max`` are numpy's ``min()`` and ``max()``, except where the extreme is a
+    zero: -0.0 is the smallest when one is among the values, +0.0 the largest when one is
+    (numpy picks by position, so by the CPU's vector width).
   * Values are copied on the caller's thread; the bucketing runs on the writer's thread.
+  * Inside compiled code (``SummaryWriter.add_histogram`` in ``jax.jit`` or
+    ``torch.compile``) with ``bins="tensorflow"`` or explicit edges, the counts and
+    statistics are computed there (for the edges of :func:`fixed_edges`) and only
+    they leave it: every field equals the eager call's, except ``sum_squares``, added in
+    numpy's pairwise order instead of BLAS's (last bits; see docs/compiled.md).
 """
 
 from __future__ import annotations
 
 import math
-import operator
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -46,11 +53,12 @@ from summarylib.encoding._traced_reductions import (
 )
 from summarylib.encoding._values import value_of
 from summarylib.encoding._wire import field_bytes, pack_double
+from summarylib.ops._bins import check_bins as _check_bins
+from summarylib.ops._bins import fixed_edges, tensorflow_bins
 from summarylib.ops._device_step import DeviceStep, GatedStep, defers_device_values, step_name
 from summarylib.ops._emit import emit_summary, event_wall_time
 from summarylib.ops._replay import IN_GRAPH, InGraphReduction
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
-from summarylib.ops.histogram import MAX_BUCKETS
 from summarylib.writer._buffered import Deferred
 from summarylib.writer._context import Step
 
@@ -70,24 +78,6 @@ __all__ = [
     "write_histogram_bins",
     "write_histogram_raw",
 ]
-
-_tensorflow_bins: np.ndarray | None = None
-
-
-def tensorflow_bins() -> np.ndarray:
-    """TensorFlow 1's default bucket edges, as torch's ``bins="tensorflow"`` builds them."""
-    global _tensorflow_bins
-    if _tensorflow_bins is None:
-        import numpy as np
-
-        v = 1e-12
-        positive = []
-        while v < 1e20:  # the same float products as torch's loop, hence the same edges
-            positive.append(v)
-            v *= 1.1
-        _tensorflow_bins = np.array([-x for x in reversed(positive)] + [0.0] + positive)
-    return _tensorflow_bins
-
 
 def histogram_proto_bytes(
     vmin: float, vmax: float, num: float, vsum: float, sum_squares: float,
@@ -201,39 +191,6 @@ def histogram_raw_pb(
         "histogram_raw_pb", min, max, num, sum, sum_squares, bucket_limits, bucket_counts
     )
     return summary_pb2.Summary.FromString(_histo_summary(tag, histo))
-
-
-def _check_bins(bins: Any, max_bins: Any, where: str) -> tuple[Any, int | None]:
-    import numpy as np
-
-    if isinstance(bins, str):
-        if bins == "tensorflow":
-            bins = tensorflow_bins()
-        elif bins not in ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt"):
-            raise ValueError(
-                f"{where}: 'bins' must be 'tensorflow', a numpy bin rule, an int or edges, "
-                f"got {bins!r}"
-            )
-    elif isinstance(bins, bool):
-        raise TypeError(f"{where}: 'bins' must be a str, an int or a sequence, got bool")
-    elif isinstance(bins, int) or hasattr(bins, "__index__"):
-        bins = operator.index(bins)
-        # Bounded as histogram()'s buckets: the bucketing on the writer thread needs
-        # memory in proportion (2**31 bins would exhaust the machine's).
-        if bins < 1 or bins > MAX_BUCKETS:
-            raise ValueError(f"{where}: 'bins' must be in [1, 2**24], got {bins}")
-    else:
-        edges = as_array(bins, where, "bins", dtype=np.float64)
-        if edges.ndim != 1 or len(edges) < 2 or not (np.diff(edges) > 0).all():
-            raise ValueError(f"{where}: 'bins' edges must be a 1-D increasing sequence of >= 2")
-        bins = edges
-    if max_bins is not None:
-        if isinstance(max_bins, bool) or not hasattr(max_bins, "__index__"):
-            raise TypeError(f"{where}: 'max_bins' must be an int or None, got {max_bins!r}")
-        max_bins = operator.index(max_bins)
-        if max_bins < 1:
-            raise ValueError(f"{where}: 'max_bins' must be >= 1, got {max_bins}")
-    return bins, max_bins
 
 
 def _check_values(values: Any, where: str, arg: str = "values") -> np.ndarray:
@@ -507,23 +464,6 @@ def _count_in_graph(
                              lambda x: jnp.zeros(m + 6, jnp.int32), values)
     return "values", words, partial(BucketTable,
                                     finish=edge_stats_finish(str(values.dtype), n))
-
-
-def fixed_edges(bins: Any) -> tuple[float, ...] | None:
-    """The edges of ``bins="tensorflow"`` or of explicit edges (a sequence or a numpy
-    array), else None (numpy's rules and bin counts; and bad edges, which the method
-    refuses, naming the argument, when it runs)."""
-    import numpy as np
-
-    if isinstance(bins, str) and bins != "tensorflow":
-        return None
-    if not isinstance(bins, (str, list, tuple, np.ndarray)):
-        return None
-    try:
-        edges, _ = _check_bins(bins, None, "add_histogram")
-    except (TypeError, ValueError):
-        return None
-    return tuple(float(e) for e in edges) if isinstance(edges, np.ndarray) else None
 
 
 _TORCH_WRAP = partial(BucketTable, finish=torch_edge_stats)
