@@ -31,6 +31,11 @@ from summarylib.encoding._pending import device_kind, is_tracer, torch_compiling
 from summarylib.encoding._wire import field_bytes
 from summarylib.ops._resolve import Caller, Sink, check_tag, check_wall_time, sink_for
 from summarylib.ops._writer_methods import WriterMethod, in_compiled_code, record_method
+
+# Imported with the writer, not at the first call: it registers add_histogram's counting
+# inside compiled code, which a call traced by dynamo looks up (registered during the
+# trace, it would change what dynamo just guarded on).
+from summarylib.ops.histogram_proto import write_histogram_bins
 from summarylib.ops.scalar import simple_scalar_to, write_simple_scalar
 from summarylib.writer._context import (
     DeferredCondition,
@@ -393,13 +398,12 @@ class SummaryWriter(WriterBase):
 
         ``bins``: ``"tensorflow"`` (TensorFlow 1's exponential edges), a numpy bin rule,
         an int or an array of edges; ``max_bins`` merges neighbouring buckets. Values must
-        be finite and non-empty (torch's rule).
+        be finite and non-empty (torch's rule). Inside compiled code, "tensorflow" and
+        edges are counted there and only the counts leave it (docs/compiled.md).
         """
         if in_compiled_code(values, global_step, walltime):
             return self._record(_M_ADD_HISTOGRAM, (
                 tag, values, global_step, bins, walltime, max_bins))
-        from summarylib.ops.histogram_proto import write_histogram_bins
-
         sink = self._sink(tag, global_step, walltime, _ADD_HISTOGRAM)
         return sink is not None and write_histogram_bins(sink, values, bins, max_bins)
 
@@ -646,17 +650,10 @@ class SummaryWriter(WriterBase):
         if in_compiled_code(labels, predictions, global_step, weights, walltime):
             return self._record(_M_ADD_PR_CURVE, (
                 tag, labels, predictions, global_step, num_thresholds, weights, walltime))
-        from summarylib.torch_conventions import pr_curve_data
-
         where = "add_pr_curve"
         t = _thresholds(num_thresholds, where)
-        from summarylib.ops._device_ops import any_on_device
-
-        if any_on_device(labels, predictions, weights):  # counted off this thread
-            sink = self._sink(tag, global_step, walltime, _torch_caller(where, "tag"))
-            return sink is not None and _torch_pr_curve(sink, labels, predictions, t, weights)
-        data = pr_curve_data(labels, predictions, t, weights, where)
-        return self._pr_raw(tag, data, global_step, walltime, where, t)
+        sink = self._sink(tag, global_step, walltime, _torch_caller(where, "tag"))
+        return sink is not None and _torch_pr_curve(sink, labels, predictions, t, weights)
 
     def add_pr_curve_raw(
         self, tag: str, true_positive_counts: Any, false_positive_counts: Any,
@@ -989,38 +986,39 @@ def _reorder(data: Any, dataformats: Any, target: str, where: str) -> Any:
 def _torch_pr_curve(
     sink: Sink, labels: Any, predictions: Any, num_thresholds: int, weights: Any
 ) -> bool:
-    """``SummaryWriter.add_pr_curve``'s write, as the op ``pr_curve_counts`` writes it, of
-    device labels, predictions or weights: torch's counting
-    (:func:`~summarylib.torch_conventions.pr_curve_data`) runs on the writer thread, on
-    the values at this call (read at once with ``sync_device_values=True``).
+    """``SummaryWriter.add_pr_curve``'s write, as the op ``pr_curve_counts`` writes it:
+    torch's counting (:func:`~summarylib.torch_conventions.pr_curve_data`) of the values
+    at this call. Host values are counted now; with a device argument (and a writer that
+    defers device values) the shapes and dtypes are checked now, each argument is kept
+    (a device array's copy started, a host one copied) and the counting runs on the
+    writer thread.
     """
     from summarylib.encoding._plugins import plugin_data_bytes
+    from summarylib.encoding._values import read_values, values_of_arrays
     from summarylib.ops._device import defers_device_values
-    from summarylib.ops._device_ops import host_copy, reader
     from summarylib.ops._emit import emit_value, emit_value_deferred
     from summarylib.ops.pr_curve import PLUGIN_NAME, _tensor, check_pr_shapes, plugin_content
     from summarylib.torch_conventions import pr_curve_data
 
     where = sink.caller.where
     md = plugin_data_bytes(PLUGIN_NAME, plugin_content(num_thresholds))
-    if not defers_device_values(sink.writer):
-        data = pr_curve_data(labels, predictions, num_thresholds, weights, where)
+    values = values_of_arrays(((labels, "labels"), (predictions, "predictions"),
+                               (weights, "weights")),
+                              defers_device_values(sink.writer), where, ("weights",))
+    if all(v is None or v.at_hand for v in values):
+        lab_, pred_, w_ = read_values(values)
+        data = pr_curve_data(lab_, pred_, num_thresholds, w_, where)
         return emit_value(sink, _tensor(data, True), md)
-    check_pr_shapes(labels, predictions, None, where)
-    if weights is not None:
-        wshape = tuple(int(d) for d in getattr(weights, "shape", ()))
-        lshape = tuple(int(d) for d in labels.shape) if hasattr(labels, "shape") else None
-        if device_kind(weights) is not None and wshape not in ((), lshape):
-            raise ValueError(f"{where}: 'weights' must be a number or of shape {lshape}")
-    reads = [reader(v, host_copy(where, arg)) for v, arg in
-             ((labels, "labels"), (predictions, "predictions"), (weights, "weights"))]
-    if any(r is None for r in reads):
-        data = pr_curve_data(labels, predictions, num_thresholds, weights, where)
-        return emit_value(sink, _tensor(data, True), md)
-    (lab_r, n1), (pred_r, n2), (w_r, n3) = reads  # type: ignore[misc]
+    lab, pred, w = (None if v is None else v.stand_in() for v in values)
+    assert lab is not None  # only the weights are optional
+    check_pr_shapes(lab, pred, None, where)
+    if w is not None and w.shape not in ((), lab.shape):
+        raise ValueError(f"{where}: 'weights' must be a number or of shape {lab.shape}")
+    kept = [None if v is None else v.keep() for v in values]
 
     def make_tensor() -> bytes:
-        return _tensor(pr_curve_data(lab_r(), pred_r(), num_thresholds, w_r(), where), True)
+        lab_, pred_, w_ = read_values(kept)
+        return _tensor(pr_curve_data(lab_, pred_, num_thresholds, w_, where), True)
 
-    size = n1 + n2 + n3 + 24 * num_thresholds + 64
+    size = sum(0 if k is None else k.nbytes for k in kept) + 24 * num_thresholds + 64
     return emit_value_deferred(sink, make_tensor, md, size)

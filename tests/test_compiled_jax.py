@@ -272,3 +272,33 @@ def test_callbacks_write_subnormal_values_as_the_eager_call(tmp_path: Path) -> N
     for tag in ("tiny", "reduced"):
         got, want = _series(tmp_path / "compiled", tag), _series(tmp_path / "eager", tag)
         assert got == want and got[0][1] != 0.0, (tag, got, want)
+
+
+def _video_and_mesh(v: Any, m: Any, i: Any) -> Any:
+    sl.video("clip", v, step=i, fps=3)
+    sl.mesh("shape", m, faces=jnp.zeros((1, 2, 3), jnp.int32) + i % 2,
+            colors=(m * 255).astype(jnp.uint8), step=i, config_dict={"a": 1})
+    return v
+
+
+def _value_bytes(logdir: Path) -> list[tuple[int, str, bytes]]:
+    return [(e.step, v.tag, v.SerializeToString()) for e, v in iter_summary_values(logdir)]
+
+
+@pytest.mark.parametrize("route", ["collected", "callback"])
+def test_video_and_mesh_write_each_execution_as_the_eager_calls(tmp_path: Path,
+                                                               route: str) -> None:
+    rng = np.random.default_rng(0)
+    runs = [(rng.random((2, 3, 4, 5, 3), np.float32), rng.random((1, 6, 3), np.float32))
+            for _ in range(3)]
+    with sl.create_file_writer(str(tmp_path / "eager")) as w, w.as_default():
+        for i, (v, m) in enumerate(runs):
+            _video_and_mesh(v, m, i)
+    fn = jit(_video_and_mesh) if route == "collected" else jax.jit(_video_and_mesh)
+    with sl.create_file_writer(str(tmp_path / "compiled")) as w, w.as_default():
+        for i, (v, m) in enumerate(runs):
+            fn(jnp.asarray(v), jnp.asarray(m), i)
+    want = _value_bytes(tmp_path / "eager")
+    assert [(s, t) for s, t, _ in want] == [
+        (i, t) for i in range(3) for t in ("clip", "shape_VERTEX", "shape_FACE", "shape_COLOR")]
+    assert _value_bytes(tmp_path / "compiled") == want

@@ -161,3 +161,36 @@ def test_the_summary_op_is_never_recorded_into_a_cuda_graph(tmp_path: Path) -> N
             fn(torch.full((4,), float(i)), torch.tensor(i))
     want = [float(np.float32(np.tanh(np.float32(i)) * 2)) for i in range(4)]
     assert _series(tmp_path, "m") == list(enumerate(want))
+
+
+def _video_and_mesh(v: Any, m: Any, i: Any) -> Any:
+    sl.video("clip", v, step=i, fps=3)
+    sl.mesh("shape", m, faces=torch.zeros((1, 2, 3), dtype=torch.int32) + i % 2,
+            colors=(m * 255).to(torch.uint8), step=i, config_dict={"a": 1})
+    return v
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_video_and_mesh_write_each_run_as_the_eager_calls(tmp_path: Path,
+                                                          backend: str) -> None:
+    def value_bytes(logdir: Path) -> list[tuple[int, str, bytes]]:
+        return [(e.step, v.tag, v.SerializeToString()) for e, v in iter_summary_values(logdir)]
+
+    rng = np.random.default_rng(0)
+    runs = [(torch.from_numpy(rng.random((2, 3, 4, 5, 3), np.float32)),
+             torch.from_numpy(rng.random((1, 6, 3), np.float32))) for _ in range(3)]
+    with sl.create_file_writer(str(tmp_path / "eager")) as w, w.as_default():
+        for i, (v, m) in enumerate(runs):
+            _video_and_mesh(v, m, torch.tensor(i))
+    torch._dynamo.reset()
+    counters.clear()
+    fn = torch.compile(_video_and_mesh, backend=backend, fullgraph=True)
+    with sl.create_file_writer(str(tmp_path / "compiled")) as w, w.as_default():
+        for i, (v, m) in enumerate(runs):
+            fn(v, m, torch.tensor(i))
+    assert sum(counters["graph_break"].values()) == 0
+    assert counters["stats"]["unique_graphs"] == 1
+    want = value_bytes(tmp_path / "eager")
+    assert [(s, t) for s, t, _ in want] == [
+        (i, t) for i in range(3) for t in ("clip", "shape_VERTEX", "shape_FACE", "shape_COLOR")]
+    assert value_bytes(tmp_path / "compiled") == want

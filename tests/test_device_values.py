@@ -815,13 +815,24 @@ def test_add_pr_curve_does_not_wait_and_equals_the_host_curve(tmp_path: Path) ->
     device, host = sl.SummaryWriter(tmp_path / "device"), sl.SummaryWriter(tmp_path / "host")
     seen: list[Any] = []
 
+    weights = np.linspace(0.5, 2.0, 128).reshape(1, 128)  # host weights beside device labels
+
     def log(m: Any) -> None:
         seen.append(m)
         device.add_pr_curve("pr", m[0] > 0.58, jnp.clip(m[1], 0, 1), len(seen))
+        device.add_pr_curve("weighted", m[:1] > 0.58, jnp.clip(m[1:2], 0, 1), len(seen),
+                            weights=weights)
 
     assert not_ready_after(log, computing)
+    weights[:] = 0  # kept at the call: the caller may change its array at once
     for i, m in enumerate(map(np.asarray, seen)):
         host.add_pr_curve("pr", m[0] > 0.58, np.clip(m[1], 0, 1), i + 1)
+        host.add_pr_curve("weighted", m[:1] > 0.58, np.clip(m[1:2], 0, 1), i + 1,
+                          weights=np.linspace(0.5, 2.0, 128).reshape(1, 128))
+    m = computing()
+    with pytest.raises(ValueError, match=r"add_pr_curve: 'weights' must be a number or of "
+                                         r"shape \(128, 128\)"):  # at the call, not the write
+        device.add_pr_curve("bad", m > 0.5, jnp.clip(m, 0, 1), 9, weights=np.ones(3))
     device.close()
     host.close()
     assert _values_of(tmp_path / "device") == _values_of(tmp_path / "host")

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["bucket_scaling", "buckets_from_table", "histogram_buckets"]
+__all__ = ["bucket_scaling", "buckets_from_table", "histogram_buckets", "signed_zero_extremes"]
 
 # Values per chunk: the float64 and index scratch (1 MiB together) stay in
 # cache, and per-chunk Python overhead is negligible (~150 chunks for 10M).
@@ -75,7 +75,7 @@ def histogram_buckets(values: np.ndarray, k: int) -> np.ndarray:
         lo = float(values.min())
         hi = float(values.max())
     if hi == 0.0 or lo == 0.0:
-        lo, hi = _signed_zero_extremes(values, lo, hi)
+        lo, hi = signed_zero_extremes(values, lo, hi)
     range_ = hi - lo
     if range_ == 0.0:
         out[:, 0] = hi
@@ -88,7 +88,7 @@ def histogram_buckets(values: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-def _signed_zero_extremes(values: np.ndarray, lo: float, hi: float) -> tuple[float, float]:
+def signed_zero_extremes(values: np.ndarray, lo: float, hi: float) -> tuple[float, float]:
     # numpy's min and max pick whichever zero comes first in their vector order when both
     # -0.0 and +0.0 are the extreme; the rule here does not depend on the order (the
     # device reductions order values by their bits and find the same): +0.0 is the

@@ -20,25 +20,45 @@ Data contract:
     buckets until at most that many remain. Buckets are made as torch's ``make_histogram``
     makes them: ``numpy.histogram`` on float64 values, then trimmed to the buckets that
     hold values plus one empty bucket on the left (TensorBoard shows only right edges).
+  * ``min`` and ``max`` are numpy's ``min()`` and ``max()``, except where the extreme is a
+    zero: -0.0 is the smallest when one is among the values, +0.0 the largest when one is
+    (numpy picks by position, so by the CPU's vector width).
   * Values are copied on the caller's thread; the bucketing runs on the writer's thread.
+  * Inside compiled code (``SummaryWriter.add_histogram`` in ``jax.jit`` or
+    ``torch.compile``) with ``bins="tensorflow"`` or explicit edges, the counts and
+    statistics are computed there (for the edges of :func:`fixed_edges`) and only
+    they leave it: every field equals the eager call's, except ``sum_squares``, added in
+    numpy's pairwise order instead of BLAS's (last bits; see docs/compiled.md).
 """
 
 from __future__ import annotations
 
 import math
-import operator
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding._arrays import as_array, evaluate
+from summarylib.encoding._bucketing import signed_zero_extremes
 from summarylib.encoding._events import summary_event
-from summarylib.encoding._pending import is_real_dtype
+from summarylib.encoding._pending import is_real_dtype, is_tracer
+from summarylib.encoding._traced_reductions import (
+    BucketTable,
+    EdgeStats,
+    edge_key_thresholds,
+    edge_stats_finish,
+    jax_edge_words,
+    jax_edges_take,
+    torch_edge_stats,
+    torch_edge_table,
+)
 from summarylib.encoding._values import value_of
 from summarylib.encoding._wire import field_bytes, pack_double
-from summarylib.ops._device_step import DeviceStep, defers_device_values, step_name
+from summarylib.ops._bins import check_bins as _check_bins
+from summarylib.ops._bins import fixed_edges, tensorflow_bins
+from summarylib.ops._device_step import DeviceStep, GatedStep, defers_device_values, step_name
 from summarylib.ops._emit import emit_summary, event_wall_time
+from summarylib.ops._replay import IN_GRAPH, InGraphReduction
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
-from summarylib.ops.histogram import MAX_BUCKETS
 from summarylib.writer._buffered import Deferred
 from summarylib.writer._context import Step
 
@@ -58,24 +78,6 @@ __all__ = [
     "write_histogram_bins",
     "write_histogram_raw",
 ]
-
-_tensorflow_bins: np.ndarray | None = None
-
-
-def tensorflow_bins() -> np.ndarray:
-    """TensorFlow 1's default bucket edges, as torch's ``bins="tensorflow"`` builds them."""
-    global _tensorflow_bins
-    if _tensorflow_bins is None:
-        import numpy as np
-
-        v = 1e-12
-        positive = []
-        while v < 1e20:  # the same float products as torch's loop, hence the same edges
-            positive.append(v)
-            v *= 1.1
-        _tensorflow_bins = np.array([-x for x in reversed(positive)] + [0.0] + positive)
-    return _tensorflow_bins
-
 
 def histogram_proto_bytes(
     vmin: float, vmax: float, num: float, vsum: float, sum_squares: float,
@@ -191,39 +193,6 @@ def histogram_raw_pb(
     return summary_pb2.Summary.FromString(_histo_summary(tag, histo))
 
 
-def _check_bins(bins: Any, max_bins: Any, where: str) -> tuple[Any, int | None]:
-    import numpy as np
-
-    if isinstance(bins, str):
-        if bins == "tensorflow":
-            bins = tensorflow_bins()
-        elif bins not in ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt"):
-            raise ValueError(
-                f"{where}: 'bins' must be 'tensorflow', a numpy bin rule, an int or edges, "
-                f"got {bins!r}"
-            )
-    elif isinstance(bins, bool):
-        raise TypeError(f"{where}: 'bins' must be a str, an int or a sequence, got bool")
-    elif isinstance(bins, int) or hasattr(bins, "__index__"):
-        bins = operator.index(bins)
-        # Bounded as histogram()'s buckets: the bucketing on the writer thread needs
-        # memory in proportion (2**31 bins would exhaust the machine's).
-        if bins < 1 or bins > MAX_BUCKETS:
-            raise ValueError(f"{where}: 'bins' must be in [1, 2**24], got {bins}")
-    else:
-        edges = as_array(bins, where, "bins", dtype=np.float64)
-        if edges.ndim != 1 or len(edges) < 2 or not (np.diff(edges) > 0).all():
-            raise ValueError(f"{where}: 'bins' edges must be a 1-D increasing sequence of >= 2")
-        bins = edges
-    if max_bins is not None:
-        if isinstance(max_bins, bool) or not hasattr(max_bins, "__index__"):
-            raise TypeError(f"{where}: 'max_bins' must be an int or None, got {max_bins!r}")
-        max_bins = operator.index(max_bins)
-        if max_bins < 1:
-            raise ValueError(f"{where}: 'max_bins' must be >= 1, got {max_bins}")
-    return bins, max_bins
-
-
 def _check_values(values: Any, where: str, arg: str = "values") -> np.ndarray:
     import numpy as np
 
@@ -320,9 +289,25 @@ def make_histogram(values: np.ndarray, bins: Any, max_bins: int | None) -> bytes
         if isinstance(bins, str):
             check_rule_bins(values, bins)
         counts, limits = np.histogram(values, bins=bins)
-    # min() and max(), as torch takes them, not the sorted copy's ends: of 0.0 and -0.0
-    # (equal to a sort) they pick the one torch writes.
-    low, high = float(values.min()), float(values.max())
+    # min() and max(), as torch takes them, except for a zero extreme: numpy picks 0.0 or
+    # -0.0 by their positions in its vector loop (so torch's pick depends on the CPU);
+    # here -0.0 is the smallest if one is among the values, +0.0 the largest if one is,
+    # as compiled code finds them.
+    low, high = signed_zero_extremes(values, float(values.min()), float(values.max()))
+    return histogram_from_counts(
+        counts, limits, max_bins, low, high, float(len(values)), float(values.sum()),
+        float(values.dot(values)))
+
+
+def histogram_from_counts(
+    counts: np.ndarray, limits: np.ndarray, max_bins: int | None, low: float, high: float,
+    num: float, vsum: float, sum_squares: float,
+) -> bytes:
+    """The HistogramProto of :func:`make_histogram` from its parts: ``counts`` of the
+    buckets between ``limits`` (one more limit than counts, some count > 0), merged to at
+    most ``max_bins`` and trimmed as torch does, and the values' statistics."""
+    import numpy as np
+
     if max_bins is not None and len(counts) > max_bins:
         step = len(counts) // max_bins
         rem = len(counts) % step
@@ -340,10 +325,7 @@ def make_histogram(values: np.ndarray, bins: Any, max_bins: int | None) -> bytes
     start, end = int(start), int(end) + 1
     counts = counts[start - 1 : end] if start > 0 else np.concatenate([[0], counts[:end]])
     limits = limits[start : end + 1]
-    return histogram_proto_bytes(
-        low, high, float(len(values)), float(values.sum()),
-        float(values.dot(values)), limits, counts,
-    )
+    return histogram_proto_bytes(low, high, num, vsum, sum_squares, limits, counts)
 
 
 def histogram_bins(
@@ -369,6 +351,8 @@ def write_histogram_bins(
     """The core of :func:`histogram_bins`: write the histogram to ``sink``."""
     where, arg, tag, step_ = sink.caller.where, sink.caller.data, sink.tag, sink.step
     bins, max_bins = _check_bins(bins, max_bins, where)
+    if type(values) is BucketTable:  # counted inside compiled code: its table, per run
+        return _write_table(sink, values, bins, max_bins)
     # On the device: shape and dtype checked now, the values (copied asynchronously)
     # checked and bucketed on the writer thread once ready.
     kept = value_of(evaluate(values), defers_device_values(sink.writer),
@@ -386,6 +370,104 @@ def write_histogram_bins(
     return sink.writer.events.append(  # type: ignore[union-attr]
         Deferred(make, 2048 + len(encoded_tag), f"the histogram {tag!r} at {step_name(step_)}")
     )
+
+
+def _write_table(sink: Sink, data: BucketTable, edges: Any, max_bins: int | None) -> bool:
+    # The table is small: its copy (a device array's, still computing) or a private copy of
+    # a host one (a callback's buffer is reused once the callback returns) is taken now;
+    # the writer thread checks the values (finite, some within the edges) and makes the
+    # HistogramProto, as it would from the values.
+    where, arg, tag, step_ = sink.caller.where, sink.caller.data, sink.tag, sink.step
+    value = value_of(data.table, defers_device_values(sink.writer), _table_numbers,
+                     _no_check)
+    gated = isinstance(step_, GatedStep)
+    kept = value.keep(start_copy=not gated)  # under a device condition: after it, if true
+    finish = data.finish
+    wall_time = event_wall_time(sink)
+    encoded_tag = tag.encode("utf-8")
+
+    def make() -> bytes:
+        # The step first: under a false condition (NotRecorded) the table is all zeros.
+        s = step_.value() if isinstance(step_, DeviceStep) else step_
+        stats: EdgeStats = finish(kept.read())
+        if stats.nonfinite:
+            raise ValueError(f"{where}: {arg!r} must be finite (NaN or Inf found)")
+        if not stats.counts.any():
+            raise ValueError(f"{where}: no value of 'values' lies within the bin edges "
+                             f"[{float(edges[0])!r}, {float(edges[-1])!r}]")
+        histo = histogram_from_counts(stats.counts, edges, max_bins, stats.low, stats.high,
+                                      stats.num, stats.total, stats.squares)
+        value = field_bytes(1, encoded_tag) + field_bytes(5, histo)
+        return summary_event(wall_time, s, field_bytes(1, value))
+
+    return sink.writer.events.append(  # type: ignore[union-attr]
+        Deferred(make, 2048 + len(encoded_tag) + kept.nbytes,
+                 f"the histogram {tag!r} at {step_name(step_)}")
+    )
+
+
+def _table_numbers(table: Any) -> tuple[Any, bool]:
+    import numpy as np
+
+    detach = getattr(table, "detach", None)  # a CPU tensor from the torch graph
+    return np.asarray(table if detach is None else detach()), False
+
+
+def _no_check(shape: tuple[int, ...], dtype: Any) -> None:
+    return None  # made by the compiled code from checked data
+
+
+def _count_in_graph(
+    arguments: dict[str, Any], gate: Any, framework: str
+) -> tuple[str, Any, Any] | None:
+    # add_histogram's reduction inside compiled code (ops._replay.InGraphReduction): the
+    # bucket counts over fixed edges (bins="tensorflow", its default, or explicit edges)
+    # and the statistics instead of the values. Numpy's bin rules and bin counts need the
+    # values' range first, then numpy's own arithmetic on every value: those values leave
+    # whole, and the writer thread buckets them.
+    values: Any = arguments.get("values")
+    bins = arguments.get("bins", "tensorflow")
+    if framework == "torch":
+        if not hasattr(values, "is_complex") or values.is_complex():
+            return None  # not a tensor, or not real numbers: the method says so
+        if type(values.numel()) is not int or values.numel() == 0:
+            return None  # a size dynamo made symbolic (no order to follow), or no values
+        if isinstance(bins, list):
+            bins = tuple(bins)
+        if type(bins) is not str and type(bins) is not tuple:
+            return None
+        from summarylib.ops._torch_constants import constant_edges, constant_plan
+
+        edges = constant_edges(bins)
+        if edges is None:
+            return None
+        plan = constant_plan(values.numel())
+        return "values", torch_edge_table(values, edges, plan), _TORCH_WRAP
+    if not is_tracer(values) or not jax_edges_take(values.dtype):
+        return None
+    n = int(values.size)
+    if n == 0 or n >= (1 << 31):
+        return None
+    found = fixed_edges(bins)
+    if found is None:
+        return None
+    import jax
+    import jax.numpy as jnp
+
+    thresholds = edge_key_thresholds(found, str(values.dtype))
+    m = len(found)
+    if gate is None:
+        words = jax_edge_words(values, thresholds)
+    else:  # counted only in the runs whose condition holds
+        words = jax.lax.cond(jnp.asarray(gate, jnp.bool_).reshape(()),
+                             lambda x: jax_edge_words(x, thresholds),
+                             lambda x: jnp.zeros(m + 6, jnp.int32), values)
+    return "values", words, partial(BucketTable,
+                                    finish=edge_stats_finish(str(values.dtype), n))
+
+
+_TORCH_WRAP = partial(BucketTable, finish=torch_edge_stats)
+IN_GRAPH["SummaryWriter.add_histogram"] = InGraphReduction(_count_in_graph, _TORCH_WRAP)
 
 
 def histogram_bins_pb(

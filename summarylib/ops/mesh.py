@@ -49,6 +49,7 @@ from summarylib.encoding._plugins import MESH, metadata_bytes, plugin_data_bytes
 from summarylib.encoding._tensor import DT_FLOAT, DT_INT32, DT_UINT8, tensor_bytes
 from summarylib.encoding._values import Value, read_values, values_of_arrays
 from summarylib.encoding._wire import field_bytes, field_varint, varint
+from summarylib.ops._compiled import traceable
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import emit_value, emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
@@ -208,6 +209,7 @@ def _check_name(name: Any, where: str, arg: str) -> str:
     return checked
 
 
+@traceable
 def mesh(
     name: str,
     vertices: Any,

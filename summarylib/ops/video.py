@@ -52,6 +52,7 @@ from summarylib.encoding._pending import is_real_dtype
 from summarylib.encoding._plugins import IMAGES
 from summarylib.encoding._tensor import string_tensor_bytes
 from summarylib.encoding._values import value_of
+from summarylib.ops._compiled import traceable
 from summarylib.ops._device import defers_device_values
 from summarylib.ops._emit import IMAGE_FIELD, TENSOR_FIELD, emit_value_deferred
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve
@@ -172,6 +173,7 @@ def _size_hint(frames: np.ndarray) -> int:
     return int(t * (h * w * 3 // 2 + 800) + 64)
 
 
+@traceable
 def video(
     name: str,
     data: Any,
