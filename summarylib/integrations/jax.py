@@ -38,13 +38,12 @@ Data contract:
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from functools import partial, wraps
 from typing import Any, TypeVar
 
 from summarylib.encoding._pending import is_tracer
-from summarylib.ops._replay import replay
+from summarylib.ops._call_unit import CallPlan, plan_call
 from summarylib.ops._traced import Collector, collecting
 from summarylib.writer._context import _local, condition_holds
 
@@ -54,16 +53,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _Collected:
-    # The summaries' values of one call: a pytree whose static part (the recorded calls,
-    # and which of their values are arguments of the function as they are: see
-    # _argument_sources) comes back with every execution of the cached compiled function.
-    __slots__ = ("calls", "sources", "values")
+    # The summaries' values of one call: a pytree whose static part (the plan: the
+    # recorded calls, which values are packed into one buffer, which are arguments of the
+    # function as they are) comes back with every execution of the cached compiled
+    # function (ops._call_unit).
+    __slots__ = ("leaves", "plan")
 
-    def __init__(self, calls: tuple[Any, ...], values: tuple[list[Any], ...],
-                 sources: tuple[tuple[Any, ...] | None, ...]) -> None:
-        self.calls = calls
-        self.values = values
-        self.sources = sources
+    def __init__(self, plan: CallPlan, leaves: tuple[Any, ...]) -> None:
+        self.plan = plan
+        self.leaves = leaves
 
 
 def _argument_sources(args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -80,19 +78,6 @@ def _argument_sources(args: tuple[Any, ...], kwargs: dict[str, Any],
     return tuple(out)
 
 
-_HOST_NUMBERS = (int, float)
-
-
-def _host_argument(where: int | str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    value = args[where] if isinstance(where, int) else kwargs.get(where)
-    if isinstance(value, _HOST_NUMBERS):
-        return value
-    np = sys.modules.get("numpy")
-    if np is not None and isinstance(value, np.generic) and value.ndim == 0:
-        return value
-    return None
-
-
 _registered = False
 
 
@@ -101,8 +86,8 @@ def _register(jax: Any) -> None:
     if not _registered:
         jax.tree_util.register_pytree_node(
             _Collected,
-            lambda c: (c.values, (c.calls, c.sources)),
-            lambda aux, values: _Collected(aux[0], tuple(values), aux[1]),
+            lambda c: (c.leaves, c.plan),
+            lambda plan, leaves: _Collected(plan, tuple(leaves)),
         )
         _registered = True
 
@@ -127,8 +112,9 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
         collector = Collector(core.trace_ctx.trace)
         with collecting(collector):
             out = fun(*args, **kwargs)
-        return out, _Collected(tuple(collector.calls), tuple(collector.values),
-                               _argument_sources(args, kwargs, collector))
+        plan, leaves = plan_call(tuple(collector.calls), collector.values,
+                                 _argument_sources(args, kwargs, collector))
+        return out, _Collected(plan, leaves)
 
     @wraps(fun)
     def methods_only(*args: Any, **kwargs: Any) -> Any:
@@ -176,17 +162,7 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
         st = _local.state
         writer = st.writer if chosen is compiled else None
         out, collected = chosen(*args, **kwargs)
-        step = st.step
-        for traced, values, sources in zip(collected.calls, collected.values,
-                                           collected.sources, strict=True):
-            if sources is not None:  # values that are arguments: host numbers as given
-                values = list(values)
-                for j, where in enumerate(sources):
-                    if where is not None:
-                        host = _host_argument(where, args, kwargs)
-                        if host is not None:
-                            values[j] = host
-            replay(traced, values, writer, step)
+        collected.plan.replay(collected.leaves, writer, st.step, args, kwargs)
         return out
 
     def lower(*args: Any, **kwargs: Any) -> Any:
