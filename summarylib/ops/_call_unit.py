@@ -255,7 +255,9 @@ class CallPlan:
         firsts: list[str] | None = None
         for op in unit.ops:
             tag = op.tag
-            if tags.needs_metadata(tag) or (op.scalar and tags.prefix_of(tag) is None):
+            # As the ops decide at the call: a scalar's event carries the metadata while
+            # its tag has no remembered prefix, anything else's while it needs it.
+            if tags.needs_metadata(tag) and (not op.scalar or tags.prefix_of(tag) is None):
                 if firsts is None:
                     firsts = []
                 firsts.append(tag)
@@ -397,6 +399,7 @@ class _Run:
             try:
                 if first and op.scalar:
                     _first_scalar(op, row, gather, self.step)
+                    res.tags.metadata_written(op.tag)
                 else:
                     replay(op.call, row, gather, self.step)
             except Exception as e:
