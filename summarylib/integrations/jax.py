@@ -43,7 +43,8 @@ from functools import partial, wraps
 from typing import Any, TypeVar
 
 from summarylib.encoding._pending import is_tracer
-from summarylib.ops._call_unit import CallPlan, plan_call
+from summarylib.ops._call_unit import CallPlan, fuse_intervals, plan_call
+from summarylib.ops._interval import interval_state
 from summarylib.ops._traced import Collector, collecting
 from summarylib.writer._context import _local, condition_holds
 
@@ -57,11 +58,18 @@ class _Collected:
     # recorded calls, which values are packed into one buffer, which are arguments of the
     # function as they are) comes back with every execution of the cached compiled
     # function (ops._call_unit).
-    __slots__ = ("leaves", "plan")
+    # `state`: the interval accumulators after the call (ops._call_unit.fuse_intervals).
+    __slots__ = ("leaves", "plan", "state")
 
-    def __init__(self, plan: CallPlan, leaves: tuple[Any, ...]) -> None:
+    def __init__(self, plan: CallPlan, leaves: tuple[Any, ...], state: dict[str, Any]) -> None:
         self.plan = plan
         self.leaves = leaves
+        self.state = state
+
+
+# The keyword argument that carries the accumulators of `scalar(reduce=...)` calls into
+# the compiled function (taken out before the user's function is called).
+_STATE = "_summarylib_intervals"
 
 
 def _argument_sources(args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -86,8 +94,8 @@ def _register(jax: Any) -> None:
     if not _registered:
         jax.tree_util.register_pytree_node(
             _Collected,
-            lambda c: (c.leaves, c.plan),
-            lambda plan, leaves: _Collected(plan, tuple(leaves)),
+            lambda c: ((c.leaves, c.state), c.plan),
+            lambda plan, children: _Collected(plan, tuple(children[0]), children[1]),
         )
         _registered = True
 
@@ -109,12 +117,16 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
     # donate_argnames name fun's parameters.
     @wraps(fun)
     def with_summaries(*args: Any, **kwargs: Any) -> Any:
+        state = kwargs.pop(_STATE, None)
         collector = Collector(core.trace_ctx.trace)
         with collecting(collector):
             out = fun(*args, **kwargs)
-        plan, leaves = plan_call(tuple(collector.calls), collector.values,
-                                 _argument_sources(args, kwargs, collector))
-        return out, _Collected(plan, leaves)
+        calls, values, sources, after, wanted = fuse_intervals(
+            tuple(collector.calls), collector.values,
+            _argument_sources(args, kwargs, collector), state)
+        plan, leaves = plan_call(calls, values, sources)
+        plan.intervals = tuple(wanted)
+        return out, _Collected(plan, leaves, after)
 
     @wraps(fun)
     def methods_only(*args: Any, **kwargs: Any) -> Any:
@@ -154,6 +166,24 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
             return writer_calls
         return compiled
 
+    # The interval accumulators this function carries (key -> (tag, reduce)), learned
+    # from its first call that made them (one more trace, then none).
+    intervals: dict[str, tuple[str, str]] = {}
+
+    def carried(writer: Any) -> dict[str, Any]:
+        # The default writer's accumulators of the tags this function reduces.
+        import numpy as np
+
+        state = {}
+        for key, (tag, reduce) in intervals.items():
+            total, count, nonfinite = interval_state(writer, tag, reduce)
+            state[key] = (
+                total if isinstance(total, jax.Array) else np.asarray(total, np.float32),
+                count if isinstance(count, jax.Array) else np.asarray(count, np.float32),
+                nonfinite if isinstance(nonfinite, jax.Array)
+                else np.asarray(nonfinite, np.int32))
+        return state
+
     @wraps(fun)
     def call(*args: Any, **kwargs: Any) -> Any:
         chosen = variant()
@@ -161,13 +191,27 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
             return plain(*args, **kwargs)
         st = _local.state
         writer = st.writer if chosen is compiled else None
-        out, collected = chosen(*args, **kwargs)
-        collected.plan.replay(collected.leaves, writer, st.step, args, kwargs)
+        if writer is not None and intervals:
+            out, collected = chosen(*args, **kwargs, **{_STATE: carried(writer)})
+        else:
+            out, collected = chosen(*args, **kwargs)
+        if collected.state:
+            for key, after in collected.state.items():
+                interval_state(writer, *intervals[key])[:] = after
+        plan = collected.plan
+        if plan.intervals and writer is not None:
+            for key, tag, reduce in plan.intervals:
+                intervals.setdefault(key, (tag, reduce))
+        plan.replay(collected.leaves, writer, st.step, args, kwargs)
         return out
 
     def lower(*args: Any, **kwargs: Any) -> Any:
         # The variant a call made now would run (``jax.stages.Lowered``).
-        return variant().lower(*args, **kwargs)
+        chosen = variant()
+        writer = _local.state.writer
+        if chosen is compiled and intervals:
+            return chosen.lower(*args, **kwargs, **{_STATE: carried(writer)})
+        return chosen.lower(*args, **kwargs)
 
     call.lower = lower  # type: ignore[attr-defined]
     return call

@@ -46,7 +46,7 @@ from summarylib.ops._resolve import check_tag, resolve_step
 from summarylib.writer._batch import Deferred, NotRecorded
 from summarylib.writer._context import DefaultWriter
 
-__all__ = ["CallPlan", "host_argument", "plan_call"]
+__all__ = ["CallPlan", "fuse_intervals", "host_argument", "interval_key", "plan_call"]
 
 # The ops a unit runs: their tag is the scope and `name`, and every value they read is
 # small (a scalar, a bucket table, a step, a condition).
@@ -72,8 +72,9 @@ def host_argument(where: int | str, args: tuple[Any, ...], kwargs: dict[str, Any
 
 
 # struct formats of rank-0 values read without numpy (the same Python number as
-# float()/int()/bool() of the value numpy would give).
-_STRUCT_CODES = {"f2": "e", "f4": "f", "f8": "d", "i1": "b", "i2": "h", "i4": "i", "i8": "q",
+# float()/int()/bool() of the value numpy would give). Not float16: struct's half
+# conversion drops a NaN's payload, numpy's keeps it.
+_STRUCT_CODES = {"f4": "f", "f8": "d", "i1": "b", "i2": "h", "i4": "i", "i8": "q",
                  "u1": "B", "u2": "H", "u4": "I", "u8": "Q", "b1": "?"}
 
 
@@ -159,7 +160,8 @@ class CallPlan:
     packed), then every value of the other calls, in order.
     """
 
-    __slots__ = ("_leaf_of", "_on_host", "_segments", "_slots", "calls", "packed", "sources")
+    __slots__ = ("_leaf_of", "_on_host", "_segments", "_slots", "calls", "intervals", "packed",
+                 "sources")
 
     def __init__(self, calls: tuple[TracedCall, ...],
                  sources: tuple[tuple[Any, ...] | None, ...], slots: list[_Slot],
@@ -169,6 +171,9 @@ class CallPlan:
         self._slots = slots
         self.packed = bool(slots)
         self._on_host: bool | None = None
+        #: ``(key, tag, reduce)`` of the reduced calls whose accumulator the function
+        #: was not given when traced (see :func:`fuse_intervals`).
+        self.intervals: tuple[tuple[str, str, str], ...] = ()
         # Each value of call i: (packed, slot or leaf index).
         self._leaf_of = leaf_of
         # Runs of the call order: (a unit, or None) and the calls' indexes.
@@ -486,6 +491,70 @@ def _failure(e: Exception, what: str) -> SummaryError:
 
 
 # -- when the function is traced -------------------------------------------------------
+
+
+def fuse_intervals(
+    calls: tuple[TracedCall, ...], values: list[list[Any]],
+    sources: tuple[tuple[Any, ...] | None, ...], state: dict[str, Any] | None,
+) -> tuple[tuple[TracedCall, ...], list[list[Any]], tuple[tuple[Any, ...] | None, ...],
+           dict[str, Any], list[tuple[str, str, str]]]:
+    """Carry the accumulators of ``scalar(reduce=...)`` calls through the traced function.
+
+    ``state`` maps :func:`interval_key` to the traced accumulator the function was called
+    with (None: none). The calls of a key in ``state`` are replaced by plain ``scalar``
+    calls of the reduced value, updated by operations traced now
+    (:func:`~summarylib.ops._interval.fused_update`): no dispatch after the call. Returns
+    the calls, values and sources, the accumulators after the call (every key of
+    ``state``, updated or not), and ``(key, tag, reduce)`` of the reduced calls whose key
+    was not in ``state`` (replayed as before this time: the caller passes their
+    accumulators from the next call on).
+    """
+    from summarylib.ops._interval import REDUCTIONS, fused_update
+
+    out_calls: list[TracedCall] = []
+    out_values: list[list[Any]] = []
+    out_sources: list[tuple[Any, ...] | None] = []
+    after = dict(state or {})
+    wanted: list[tuple[str, str, str]] = []
+    for call, vals, src in zip(calls, values, sources, strict=True):
+        args = call.arguments
+        reduce = args.get("reduce")
+        j = next((k for k, (key, inner) in enumerate(call.positions)
+                  if key == "data" and inner is None), None)
+        if (call.where != "scalar" or call.target is not None or reduce not in REDUCTIONS
+                or args.get("check_finite") or j is None or type(args.get("name")) is not str
+                or vals[j].shape != () or not _real(vals[j].dtype)):
+            out_calls.append(call)
+            out_values.append(vals)
+            out_sources.append(src)
+            continue
+        tag = call.scope + args["name"] if call.scope else args["name"]
+        key = interval_key(tag, reduce)
+        if key not in after:
+            wanted.append((key, tag, reduce))
+            out_calls.append(call)
+            out_values.append(vals)
+            out_sources.append(src)
+            continue
+        after[key], reduced = fused_update(reduce, tuple(after[key]), vals[j],
+                                           vals[-1] if call.gated else None)
+        plain = dict(args)
+        plain["reduce"] = None
+        plain["check_finite"] = False
+        out_calls.append(TracedCall(call.op, call.where, plain, call.positions, call.gated,
+                                    call.scope, call.step_arg, None))
+        row = list(vals)
+        row[j] = reduced
+        out_values.append(row)
+        # The written value is the reduction, not the argument `data` may have been.
+        out_sources.append(None if src is None else tuple(
+            None if k == j else w for k, w in enumerate(src)))
+    return tuple(out_calls), out_values, tuple(out_sources), after, wanted
+
+
+def interval_key(tag: str, reduce: str) -> str:
+    """The key of a tag's accumulator among a compiled function's inputs."""
+    return f"{reduce}:{tag}"
 
 
 def plan_call(calls: tuple[TracedCall, ...], values: list[list[Any]],
