@@ -2,9 +2,11 @@
 
 summarylib's ops work inside plain ``jax.jit`` (an ordered host callback writes during
 each execution); compiling with this ``jit`` instead makes them cheap: the summaries'
-values leave the compiled function as extra outputs, still on the device, and are handed
-to the writer's device-value path after the call, with no host round trip inside the
-step and no host sync on the calling thread::
+values leave the compiled function as extra outputs, still on the device (the small ones
+packed into one buffer per call), and are written by the writer thread after the call
+(:mod:`summarylib.ops._call_unit`), with no host round trip inside the step and no host
+sync on the calling thread; ``scalar(reduce=...)`` accumulators are carried through the
+step (one more trace on the first call that finds them)::
 
     import summarylib as sl
     from summarylib.integrations.jax import jit
@@ -169,6 +171,9 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
     # The interval accumulators this function carries (key -> (tag, reduce)), learned
     # from its first call that made them (one more trace, then none).
     intervals: dict[str, tuple[str, str]] = {}
+    # JAX refuses keyword arguments where in_shardings are given: there, the accumulators
+    # stay outside (updated after each call).
+    fuse = jit_kwargs.get("in_shardings") is None
 
     def carried(writer: Any) -> dict[str, Any]:
         # The default writer's accumulators of the tags this function reduces.
@@ -199,7 +204,7 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
             for key, after in collected.state.items():
                 interval_state(writer, *intervals[key])[:] = after
         plan = collected.plan
-        if plan.intervals and writer is not None:
+        if plan.intervals and writer is not None and fuse:
             for key, tag, reduce in plan.intervals:
                 intervals.setdefault(key, (tag, reduce))
         plan.replay(collected.leaves, writer, st.step, args, kwargs)
