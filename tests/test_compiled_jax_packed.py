@@ -38,6 +38,9 @@ def _writer(logdir: Path, **kwargs: Any) -> Any:
 def _summaries(x: Any, step: Any, cond: Any) -> None:
     # Called compiled (traced values) and eagerly (the same values, as device arrays).
     sl.scalar("loss", jnp.mean(x), step=step)
+    # An op whose value leaves whole (replayed on its own), between packed ones: the
+    # events keep the order of the calls.
+    sl.image("img", jnp.reshape(jnp.tanh(x[:48]) * 0.5 + 0.5, (1, 4, 4, 3)), step=step)
     sl.scalar("count", jnp.sum(x > 0), step=step)
     with sl.record_if(cond):
         sl.histogram("x", x, step=step)
@@ -52,16 +55,18 @@ def test_a_call_hands_its_summaries_out_as_one_small_buffer(tmp_path: Path) -> N
         return x * 2.0
 
     fn = jit(step_fn)
-    x = jnp.arange(6, dtype=jnp.float32)
+    x = jnp.arange(48, dtype=jnp.float32)
     with sl.create_file_writer(str(tmp_path)).as_default():
         lowered = fn.lower(x, 0)
     outputs = jax.tree_util.tree_leaves(lowered.out_info)
-    # The function's own output, then one uint8 buffer for five ops' values, their
-    # steps and the condition: one copy to the host per call.
-    assert len(outputs) == 2
+    # The function's own output, one uint8 buffer for five ops' values, their steps and
+    # the condition (one copy to the host per call), then the image and its step, which
+    # leave as they are.
+    assert len(outputs) == 4
     assert outputs[0].shape == x.shape
     assert outputs[1].dtype == jnp.uint8 and outputs[1].ndim == 1
     assert outputs[1].shape[0] < 4 * 64  # four scalars, a bucket table, steps, a bool
+    assert outputs[2].shape == (1, 4, 4, 3)
 
 
 @pytest.mark.parametrize("sync", [False, True])
@@ -91,7 +96,7 @@ def test_bytes_equal_the_eager_calls_and_a_false_device_condition_writes_nothing
     compiled, eager = _records(tmp_path / "compiled"), _records(tmp_path / "eager")
     assert compiled == eager
     # 4 ops every call, 2 more in the 3 calls whose condition held, after the version.
-    assert len(compiled) == 1 + 7 * 3 + 3 * 2
+    assert len(compiled) == 1 + 7 * 4 + 3 * 2
 
 
 def test_first_value_of_a_tag_carries_its_metadata_before_eager_calls(tmp_path: Path) -> None:
