@@ -28,6 +28,11 @@ do, so an eager call of the tag queued later does not take it), and errors that 
 value: a call that could raise at the call (no default step) runs the ops there.
 Other ops' values leave as their own outputs and are replayed as before
 (:func:`~summarylib.ops._replay.replay`), in the call's order with the units.
+
+``scalar(reduce=...)`` calls (without ``check_finite``) are turned into plain scalar
+calls of the reduced value when the function is traced with their accumulators as an
+argument (:func:`fuse_intervals`): the update is traced into the step, so they join the
+unit too, and no update is dispatched after the call.
 """
 
 from __future__ import annotations
