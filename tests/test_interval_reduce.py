@@ -72,8 +72,55 @@ def test_jax_interval_reduction_equals_numpy(tmp_path: Path, route: str, reduce:
     with sl.create_file_writer(str(tmp_path)) as w, w.as_default():
         for i in range(STEPS):
             fn(jnp.asarray(losses[i]), i)
-    assert len(traces) == 1  # no retrace as the step and the interval advance
+    # No retrace as the step and the interval advance. Our jit traces once more on its
+    # first call that finds a reduced tag: from then on its accumulator is an argument.
+    assert len(traces) == (2 if route == "collected" else 1)
     _check(_series(tmp_path, "loss"), _expected(losses, reduce))
+
+
+def test_jax_accumulators_are_carried_through_the_compiled_step(tmp_path: Path) -> None:
+    # After the first call, the compiled step takes each reduced tag's accumulator and
+    # returns it updated (no update dispatched per tag after the call); eager calls of
+    # the tag share it; the written values are the interval's.
+    jax = pytest.importorskip("jax", reason="needs JAX")
+    jnp = jax.numpy
+    from summarylib.integrations.jax import jit
+
+    traces = []
+
+    @jit
+    def fn(loss: Any, i: Any) -> Any:
+        traces.append(1)
+        with sl.record_if(i % EVERY == 0):
+            sl.scalar("loss", loss, step=i, reduce="mean")
+            sl.scalar("peak", loss, step=i, reduce="max")
+        return loss + 1.0
+
+    losses = _losses()
+    with sl.create_file_writer(str(tmp_path)) as w, w.as_default():
+        x = jnp.asarray(losses[0])
+        for i in range(STEPS):
+            if i == STEPS // 2:  # an eager call in the middle of an interval counts too
+                with sl.record_if(False):  # (and does not end it)
+                    sl.scalar("loss", jnp.asarray(losses[i]), step=i, reduce="mean")
+            fn(jnp.asarray(losses[i]), i)
+        after = jax.tree_util.tree_leaves(fn.lower(x, STEPS).out_info)
+    assert len(traces) == 2
+    # The step's own output, one buffer of the written values (the reduced ones, steps,
+    # condition), and two accumulators of three scalars each (total, count, non-finite
+    # count), which stay on the device.
+    assert [(o.shape, str(o.dtype)) for o in after[2:]] == [
+        ((), "float32"), ((), "float32"), ((), "int32")] * 2
+    assert len(after) == 8 and str(after[1].dtype) == "uint8"
+    expected = _expected(losses, "mean")
+    k = STEPS // 2
+    # The eager value joins the interval that holds step k (written at its end).
+    at = next(j for j, (s, _) in enumerate(expected) if s >= k)
+    lo = expected[at - 1][0] + 1 if at else 0
+    window = [*losses[lo:k], losses[k], *losses[k:expected[at][0] + 1]]
+    expected[at] = (expected[at][0], float(np.float32(np.mean(np.float32(window)))))
+    _check(_series(tmp_path, "loss"), expected)
+    _check(_series(tmp_path, "peak"), _expected(losses, "max"))
 
 
 def test_jax_reduction_without_condition_writes_each_value(tmp_path: Path) -> None:

@@ -2,9 +2,11 @@
 
 summarylib's ops work inside plain ``jax.jit`` (an ordered host callback writes during
 each execution); compiling with this ``jit`` instead makes them cheap: the summaries'
-values leave the compiled function as extra outputs, still on the device, and are handed
-to the writer's device-value path after the call, with no host round trip inside the
-step and no host sync on the calling thread::
+values leave the compiled function as extra outputs, still on the device (the small ones
+packed into one buffer per call), and are written by the writer thread after the call
+(:mod:`summarylib.ops._call_unit`), with no host round trip inside the step and no host
+sync on the calling thread; ``scalar(reduce=...)`` accumulators are carried through the
+step (one more trace on the first call that finds them)::
 
     import summarylib as sl
     from summarylib.integrations.jax import jit
@@ -38,13 +40,13 @@ Data contract:
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from functools import partial, wraps
 from typing import Any, TypeVar
 
 from summarylib.encoding._pending import is_tracer
-from summarylib.ops._replay import replay
+from summarylib.ops._call_unit import CallPlan, fuse_intervals, plan_call
+from summarylib.ops._interval import interval_state
 from summarylib.ops._traced import Collector, collecting
 from summarylib.writer._context import _local, condition_holds
 
@@ -54,16 +56,22 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _Collected:
-    # The summaries' values of one call: a pytree whose static part (the recorded calls,
-    # and which of their values are arguments of the function as they are: see
-    # _argument_sources) comes back with every execution of the cached compiled function.
-    __slots__ = ("calls", "sources", "values")
+    # The summaries' values of one call: a pytree whose static part (the plan: the
+    # recorded calls, which values are packed into one buffer, which are arguments of the
+    # function as they are) comes back with every execution of the cached compiled
+    # function (ops._call_unit).
+    # `state`: the interval accumulators after the call (ops._call_unit.fuse_intervals).
+    __slots__ = ("leaves", "plan", "state")
 
-    def __init__(self, calls: tuple[Any, ...], values: tuple[list[Any], ...],
-                 sources: tuple[tuple[Any, ...] | None, ...]) -> None:
-        self.calls = calls
-        self.values = values
-        self.sources = sources
+    def __init__(self, plan: CallPlan, leaves: tuple[Any, ...], state: dict[str, Any]) -> None:
+        self.plan = plan
+        self.leaves = leaves
+        self.state = state
+
+
+# The keyword argument that carries the accumulators of `scalar(reduce=...)` calls into
+# the compiled function (taken out before the user's function is called).
+_STATE = "_summarylib_intervals"
 
 
 def _argument_sources(args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -80,19 +88,6 @@ def _argument_sources(args: tuple[Any, ...], kwargs: dict[str, Any],
     return tuple(out)
 
 
-_HOST_NUMBERS = (int, float)
-
-
-def _host_argument(where: int | str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    value = args[where] if isinstance(where, int) else kwargs.get(where)
-    if isinstance(value, _HOST_NUMBERS):
-        return value
-    np = sys.modules.get("numpy")
-    if np is not None and isinstance(value, np.generic) and value.ndim == 0:
-        return value
-    return None
-
-
 _registered = False
 
 
@@ -101,8 +96,8 @@ def _register(jax: Any) -> None:
     if not _registered:
         jax.tree_util.register_pytree_node(
             _Collected,
-            lambda c: (c.values, (c.calls, c.sources)),
-            lambda aux, values: _Collected(aux[0], tuple(values), aux[1]),
+            lambda c: ((c.leaves, c.state), c.plan),
+            lambda plan, children: _Collected(plan, tuple(children[0]), children[1]),
         )
         _registered = True
 
@@ -124,11 +119,16 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
     # donate_argnames name fun's parameters.
     @wraps(fun)
     def with_summaries(*args: Any, **kwargs: Any) -> Any:
+        state = kwargs.pop(_STATE, None)
         collector = Collector(core.trace_ctx.trace)
         with collecting(collector):
             out = fun(*args, **kwargs)
-        return out, _Collected(tuple(collector.calls), tuple(collector.values),
-                               _argument_sources(args, kwargs, collector))
+        calls, values, sources, after, wanted = fuse_intervals(
+            tuple(collector.calls), collector.values,
+            _argument_sources(args, kwargs, collector), state)
+        plan, leaves = plan_call(calls, values, sources)
+        plan.intervals = tuple(wanted)
+        return out, _Collected(plan, leaves, after)
 
     @wraps(fun)
     def methods_only(*args: Any, **kwargs: Any) -> Any:
@@ -168,6 +168,27 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
             return writer_calls
         return compiled
 
+    # The interval accumulators this function carries (key -> (tag, reduce)), learned
+    # from its first call that made them (one more trace, then none).
+    intervals: dict[str, tuple[str, str]] = {}
+    # JAX refuses keyword arguments where in_shardings are given: there, the accumulators
+    # stay outside (updated after each call).
+    fuse = jit_kwargs.get("in_shardings") is None
+
+    def carried(writer: Any) -> dict[str, Any]:
+        # The default writer's accumulators of the tags this function reduces.
+        import numpy as np
+
+        state = {}
+        for key, (tag, reduce) in intervals.items():
+            total, count, nonfinite = interval_state(writer, tag, reduce)
+            state[key] = (
+                total if isinstance(total, jax.Array) else np.asarray(total, np.float32),
+                count if isinstance(count, jax.Array) else np.asarray(count, np.float32),
+                nonfinite if isinstance(nonfinite, jax.Array)
+                else np.asarray(nonfinite, np.int32))
+        return state
+
     @wraps(fun)
     def call(*args: Any, **kwargs: Any) -> Any:
         chosen = variant()
@@ -175,23 +196,27 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
             return plain(*args, **kwargs)
         st = _local.state
         writer = st.writer if chosen is compiled else None
-        out, collected = chosen(*args, **kwargs)
-        step = st.step
-        for traced, values, sources in zip(collected.calls, collected.values,
-                                           collected.sources, strict=True):
-            if sources is not None:  # values that are arguments: host numbers as given
-                values = list(values)
-                for j, where in enumerate(sources):
-                    if where is not None:
-                        host = _host_argument(where, args, kwargs)
-                        if host is not None:
-                            values[j] = host
-            replay(traced, values, writer, step)
+        if writer is not None and intervals:
+            out, collected = chosen(*args, **kwargs, **{_STATE: carried(writer)})
+        else:
+            out, collected = chosen(*args, **kwargs)
+        if collected.state:
+            for key, after in collected.state.items():
+                interval_state(writer, *intervals[key])[:] = after
+        plan = collected.plan
+        if plan.intervals and writer is not None and fuse:
+            for key, tag, reduce in plan.intervals:
+                intervals.setdefault(key, (tag, reduce))
+        plan.replay(collected.leaves, writer, st.step, args, kwargs)
         return out
 
     def lower(*args: Any, **kwargs: Any) -> Any:
         # The variant a call made now would run (``jax.stages.Lowered``).
-        return variant().lower(*args, **kwargs)
+        chosen = variant()
+        writer = _local.state.writer
+        if chosen is compiled and intervals:
+            return chosen.lower(*args, **kwargs, **{_STATE: carried(writer)})
+        return chosen.lower(*args, **kwargs)
 
     call.lower = lower  # type: ignore[attr-defined]
     return call

@@ -46,7 +46,8 @@ from summarylib.writer._context import (
     no_default_writer,
 )
 
-__all__ = ["REDUCTIONS", "check_reduce", "interval_scalar", "replay_interval"]
+__all__ = ["REDUCTIONS", "check_reduce", "fused_update", "interval_scalar", "interval_state",
+           "replay_interval"]
 
 #: The values ``scalar``'s ``reduce`` accepts.
 REDUCTIONS = ("mean", "max", "min", "sum", "last")
@@ -290,6 +291,38 @@ def _accumulate_jax(writer: Any, tag: str, reduce: str | None, data: Any,
         state[:] = [total, count, nonfinite]
         nonfinite = bad
     return out, nonfinite
+
+
+def interval_state(writer: Any, tag: str, reduce: str) -> list[Any]:
+    """The accumulator ``[total, count, non-finite count]`` of ``tag``'s ``reduce`` on
+    ``writer`` (shared by every call of the tag: eager, compiled, fused); a new one holds
+    the reduction's start as float32/int32 numpy scalars. Replace its items to update it."""
+    import numpy as np
+
+    return _state(writer, tag, reduce, lambda: [
+        np.float32(_START[reduce]), np.float32(0), np.int32(0)])
+
+
+def fused_update(reduce: str, state: tuple[Any, Any, Any], data: Any,
+                 gate: Any) -> tuple[tuple[Any, Any, Any], Any]:
+    """The accumulator's update as JAX operations, traced into the compiled step itself:
+    ``(new state, reduced value)`` for ``data`` added to ``state`` (see
+    :func:`interval_state`). ``gate`` is the traced ``record_if`` condition, or None where
+    every call writes (each interval is then one call). The same operations as the
+    update dispatched after a call (:func:`_jax_update`), so the same numbers."""
+    import jax.numpy as jnp
+
+    total, count, nonfinite = state
+    v = data.astype(jnp.float32)
+    total = _combine(reduce, total, v, jnp.maximum, jnp.minimum)
+    count = count + 1
+    out = total / count if reduce == "mean" else total
+    nonfinite = nonfinite + (~jnp.isfinite(v)).astype(jnp.int32)
+    start = jnp.float32(_START[reduce])
+    if gate is None:
+        return (start, jnp.float32(0), jnp.int32(0)), out
+    g = jnp.asarray(gate)
+    return (jnp.where(g, start, total), jnp.where(g, 0.0, count), jnp.where(g, 0, nonfinite)), out
 
 
 def _jax_update(reduce: str, gated: bool) -> Callable[..., Any]:

@@ -10,9 +10,12 @@ executes*, with that execution's values:
 
 * **Collected** (the fast route): inside a function compiled by
   :func:`summarylib.integrations.jax.jit`, the values become extra outputs of the
-  compiled function. After each call the wrapper replays the recorded calls on the
-  caller's thread with the output arrays, which are still computing: the ordinary
-  device-value path captures them and the writer thread reads them (no host sync).
+  compiled function. After each call the wrapper replays the recorded calls with the
+  output arrays, which are still computing (no host sync): the small values of
+  ``scalar`` and in-graph bucketed ``histogram`` calls arrive packed in one buffer and
+  those ops are written by the writer thread as one unit
+  (:mod:`summarylib.ops._call_unit`); the others take the ordinary device-value path on
+  the caller's thread.
 * **Called back** (the route that works anywhere): in plain ``jax.jit`` and in the
   bodies of ``lax.scan``, ``fori_loop``, ``while_loop`` and ``cond`` (whose values cannot
   leave their loop), an ordered ``jax.experimental.io_callback`` runs the replay on the

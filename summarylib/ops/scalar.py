@@ -81,6 +81,7 @@ __all__ = [
     "scalar_to",
     "scalars",
     "simple_scalar_to",
+    "write_first_scalar",
     "write_scalar",
     "write_scalars",
     "write_simple_scalar",
@@ -405,6 +406,16 @@ def _write_first(
         return False
     _remember(res, tag, tag_field)
     return True
+
+
+def write_first_scalar(
+    res: EventSink, tag: str, data: Any, step: int, description: str | None,
+    wall_time: float,
+) -> bool:
+    """Write the first value of ``tag`` in the file to ``res``: with the plugin metadata,
+    and the tag's prefix remembered (for a caller that decided earlier, in file order, that
+    this event carries it). ``tag`` is checked and scoped, ``step`` an int."""
+    return _write_first(res, tag, data, step, description, wall_time, "scalar")
 
 
 def _remember(res: EventSink, tag: str, tag_field: bytes) -> None:

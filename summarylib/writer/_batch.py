@@ -56,9 +56,11 @@ DEFERRED_BYTES = 640
 class Deferred:
     """An event whose payload is computed by the writer thread, not the caller.
 
-    ``make`` returns the serialized Event. ``size`` estimates its length and the memory
-    it holds until then (pending device values, copies) for the buffer bound; ``len()``
-    returns it plus :data:`DEFERRED_BYTES`. ``what`` names it in errors.
+    ``make`` returns the serialized Event, or a list of several (the summaries of one
+    compiled call, :mod:`summarylib.ops._call_unit`) in which None stands for an event
+    not recorded and an exception for an event lost with that error. ``size`` estimates
+    its length and the memory it holds until then (pending device values, copies) for
+    the buffer bound; ``len()`` returns it plus :data:`DEFERRED_BYTES`. ``what`` names it in errors.
     Ops validate their input on the caller's thread and copy what they keep,
     so ``make`` is pure computation (PNG/WAV encoding, bucketing).
     """
@@ -67,7 +69,7 @@ class Deferred:
 
     def __init__(
         self,
-        make: Callable[[], bytes],
+        make: Callable[[], bytes] | Callable[[], list[Any]],
         size: int,
         what: str,
         prepare: Callable[[], None] | None = None,
@@ -173,6 +175,22 @@ class BatchEncoder:
                     continue
                 if isinstance(item, Deferred):
                     payload = self._materialize(item, first + i)
+                    if isinstance(payload, list):  # several events made at once
+                        for part in payload:
+                            if part is None:
+                                continue
+                            if isinstance(part, BaseException):
+                                self._lose(first + i, part)
+                                continue
+                            block.append(part)
+                            size += len(part) + 16
+                        i += 1
+                        if size >= _BLOCK_BYTES:
+                            out.write(frame_many(block))
+                            block = []
+                            size = 0
+                            done = i
+                        continue
                 elif item and item[0] == MARK:
                     end = i
                     if i >= scanned and self.codecs.format_of(item)[1] is not None:
@@ -207,7 +225,7 @@ class BatchEncoder:
         except Exception as e:
             raise BatchWriteError(done, e) from e
 
-    def _materialize(self, item: Deferred, index: int) -> bytes | None:
+    def _materialize(self, item: Deferred, index: int) -> bytes | list[Any] | None:
         try:
             return item.make()
         except NotRecorded:
