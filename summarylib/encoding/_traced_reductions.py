@@ -120,7 +120,10 @@ def _thresholds(kmin: Any, kmax: Any, k: int, fmt: tuple[int, int, int] | None) 
     with jax.enable_x64(True):
         lo = _key_value(kmin, fmt)
         hi = _key_value(kmax, fmt)
-        width = (hi - lo) / jnp.float64(k)
+        # k behind a barrier: XLA rewrites a division by a constant as a multiplication
+        # by its reciprocal, which rounds differently from the host's division (a value
+        # on a bucket's edge then fell into the bucket below).
+        width = (hi - lo) / jax.lax.optimization_barrier(jnp.float64(k))
         j = jnp.arange(1, k, dtype=jnp.float64)
         below = jnp.full(k - 1, kmin, jnp.int64)
         above = jnp.full(k - 1, kmax, jnp.int64)
