@@ -2,6 +2,7 @@
 
     python bench/compiled_torch.py            # ~3 min on 2 cores
     python bench/compiled_torch.py --quick
+    python bench/compiled_torch.py --quick --threads 1   # one intra-op thread
 
 An MLP training step compiled with ``torch.compile`` (inductor, CPU) that logs loss and
 accuracy every step and a histogram of every parameter every 100 steps. Modes:
@@ -99,7 +100,12 @@ def train_fns(model: torch.nn.Module, writer: Any) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch's intra-op threads (default: torch's own choice); on a "
+                         "loaded machine one thread keeps OpenMP's waits out of the timing")
     args = ap.parse_args()
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore")
     rounds, block = (5, 100) if args.quick else (15, 200)
     model = make_model()
@@ -185,7 +191,8 @@ def main() -> None:
         methods_writer.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"torch {torch.__version__}, inductor on the CPU, {rounds} rounds of {block} steps")
+    print(f"torch {torch.__version__}, inductor on the CPU ({torch.get_num_threads()} "
+          f"threads), {rounds} rounds of {block} steps")
     print(f"graph breaks (graphs): summarylib ops inside the step "
           f"{breaks_ours.graph_break_count} ({breaks_ours.graph_count}), torch's "
           f"add_scalar(loss.item()) inside it {breaks_torch.graph_break_count} "
