@@ -232,6 +232,9 @@ def compiled_scalar_plan(
             or (description is not None and type(description) is not str)):
         return None
     tag = scope + name if scope else name
+    # A 0-d float32 tensor's item() is the float scalar_float() would return (struct packs
+    # it as the same float32), without its checks for every other kind of value.
+    f32 = sys.modules["torch"].float32
     if tensors == ("data",):
         static_step = arguments.get("step")
         if type(static_step) is not int:
@@ -241,6 +244,8 @@ def compiled_scalar_plan(
             data = values[0]
             if not data.is_cpu:
                 return None
+            if data.dtype is f32 and not data.dim():
+                data = data.item()
             return scalar_to(writer, tag, resolve_step(static_step, None, "scalar"), None,
                              _CALLER, data, description)
 
@@ -250,6 +255,8 @@ def compiled_scalar_plan(
         data, step = values
         if not (data.is_cpu and step.is_cpu):
             return None
+        if data.dtype is f32 and not data.dim():
+            data = data.item()
         return scalar_to(writer, tag, resolve_step(step, None, "scalar"), None, _CALLER, data,
                          description)
 
