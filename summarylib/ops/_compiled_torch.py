@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from summarylib.ops._replay import IN_GRAPH, OPS, TracedCall, replay
+from summarylib.ops._replay import COMPILED_PLANS, IN_GRAPH, OPS, TracedCall, replay
 from summarylib.writer._context import DeferredCondition, _local
 
 __all__ = ["record_compiled"]
@@ -30,7 +30,7 @@ __all__ = ["record_compiled"]
 # Calls registered while tracing, by number (the graph holds the number), each with
 # whether a false host condition ends it before replay (not for scalar(reduce=,
 # check_finite=), whose replay updates its running values whatever the condition), and
-# the op's own plan for writing it, if it has one (scalar's: see compiled_scalar_plan).
+# the op's own plan for writing it, if it has one (ops._replay.COMPILED_PLANS).
 _CALLS: list[tuple[TracedCall, bool, Callable[[list[Any], Any], bool | None] | None]] = []
 _IDS: dict[Any, int] = {}
 # Mutated by every summary op in a graph, so that no backend drops the op as dead code.
@@ -109,10 +109,9 @@ def _register(where: str, scope: str, static: tuple[tuple[str, Any], ...],
                       decode, target)
     interval = arguments.get("reduce") is not None or bool(arguments.get("check_finite"))
     direct = None
-    if where == "scalar" and not gated and all(inner is None for _, inner in tensors):
-        from summarylib.ops.scalar import compiled_scalar_plan
-
-        direct = compiled_scalar_plan(arguments, tuple(name for name, _ in tensors), scope)
+    plan = COMPILED_PLANS.get(where)
+    if plan is not None and not gated and all(inner is None for _, inner in tensors):
+        direct = plan(arguments, tuple(name for name, _ in tensors), scope)
     _CALLS.append((call, gated and not interval, direct))
     if key is not None:
         _IDS[key] = len(_CALLS) - 1

@@ -56,7 +56,7 @@ from summarylib.ops._device import (
 from summarylib.ops._device_step import held_by_step, step_name
 from summarylib.ops._emit import emit_value
 from summarylib.ops._interval import interval_scalar
-from summarylib.ops._replay import OPS
+from summarylib.ops._replay import COMPILED_PLANS, OPS
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve_step
 from summarylib.ops._traced import record_traced
 from summarylib.ops.scalar_record import Layout
@@ -261,6 +261,9 @@ def compiled_scalar_plan(
                          description)
 
     return write
+
+
+COMPILED_PLANS["scalar"] = compiled_scalar_plan
 
 
 def _scalar_event(prefix: bytes, step: int, wall_time: float, data: Any, where: str) -> bytes:
