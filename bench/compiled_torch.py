@@ -2,13 +2,15 @@
 
     python bench/compiled_torch.py            # ~3 min on 2 cores
     python bench/compiled_torch.py --quick
+    python bench/compiled_torch.py --quick --threads 1   # one intra-op thread
 
 An MLP training step compiled with ``torch.compile`` (inductor, CPU) that logs loss and
 accuracy every step and a histogram of every parameter every 100 steps. Modes:
 
 * ``none``: the compiled step, no logging (the reference);
 * ``summarylib``: ``sl.scalar``/``sl.histogram`` called inside the compiled step
-  (``fullgraph=True``), histograms under ``record_if(step % 100 == 0)`` on a tensor step;
+  (``fullgraph=True``), histograms under ``record_if(step % 100 == 0)`` on a tensor step,
+  each block of steps inside one ``as_default()`` of the writer;
 * ``interval``: as ``summarylib``, but loss and accuracy are written every 100 steps as
   their mean over the 100 steps (``scalar(..., reduce="mean")`` under the same
   ``record_if``: the sums are kept in tensors, updated inside the custom op);
@@ -33,6 +35,7 @@ import sys
 import tempfile
 import time
 import warnings
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +102,12 @@ def train_fns(model: torch.nn.Module, writer: Any) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch's intra-op threads (default: torch's own choice); on a "
+                         "loaded machine one thread keeps OpenMP's waits out of the timing")
     args = ap.parse_args()
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore")
     rounds, block = (5, 100) if args.quick else (15, 200)
     model = make_model()
@@ -142,12 +150,10 @@ def main() -> None:
             train(none, i)
 
         def run_ours(i: int) -> None:
-            with ours.as_default():
-                train(logged, i)
+            train(logged, i)
 
         def run_interval(i: int) -> None:
-            with ours.as_default():
-                train(reduced, i)
+            train(reduced, i)
 
         def run_methods(i: int) -> None:
             train(with_methods, i)
@@ -162,8 +168,13 @@ def main() -> None:
 
         modes = {"none": run_none, "summarylib": run_ours, "interval": run_interval,
                  "writer": run_methods, "torch_item": run_torch}
-        for run in modes.values():  # compile first
-            run(0)
+        # The module-level ops write to the default writer: each block runs inside one
+        # as_default(), as a training loop does (leaving it writes the pending events, as
+        # TensorFlow's does: entered per step, that is one file write per step).
+        default_writer = {"summarylib": ours, "interval": ours}
+        for m, run in modes.items():  # compile first
+            with default_writer[m].as_default() if m in default_writer else nullcontext():
+                run(0)
         graphs_after_warmup = counters["stats"]["unique_graphs"]
         ratios: dict[str, list[float]] = {m: [] for m in modes}
         step = 1
@@ -172,9 +183,10 @@ def main() -> None:
             got = {}
             for m, run in modes.items():
                 t0 = time.perf_counter()
-                for _ in range(block):
-                    run(step)
-                    step += 1
+                with default_writer[m].as_default() if m in default_writer else nullcontext():
+                    for _ in range(block):
+                        run(step)
+                        step += 1
                 got[m] = block / (time.perf_counter() - t0)
             total += block
             for m in modes:
@@ -185,7 +197,8 @@ def main() -> None:
         methods_writer.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"torch {torch.__version__}, inductor on the CPU, {rounds} rounds of {block} steps")
+    print(f"torch {torch.__version__}, inductor on the CPU ({torch.get_num_threads()} "
+          f"threads), {rounds} rounds of {block} steps")
     print(f"graph breaks (graphs): summarylib ops inside the step "
           f"{breaks_ours.graph_break_count} ({breaks_ours.graph_count}), torch's "
           f"add_scalar(loss.item()) inside it {breaks_torch.graph_break_count} "

@@ -216,3 +216,32 @@ def test_torch_only_the_bucket_table_enters_the_summary_op(tmp_path: Path) -> No
         compiled(x, torch.tensor(0))
     assert seen == [[(7 + 3,), ()]]  # the table and the step, not the 4096 values
     assert _contents(tmp_path, "h") == [(0, _host_bytes((x * 2).numpy(), 7))]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:torch")
+def test_torch_under_a_cpu_record_if_the_data_enters_the_op_whole(tmp_path: Path) -> None:
+    # The bucket table would be computed in every run, the condition false in most: on
+    # the CPU the op takes the data itself and buckets it only when the condition holds.
+    torch = _torch()
+    seen: list[list[tuple[int, ...]]] = []
+
+    def backend(gm: Any, example_inputs: Any) -> Any:
+        for node in gm.graph.nodes:
+            if node.op == "call_function" and "summarylib.summary" in str(node.target):
+                tensors = node.args[2] if len(node.args) > 2 else node.kwargs["values"]
+                seen.append([tuple(t.meta["example_value"].shape) for t in tensors])
+        return gm.forward
+
+    def fn(x: Any, step: Any) -> Any:
+        with sl.record_if(step % 2 == 0):
+            sl.histogram("h", x * 2, step=step, buckets=7)
+        return x
+
+    compiled = torch.compile(fn, backend=backend, fullgraph=True)
+    x = torch.linspace(-1, 1, 4096)
+    with sl.create_file_writer(str(tmp_path)) as w, w.as_default():
+        for i in range(3):
+            compiled(x + i, torch.tensor(i))
+    assert seen == [[(4096,), (), ()]]  # the data, the step and the condition
+    assert _contents(tmp_path, "h") == [(i, _host_bytes(((x + i) * 2).numpy(), 7))
+                                        for i in (0, 2)]

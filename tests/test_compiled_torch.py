@@ -194,3 +194,77 @@ def test_video_and_mesh_write_each_run_as_the_eager_calls(tmp_path: Path,
     assert [(s, t) for s, t, _ in want] == [
         (i, t) for i in range(3) for t in ("clip", "shape_VERTEX", "shape_FACE", "shape_COLOR")]
     assert value_bytes(tmp_path / "compiled") == want
+
+
+def _values_in_order(logdir: Path) -> list[tuple[int, bytes]]:
+    # Every Summary.Value of the run, in file order, with its step (not its wall time).
+    return [(e.step, v.SerializeToString()) for e, v in iter_summary_values(logdir)]
+
+
+def logged_fn(x: Any, step: Any) -> Any:
+    y = x * 2.0
+    sl.scalar("loss", y.mean(), step=step, description="the mean")
+    sl.scalar("fixed_step", y.sum(), step=5)  # a constant of the graph
+    sl.scalar("default_step", y.max())  # the default step when the code runs
+    with sl.name_scope("train"):
+        sl.scalar("scoped", y.min(), step=step)
+    with sl.record_if(step % 3 == 0):  # false in most runs: those write nothing
+        sl.scalar("gated", y.sum(), step=step)
+        sl.histogram("h", y, step=step)
+    sl.scalar("after", y[0], step=step)
+    return y
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_runs_write_the_bytes_of_the_eager_calls_in_their_order(
+    tmp_path: Path, backend: str
+) -> None:
+    # The compiled calls (scalars written without replaying scalar(), a false CPU
+    # condition ending its ops first) against the same calls made eagerly.
+    torch._dynamo.reset()
+    counters.clear()
+    fn = torch.compile(logged_fn, backend=backend, fullgraph=True)
+    compiled, eager = tmp_path / "compiled", tmp_path / "eager"
+    x = torch.arange(4, dtype=torch.float32)  # sums and means stay exact
+    # The eager calls first: a process's first host scalar() of a tensor extends the value
+    # types scalar() checks, which a region traced before it guards on (one recompile).
+    with sl.create_file_writer(str(eager)) as w, w.as_default(step=100):
+        for i in range(8):
+            y = (x + i) * 2.0
+            sl.scalar("loss", y.mean(), step=i, description="the mean")
+            sl.scalar("fixed_step", y.sum(), step=5)
+            sl.scalar("default_step", y.max())
+            with sl.name_scope("train"):
+                sl.scalar("scoped", y.min(), step=i)
+            if i % 3 == 0:
+                sl.scalar("gated", y.sum(), step=i)
+                sl.histogram("h", y.numpy(), step=i)
+            sl.scalar("after", y[0], step=i)
+    with sl.create_file_writer(str(compiled)) as w, w.as_default(step=100):
+        for i in range(8):
+            fn(x + i, torch.tensor(i))
+    assert sum(counters["graph_break"].values()) == 0
+    assert counters["stats"]["unique_graphs"] == 1
+    got = _values_in_order(compiled)
+    assert len(got) == 8 * 5 + 3 * 2
+    assert got == _values_in_order(eager)
+
+
+def test_the_op_is_called_by_the_dispatcher_without_python_layers(tmp_path: Path) -> None:
+    # Each run calls the summary op once per op in the region; torch.library.custom_op's
+    # Python autograd and in-place layers around it cost several times the write itself.
+    # The op's error surfaces from its implementation with no torch/_library frame.
+    torch._dynamo.reset()
+
+    def fn(x: Any) -> Any:
+        sl.scalar("loss", x, step=0)  # a vector is no scalar: raises when it runs
+        return x
+
+    compiled = torch.compile(fn, backend="aot_eager", fullgraph=True)
+    with sl.create_file_writer(str(tmp_path)) as w, w.as_default(), pytest.raises(
+        (TypeError, ValueError), match=r"scalar"
+    ) as raised:
+        compiled(torch.ones(3))
+    frames = [str(entry.path) for entry in raised.traceback]
+    assert any(f.endswith("_compiled_torch.py") for f in frames)
+    assert not [f for f in frames if "torch/_library" in f.replace("\\", "/")]

@@ -123,7 +123,8 @@ def _thresholds(kmin: Any, kmax: Any, k: int, fmt: tuple[int, int, int] | None) 
         # k behind a barrier: XLA rewrites a division by a constant as a multiplication
         # by its reciprocal, which rounds differently from the host's division (a value
         # on a bucket's edge then fell into the bucket below).
-        width = (hi - lo) / jax.lax.optimization_barrier(jnp.float64(k))
+        width = (hi - lo) / jax.lax.optimization_barrier(  # type: ignore[no-untyped-call]
+            jnp.float64(k))
         j = jnp.arange(1, k, dtype=jnp.float64)
         below = jnp.full(k - 1, kmin, jnp.int64)
         above = jnp.full(k - 1, kmax, jnp.int64)

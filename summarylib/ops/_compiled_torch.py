@@ -17,18 +17,21 @@ Imported only once torch is (by an op that finds dynamo tracing).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 
-from summarylib.ops._replay import IN_GRAPH, OPS, TracedCall, replay
+from summarylib.ops._replay import COMPILED_PLANS, IN_GRAPH, OPS, TracedCall, replay
 from summarylib.writer._context import DeferredCondition, _local
 
 __all__ = ["record_compiled"]
 
-# Calls registered while tracing, by number (the graph holds the number).
-_CALLS: list[TracedCall] = []
+# Calls registered while tracing, by number (the graph holds the number), each with
+# whether a false host condition ends it before replay (not for scalar(reduce=,
+# check_finite=), whose replay updates its running values whatever the condition), and
+# the op's own plan for writing it, if it has one (ops._replay.COMPILED_PLANS).
+_CALLS: list[tuple[TracedCall, bool, Callable[[list[Any], Any], bool | None] | None]] = []
 _IDS: dict[Any, int] = {}
 # Mutated by every summary op in a graph, so that no backend drops the op as dead code.
 _TOKEN = torch.zeros(1)
@@ -40,19 +43,39 @@ _TOKEN = torch.zeros(1)
 _TAGS = (torch.Tag.cudagraph_unsafe,) if hasattr(torch.Tag, "cudagraph_unsafe") else ()
 
 
-@torch.library.custom_op("summarylib::summary", mutates_args=("token",), tags=_TAGS)
+# Defined with ``torch.library.Library`` rather than ``torch.library.custom_op``: the
+# latter's Python autograd, ADInplaceOrView and default-filling layers cost several times
+# the replay itself at every call (the op has no outputs to differentiate, and nothing
+# reads the token's version). Kept alive with the module: the definition lives as long as
+# this object.
+_LIB = torch.library.Library("summarylib", "DEF")  # type: ignore[no-untyped-call]
+_LIB.define("summary(Tensor(a!) token, int call, Tensor[] values) -> ()",  # type: ignore[no-untyped-call]
+            tags=_TAGS)
+
+
 def _summary(token: torch.Tensor, call: int, values: list[torch.Tensor]) -> None:
-    traced = _CALLS[call]
+    traced, gate_first, direct = _CALLS[call]
+    if gate_first:
+        gate = values[-1]
+        if gate.is_cpu and not gate:
+            return  # a false CPU condition: nothing to read or write (as replay decides)
     if traced.target is not None:  # SummaryWriter.add_*: its own writer, found by replay
-        replay(traced, list(values), None, None)
+        replay(traced, values, None, None)
         return
     writer = _local.state.writer
     if writer is None or writer.events is None:
         return  # no default writer when the compiled code runs: nothing written
-    replay(traced, list(values), writer, None)
+    if direct is not None and direct(values, writer) is not None:
+        return
+    replay(traced, values, writer, None)
 
 
-@_summary.register_fake
+# Every backend (CPU, CUDA, ...). No autograd kernel: the dispatcher's own (C++) autograd
+# fallback passes the call on, as the op has no outputs to differentiate.
+_LIB.impl("summary", _summary, "CompositeExplicitAutograd")  # type: ignore[no-untyped-call]
+
+
+@torch.library.register_fake("summarylib::summary", lib=_LIB)  # type: ignore[untyped-decorator]
 def _summary_fake(token: torch.Tensor, call: int, values: list[torch.Tensor]) -> None:
     return None
 
@@ -84,7 +107,12 @@ def _register(where: str, scope: str, static: tuple[tuple[str, Any], ...],
     target = arguments["self"] if getattr(op, "writer_method", False) else None
     call = TracedCall(op, where, arguments, list(tensors), gated, scope, step_arg, None,
                       decode, target)
-    _CALLS.append(call)
+    interval = arguments.get("reduce") is not None or bool(arguments.get("check_finite"))
+    direct = None
+    plan = COMPILED_PLANS.get(where)
+    if plan is not None and not gated and all(inner is None for _, inner in tensors):
+        direct = plan(arguments, tuple(name for name, _ in tensors), scope)
+    _CALLS.append((call, gated and not interval, direct))
     if key is not None:
         _IDS[key] = len(_CALLS) - 1
     return len(_CALLS) - 1

@@ -16,7 +16,8 @@ from summarylib.ops._device_step import DeviceStep, GatedStep, defers_device_val
 from summarylib.writer._context import DefaultWriter, _local
 from summarylib.writer._registry import registered_writer
 
-__all__ = ["INTERVAL_REPLAY", "IN_GRAPH", "OPS", "InGraphReduction", "TracedCall", "replay"]
+__all__ = ["COMPILED_PLANS", "INTERVAL_REPLAY", "IN_GRAPH", "OPS", "InGraphReduction",
+           "TracedCall", "replay"]
 
 # The module-level ops by name, for calls recorded in a torch graph (which holds the name).
 OPS: dict[str, Callable[..., Any]] = {}
@@ -44,6 +45,12 @@ class InGraphReduction(NamedTuple):
 
 #: The ops that reduce inside compiled code, by op name.
 IN_GRAPH: dict[str, InGraphReduction] = {}
+
+#: Ops that write a call recorded inside ``torch.compile`` with less work than
+#: :func:`replay`, by op name (put here by the op's module):
+#: ``plan(arguments, tensor names, scope)`` returns None or ``write(values, writer)``,
+#: which returns None for values it leaves to :func:`replay`.
+COMPILED_PLANS: dict[str, Callable[..., Any]] = {}
 
 
 class TracedCall:

@@ -304,6 +304,12 @@ def _bucket_in_graph(
     if framework == "torch":
         if data is None or not hasattr(data, "is_complex") or data.is_complex():
             return None  # not a tensor, or not real numbers: the op says so at the call
+        if gate is not None and data.device.type == "cpu":
+            # Under a record_if, host data leaves whole: the op reads it (as the eager call
+            # does) only in the runs whose condition holds, where the table would be
+            # computed in every run. (On a device the table is kept: the op would have to
+            # copy the data before the step changes it, and the kernels cost no host time.)
+            return None
         return "data", torch_bucket_table(data, k), _TORCH_WRAP
     if not is_tracer(data) or not jax_takes(data.dtype) or data.size >= (1 << 31):
         return None

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import struct
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding import _events as events
@@ -56,7 +56,7 @@ from summarylib.ops._device import (
 from summarylib.ops._device_step import held_by_step, step_name
 from summarylib.ops._emit import emit_value
 from summarylib.ops._interval import interval_scalar
-from summarylib.ops._replay import OPS
+from summarylib.ops._replay import COMPILED_PLANS, OPS
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve_step
 from summarylib.ops._traced import record_traced
 from summarylib.ops.scalar_record import Layout
@@ -210,6 +210,61 @@ def scalar(
 
 
 OPS["scalar"] = scalar
+
+
+def compiled_scalar_plan(
+    arguments: dict[str, Any], tensors: tuple[str, ...], scope: str
+) -> Callable[[list[Any], DefaultWriter], bool | None] | None:
+    """How to write a :func:`scalar` call recorded inside ``torch.compile`` each time it
+    runs, with less work than replaying the call: the tag is scoped once, here, and each
+    run converts the value and the step and packs the Event as :func:`scalar` does (the
+    same bytes, the same errors).
+
+    ``arguments`` are the recorded call's arguments by name (None for a tensor),
+    ``tensors`` the names of its tensor arguments in the order of the run's values,
+    ``scope`` the name scope when traced. None when the call needs :func:`scalar` itself
+    (a tag it would refuse, the default step, ``reduce``/``check_finite``, or a tensor
+    other than ``data`` and ``step``). The plan returns None for values it leaves to
+    :func:`scalar` (not CPU tensors: a device value may be deferred).
+    """
+    name, description = arguments.get("name"), arguments.get("description")
+    if (type(name) is not str or not name or arguments.get("reduce") is not None
+            or arguments.get("check_finite") or tensors not in (("data",), ("data", "step"))
+            or (description is not None and type(description) is not str)):
+        return None
+    tag = scope + name if scope else name
+    # A 0-d float32 tensor's item() is the float scalar_float() would return (struct packs
+    # it as the same float32), without its checks for every other kind of value.
+    f32 = sys.modules["torch"].float32
+    if tensors == ("data",):
+        static_step = arguments.get("step")
+        if type(static_step) is not int:
+            return None  # the default step, or one scalar() checks itself
+
+        def write_static(values: list[Any], writer: DefaultWriter) -> bool | None:
+            data = values[0]
+            if not data.is_cpu:
+                return None
+            if data.dtype is f32 and not data.dim():
+                data = data.item()
+            return scalar_to(writer, tag, resolve_step(static_step, None, "scalar"), None,
+                             _CALLER, data, description)
+
+        return write_static
+
+    def write(values: list[Any], writer: DefaultWriter) -> bool | None:
+        data, step = values
+        if not (data.is_cpu and step.is_cpu):
+            return None
+        if data.dtype is f32 and not data.dim():
+            data = data.item()
+        return scalar_to(writer, tag, resolve_step(step, None, "scalar"), None, _CALLER, data,
+                         description)
+
+    return write
+
+
+COMPILED_PLANS["scalar"] = compiled_scalar_plan
 
 
 def _scalar_event(prefix: bytes, step: int, wall_time: float, data: Any, where: str) -> bytes:
