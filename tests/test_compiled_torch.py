@@ -268,3 +268,26 @@ def test_the_op_is_called_by_the_dispatcher_without_python_layers(tmp_path: Path
     frames = [str(entry.path) for entry in raised.traceback]
     assert any(f.endswith("_compiled_torch.py") for f in frames)
     assert not [f for f in frames if "torch/_library" in f.replace("\\", "/")]
+
+
+def test_the_default_step_set_between_runs_needs_no_recompile(tmp_path: Path) -> None:
+    # scalar() with no step inside the region: the step is the default when the code
+    # runs. Reading it while tracing made dynamo guard on its value, so every set_step()
+    # compiled the region again (and fullgraph=True failed at the recompile limit).
+    with sl.create_file_writer(str(tmp_path / "warm")) as w, w.as_default():
+        sl.scalar("warm", torch.tensor(1.0), step=0)  # a host tensor scalar() first
+    torch._dynamo.reset()
+    counters.clear()
+
+    @torch.compile(fullgraph=True, backend="aot_eager")
+    def step_fn(x: Any) -> Any:
+        sl.scalar("loss", x.mean())
+        return x + 1
+
+    with sl.create_file_writer(str(tmp_path / "run")) as w, w.as_default():
+        for i in range(12):
+            sl.set_step(i)
+            step_fn(torch.full((3,), float(i)))
+    assert sum(counters["graph_break"].values()) == 0
+    assert counters["stats"]["unique_graphs"] == 1
+    assert _series(tmp_path / "run", "loss") == [(i, float(i)) for i in range(12)]

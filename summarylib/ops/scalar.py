@@ -170,6 +170,12 @@ def scalar(
         if not condition_holds(cond):
             return False
     if step is None:
+        if type(data) is not float and type(data) not in _fast_types and torch_compiling():
+            # Before reading the default step: dynamo would guard on its value and
+            # compile the region again whenever set_step() changes it. The run's default
+            # step is read when the op runs.
+            return record_compiled_torch(scalar, "scalar", _SCALAR_ARGS,
+                                         (name, data, None, description), {})
         step = st.step
     if type(step) is not int or step < _INT64_MIN or step > _INT64_MAX:
         if torch_compiling():  # inside torch.compile: one op in the graph
