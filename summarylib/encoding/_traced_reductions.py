@@ -324,7 +324,7 @@ def jax_edge_words(x: Any, thresholds: Any) -> Any:
     counts = jnp.zeros(m + 1, jnp.int32).at[index].add(1)[1:m]
     with jax.enable_x64(True):
         values = _key_value(key, fmt)  # exact, and normal: float arithmetic is the host's
-        sums = jnp.stack([jax_pairwise_sum(values), jax_pairwise_sum(values * values)])
+        sums = jax_pairwise_sum(jnp.stack([values, values * values], axis=-1))
         words = jax.lax.bitcast_convert_type(sums, jnp.int32).reshape(-1)
     return jnp.concatenate([jnp.stack([nonfinite, kmin, kmax]), words, counts])
 
