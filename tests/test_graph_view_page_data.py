@@ -292,6 +292,41 @@ def test_1m_page_opens_and_search_reaches_a_deep_node(tmp_path: Path) -> None:
     _search_and_open(view, tmp_path, 300_000)
 
 
+@pytest.mark.timeout(1200)  # the graph and its page: a minute or two on two loaded cores
+def test_1m_page_written_from_the_source_opens_and_search_opens_a_deep_op(
+    tmp_path: Path,
+) -> None:
+    # The million-node page as the command line writes it (straight from the source, no
+    # view): it paints its top level, and the search box finds its deepest op
+    # and opens every scope above it. (The test above, with SUMMARYLIB_SLOW=1, also
+    # compares the drawing with Python's layout of the same view.)
+    from summarylib.graph.view import source_to_html
+
+    graph = gm.synthetic_graph(gm._layers_for(1_000_000, 4), 4)
+    assert len(graph) > 900_000
+    # The deepest op that is not a constant (constants are drawn inside their consumer).
+    target = max((n.name for n in graph if n.op != "Const"),
+                 key=lambda name: (name.count("/"), name))
+    scopes = {target.rsplit("/", k)[0] for k in range(1, target.count("/") + 1)}
+    html = source_to_html(graph)
+    del graph
+    assert len(html) < 50e6
+    timeout_ms = 300_000
+    with chromium_page() as page:
+        errors = _open(page, html, tmp_path / "1m.html", timeout_ms)
+        del html
+        assert page.evaluate("window.summarylibViewer.boxes()")  # the top level is drawn
+        page.fill("#search", target)
+        page.wait_for_selector("#results.open button", timeout=timeout_ms)
+        page.press("#search", "Enter")
+        wait_until(page, "window.summarylibViewer.pending() === 0 && "
+                         f"window.summarylibViewer.boxes().some(b => b[0] === {target!r})",
+                   timeout_ms=timeout_ms)
+        opened = set(page.evaluate("window.summarylibViewer.expanded()"))
+        assert errors == []
+    assert scopes <= opened, scopes - opened
+
+
 def test_groups_are_columns_not_objects_in_the_html() -> None:
     # A scope of many ops writes no per-op record: its names appear only in the
     # compressed tables.
