@@ -58,8 +58,9 @@ def tensor_array(tensor: tensor_pb2.TensorProto) -> np.ndarray | None:
     values: Any = getattr(tensor, field)
     if field == "half_val":
         values = np.asarray(values, dtype=np.uint16).view(np.float16)
-    if n == 0 and max(shape) > _MAX_FILL:
-        return None  # an empty tensor, but with a dim numpy cannot even describe
+    if n == 0 and (max(shape) > _MAX_FILL or math.prod(d for d in shape if d)
+                   * np.dtype(dtype).itemsize >= 1 << 63):
+        return None  # an empty tensor, but with dims numpy cannot even describe
     if len(values) == n:
         return np.asarray(values, dtype=dtype).reshape(shape)
     if len(values) == 1 and n <= _MAX_FILL:  # one value fills the shape, as in TensorFlow
