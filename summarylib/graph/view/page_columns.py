@@ -53,7 +53,7 @@ from summarylib.graph.view.normalize import (
 )
 from summarylib.graph.view.options import ViewOptions
 from summarylib.graph.view.page_data import encode_columns
-from summarylib.graph.view.series import series_name, split_series_name
+from summarylib.graph.view.series import consecutive_runs, series_name, split_series_name
 from summarylib.graph.view.templates import new_state
 
 __all__ = ["source_to_page_data"]
@@ -1236,27 +1236,12 @@ class _Columns:
 def _long_group_runs(gnames: list[str], members: list[int], min_size: int,
                      ) -> list[tuple[str, str, list[tuple[int, int]]]]:
     """series._long_runs on group indices: [(prefix, suffix, [(id, group), ...])]."""
-    candidates: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    parsed = []
     for m in members:
         name = gnames[m]
         prefix, ident, suffix = split_series_name(name[name.rfind("/") + 1:])
-        candidates.setdefault((prefix, suffix), []).append((ident, m))
-    out: list[tuple[str, str, list[tuple[int, int]]]] = []
-    for (prefix, suffix), items in candidates.items():
-        if len(items) < 2:
-            continue
-        items.sort(key=lambda t: t[0])
-        run = [items[0]]
-        for item in items[1:]:
-            if item[0] == run[-1][0] + 1:
-                run.append(item)
-                continue
-            if len(run) >= min_size:
-                out.append((prefix, suffix, run))
-            run = [item]
-        if len(run) >= min_size:
-            out.append((prefix, suffix, run))
-    return out
+        parsed.append((m, prefix, ident, suffix))
+    return [r for r in consecutive_runs(parsed) if len(r[2]) >= min_size]
 
 
 _KIND_OP, _KIND_META, _KIND_SERIES, _VERTICAL = 0, 1, 2, 4

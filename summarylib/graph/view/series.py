@@ -21,13 +21,15 @@ the same rule and that share a template id become a series group too (``layer_[0
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 from summarylib.graph.view.hierarchy import ROOT, Tree
 from summarylib.graph.view.model import GroupNode, Metaedge, OpNode
 from summarylib.graph.view.normalize import js_key_order
 
-__all__ = ["group_group_series", "group_op_series", "series_name", "split_series_name"]
+__all__ = ["consecutive_runs", "group_group_series", "group_op_series", "series_name",
+           "split_series_name"]
 
 # JavaScript's \D and \d: ASCII digits only.
 _SUFFIX_RE = re.compile(r"^([^0-9]*)([0-9]+)$")
@@ -49,26 +51,31 @@ def series_name(parent: str, prefix: str, suffix: str, first: int, last: int) ->
     return f"{parent}/{pattern}" if parent else pattern
 
 
-def _runs(members: list[tuple[str, str, int, str]],
-          ) -> list[tuple[str, str, list[tuple[int, str]]]]:
-    """Candidate runs: members (name, prefix, id, suffix) in cluster order ->
-    [(prefix, suffix, [(id, name), ...])] in TensorBoard's dict order."""
-    candidates: dict[tuple[str, str], list[tuple[int, str]]] = {}
-    for name, prefix, ident, suffix in members:
-        candidates.setdefault((prefix, suffix), []).append((ident, name))
-    out: list[tuple[str, str, list[tuple[int, str]]]] = []
+T = TypeVar("T")
+
+
+def consecutive_runs(members: Iterable[tuple[T, str, int, str]],
+                     ) -> list[tuple[str, str, list[tuple[int, T]]]]:
+    """Candidate runs: members ``(item, prefix, id, suffix)`` in cluster order ->
+    ``[(prefix, suffix, [(id, item), ...])]`` in TensorBoard's dict order: the runs of two
+    or more consecutive ids sharing a prefix and suffix. ``item`` is a name here, a group
+    index in ``page_columns``."""
+    candidates: dict[tuple[str, str], list[tuple[int, T]]] = {}
+    for item, prefix, ident, suffix in members:
+        candidates.setdefault((prefix, suffix), []).append((ident, item))
+    out: list[tuple[str, str, list[tuple[int, T]]]] = []
     for (prefix, suffix), items in candidates.items():
         if len(items) < 2:
             continue
         items.sort(key=lambda t: t[0])
         run = [items[0]]
-        for item in items[1:]:
-            if item[0] == run[-1][0] + 1:
-                run.append(item)
+        for entry in items[1:]:
+            if entry[0] == run[-1][0] + 1:
+                run.append(entry)
                 continue
             if len(run) > 1:
                 out.append((prefix, suffix, run))
-            run = [item]
+            run = [entry]
         if len(run) > 1:
             out.append((prefix, suffix, run))
     return out
@@ -125,7 +132,7 @@ def _long_runs(members: list[str], min_size: int) -> Iterator[_Run]:
     for name in members:
         prefix, ident, suffix = split_series_name(name[name.rfind("/") + 1:])
         parsed.append((name, prefix, ident, suffix))
-    for prefix, suffix, run in _runs(parsed):
+    for prefix, suffix, run in consecutive_runs(parsed):
         if len(run) >= min_size:
             yield prefix, suffix, run
 
