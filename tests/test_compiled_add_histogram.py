@@ -295,3 +295,33 @@ def test_torch_only_the_table_enters_the_summary_op(tmp_path: Path) -> None:
         fn(torch.linspace(-1, 1, 8192), torch.tensor(0))
     edges = len(tensorflow_bins())
     assert seen == [[(edges - 1 + 6,), ()]]  # the table and the step, not the values
+
+
+def test_torch_under_a_cpu_record_if_the_values_enter_the_op_whole(tmp_path: Path) -> None:
+    # As histogram(): the table would be counted in every run and the condition is false
+    # in most, so on the CPU the op takes the values and counts them only when it holds.
+    torch = _torch()
+    seen: list[list[tuple[int, ...]]] = []
+
+    def backend(gm: Any, example_inputs: Any) -> Any:
+        for node in gm.graph.nodes:
+            if node.op == "call_function" and "summarylib.summary" in str(node.target):
+                tensors = node.args[2] if len(node.args) > 2 else node.kwargs["values"]
+                seen.append([tuple(t.meta["example_value"].shape) for t in tensors])
+        return gm.forward
+
+    x = torch.linspace(-1, 1, 8192)
+    with sl.SummaryWriter(str(tmp_path / "compiled")) as w:
+        def step_fn(x: Any, step: Any) -> Any:
+            with sl.record_if(step % 2 == 0):
+                w.add_histogram("h", x * 2, step)
+            return x
+
+        fn = torch.compile(step_fn, backend=backend, fullgraph=True)
+        for i in range(3):
+            fn(x + i, torch.tensor(i))
+    assert seen == [[(8192,), (), ()]]  # the values, the step and the condition
+    with sl.SummaryWriter(str(tmp_path / "eager")) as w:
+        for i in (0, 2):
+            w.add_histogram("h", ((x + i) * 2).numpy(), i)
+    _assert_as_eager(_histos(tmp_path / "compiled"), _histos(tmp_path / "eager"), True)

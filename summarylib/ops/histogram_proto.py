@@ -430,6 +430,10 @@ def _count_in_graph(
     if framework == "torch":
         if not hasattr(values, "is_complex") or values.is_complex():
             return None  # not a tensor, or not real numbers: the method says so
+        if gate is not None and values.device.type == "cpu":
+            # As histogram(): under a record_if, host values leave whole and are counted
+            # only in the runs whose condition holds (in the graph, every run would).
+            return None
         if type(values.numel()) is not int or values.numel() == 0:
             return None  # a size dynamo made symbolic (no order to follow), or no values
         if isinstance(bins, list):
