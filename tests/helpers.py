@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,3 +120,32 @@ def ancestors(view: object, name: str) -> list[str]:
         chain.append(parent)
         parent = nodes[parent].parent
     return chain
+
+
+def io_callbacks(jaxpr: Any) -> list[Any]:
+    """The ``io_callback`` equations of a jaxpr, those of its sub-jaxprs (loop and
+    ``cond`` bodies) included: what crosses to the host is their operands."""
+    from jax.extend import core as jax_core
+
+    found = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "io_callback":
+            found.append(eqn)
+        for sub in jax_core.jaxprs_in_params(eqn.params):
+            found.extend(io_callbacks(getattr(sub, "jaxpr", sub)))
+    return found
+
+
+def summary_op_inputs() -> tuple[Callable[..., Any], list[list[tuple[int, ...]]]]:
+    """A torch.compile backend that runs the graph as traced and records, for each
+    ``summarylib::summary`` op in it, the shapes of the tensors it takes; and that record."""
+    seen: list[list[tuple[int, ...]]] = []
+
+    def backend(gm: Any, example_inputs: Any) -> Any:
+        for node in gm.graph.nodes:
+            if node.op == "call_function" and "summarylib.summary" in str(node.target):
+                tensors = node.args[2] if len(node.args) > 2 else node.kwargs["values"]
+                seen.append([tuple(t.meta["example_value"].shape) for t in tensors])
+        return gm.forward
+
+    return backend, seen

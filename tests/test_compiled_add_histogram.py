@@ -24,7 +24,7 @@ from hypothesis.extra import numpy as hnp
 import summarylib as sl
 from summarylib.errors import SummaryError
 from summarylib.ops.histogram_proto import tensorflow_bins
-from tests.helpers import tb_events
+from tests.helpers import io_callbacks, summary_op_inputs, tb_events
 
 N = 40
 EDGES = [-1.0, -1e-3, 0.0, 0.5, 2.0, 100.0]
@@ -99,7 +99,6 @@ def _has_edge_value(x: np.ndarray) -> bool:
 
 jax = pytest.importorskip("jax", reason="needs JAX (pip install jax)")
 import jax.numpy as jnp  # noqa: E402
-from jax.extend import core as jax_core  # noqa: E402
 
 from summarylib.integrations.jax import jit  # noqa: E402
 
@@ -165,16 +164,6 @@ def test_jax_counted_add_histogram_equals_the_eager_call(tmp_path: Path, route: 
     both.check()
 
 
-def _callbacks(jaxpr: Any) -> list[Any]:
-    found = []
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "io_callback":
-            found.append(eqn)
-        for sub in jax_core.jaxprs_in_params(eqn.params):
-            found.extend(_callbacks(getattr(sub, "jaxpr", sub)))
-    return found
-
-
 def test_jax_only_the_table_leaves_the_compiled_function(tmp_path: Path) -> None:
     x = jnp.zeros((2, 8192), jnp.float32)
     with sl.SummaryWriter(str(tmp_path)) as w:
@@ -185,7 +174,7 @@ def test_jax_only_the_table_leaves_the_compiled_function(tmp_path: Path) -> None
 
             return jax.lax.scan(body, 0, x)[0]
 
-        calls = _callbacks(jax.make_jaxpr(step)(x).jaxpr)
+        calls = io_callbacks(jax.make_jaxpr(step)(x).jaxpr)
     assert len(calls) == 1
     sizes = [int(np.prod(v.aval.shape)) for v in calls[0].invars]
     edges = len(tensorflow_bins())
@@ -280,14 +269,7 @@ def test_torch_counted_add_histogram_equals_the_eager_call(tmp_path: Path,
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:torch")
 def test_torch_only_the_table_enters_the_summary_op(tmp_path: Path) -> None:
     torch = _torch()
-    seen: list[list[tuple[int, ...]]] = []
-
-    def backend(gm: Any, example_inputs: Any) -> Any:
-        for node in gm.graph.nodes:
-            if node.op == "call_function" and "summarylib.summary" in str(node.target):
-                tensors = node.args[2] if len(node.args) > 2 else node.kwargs["values"]
-                seen.append([tuple(t.meta["example_value"].shape) for t in tensors])
-        return gm.forward
+    backend, seen = summary_op_inputs()
 
     with sl.SummaryWriter(str(tmp_path)) as w:
         fn = torch.compile(lambda x, step: (w.add_histogram("h", x * 2, step), x)[1],
@@ -301,14 +283,7 @@ def test_torch_under_a_cpu_record_if_the_values_enter_the_op_whole(tmp_path: Pat
     # As histogram(): the table would be counted in every run and the condition is false
     # in most, so on the CPU the op takes the values and counts them only when it holds.
     torch = _torch()
-    seen: list[list[tuple[int, ...]]] = []
-
-    def backend(gm: Any, example_inputs: Any) -> Any:
-        for node in gm.graph.nodes:
-            if node.op == "call_function" and "summarylib.summary" in str(node.target):
-                tensors = node.args[2] if len(node.args) > 2 else node.kwargs["values"]
-                seen.append([tuple(t.meta["example_value"].shape) for t in tensors])
-        return gm.forward
+    backend, seen = summary_op_inputs()
 
     x = torch.linspace(-1, 1, 8192)
     with sl.SummaryWriter(str(tmp_path / "compiled")) as w:

@@ -20,6 +20,7 @@ from hypothesis.extra import numpy as hnp
 
 import summarylib as sl
 from summarylib.reader import iter_summary_values
+from tests.helpers import io_callbacks, summary_op_inputs
 
 N = 48  # one shape: one compile per (route, dtype, buckets)
 BUCKETS = [1, 30]
@@ -59,7 +60,6 @@ def _host_bytes(values: np.ndarray, k: int) -> bytes:
 
 jax = pytest.importorskip("jax", reason="needs JAX (pip install jax)")
 import jax.numpy as jnp  # noqa: E402
-from jax.extend import core as jax_core  # noqa: E402
 
 from summarylib.integrations.jax import jit  # noqa: E402
 
@@ -105,20 +105,10 @@ def test_jax_in_graph_histogram_equals_the_host_path(
     assert _contents(d, "h") == want
 
 
-def _callbacks(jaxpr: Any) -> list[Any]:
-    found = []
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "io_callback":
-            found.append(eqn)
-        for sub in jax_core.jaxprs_in_params(eqn.params):
-            found.extend(_callbacks(getattr(sub, "jaxpr", sub)))
-    return found
-
-
 def test_jax_only_the_bucket_table_leaves_the_compiled_function(tmp_path: Path) -> None:
     x = jnp.zeros((2, 4096), jnp.float32)
     with sl.create_file_writer(str(tmp_path)).as_default():  # ops record only with one
-        calls = _callbacks(jax.make_jaxpr(_jax_fn("callback", 30))(x).jaxpr)
+        calls = io_callbacks(jax.make_jaxpr(_jax_fn("callback", 30))(x).jaxpr)
     assert len(calls) == 1
     shapes = [(tuple(v.aval.shape), str(v.aval.dtype)) for v in calls[0].invars]
     assert ((30 + 3,), "int32") in shapes
@@ -197,14 +187,7 @@ def test_torch_in_graph_histogram_equals_the_host_path(
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:torch")
 def test_torch_only_the_bucket_table_enters_the_summary_op(tmp_path: Path) -> None:
     torch = _torch()
-    seen: list[list[tuple[int, ...]]] = []
-
-    def backend(gm: Any, example_inputs: Any) -> Any:
-        for node in gm.graph.nodes:
-            if node.op == "call_function" and "summarylib.summary" in str(node.target):
-                tensors = node.args[2] if len(node.args) > 2 else node.kwargs["values"]
-                seen.append([tuple(t.meta["example_value"].shape) for t in tensors])
-        return gm.forward
+    backend, seen = summary_op_inputs()
 
     def fn(x: Any, step: Any) -> Any:
         sl.histogram("h", x * 2, step=step, buckets=7)
@@ -223,14 +206,7 @@ def test_torch_under_a_cpu_record_if_the_data_enters_the_op_whole(tmp_path: Path
     # The bucket table would be computed in every run, the condition false in most: on
     # the CPU the op takes the data itself and buckets it only when the condition holds.
     torch = _torch()
-    seen: list[list[tuple[int, ...]]] = []
-
-    def backend(gm: Any, example_inputs: Any) -> Any:
-        for node in gm.graph.nodes:
-            if node.op == "call_function" and "summarylib.summary" in str(node.target):
-                tensors = node.args[2] if len(node.args) > 2 else node.kwargs["values"]
-                seen.append([tuple(t.meta["example_value"].shape) for t in tensors])
-        return gm.forward
+    backend, seen = summary_op_inputs()
 
     def fn(x: Any, step: Any) -> Any:
         with sl.record_if(step % 2 == 0):
