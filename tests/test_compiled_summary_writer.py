@@ -251,6 +251,10 @@ def test_jax_a_dropped_writer_is_not_kept_and_its_calls_write_nothing(
 
     fn = jit(step_fn) if route == "collected" else jax.jit(step_fn)
     fn(jnp.ones(2), 0)
+    # The callback route writes a call when its callbacks have run and their replay has,
+    # which can be after the call returned: flush() waits for both (a writer dropped
+    # before then misses the call).
+    holder[0].flush()
     ref = weakref.ref(holder[0])
     holder.clear()  # the compiled function (and JAX's caches) outlive the writer
     gc.collect()
