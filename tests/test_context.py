@@ -558,6 +558,38 @@ def test_no_default_writer_hint_once_while_a_writer_is_open(logdir: Path) -> Non
     assert filename == "<string>"  # points at the caller's line, not at summarylib
 
 
+def test_no_hint_from_compiled_code_traced_for_a_call_that_asks_for_nothing(
+    logdir: Path,
+) -> None:
+    pytest.importorskip("jax")
+    out = run_fresh(
+        """
+        import jax.numpy as jnp
+        from summarylib.integrations.jax import jit
+
+        @jit
+        def step(x, i):
+            sl.scalar("loss", x.sum(), step=i)
+            return x + 1
+
+        def hints():
+            return sum(c == "NoDefaultWriterWarning" for c, _, _ in got)
+
+        w = sl.create_file_writer(logdir)
+        with w.as_default():
+            step(jnp.ones(2), 0)
+            with sl.record_if(False):
+                step(jnp.ones(2), 1)  # traces the variant without summaries
+        print(hints())
+        step(jnp.ones(2), 3)  # a file writer open, none the default: the classic mistake
+        print(hints())
+        w.close()
+        """,
+        logdir,
+    )
+    assert out == ["0", "1"]
+
+
 def test_no_default_writer_hint_for_another_thread(logdir: Path) -> None:
     out = run_fresh(
         """

@@ -48,7 +48,7 @@ from summarylib.encoding._pending import is_tracer
 from summarylib.ops._call_unit import CallPlan, fuse_intervals, plan_call
 from summarylib.ops._interval import interval_state
 from summarylib.ops._traced import Collector, collecting
-from summarylib.writer._context import _local, condition_holds
+from summarylib.writer._context import _local, condition_holds, summaries_off
 
 __all__ = ["jit"]
 
@@ -134,23 +134,15 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
     def methods_only(*args: Any, **kwargs: Any) -> Any:
         # No default writer: the module-level ops are no-ops (nothing is computed for
         # them), while SummaryWriter.add_* calls, which name their own writer, collect.
-        st = _local.state
-        saved = st.writer
-        st.writer = None
-        try:
-            return with_summaries(*args, **kwargs)
-        finally:
-            st.writer = saved
+        if _local.state.writer is not None:  # a no-op writer: nothing is asked of the ops
+            with summaries_off():
+                return with_summaries(*args, **kwargs)
+        return with_summaries(*args, **kwargs)
 
     @wraps(fun)
     def without_summaries(*args: Any, **kwargs: Any) -> Any:
-        st = _local.state
-        saved = st.writer
-        st.writer = None  # ops are no-ops: nothing is computed for them
-        try:
+        with summaries_off():  # ops are no-ops: nothing is computed for them
             return fun(*args, **kwargs)
-        finally:
-            st.writer = saved
 
     compiled = jax.jit(with_summaries, **jit_kwargs)
     writer_calls = jax.jit(methods_only, **jit_kwargs)

@@ -42,6 +42,7 @@ __all__ = [
     "set_step",
     "should_record_summaries",
     "state",
+    "summaries_off",
     "summary_scope",
     "writer_opened",
 ]
@@ -134,13 +135,14 @@ class DefaultWriter(Protocol):
 class State:
     """One thread's summary context. Ops read it on every call."""
 
-    __slots__ = ("__weakref__", "condition", "scope", "step", "writer")
+    __slots__ = ("__weakref__", "condition", "quiet", "scope", "step", "writer")
 
     def __init__(self) -> None:
         self.writer: DefaultWriter | None = None
         self.step: Step | None = None
         self.condition: Condition = True
         self.scope = ""  # "" or a prefix ending in "/"
+        self.quiet = False  # inside summaries_off(): no hint when an op finds no writer
         _states.add(self)
 
 
@@ -238,7 +240,7 @@ def no_default_writer(where: str, stacklevel: int = 3) -> bool:
     pays nothing.
     """
     global _hint_pending
-    if not _hint_pending or not _open_writers or torch_compiling():
+    if not _hint_pending or not _open_writers or torch_compiling() or _local.state.quiet:
         # (torch.compile traces no warning: the region compiled without a writer is
         # compiled again when one is set, as dynamo guards on the default writer.)
         return False
@@ -254,6 +256,24 @@ def no_default_writer(where: str, stacklevel: int = 3) -> bool:
         stacklevel=stacklevel,
     )
     return False
+
+
+@contextmanager
+def summaries_off() -> Iterator[None]:
+    """Run the block with no default writer on this thread, and without the hint of
+    :func:`no_default_writer`.
+
+    For tracing the variant of compiled code that writes nothing because the call asked
+    for nothing (a false ``record_if``, a no-op writer): its ops finding no writer is
+    the intent, not a forgotten ``as_default()``.
+    """
+    st = _local.state
+    saved = st.writer, st.quiet
+    st.writer, st.quiet = None, True
+    try:
+        yield
+    finally:
+        st.writer, st.quiet = saved
 
 
 def set_step(step: Step | None) -> None:
