@@ -44,7 +44,10 @@ def tensorboard_series(run_dir: str) -> dict[str, tuple[str, list[tuple[int, flo
     acc.Reload()
     out = {}
     for tag in acc.Tags()["tensors"]:
-        plugin = acc.SummaryMetadata(tag).plugin_data.plugin_name
+        try:
+            plugin = acc.SummaryMetadata(tag).plugin_data.plugin_name
+        except KeyError:  # no event of the tag carried metadata
+            plugin = ""
         points = [
             (e.step, e.wall_time, tensor_util.make_ndarray(e.tensor_proto))
             for e in acc.Tensors(tag)
@@ -352,3 +355,86 @@ def test_records_longer_than_a_chunk(tmp_path: Path) -> None:
     got = read_columns(tmp_path, ("scalars", "tensors"))["."]
     np.testing.assert_array_equal(got["big"].value[0], big)
     assert got["before"].step.tolist() == [0] and got["after"].step.tolist() == [2]
+
+
+# -- tensor events read in bulk -------------------------------------------------------------
+
+
+def _tensor_event(tag: str, step: int, wall: float, table: np.ndarray,
+                  plugin: str | None) -> bytes:
+    from summarylib.proto import event_pb2, summary_pb2, tensor_pb2
+
+    tensor = tensor_pb2.TensorProto(dtype=1 if table.dtype == np.float32 else 2,
+                                    tensor_content=table.tobytes())
+    for d in table.shape:
+        tensor.tensor_shape.dim.add(size=d)
+    value = summary_pb2.Summary.Value(tag=tag, tensor=tensor)
+    if plugin is not None:
+        value.metadata.plugin_data.plugin_name = plugin
+    event = event_pb2.Event(step=step, wall_time=wall, summary=summary_pb2.Summary(value=[value]))
+    return frame(event.SerializeToString())
+
+
+def test_a_models_histograms_every_step_equal_tensorboards_loader(tmp_path: Path) -> None:
+    # What watch() makes: a histogram of each of many parameters every step (no short
+    # period of record lengths; each tag once or twice a read chunk), tags of one length
+    # and of several, a tag longer than 127 bytes, steps whose varint grows, more than a
+    # chunk in a file, a PR curve (float32 [6, k]) among them, a second file and a restart.
+    rng = np.random.default_rng(3)
+    names = [f"parameters/layers.{i}.{part}" for i in range(12)
+             for part in ("attn.q.weight", "attn.k.weight", "mlp.fc1.bias")]
+    names += ["g" * 140]
+    for steps in (range(0, 90), range(120, 140)):
+        w = sl.create_file_writer(str(tmp_path / "run"), max_queue=10_000)
+        with w.as_default():
+            for step in steps:
+                for j, name in enumerate(names):
+                    sl.histogram(name, rng.normal(size=50) * (j + 1), step=step, buckets=12)
+                sl.pr_curve("pr", rng.random(40) > 0.5, rng.random(40), step=step,
+                            num_thresholds=9)
+        w.close()
+    files = sorted((tmp_path / "run").glob("events.out.tfevents.*"))
+    assert len(files) == 2 and files[0].stat().st_size > 1 << 20
+    with open(files[-1], "ab") as f:  # a restart from step 130
+        f.write(_start(130))
+        for step in range(130, 136):
+            f.write(_tensor_event(names[0], step, 9e9 + step, rng.normal(size=(12, 3)), None))
+    assert assert_same_as_tensorboard(tmp_path) > 80 * len(names)
+    got = read_columns(tmp_path, ("histograms",))["run"]
+    assert got[names[0]].value.shape[1:] == (12, 3)  # one table, not a list
+
+
+_plugins = st.sampled_from([None, "histograms", "pr_curves", "custom"])
+
+
+@given(data=st.data())
+def test_tensor_events_equal_tensorboards_loader(tmp_path_factory: Any, data: Any) -> None:
+    # Tags of float tensors, each with a kind of its own (metadata on its first event, as
+    # every writer does, or on none), events interleaved at random steps (negative, huge),
+    # sometimes of another shape, some repeating the metadata.
+    logdir = tmp_path_factory.mktemp("tensors")
+    specs = data.draw(st.lists(st.tuples(
+        st.sampled_from(["h", "hist/a", "hist/b", "t" * 130]),
+        st.sampled_from([np.float32, np.float64]),
+        st.sampled_from([(4, 3), (1, 3), (2, 5), (7,)]),
+        _plugins,
+    ).filter(lambda s: s[3] != "histograms" or s[2][1:] == (3,)),  # a histogram is [k, 3]
+        min_size=1, max_size=4, unique_by=lambda s: s[0]))
+    count = data.draw(st.integers(2, 60))
+    records = [_event(0, file_version="brain.Event:2")]
+    seen = dict.fromkeys(range(len(specs)), 0)
+    for _ in range(count):
+        i = data.draw(st.integers(0, len(specs) - 1))
+        tag, dtype, shape, plugin = specs[i]
+        if data.draw(st.integers(0, 9)) == 0:
+            shape = (shape[0] + 1, *shape[1:])  # now and then another shape
+        table = np.asarray(data.draw(st.lists(
+            st.floats(allow_nan=False, width=32), min_size=int(np.prod(shape)),
+            max_size=int(np.prod(shape)))), dtype=dtype).reshape(shape)
+        named = plugin if not seen[i] or data.draw(st.integers(0, 19)) == 0 else None
+        step = data.draw(st.one_of(st.integers(0, 300), st.integers(-5, 1 << 62)))
+        wall = data.draw(st.floats(1.0, 2e9))
+        records.append(_tensor_event(tag, step, wall, table, named))
+        seen[i] += 1
+    _write(logdir, records)
+    assert_same_as_tensorboard(logdir)

@@ -33,6 +33,7 @@ _MAX_PERIOD = 12
 # Past these, checking each record with crc32c costs less than the bulk tables.
 _MAX_BULK_LENGTH = 4096
 _MAX_VARYING = 48
+_PROBE = 8
 
 
 @dataclass
@@ -62,6 +63,9 @@ def scan_chunk(buf: bytes, path: str, base: int, *, check_crc: bool = True) -> S
     """
     n = len(buf)
     groups: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+    # Records walked one by one, as Python ints (many logs have no short period: a
+    # model's hundreds of histograms a step), and the parts of `groups` they go before.
+    walked: dict[int, tuple[list[int], list[int]]] = {}
     off = 0
     count = 0
     while True:
@@ -79,13 +83,14 @@ def scan_chunk(buf: bytes, path: str, base: int, *, check_crc: bool = True) -> S
             break
         period = _period(sizes) if len(sizes) == _WALK else None
         if period is None:
-            _add(groups, off, sizes, count, 1)
+            _add_walked(walked, off, sizes, count)
             count += len(sizes)
             off = o
             continue
         pattern = sizes[:period]
         stride = sum(pattern) + 16 * period
         k = _bulk_count(buf, off, pattern, stride, path, base)
+        _flush_walked(walked, groups)
         _add(groups, off, pattern, count, k)
         count += k * period
         off += k * stride
@@ -96,6 +101,7 @@ def scan_chunk(buf: bytes, path: str, base: int, *, check_crc: bool = True) -> S
             truncated = masked_crc32c(buf[off : off + 8]) == _unpack_i(buf, off + 8)[0]
         else:
             truncated = True
+    _flush_walked(walked, groups)
     phases = []
     for length, parts in groups.items():
         starts = np.concatenate([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]
@@ -159,6 +165,31 @@ def _add(
         c += length + 16
 
 
+def _add_walked(
+    walked: dict[int, tuple[list[int], list[int]]], off: int, sizes: list[int], first: int
+) -> None:
+    # Records `first`, `first + 1`, ... of lengths `sizes`, one after the other from `off`.
+    for length in sizes:
+        part = walked.get(length)
+        if part is None:
+            part = walked[length] = ([], [])
+        part[0].append(off + 12)
+        part[1].append(first)
+        first += 1
+        off += length + 16
+
+
+def _flush_walked(
+    walked: dict[int, tuple[list[int], list[int]]],
+    groups: dict[int, list[tuple[np.ndarray, np.ndarray]]],
+) -> None:
+    # The walked records join their lengths' parts as arrays, before any later part.
+    for length, (starts, order) in walked.items():
+        groups.setdefault(length, []).append(
+            (np.array(starts, dtype=np.int64), np.array(order, dtype=np.int64)))
+    walked.clear()
+
+
 def _check_data_crcs(buf: bytes, phase: Phase, path: str, base: int) -> None:
     # crc(x) = crc(ref) ^ L(x ^ ref) for records of one length (see the module docstring):
     # a lookup per column that varies, an equality test per column that does not.
@@ -175,6 +206,12 @@ def _check_data_crcs(buf: bytes, phase: Phase, path: str, base: int) -> None:
             )
         return
     if len(starts) < 4 or length > _MAX_BULK_LENGTH:
+        _check_one_by_one(buf, starts, length, footers, path, base)
+        return
+    # A few records first: records of one length that differ in many columns (a
+    # histogram's table) are checked one by one without gathering them all.
+    probe = phase_rows(buf, starts[:_PROBE], length)
+    if np.count_nonzero((probe != probe[0]).any(axis=0)) > _MAX_VARYING:
         _check_one_by_one(buf, starts, length, footers, path, base)
         return
     rows = phase_rows(buf, starts, length)

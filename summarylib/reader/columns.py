@@ -1,6 +1,7 @@
 """``read_columns``: a logdir's series as numpy columns, built in bulk.
 
-Scalar events, which are nearly all of a training log, are found and decoded in bulk
+Scalar events, which are nearly all of a training log, and events of one float tensor
+(histograms, PR curves) after their tag's first are found and decoded in bulk
 (:mod:`summarylib.reader.bulk`, :mod:`summarylib.reader.templates`); anything unusual goes
 through protobuf. What counts as which kind, and which points survive a restart, follow
 TensorBoard (see :func:`read_columns`).
@@ -15,10 +16,18 @@ from typing import Any, Literal
 
 import numpy as np
 
+from summarylib.encoding._events import AFTER_WALL_TIME, STEP_KEY
 from summarylib.encoding._plugins import AUDIO, HISTOGRAMS, IMAGES, SCALARS, TEXT
 from summarylib.reader.bulk import phase_rows, scan_chunk
 from summarylib.reader.runs import is_logdir, is_remote, list_runs
-from summarylib.reader.templates import decode_rows, scalar_template
+from summarylib.reader.templates import (
+    TensorTemplate,
+    decode_rows,
+    decode_tensor_rows,
+    scalar_template,
+    tensor_record_matches,
+    tensor_template,
+)
 from summarylib.reader.tensors import tensor_array, tensor_strings
 
 __all__ = ["KINDS", "Columns", "Purge", "iter_columns", "read_columns"]
@@ -30,6 +39,9 @@ Purge = Literal["eventaccumulator", "preempt", "none"]
 
 _CHUNK = 1 << 20
 _TEMPLATE_ROUNDS = 4
+# Tensor events set aside before they are decoded (bytes): hundreds of tags' events a
+# decode, and the copies of the records a small part of what they decode to.
+_PENDING_BYTES = 16 << 20
 # plugin name -> kind: the plugins' names as the ops write them.
 _PLUGIN_KIND = {
     SCALARS.name: "scalars",
@@ -197,6 +209,15 @@ class _RunBuilder:
         self.starts: list[tuple[int, int, float | None]] = []
         # For files without a version: every event's (order, step, has summary, its tags).
         self.steps: list[tuple[np.ndarray, np.ndarray, tuple[str, ...] | None]] = []
+        # tag -> [(order, step, wall_time, [m, *shape] values)] of float tensor events decoded
+        # in bulk; their kind is the tag's plugin from the record that first named it on.
+        self.bulk_content: dict[str, list[tuple[np.ndarray, ...]]] = {}
+        self.content_templates: dict[tuple[int, bytes], TensorTemplate | None] = {}
+        # (length, key) -> (template, records, orders) set aside until there are enough.
+        self.pending_content: dict[tuple[int, bytes], tuple[TensorTemplate, bytearray,
+                                                             list[int]]] = {}
+        self.pending_bytes = 0
+        self.plugin_since: dict[str, int] = {}  # tag -> order of the record that named it
 
     # -- reading -------------------------------------------------------------
     def read_file(self, file: str, check_crc: bool) -> None:
@@ -240,6 +261,7 @@ class _RunBuilder:
                     ):
                         break
                     want = max(_CHUNK, 16 + length - len(carry))
+        self._decode_pending()  # before the next file: its version decides how steps purge
 
     def _peek_version(self, head: bytes) -> None:
         # The file version decides how this file's events purge (EventAccumulator's rule);
@@ -263,6 +285,7 @@ class _RunBuilder:
     def _read_chunk(self, buf: bytes, chunk: Any, file: str, base: int) -> None:
         singles: list[tuple[int, int, int]] = []  # (order, start, length)
         scalars_wanted = "scalars" in self.kinds
+        tensors_wanted = not self.kinds.isdisjoint(("histograms", "tensors"))
         for phase in chunk.phases:
             starts, order = phase.starts, phase.order + self.order_base
             # Records of one length may be events of different tags (a short tag at a long
@@ -274,6 +297,8 @@ class _RunBuilder:
                 ref = buf[int(starts[0]) : int(starts[0]) + phase.length]
                 template = scalar_template(ref)
                 if template is None:
+                    if tensors_wanted and self._content_template(ref) is not None:
+                        break  # tensor events: grouped by tag below
                     singles.append((int(order[0]), int(starts[0]), phase.length))
                     starts, order = starts[1:], order[1:]
                     continue
@@ -284,11 +309,61 @@ class _RunBuilder:
                     starts, order = starts[:0], order[:0]
                     break
                 starts, order = starts[~matched], order[~matched]
+            if tensors_wanted and len(starts) >= 2 and phase.length:
+                starts, order = self._read_tensor_phase(buf, starts, order, phase.length)
             lengths = [phase.length] * len(starts)
             singles.extend(zip(order.tolist(), starts.tolist(), lengths, strict=True))
         singles.sort()
         for order, start, length in singles:
             self._read_event(buf[start : start + length], order, file, base + start - 12)
+
+    def _content_template(self, record: bytes) -> TensorTemplate | None:
+        # One template per (length, key): a tag's events after its first share it.
+        key = (len(record), _tensor_key(record, 0))
+        if key not in self.content_templates:
+            self.content_templates[key] = tensor_template(record)
+        return self.content_templates[key]
+
+    def _read_tensor_phase(
+        self, buf: bytes, starts: np.ndarray, order: np.ndarray, length: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Set aside the float tensor events among records of one ``length`` that match
+        their tag's template, to be decoded in bulk (:meth:`_decode_pending`: a tag has
+        one or two events a chunk, too few to decode each chunk's alone); returns the
+        starts and orders of the records left for protobuf."""
+        left = np.ones(len(starts), dtype=bool)
+        templates, pending = self.content_templates, self.pending_content
+        for i, (start, at) in enumerate(zip(starts.tolist(), order.tolist(), strict=True)):
+            key = (length, _tensor_key(buf, start))
+            record = buf[start : start + length]
+            if key in templates:
+                template = templates[key]
+            else:
+                template = templates[key] = tensor_template(record)
+            if template is None or not tensor_record_matches(record, template):
+                continue
+            left[i] = False
+            group = pending.get(key)
+            if group is None:
+                group = pending[key] = (template, bytearray(), [])
+            group[1].extend(record)
+            group[2].append(at)
+            self.pending_bytes += length
+        if self.pending_bytes > _PENDING_BYTES:
+            self._decode_pending()
+        return starts[left], order[left]
+
+    def _decode_pending(self) -> None:
+        """Decode the records set aside."""
+        pending, self.pending_content, self.pending_bytes = self.pending_content, {}, 0
+        for template, data, orders in pending.values():
+            rows = np.frombuffer(data, dtype=np.uint8).reshape(len(orders), -1)
+            step, wall, values = decode_tensor_rows(rows, template)
+            picked = np.array(orders, dtype=np.int64)
+            self._note_steps(picked, step, (template.tag,))
+            if self.tags is None or template.tag in self.tags:
+                self.bulk_content.setdefault(template.tag, []).append(
+                    (picked, step, wall, values))
 
     def _add_bulk(
         self,
@@ -340,6 +415,7 @@ class _RunBuilder:
             tag = value.tag
             if tag not in self.plugin_of and value.HasField("metadata"):
                 self.plugin_of[tag] = value.metadata.plugin_data.plugin_name
+                self.plugin_since[tag] = order
             if self.tags is not None and tag not in self.tags:
                 continue
             decoded = _decode_value(value, self.plugin_of.get(tag))
@@ -352,7 +428,8 @@ class _RunBuilder:
     # -- assembling ----------------------------------------------------------
     def finish(self) -> dict[str, Columns]:
         out: dict[str, Columns] = {}
-        tags = set(self.bulk_tensor) | set(self.bulk_simple) | set(self.single)
+        tags = (set(self.bulk_tensor) | set(self.bulk_simple) | set(self.single)
+                | set(self.bulk_content))
         for tag in sorted(tags):
             plugin = self.plugin_of.get(tag)
             kind_of_tag = _PLUGIN_KIND.get(plugin or "", "tensors" if plugin else None)
@@ -363,13 +440,20 @@ class _RunBuilder:
                 parts += tensor_parts
             del tensor_parts
             singles = [s for s in self.single.pop(tag, ()) if _single_kind(s, kind_of_tag)]
-            if not parts and not singles:
+            blocks = [b for b in self._content_blocks(tag, self.bulk_content.pop(tag, ()))
+                      if _single_kind(b, kind_of_tag)]
+            if not parts and not singles and not blocks:
                 continue
-            kind = "scalars" if parts else singles[0][4]
+            if parts:
+                kind = "scalars"
+            else:  # the kind of the tag's first point, as when each is read alone
+                first = min([*singles[:1], *blocks], key=lambda s: int(np.min(s[0])))
+                kind = first[4]
             if kind == "scalars":
                 cols = self._scalar_columns(tag, parts, [s for s in singles if s[4] == "scalars"])
             else:
-                cols = self._other_columns(tag, kind, [s for s in singles if s[4] == kind])
+                cols = self._other_columns(tag, kind, [s for s in singles if s[4] == kind],
+                                           [b for b in blocks if b[4] == kind])
             if len(cols.step):
                 out[tag] = cols
         return out
@@ -422,19 +506,69 @@ class _RunBuilder:
         # Whether the eventaccumulator rules can drop a point of `tag` (needs record order).
         if self.purge != "eventaccumulator":
             return False
-        if any(v is not None and v >= 2 for _, _, v in self.starts):
+        if self._restarts():
             return True
         return bool(self._out_of_order_purges(tag))
 
-    def _other_columns(self, tag: str, kind: str, singles: list[tuple[Any, ...]]) -> Columns:
+    def _content_blocks(
+        self, tag: str, parts: Collection[tuple[np.ndarray, ...]]
+    ) -> list[tuple[Any, ...]]:
+        """The tag's tensor events decoded in bulk as ``(order, step, wall_time, values,
+        kind)`` blocks (arrays of points), each point of the kind it would have if read
+        alone: the tag's plugin once a record has named it, else a generic tensor; points
+        the kind cannot hold (a table that is no histogram) are left out, as alone."""
+        if not parts:
+            return []
+        since = self.plugin_since.get(tag)
+        named = _PLUGIN_KIND.get(self.plugin_of.get(tag) or "", "tensors")
+        blocks = []
+        for order, step, wall, values in parts:
+            cut = len(order) if since is None else int(np.searchsorted(order, since))
+            for lo, hi, kind in ((0, cut, "tensors"), (cut, len(order), named)):
+                if lo == hi or kind not in self.kinds:
+                    continue
+                if kind == "histograms":
+                    if values.ndim != 3 or values.shape[2] != 3:
+                        continue
+                    data = values[lo:hi].astype(np.float64)
+                elif kind == "tensors":
+                    data = values[lo:hi]
+                else:  # scalars of two numbers or more, strings: nothing, as alone
+                    continue
+                blocks.append((order[lo:hi], step[lo:hi], wall[lo:hi], data, kind))
+        return blocks
+
+    def _other_columns(self, tag: str, kind: str, singles: list[tuple[Any, ...]],
+                       blocks: list[tuple[Any, ...]]) -> Columns:
         order = np.array([s[0] for s in singles], dtype=np.int64)
         step = np.array([s[1] for s in singles], dtype=np.int64)
         wall = np.array([s[2] for s in singles], dtype=np.float64)
-        values = [s[3] for s in singles]
+        values: list[Any] = [s[3] for s in singles]
+        table: np.ndarray | None = None  # the histograms as one [n, k, 3] array
+        if blocks:
+            order = np.concatenate([order, *(b[0] for b in blocks)])
+            step = np.concatenate([step, *(b[1] for b in blocks)])
+            wall = np.concatenate([wall, *(b[2] for b in blocks)])
+            sort = np.argsort(order, kind="stable")
+            order, step, wall = order[sort], step[sort], wall[sort]
+            shapes = {v.shape for v in values} | {b[3].shape[1:] for b in blocks}
+            if kind == "histograms" and len(shapes) == 1:
+                pieces = [np.stack(values)] if values else []
+                table = np.concatenate(pieces + [b[3] for b in blocks])[sort]
+            else:
+                for b in blocks:
+                    values.extend(b[3])
+                values = [values[i] for i in sort.tolist()]
         keep = self._survivors(tag, order, step)
         if keep is not None:
             idx = np.flatnonzero(keep)
-            step, wall, values = step[idx], wall[idx], [values[i] for i in idx.tolist()]
+            step, wall = step[idx], wall[idx]
+            if table is not None:
+                table = table[idx]
+            else:
+                values = [values[i] for i in idx.tolist()]
+        if table is not None:
+            return Columns(step, wall, table)
         value: Any = values
         if kind == "histograms" and values and len({v.shape for v in values}) == 1:
             value = np.stack(values)
@@ -447,12 +581,17 @@ class _RunBuilder:
         if self.purge == "preempt":
             return _preempted(step)
         keep = np.ones(len(step), dtype=bool)
-        for start_order, start_step, version in self.starts:
-            if version is not None and version >= 2:
-                keep &= ~((order < start_order) & (step >= start_step))
+        for start_order, start_step in self._restarts():
+            keep &= ~((order < start_order) & (step >= start_step))
         for purge_order, purge_step in self._out_of_order_purges(tag):
             keep &= ~((order < purge_order) & (step >= purge_step))
         return None if keep.all() else keep
+
+    def _restarts(self) -> list[tuple[int, int]]:
+        # (order, step) of the SessionLog.START events that purge: those read under a file
+        # version of 2 or more, but the first (EventAccumulator: the session's own start,
+        # no restart).
+        return [(o, s) for o, s, v in self.starts if v is not None and v >= 2][1:]
 
     def _out_of_order_purges(self, tag: str) -> list[tuple[int, int]]:
         # EventAccumulator (as TensorBoard's server runs it) without a file version: a summary
@@ -490,6 +629,36 @@ class _RunBuilder:
                     purges.setdefault(tag, []).append((o, s))
             recent = s
         return purges
+
+
+def _tensor_key(buf: bytes, start: int) -> bytes:
+    """The bytes of the record at ``start`` from after its step to the end of its first
+    value's tag: the summary's and the value's lengths and the tag. Records of one length
+    are grouped by them, one template a group; a record that differs from its group's
+    template anywhere else fails the template's byte-for-byte check and is read with
+    protobuf, so this only has to be cheap, not exact."""
+    try:
+        pos = start + AFTER_WALL_TIME
+        if buf[pos] == STEP_KEY:
+            pos += 1
+            while buf[pos] & 0x80:
+                pos += 1
+            pos += 1
+        begin = pos
+        for _ in range(2):  # the summary's key and length, then the value's
+            pos += 1
+            while buf[pos] & 0x80:
+                pos += 1
+            pos += 1
+        if buf[pos] != 0x0A:  # Value.tag
+            return buf[begin:pos]
+        n = buf[pos + 1]
+        if n & 0x80:
+            n = (n & 0x7F) | (buf[pos + 2] << 7)
+            pos += 1
+        return buf[begin : pos + 2 + n]
+    except IndexError:  # a record cut short: read with protobuf, which says what is wrong
+        return b""
 
 
 def _preempted(step: np.ndarray) -> np.ndarray | None:
