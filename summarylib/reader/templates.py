@@ -84,6 +84,25 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
+def _summary_header(ref: bytes) -> tuple[int, int, int] | None:
+    # An event of exactly wall_time, an optional step and a summary, in that order:
+    # (first byte of the step varint or 0, its length, first byte of the summary's values).
+    # Raises ValueError on a bad varint.
+    if len(ref) < 11 or ref[0] != WALL_TIME_KEY:
+        return None
+    pos = AFTER_WALL_TIME
+    step_at = step_len = 0
+    if ref[pos] == STEP_KEY:
+        _, end = _varint(ref, pos + 1)
+        step_at, step_len, pos = pos + 1, end - pos - 1, end
+    if pos >= len(ref) or ref[pos] != SUMMARY_KEY:
+        return None
+    length, pos = _varint(ref, pos + 1)
+    if pos + length != len(ref):
+        return None
+    return step_at, step_len, pos
+
+
 def scalar_template(ref: bytes) -> ScalarTemplate | None:
     """The template of ``ref`` (one serialized Event), or None if it is not a plain scalar event.
 
@@ -96,18 +115,10 @@ def scalar_template(ref: bytes) -> ScalarTemplate | None:
     from summarylib.proto import summary_pb2
 
     try:
-        if len(ref) < 11 or ref[0] != WALL_TIME_KEY:
+        header = _summary_header(ref)
+        if header is None:
             return None
-        pos = AFTER_WALL_TIME
-        step_at = step_len = 0
-        if ref[pos] == STEP_KEY:
-            _, end = _varint(ref, pos + 1)
-            step_at, step_len, pos = pos + 1, end - pos - 1, end
-        if pos >= len(ref) or ref[pos] != SUMMARY_KEY:
-            return None
-        length, pos = _varint(ref, pos + 1)
-        if pos + length != len(ref):
-            return None
+        step_at, step_len, pos = header
         values = []
         while pos < len(ref):
             if ref[pos] != VALUE_KEY:
@@ -150,17 +161,11 @@ def tensor_template(ref: bytes) -> TensorTemplate | None:
     from summarylib.proto import summary_pb2
 
     try:
-        if len(ref) < 11 or ref[0] != WALL_TIME_KEY:
+        header = _summary_header(ref)
+        if header is None:
             return None
-        pos = AFTER_WALL_TIME
-        step_at = step_len = 0
-        if ref[pos] == STEP_KEY:
-            _, end = _varint(ref, pos + 1)
-            step_at, step_len, pos = pos + 1, end - pos - 1, end
-        if pos >= len(ref) or ref[pos] != SUMMARY_KEY:
-            return None
-        length, pos = _varint(ref, pos + 1)
-        if pos + length != len(ref) or pos >= len(ref) or ref[pos] != VALUE_KEY:
+        step_at, step_len, pos = header
+        if pos >= len(ref) or ref[pos] != VALUE_KEY:
             return None
         vlen, start = _varint(ref, pos + 1)
         if start + vlen != len(ref):
