@@ -410,14 +410,15 @@ _plugins = st.sampled_from([None, "histograms", "pr_curves", "custom"])
 @given(data=st.data())
 def test_tensor_events_equal_tensorboards_loader(tmp_path_factory: Any, data: Any) -> None:
     # Tags of float tensors, each with a kind of its own (metadata on its first event, as
-    # every writer does, or on none), events interleaved at random steps (negative, huge),
-    # sometimes of another shape, some repeating the metadata.
+    # every writer does, on a later one, or on none), events interleaved at random steps
+    # (negative, huge), sometimes of another shape, some repeating the metadata.
     logdir = tmp_path_factory.mktemp("tensors")
     specs = data.draw(st.lists(st.tuples(
         st.sampled_from(["h", "hist/a", "hist/b", "t" * 130]),
         st.sampled_from([np.float32, np.float64]),
         st.sampled_from([(4, 3), (1, 3), (2, 5), (7,)]),
         _plugins,
+        st.integers(0, 3),  # the event that first carries the metadata
     ).filter(lambda s: s[3] != "histograms" or s[2][1:] == (3,)),  # a histogram is [k, 3]
         min_size=1, max_size=4, unique_by=lambda s: s[0]))
     count = data.draw(st.integers(2, 60))
@@ -425,13 +426,14 @@ def test_tensor_events_equal_tensorboards_loader(tmp_path_factory: Any, data: An
     seen = dict.fromkeys(range(len(specs)), 0)
     for _ in range(count):
         i = data.draw(st.integers(0, len(specs) - 1))
-        tag, dtype, shape, plugin = specs[i]
+        tag, dtype, shape, plugin, first_named = specs[i]
         if data.draw(st.integers(0, 9)) == 0:
             shape = (shape[0] + 1, *shape[1:])  # now and then another shape
         table = np.asarray(data.draw(st.lists(
             st.floats(allow_nan=False, width=32), min_size=int(np.prod(shape)),
             max_size=int(np.prod(shape)))), dtype=dtype).reshape(shape)
-        named = plugin if not seen[i] or data.draw(st.integers(0, 19)) == 0 else None
+        named = (plugin if seen[i] == first_named or data.draw(st.integers(0, 19)) == 0
+                 else None)
         step = data.draw(st.one_of(st.integers(0, 300), st.integers(-5, 1 << 62)))
         wall = data.draw(st.floats(1.0, 2e9))
         records.append(_tensor_event(tag, step, wall, table, named))

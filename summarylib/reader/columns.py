@@ -210,14 +210,16 @@ class _RunBuilder:
         # For files without a version: every event's (order, step, has summary, its tags).
         self.steps: list[tuple[np.ndarray, np.ndarray, tuple[str, ...] | None]] = []
         # tag -> [(order, step, wall_time, [m, *shape] values)] of float tensor events decoded
-        # in bulk; their kind is the tag's plugin from the record that first named it on.
+        # in bulk; their kind waits for the tag's plugin.
         self.bulk_content: dict[str, list[tuple[np.ndarray, ...]]] = {}
         self.content_templates: dict[tuple[int, bytes], TensorTemplate | None] = {}
         # (length, key) -> (template, records, orders) set aside until there are enough.
         self.pending_content: dict[tuple[int, bytes], tuple[TensorTemplate, bytearray,
                                                              list[int]]] = {}
         self.pending_bytes = 0
-        self.plugin_since: dict[str, int] = {}  # tag -> order of the record that named it
+        # tag -> [(order, step, wall_time, Summary.Value)]: tensors read before any metadata
+        # of their tag, decoded once the run is read.
+        self.unnamed: dict[str, list[tuple[int, int, float, Any]]] = {}
 
     # -- reading -------------------------------------------------------------
     def read_file(self, file: str, check_crc: bool) -> None:
@@ -415,8 +417,12 @@ class _RunBuilder:
             tag = value.tag
             if tag not in self.plugin_of and value.HasField("metadata"):
                 self.plugin_of[tag] = value.metadata.plugin_data.plugin_name
-                self.plugin_since[tag] = order
             if self.tags is not None and tag not in self.tags:
+                continue
+            if tag not in self.plugin_of and value.WhichOneof("value") == "tensor":
+                # Its kind is that of the first metadata of the tag, which may come later.
+                self.unnamed.setdefault(tag, []).append(
+                    (order, event.step, event.wall_time, value))
                 continue
             decoded = _decode_value(value, self.plugin_of.get(tag))
             if decoded is not None and decoded[0] in self.kinds:
@@ -429,7 +435,7 @@ class _RunBuilder:
     def finish(self) -> dict[str, Columns]:
         out: dict[str, Columns] = {}
         tags = (set(self.bulk_tensor) | set(self.bulk_simple) | set(self.single)
-                | set(self.bulk_content))
+                | set(self.bulk_content) | set(self.unnamed))
         for tag in sorted(tags):
             plugin = self.plugin_of.get(tag)
             kind_of_tag = _PLUGIN_KIND.get(plugin or "", "tensors" if plugin else None)
@@ -439,7 +445,7 @@ class _RunBuilder:
             if kind_of_tag == "scalars":
                 parts += tensor_parts
             del tensor_parts
-            singles = [s for s in self.single.pop(tag, ()) if _single_kind(s, kind_of_tag)]
+            singles = [s for s in self._singles(tag, plugin) if _single_kind(s, kind_of_tag)]
             blocks = [b for b in self._content_blocks(tag, self.bulk_content.pop(tag, ()))
                       if _single_kind(b, kind_of_tag)]
             if not parts and not singles and not blocks:
@@ -510,32 +516,40 @@ class _RunBuilder:
             return True
         return bool(self._out_of_order_purges(tag))
 
+    def _singles(self, tag: str, plugin: str | None) -> list[tuple[Any, ...]]:
+        # The tag's points read one by one, in order: those decoded as read, and the tensors
+        # read before the tag's first metadata, decoded now that its plugin is known.
+        singles = self.single.pop(tag, [])
+        unnamed = self.unnamed.pop(tag, ())
+        if not unnamed:
+            return singles
+        for order, step, wall, value in unnamed:
+            decoded = _decode_value(value, plugin)
+            if decoded is not None and decoded[0] in self.kinds:
+                singles.append((order, step, wall, decoded[1], decoded[0]))
+        singles.sort(key=lambda s: s[0])
+        return singles
+
     def _content_blocks(
         self, tag: str, parts: Collection[tuple[np.ndarray, ...]]
     ) -> list[tuple[Any, ...]]:
         """The tag's tensor events decoded in bulk as ``(order, step, wall_time, values,
-        kind)`` blocks (arrays of points), each point of the kind it would have if read
-        alone: the tag's plugin once a record has named it, else a generic tensor; points
-        the kind cannot hold (a table that is no histogram) are left out, as alone."""
-        if not parts:
+        kind)`` blocks (arrays of points) of the tag's kind, as they would be read one by
+        one: points the kind cannot hold (a table that is no histogram) are left out."""
+        kind = _PLUGIN_KIND.get(self.plugin_of.get(tag) or "", "tensors")
+        if not parts or kind not in self.kinds:
             return []
-        since = self.plugin_since.get(tag)
-        named = _PLUGIN_KIND.get(self.plugin_of.get(tag) or "", "tensors")
         blocks = []
         for order, step, wall, values in parts:
-            cut = len(order) if since is None else int(np.searchsorted(order, since))
-            for lo, hi, kind in ((0, cut, "tensors"), (cut, len(order), named)):
-                if lo == hi or kind not in self.kinds:
+            if kind == "histograms":
+                if values.ndim != 3 or values.shape[2] != 3:
                     continue
-                if kind == "histograms":
-                    if values.ndim != 3 or values.shape[2] != 3:
-                        continue
-                    data = values[lo:hi].astype(np.float64)
-                elif kind == "tensors":
-                    data = values[lo:hi]
-                else:  # scalars of two numbers or more, strings: nothing, as alone
-                    continue
-                blocks.append((order[lo:hi], step[lo:hi], wall[lo:hi], data, kind))
+                data = values.astype(np.float64)
+            elif kind == "tensors":
+                data = values
+            else:  # scalars of two numbers or more, strings: nothing, as one by one
+                continue
+            blocks.append((order, step, wall, data, kind))
         return blocks
 
     def _other_columns(self, tag: str, kind: str, singles: list[tuple[Any, ...]],
