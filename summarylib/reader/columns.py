@@ -117,7 +117,8 @@ def read_columns(
       tags, runs: only these (None: all).
       purge: ``"eventaccumulator"`` (default) drops what TensorBoard's ``EventAccumulator``
         drops: in files with a file version of 2 or more, a ``SessionLog.START`` at step ``s``
-        drops every earlier point of the run with step >= ``s``; in files without one, a
+        drops every earlier point of the run with step >= ``s`` (but the run's first, the
+        session's own start); in files without one, a
         summary event whose step is below the previous summary event's drops the earlier
         points of its own tags with step >= its step. ``"preempt"`` does what TensorBoard's
         data server does: a point drops every earlier point of its tag with a step >= its own
