@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from summarylib.graph import DType, Graph, Node, TensorSpec
@@ -129,6 +129,29 @@ def test_random_graphs_give_the_views_page_or_are_declined(g: Graph, opts: ViewO
     if page is not None:
         assert page == view_to_page_data(build_view(source, opts))
     assert source_to_html(source, opts) == view_to_html(build_view(source, opts))
+
+
+_RUN = st.tuples(st.sampled_from(["a", "a1b", "x_", "", "k*", "\u0661"]), st.integers(0, 7),
+                 st.integers(1, 6), st.sampled_from(["", "0", "\n", "*", "\u0662"]),
+                 st.booleans())
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(_RUN, min_size=1, max_size=6), st.integers(2, 5))
+@example([("k*", 1, 3, "", True)], 2)  # k* is (k, 0, *): not in the run k*[1-3]
+@example([("a1b", 0, 5, "", False), ("a", 2, 4, "\n", True)], 2)
+def test_numbered_leaves_make_the_views_series(runs: list[tuple[str, int, int, str, bool]],
+                                               min_size: int) -> None:
+    # Runs of numbered leaves: digits inside the stem, leading zeros ("0"), "*", a final
+    # newline (which the series rule's "$" lets through), non-ASCII digits, digits only,
+    # and the stem alone next to its run (bare).
+    names: dict[str, None] = {}
+    for stem, start, size, tail, bare in runs:
+        if bare and stem:
+            names[f"s/{stem}"] = None
+        for i in range(start, start + size):
+            names[f"s/{stem}0{i}" if tail == "0" else f"s/{stem}{i}{tail}"] = None
+    _same(Graph([Node(name, "Add") for name in names]), ViewOptions(series_min_size=min_size))
 
 
 def test_what_is_declined_still_gets_the_views_page() -> None:

@@ -30,7 +30,8 @@ suffix too long for int64.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from itertools import chain, repeat
+from itertools import chain, count, repeat
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -371,10 +372,20 @@ class _Columns:
         gparent = [-1]
         glevel = [0]
         gmade = [-1]  # the op before which the group was made (-1: the root)
-        op_parent = np.empty(n, np.int64)
-        for j, name in enumerate(self.names):
-            cut = name.rfind("/")
-            scope = name[:cut] if cut >= 0 else ""
+        # Each name's scope and leaf (one C call per name), the distinct scopes in order
+        # of their first op: groups are made there, missing ancestors first.
+        parts = list(map(str.rpartition, self.names, repeat("/")))
+        self.leaves: list[str] = list(map(itemgetter(2), parts))
+        scopes = list(map(itemgetter(0), parts))
+        del parts
+        scope_ix: dict[str, int] = {}
+        ix = np.fromiter(map(scope_ix.setdefault, scopes, count()), np.int64, n)
+        del scopes
+        # setdefault hands back the first index of each scope: that op made its group.
+        distinct = np.flatnonzero(ix == np.arange(n))
+        made_by = dict(zip(scope_ix, distinct.tolist(), strict=True))
+        scope_group = np.empty(n, np.int64)
+        for scope, j in made_by.items():
             k = gid.get(scope)
             if k is None:
                 missing = []
@@ -391,12 +402,15 @@ class _Columns:
                     gmade.append(j)
                     above = k
                 k = above
-            op_parent[j] = k
+            scope_group[j] = k
+        op_parent = scope_group[ix]
         self.gnames = gnames
         self.gparent = gparent
         self.gkind = [0] * len(gnames)  # 0 meta, 1 series
         self.series_op: dict[int, int] = {}
         self.series_ids: dict[int, list[int]] = {}
+        #: Ops that joined a series, in series creation then member order.
+        self.member_j = np.zeros(0, np.int64)
         self.op_parent = op_parent
         self.g_made = np.array(gmade, np.int64)
         g_level = np.array(glevel, np.int64)
@@ -449,6 +463,14 @@ class _Columns:
             out[g].append((k, v))
         return out
 
+    def _taken(self) -> set[str]:
+        """The names of every op and group (series names are added as they are made)."""
+        taken = getattr(self, "_taken_cache", None)
+        if taken is None:
+            taken = self._taken_cache = set(self.names)
+            taken.update(self.gnames)
+        return taken
+
     def _new_group(self, name: str, parent: int, kind: int) -> int:
         k = len(self.gnames)
         self.gnames.append(name)
@@ -470,19 +492,12 @@ class _Columns:
         js = np.flatnonzero(cand)
         names = self.names
         prefixes: dict[tuple[str, str], int] = {}
-        pre = np.empty(js.size, np.int64)
-        ids = np.empty(js.size, np.int64)
-        for i, j in enumerate(js.tolist()):
-            name = names[j]
-            prefix, ident, suffix = split_series_name(name[name.rfind("/") + 1:])
-            if ident >= 1 << 62:
-                raise _Declined
-            key = (prefix, suffix)
-            p = prefixes.get(key)
-            if p is None:
-                p = prefixes[key] = len(prefixes)
-            pre[i] = p
-            ids[i] = ident
+        pre_l, ids_l = _series_keys(self.leaves if js.size == n else _take(self.leaves, js),
+                                    prefixes)
+        pre = np.array(pre_l, np.int64)
+        ids = np.array(ids_l, object if ids_l and max(ids_l) >= 1 << 62 else np.int64)
+        if ids.dtype == object:
+            raise _Declined  # a numeric suffix too long for int64
         parent = self.op_parent[js]
         typ = self.types[js]
         # Members sorted by (group, type, prefix, id), stable in op order.
@@ -493,12 +508,10 @@ class _Columns:
             same[1:] = (keys[1:] != keys[:-1]).any(axis=1)
         run = _split_runs(np.cumsum(same), ids[order])
         if not run.size:
-            self.member_pos: dict[int, int] = {}
             return
         sizes = np.bincount(run)
         long_runs = np.flatnonzero(sizes >= min_size)
         if not long_runs.size:
-            self.member_pos = {}
             return
         starts = np.r_[0, np.cumsum(sizes)[:-1]]
         # Creation order within a group: op type by its first op, then (prefix,
@@ -521,9 +534,9 @@ class _Columns:
             made.append((g, first_type[g * T + t], first_pre[(g * T + t) * P + p],
                          int(ids[members[0]]), t, p, members))
         made.sort(key=lambda m: m[:4])
-        existing = set(self.names)
-        existing.update(self.gnames)
-        member_pos: dict[int, int] = {}
+        existing = self._taken()
+        member_j: list[np.ndarray] = []
+        member_k: list[int] = []
         for g, _, _, _, t, p, members in made:
             js_m = js[members]
             first = names[int(js_m[0])]
@@ -539,15 +552,24 @@ class _Columns:
             self.series_ids[k] = idl
             self.card[k] = len(idl)
             self.hist[k] = [(t, len(idl))]
-            dh: dict[int, int] = {}
-            for j in js_m.tolist():
-                self.op_parent[j] = k
-                member_pos[j] = len(member_pos)
-                d = int(self.devices[j])
-                if d >= 0:
-                    dh[d] = dh.get(d, 0) + 1
-            self.dhist[k] = list(dh.items())
-        self.member_pos = member_pos
+            member_j.append(js_m)
+            member_k.append(k)
+        # Every member at once: its series as parent, its place among the members (the
+        # series' creation order), and each series' devices in order of first member.
+        mj = np.concatenate(member_j)
+        mk = np.repeat(np.array(member_k, np.int64), [a.size for a in member_j])
+        self.op_parent[mj] = mk
+        self.member_j = mj
+        dev = self.devices[mj]
+        has = dev >= 0
+        if has.any():
+            D = int(dev.max()) + 1
+            combo = mk[has] * D + dev[has]
+            u, first, cnt = np.unique(combo, return_index=True, return_counts=True)
+            o = np.lexsort((first, u // D))
+            for k, d, c in zip((u[o] // D).tolist(), (u[o] % D).tolist(), cnt[o].tolist(),
+                               strict=True):
+                self.dhist[k].append((d, c))
 
     # --- children ---------------------------------------------------------------------
 
@@ -562,10 +584,9 @@ class _Columns:
         sub = np.zeros(n + G, np.int64)
         parent[:n] = self.op_parent
         key[:n] = 2 * np.arange(n) + 1
-        member = getattr(self, "member_pos", {})
-        if member:
-            mj = np.fromiter(member.keys(), np.int64, len(member))
-            key[mj] = np.fromiter(member.values(), np.int64, len(member))
+        mj = self.member_j
+        if mj.size:
+            key[mj] = np.arange(mj.size)
         gp = np.array(self.gparent, np.int64)
         parent[n:] = gp
         key[n:n + n0] = 2 * made
@@ -908,8 +929,7 @@ class _Columns:
                     continue
                 for prefix, suffix, run in _long_group_runs(self.gnames, members, min_size):
                     if existing is None:
-                        existing = set(self.names)
-                        existing.update(self.gnames)
+                        existing = self._taken()
                     made.append(self._make_group_series(g, prefix, suffix, run, existing))
         if not made:
             return None
@@ -1104,6 +1124,35 @@ class _Columns:
 
     def page_data(self, level: int) -> dict[str, Any]:
         return _encode(self, level)
+
+
+_DIGITS = "0123456789"
+_NO_DIGITS = str.maketrans("", "", _DIGITS)
+
+
+def _series_keys(leaves: list[str], prefixes: dict[tuple[str, str], int],
+                 ) -> tuple[list[int], list[int]]:
+    """``split_series_name`` of every leaf, as (prefix-and-suffix id in ``prefixes``, id):
+    the trailing digits cut off in C for all leaves at once; a leaf whose rest holds a
+    digit (so also a number before a final newline, which the rule's ``$`` lets through)
+    or that ends in ``*`` goes through the rule itself."""
+    stems = list(map(str.rstrip, leaves, repeat(_DIGITS)))
+    keys: list[tuple[str, str]] = []
+    ids: list[int] = []
+    add_key, add_id = keys.append, ids.append
+    clean = list(map(str.__eq__, stems, map(str.translate, stems, repeat(_NO_DIGITS))))
+    for leaf, stem, ok in zip(leaves, stems, clean, strict=True):
+        if ok and len(stem) < len(leaf):
+            add_key((stem, ""))
+            add_id(int(leaf[len(stem):]))
+        elif leaf[-1:] == "*" or not ok:
+            prefix, ident, suffix = split_series_name(leaf)
+            add_key((prefix, suffix))
+            add_id(ident)
+        else:
+            add_key((leaf, ""))
+            add_id(0)
+    return [prefixes.setdefault(k, len(prefixes)) for k in keys], ids
 
 
 def _long_group_runs(gnames: list[str], members: list[int], min_size: int,
