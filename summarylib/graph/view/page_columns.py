@@ -241,9 +241,14 @@ class _Columns:
             raise _Declined  # an embedded node named like an op
         if "" in index or any(x[:1] == "/" for x in names):
             raise _Declined  # the empty-named scope
-        # The scopes of the original names: every proper "/" prefix.
+        # Each name's scope and leaf (one C call per name); the scopes of the original
+        # names: every proper "/" prefix.
+        parts = list(map(str.rpartition, names, repeat("/")))
+        scope_of: list[str] = list(map(itemgetter(0), parts))
+        leaves: list[str] = list(map(itemgetter(2), parts))
+        del parts
         scopes: set[str] = set()
-        for parent in {x.rpartition("/")[0] for x in names}:
+        for parent in set(scope_of):
             while parent and parent not in scopes:
                 scopes.add(parent)
                 parent = parent.rpartition("/")[0]
@@ -265,6 +270,12 @@ class _Columns:
         if renamed:
             names = [renamed.get(x, x) for x in names]
             index = dict(zip(names, range(n), strict=True))
+            for x in renamed:
+                j = orig_index.get(x)
+                if j is not None:  # "a/b" is shown as "a/b/(b)"
+                    scope_of[j], leaves[j] = x, f"({leaves[j]})"
+        self.scope_of = scope_of
+        self.leaves = leaves
         if any(_ARRAY_INDEX_RE.match(x) for x in names if x[:1].isdigit() and "/" not in x):
             raise _Declined  # JavaScript key order at the root
         self.renamed = renamed
@@ -372,15 +383,11 @@ class _Columns:
         gparent = [-1]
         glevel = [0]
         gmade = [-1]  # the op before which the group was made (-1: the root)
-        # Each name's scope and leaf (one C call per name), the distinct scopes in order
-        # of their first op: groups are made there, missing ancestors first.
-        parts = list(map(str.rpartition, self.names, repeat("/")))
-        self.leaves: list[str] = list(map(itemgetter(2), parts))
-        scopes = list(map(itemgetter(0), parts))
-        del parts
+        # The distinct scopes in order of their first op: groups are made there, missing
+        # ancestors first.
         scope_ix: dict[str, int] = {}
-        ix = np.fromiter(map(scope_ix.setdefault, scopes, count()), np.int64, n)
-        del scopes
+        ix = np.fromiter(map(scope_ix.setdefault, self.scope_of, count()), np.int64, n)
+        del self.scope_of
         # setdefault hands back the first index of each scope: that op made its group.
         distinct = np.flatnonzero(ix == np.arange(n))
         made_by = dict(zip(scope_ix, distinct.tolist(), strict=True))
@@ -1237,8 +1244,11 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     # --- the string universe: our strings, then labels and embedding names ----------
     universe: dict[str, int] = dict(c.strings)
     intern = universe.setdefault
-    op_label = np.fromiter((intern(x[x.rfind("/") + 1:], len(universe)) for x in c.names),
-                           np.int64, n)
+    # Labels interned in op order (as one setdefault per op would), then looked up in C.
+    for leaf in dict.fromkeys(c.leaves):
+        if leaf not in universe:
+            universe[leaf] = len(universe)
+    op_label = np.fromiter(map(universe.__getitem__, c.leaves), np.int64, n)
     grp_label = np.fromiter((intern(x[x.rfind("/") + 1:], len(universe)) for x in c.gnames),
                             np.int64, G)
     strings = _Events()

@@ -71,6 +71,8 @@ class SourceColumns:
     def inputs(self, j: int) -> list[tuple[str, int, bool]]:
         """Node ``j``'s collapsed inputs as (name, slot, control)."""
         a, b = int(self.in_start[j]), int(self.in_start[j + 1])
+        if a == b:
+            return []
         return list(zip(self.in_name[a:b], self.in_slot[a:b].tolist(),
                         self.in_ctl[a:b].tolist(), strict=True))
 
@@ -95,6 +97,9 @@ def _take(values: list[Any], idx: np.ndarray) -> list[Any]:
     return list(itemgetter(*idx.tolist())(values))
 
 
+_FIELDS = attrgetter("name", "op", "device", "inputs", "control_inputs", "attrs", "outputs")
+
+
 def _all_str(values: list[Any]) -> bool:
     return not values or set(map(type, values)) == {str}
 
@@ -103,20 +108,21 @@ def _ir_columns(nodes: list[Any]) -> SourceColumns | None:
     """The columns of IR nodes, or None when a node needs the per-node reader (a field
     of another type: that reader raises the view's error, or reads what it can)."""
     n = len(nodes)
-    names = [nd.name for nd in nodes]
-    ops = [nd.op for nd in nodes]
-    devices = [nd.device for nd in nodes]
+    if not n:
+        return None
+    # One pass over the nodes (at a million nodes, each visit of a node is a cache miss),
+    # then one list per field.
+    fields = list(map(_FIELDS, nodes))
+    names, ops, devices, data, ctl, attrs, outputs = map(list, zip(*fields, strict=True))
+    del fields
     if not (_all_str(names) and _all_str(ops) and _all_str(devices)):
         return None
     try:
-        data = [nd.inputs for nd in nodes]
-        ctl = [nd.control_inputs for nd in nodes]
         n_data = np.fromiter(map(len, data), np.int64, n)
         n_ctl = np.fromiter(map(len, ctl), np.int64, n)
         flat_d = list(chain.from_iterable(data))
         flat_c = list(chain.from_iterable(ctl))
-        attrs = [nd.attrs for nd in nodes]
-        outputs = [nd.outputs for nd in nodes]
+        del data, ctl
         # Display records depend on the attribute values and the outputs' shapes and
         # dtypes only. Values are keyed by identity (the graph keeps them alive), so
         # equal values of different types (1, True, 1.0) never share a record.
@@ -127,10 +133,13 @@ def _ir_columns(nodes: list[Any]) -> SourceColumns | None:
                         map(tuple, map(map, repeat(dtype_of, n), outputs)), strict=True))
         key_ids: dict[Any, int] = {}
         rec_l = [key_ids.setdefault(k, len(key_ids)) for k in keys]
+        # Which inputs need parsing; a non-string input raises TypeError here.
+        parse_d = [i for i, s in enumerate(flat_d) if ":" in s or s[:1] == "^"]
+        parse_c = [i for i, s in enumerate(flat_c) if ":" in s]
     except (TypeError, AttributeError):
         return None  # not lists of strings, a mapping and TensorSpecs
-    if not (_all_str(flat_d) and _all_str(flat_c)):
-        return None
+    if (parse_d or parse_c) and not (_all_str(flat_d) and _all_str(flat_c)):
+        return None  # a str subclass, or bytes: the per-node reader takes those
     del values
     # Distinct keys by value where a value's text is its value's (not for floats: 0.0
     # and -0.0 are equal), with its type (1, True): one record per such key.
@@ -156,9 +165,9 @@ def _ir_columns(nodes: list[Any]) -> SourceColumns | None:
     slot = np.zeros(m_d + m_c, np.int64)
     control = np.zeros(m_d + m_c, bool)
     control[m_d:] = True
-    for i in [i for i, s in enumerate(flat_d) if ":" in s or s[:1] == "^"]:
+    for i in parse_d:
         pname[i], slot[i], control[i], _ = parse_input(flat_d[i])
-    for i in [i for i, s in enumerate(flat_c) if ":" in s]:
+    for i in parse_c:
         pname[m_d + i], slot[m_d + i], control[m_d + i], _ = parse_input("^" + flat_c[i])
     node = np.concatenate([np.repeat(np.arange(n), n_data), np.repeat(np.arange(n), n_ctl)])
     order = np.argsort(node, kind="stable")
