@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from itertools import chain, count, repeat
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -387,7 +387,6 @@ class _Columns:
         # ancestors first.
         scope_ix: dict[str, int] = {}
         ix = np.fromiter(map(scope_ix.setdefault, self.scope_of, count()), np.int64, n)
-        del self.scope_of
         # setdefault hands back the first index of each scope: that op made its group.
         distinct = np.flatnonzero(ix == np.arange(n))
         made_by = dict(zip(scope_ix, distinct.tolist(), strict=True))
@@ -1262,23 +1261,38 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     shapes_ev = _Events()
     shapes_ev.add(op_pos, 0, c.shapes)
     # Embeddings, hosts in page order.
-    emb_rows: list[tuple[int, int, int, int, int]] = []  # (host pos, flags, name, op, shapes)
-    for j in sorted(c.embs, key=lambda j: int(op_pos[j])):
-        name = c.names[j]
-        cut = name.rfind("/")
-        scope = name[:cut + 1] if cut >= 0 else ""
-        i = int(op_pos[j])
-        for flag, e in c.embs[j]:
-            if scope and e.name.startswith(scope) and "/" not in e.name[len(scope):]:
-                f, en = flag | 2, e.name[len(scope):]
-            else:
-                f, en = flag, e.name
-            key = tuple(e.shapes)
-            sk = shape_u.get(key)
-            if sk is None:
-                sk = shape_u[key] = len(shape_u)
-            emb_rows.append((i, f, intern(en, len(universe)), intern(e.op, len(universe)), sk))
-    emb = np.array(emb_rows, np.int64).reshape(-1, 5)
+    # (host pos, flags, name, op, shapes) per embedding; the name is local (flag 2) when
+    # it lies in the host's scope, which is when its own scope is the host's.
+    hosts = np.fromiter(c.embs, np.int64, len(c.embs))
+    hosts = hosts[np.argsort(op_pos[hosts], kind="stable")].tolist()
+    per_host = [c.embs[j] for j in hosts]
+    n_per = list(map(len, per_host))
+    flat = list(chain.from_iterable(per_host))
+    del per_host
+    embeds = list(map(itemgetter(1), flat))
+    e_names = list(map(attrgetter("name"), embeds))
+    e_parts = list(map(str.rpartition, e_names, repeat("/")))
+    host_scope = list(chain.from_iterable(map(repeat, map(c.scope_of.__getitem__, hosts),
+                                              n_per)))
+    local = [bool(hs) and p[0] == hs for p, hs in zip(e_parts, host_scope, strict=True)]
+    e_shown = [p[2] if loc else x for p, x, loc in zip(e_parts, e_names, local, strict=True)]
+    e_ops = list(map(attrgetter("op"), embeds))
+    for x in chain(dict.fromkeys(e_shown), dict.fromkeys(e_ops)):
+        if x not in universe:
+            universe[x] = len(universe)
+    e_shapes = list(map(tuple, map(attrgetter("shapes"), embeds)))
+    for key in dict.fromkeys(e_shapes):
+        if key not in shape_u:
+            shape_u[key] = len(shape_u)
+    emb = np.empty((len(flat), 5), np.int64)
+    if flat:
+        emb[:, 0] = np.repeat(op_pos[np.array(hosts, np.int64)], n_per)
+        emb[:, 1] = np.fromiter(map(itemgetter(0), flat), np.int64, len(flat)) | (
+            np.array(local, bool) * 2)
+        emb[:, 2] = np.fromiter(map(universe.__getitem__, e_shown), np.int64, len(flat))
+        emb[:, 3] = np.fromiter(map(universe.__getitem__, e_ops), np.int64, len(flat))
+        emb[:, 4] = np.fromiter(map(shape_u.__getitem__, e_shapes), np.int64, len(flat))
+    del flat, embeds, e_names, e_parts, host_scope, local, e_shown, e_ops, e_shapes
     if emb.size:
         # Within a host: after its label, type and device (ranks 0-2), name then op.
         k = np.arange(len(emb))
