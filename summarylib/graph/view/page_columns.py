@@ -49,6 +49,7 @@ from summarylib.graph.view.normalize import (
 )
 from summarylib.graph.view.options import ViewOptions
 from summarylib.graph.view.page_data import encode_columns
+from summarylib.graph.view.rows import unique_rows
 from summarylib.graph.view.series import consecutive_runs, series_name, split_series_name
 from summarylib.graph.view.source_columns import _take, read_source
 from summarylib.graph.view.templates import new_state
@@ -855,8 +856,7 @@ class _Columns:
                            for x in (int(self.cpos[v]), int(self.cpos[w]), f)]
         full = np.concatenate([lab, rows], axis=1)
         if full.shape[1]:
-            uniq, inv = np.unique(full, axis=0, return_inverse=True)
-            inv = inv.reshape(-1)
+            uniq, inv = unique_rows(full)
         else:
             uniq, inv = full[:1], np.zeros(k, np.int64)
         got = []
