@@ -14,12 +14,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from summarylib.graph import Graph, Node, TensorSpec
+from summarylib.graph import DType, Graph, Node, TensorSpec
 from summarylib.graph.view import ViewOptions, build_view, source_to_html
 from summarylib.graph.view.html_export import view_to_html
 from summarylib.graph.view.page_columns import source_to_page_data
@@ -64,6 +65,12 @@ def test_synthetic_10k_graph_def_and_html() -> None:
 _F = TensorSpec((2, 3), "float32")
 _SHAPES = [[_F], [TensorSpec(None)], [TensorSpec((4, None), "int32"), _F], [],
            [TensorSpec((0,))]]
+# Values equal across types (1, True, 1.0) or with different text (0.0, -0.0), and
+# values made afresh per node (DType, TensorSpec): records are shared only where the
+# text is the same.
+_ATTRS = [{}, {"T": "float32"}, {"k": 3, "T": "int32"}, {"k": 1}, {"k": True}, {"k": 1.0},
+          {"f": 0.0}, {"f": -0.0}, {"T": DType("float32")}, {"T": DType("int32")},
+          {"s": TensorSpec((2, None))}, {"s": TensorSpec((2, None))}, {"l": [1, 2]}]
 _OPS = ["Add", "Relu", "Const", "NoOp", "ScalarSummary", "MatMul", "Assign", "Identity"]
 _LEAVES = ["add", "add_1", "add_2", "add_3", "add_4", "add_5", "x1", "x2", "x3", "x4",
            "x5", "x", "w", "(w)", "init", "save"]
@@ -84,14 +91,18 @@ def graphs(draw: st.DrawFn) -> Graph:
         control: list[str] = []
         for _ in range(draw(st.integers(0, 3)) if names else 0):
             src = draw(st.sampled_from(names))
-            how = draw(st.sampled_from(["", "^", ":1", ":0"]))
-            if how == "^":
-                control.append(src)
+            # "^:1": a control input with a slot; "^x" among the data inputs is a control
+            # input too; "twice": the same node read again (collapsed to one input).
+            how = draw(st.sampled_from(["", "^", ":1", ":0", "^:1", "^x", "twice"]))
+            if how in ("^", "^:1"):
+                control.append(src + how[1:])
+            elif how == "^x":
+                inputs.append("^" + src)
             else:
-                inputs.append(src + how)
+                inputs.extend([src, src + ":1"] if how == "twice" else [src + how])
         g.add(Node(name, op, inputs, control, outputs=list(draw(st.sampled_from(_SHAPES))),
                    device=draw(st.sampled_from(["", "/cpu:0", "/gpu:0"])),
-                   attrs=draw(st.sampled_from([{}, {"T": "float32"}, {"k": 3, "T": "int32"}]))))
+                   attrs=dict(draw(st.sampled_from(_ATTRS)))))
         names.append(name)
 
     blocks = draw(st.integers(0, 7))
@@ -120,6 +131,29 @@ def test_random_graphs_give_the_views_page_or_are_declined(g: Graph, opts: ViewO
     assert source_to_html(source, opts) == view_to_html(build_view(source, opts))
 
 
+_RUN = st.tuples(st.sampled_from(["a", "a1b", "x_", "", "k*", "\u0661"]), st.integers(0, 7),
+                 st.integers(1, 6), st.sampled_from(["", "0", "\n", "*", "\u0662"]),
+                 st.booleans())
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(_RUN, min_size=1, max_size=6), st.integers(2, 5))
+@example([("k*", 1, 3, "", True)], 2)  # k* is (k, 0, *): not in the run k*[1-3]
+@example([("a1b", 0, 5, "", False), ("a", 2, 4, "\n", True)], 2)
+def test_numbered_leaves_make_the_views_series(runs: list[tuple[str, int, int, str, bool]],
+                                               min_size: int) -> None:
+    # Runs of numbered leaves: digits inside the stem, leading zeros ("0"), "*", a final
+    # newline (which the series rule's "$" lets through), non-ASCII digits, digits only,
+    # and the stem alone next to its run (bare).
+    names: dict[str, None] = {}
+    for stem, start, size, tail, bare in runs:
+        if bare and stem:
+            names[f"s/{stem}"] = None
+        for i in range(start, start + size):
+            names[f"s/{stem}0{i}" if tail == "0" else f"s/{stem}{i}{tail}"] = None
+    _same(Graph([Node(name, "Add") for name in names]), ViewOptions(series_min_size=min_size))
+
+
 def test_what_is_declined_still_gets_the_views_page() -> None:
     g = gm.model_graph("synthetic_10k")
     opts = ViewOptions(template_order="tensorboard")
@@ -129,6 +163,26 @@ def test_what_is_declined_still_gets_the_views_page() -> None:
     odd = Graph([Node("0", "Relu"), Node("a", "Relu", ["0"])])
     assert source_to_page_data(odd) is None
     assert source_to_html(odd) == view_to_html(build_view(odd))
+
+
+def test_nodes_the_column_reader_cannot_take_are_read_one_by_one() -> None:
+    # Attributes in a read-only mapping and inputs in tuples are not what the column
+    # reader takes: the graph is read node by node, and the page is still the view's.
+    g = Graph([Node("a/x1", "Relu", attrs={"T": DType("float32")}),
+               Node("a/x2", "Relu", ["a/x1"], attrs={"T": DType("float32")}),
+               Node("b/y", "Add", ["a/x1:0", "a/x2"], ["a/x1"])])
+    g.nodes[2].attrs = MappingProxyType({"k": 1})  # type: ignore[assignment]
+    g.nodes[1].inputs = ("a/x1", "a/x1:1")  # type: ignore[assignment]
+    _same(g)
+    # A node whose name is not a string: build_view's error.
+    bad = Graph([Node("a", "Relu"), Node("b", "Relu", ["a"])])
+    bad.nodes[1].name = 7  # type: ignore[assignment]
+    with pytest.raises(ValueError, match="node #1 of the Graph has a non-string name"):
+        source_to_page_data(bad)
+    bad.nodes[1].name = "b"
+    bad.nodes[1].inputs = ["a", 3]  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="inputs must be strings"):
+        source_to_page_data(bad)
 
 
 def test_bad_sources_and_options_are_named() -> None:

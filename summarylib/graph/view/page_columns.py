@@ -9,13 +9,15 @@ order, groups are numbered as they are made, every node has one *unified* id (op
 ``j``, group ``k`` is ``n_ops + k``), children orders come from one stable sort by
 (parent, creation key), metaedges from one ``np.unique`` over (child, child) keys, the
 histograms from sorted (group, key) pairs, and the page's string and shape tables from
-first occurrences in breadth-first order. The source is read once: a serialized GraphDef
-from its wire format (name, op, inputs and device decoded directly; the attributes' text
-made once per distinct attr-map bytes), an IR graph with one record per distinct
-(attribute values, output specs). Python loops remain per node for reading and per input
-for resolving names, and otherwise only where the work is per *distinct* thing (scopes,
-op types, shapes, template codes of the groups that share a signature, the few groups that
-can have a side panel).
+first occurrences in breadth-first order. The source is read once, into columns
+(``source_columns``): a serialized GraphDef from its wire format, an IR graph field by
+field over all nodes; inputs are resolved to op ids by one ``dict.get`` mapped over all
+of them, and only those naming an embedded node or no op are looked at one by one.
+Names are split into scope and leaf, and series leaves into stem and number, by C string
+methods mapped over all names. Python loops remain per input that names an embedded node,
+per member of a series candidate (its key), per embedding, and otherwise only where the
+work is per *distinct* thing (scopes, op types, shapes, template codes of the groups that
+share a signature, the few groups that can have a side panel).
 
 It applies every rule of the object pipeline (``normalize``, ``hierarchy``, ``series``,
 ``templates``, ``extraction``) for the graphs it accepts; for the rest
@@ -30,7 +32,8 @@ suffix too long for int64.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from itertools import chain
+from itertools import chain, count, repeat
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -42,18 +45,15 @@ from summarylib.graph.view.model import Embedding, GroupNode, Metaedge, OpNode, 
 from summarylib.graph.view.normalize import (
     _ARRAY_INDEX_RE,
     REF_EDGES,
-    _AttrMemo,
-    _collapse,
     _graph_def,
     _Matcher,
-    _Raw,
-    _source_nodes,
-    ir_node,
     strict_name,
 )
 from summarylib.graph.view.options import ViewOptions
 from summarylib.graph.view.page_data import encode_columns
+from summarylib.graph.view.rows import unique_rows
 from summarylib.graph.view.series import consecutive_runs, series_name, split_series_name
+from summarylib.graph.view.source_columns import _take, read_source
 from summarylib.graph.view.templates import new_state
 
 __all__ = ["source_to_page_data"]
@@ -101,144 +101,6 @@ def source_to_page_data(source: Any, options: ViewOptions | Mapping[str, Any] | 
             return _Columns(source, opts).page_data(level)
         except _Declined:
             return None
-
-
-def _raws(source: Any) -> Any:
-    """normalize._source_nodes, with the records of nodes whose attributes and outputs
-    repeat made once: IR nodes keyed by their attrs and output specs (values of types
-    whose equality is identity of display text only), GraphDef nodes by the bytes of
-    their attr map."""
-    from summarylib.graph.ir import Graph
-
-    if isinstance(source, Graph):
-        return _ir_raws(source)
-    if source.HasField("library"):
-        return _source_nodes(source)
-    return _wire_raws(source.SerializeToString())
-
-
-def _varint(b: bytes, i: int) -> tuple[int, int]:
-    x = b[i]
-    i += 1
-    if x < 128:
-        return x, i
-    x &= 127
-    shift = 7
-    while True:
-        c = b[i]
-        i += 1
-        x |= (c & 127) << shift
-        if c < 128:
-            return x, i
-        shift += 7
-
-
-def _skip(b: bytes, i: int, wire: int) -> int:
-    """The offset after a field's value of wire type ``wire`` starting at ``i``."""
-    if wire == 0:
-        return _varint(b, i)[1]
-    if wire == 1:
-        return i + 8
-    if wire == 2:
-        n, i = _varint(b, i)
-        return i + n
-    if wire == 5:
-        return i + 4
-    raise ValueError(f"build_view: a NodeDef has a field of wire type {wire}")
-
-
-def _wire_raws(data: bytes) -> Any:
-    """The NodeDefs of a serialized GraphDef (without a function library) as records,
-    read from the wire format: name, op, inputs and device decoded here, the attr map's
-    records made once per distinct attr-map bytes (through a parsed NodeDef holding only
-    the attr map, so the text is ``_AttrMemo``'s)."""
-    from summarylib.proto import node_def_pb2
-
-    memo = _AttrMemo()
-    by_bytes: dict[bytes, tuple[dict[str, str], list[Shape], str | None]] = {}
-    node_def = node_def_pb2.NodeDef
-    end = len(data)
-    i = 0
-    while i < end:
-        key, i = _varint(data, i)
-        field, wire = key >> 3, key & 7
-        if field != 1 or wire != 2:
-            i = _skip(data, i, wire)
-            continue
-        size, i = _varint(data, i)
-        j, stop = i, i + size
-        i = stop
-        name = op = device = ""
-        inputs: list[str] = []
-        attr_at: list[tuple[int, int]] = []
-        while j < stop:
-            at = j
-            key, j = _varint(data, j)
-            field, wire = key >> 3, key & 7
-            if wire != 2 or field > 5:
-                j = _skip(data, j, wire)
-                continue
-            n, j = _varint(data, j)
-            if field == 5:
-                attr_at.append((at, j + n))
-            elif field == 3:
-                inputs.append(data[j:j + n].decode("utf-8"))
-            elif field == 1:
-                name = data[j:j + n].decode("utf-8")
-            elif field == 2:
-                op = data[j:j + n].decode("utf-8")
-            elif field == 4:
-                device = data[j:j + n].decode("utf-8")
-            j += n
-        if attr_at:
-            raw_attrs = b"".join([data[a:b] for a, b in attr_at])
-            hit = by_bytes.get(raw_attrs)
-            if hit is None:
-                nd = node_def()
-                nd.ParseFromString(raw_attrs)
-                r = memo.node(nd)
-                hit = (r.attrs, r.shapes, r.xla)
-                if len(raw_attrs) < 4096:  # not every constant's tensor content
-                    by_bytes[raw_attrs] = hit
-        else:
-            hit = _NO_ATTRS
-        yield _Raw(name, op, _collapse(inputs), device, hit[0], hit[1], hit[2])
-
-
-_NO_ATTRS: tuple[dict[str, str], list[Shape], str | None] = ({}, [], None)
-
-
-def _ir_raws(graph: Any) -> Any:
-    """IR nodes as records; nodes whose attrs values are the same objects (or equal
-    strings) and whose outputs have the same (shape, dtype) share one record's attrs
-    and shapes (the graph keeps every value alive, so an identity names one value)."""
-    shape_cache: dict[Any, Shape] = {}
-    memo: dict[Any, tuple[dict[str, str], list[Shape], str | None]] = {}
-    for i, node in enumerate(graph.nodes):
-        name, op, device = node.name, node.op, node.device
-        try:
-            key = (tuple([(k, v if type(v) is str else id(v)) for k, v in node.attrs.items()]),
-                   tuple([(o.shape, o.dtype) for o in node.outputs]))
-            hit = memo.get(key)
-        except (TypeError, AttributeError):  # not a mapping, not TensorSpecs: no memo
-            key, hit = None, None
-        if hit is None or type(name) is not str or type(op) is not str \
-                or type(device) is not str:
-            raw = ir_node(i, node, shape_cache)
-            if key is not None:
-                memo[key] = (raw.attrs, raw.shapes, raw.xla)
-            yield raw
-            continue
-        try:
-            ctl = node.control_inputs
-            inputs = list(node.inputs)
-            if ctl:
-                inputs += ["^" + c for c in ctl]
-            collapsed = _collapse(inputs)
-        except TypeError:
-            yield ir_node(i, node, shape_cache)  # raises the view's error
-            continue
-        yield _Raw(name, op, collapsed, device, hit[0], hit[1], hit[2])
 
 
 def _split_runs(keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -308,71 +170,72 @@ class _Columns:
         is_in = _Matcher(opts.embed_patterns("in"))
         is_out = _Matcher(opts.embed_patterns("out"))
         is_hidden = _Matcher(opts.hidden_ops, full=True)
+        cols = read_source(source)
+        all_names, all_ops = cols.names, cols.ops
+        # What each op type is (0 regular, 1 hidden, 2 embedded in, 3 embedded out).
         kind_of: dict[str, int] = {}
-        regular: list[_Raw] = []
-        in_emb: dict[str, _Raw] = {}
-        out_emb: dict[str, _Raw] = {}
-        outs_of: dict[str, list[_Raw]] = {}
+        for op in dict.fromkeys(all_ops):
+            if _ARRAY_INDEX_RE.match(op):
+                raise _Declined  # js_key_order of op types
+            kind_of[op] = (1 if is_hidden(op) else 2 if is_in(op) else 3 if is_out(op) else 0)
+        kinds = np.fromiter(map(kind_of.__getitem__, all_ops), np.int64, len(all_ops))
+        self.hidden = int(np.count_nonzero(kinds == 1))
+        reg = np.flatnonzero(kinds == 0)
+        everything = reg.size == len(all_ops)
+        names = all_names if everything else _take(all_names, reg)
+        ops = all_ops if everything else _take(all_ops, reg)
+        devs = cols.devices if everything else _take(cols.devices, reg)
+        rec = cols.rec if everything else cols.rec[reg]
+        # Embedded nodes, in source order: the last of a name wins, as in a dict.
+        in_emb: dict[str, int] = {}
+        out_emb: dict[str, int] = {}
+        outs_of: dict[str, list[int]] = {}
         embedded_names: list[str] = []
-        hidden = 0
+        for i in np.flatnonzero(kinds >= 2).tolist():
+            name = all_names[i]
+            embedded_names.append(name)
+            if kinds[i] == 2:
+                in_emb[name] = i
+            else:
+                out_emb[name] = i
+                for iname in cols.in_name[cols.in_start[i]:cols.in_start[i + 1]]:
+                    outs_of.setdefault(iname, []).append(i)
+        # Strings interned as the view's reading does: each op's type, then its device.
         sid, shape_list = self.sid, self.shape_list
+        for s in dict.fromkeys(chain.from_iterable(zip(ops, [d or None for d in devs],
+                                                       strict=True))):
+            if s is not None:
+                sid(s)
+        strings = self.strings
+        dev_id = {d: strings[d] for d in dict.fromkeys(devs) if d}
+        dev_id[""] = -1
+        # Records in order of first use: their attribute dicts and shape lists interned.
         attr_dicts, attr_list = self.attr_dicts, self.attr_list
-        types_l: list[int] = []
-        devices_l: list[int] = []
-        attrs_l: list[int] = []
-        shapes_l: list[int] = []
-        xla: dict[int, str] = {}
-        # Records read through a memo share their attrs dict and shapes list: one
-        # lookup by identity (every record stays alive, so identities are unique).
+        records = cols.records
+        used, first = np.unique(rec, return_index=True)
+        rec_attr = np.full(len(records), -1, np.int64)
+        rec_shape = np.zeros(len(records), np.int64)
+        xla_rec: dict[int, str] = {}
         attr_of: dict[int, int] = {}
         shapes_of: dict[int, int] = {}
-        type_of: dict[str, int] = {}
-        for raw in _raws(source):
-            op = raw.op
-            kind = kind_of.get(op)
-            if kind is None:
-                if _ARRAY_INDEX_RE.match(op):
-                    raise _Declined  # js_key_order of op types
-                kind = kind_of[op] = (1 if is_hidden(op) else 2 if is_in(op)
-                                      else 3 if is_out(op) else 0)
-            if kind == 0:
-                t = type_of.get(op)
-                if t is None:
-                    t = type_of[op] = sid(op)
-                types_l.append(t)
-                devices_l.append(sid(raw.device) if raw.device else -1)
-                a = raw.attrs
-                if a:
-                    ai = attr_of.get(id(a))
+        for r in used[np.argsort(first, kind="stable")].tolist():
+            a, shapes, x = records[r]
+            if a:
+                ai = attr_of.get(id(a))
+                if ai is None:
+                    akey = tuple(a.items())
+                    ai = attr_dicts.get(akey)
                     if ai is None:
-                        akey = tuple(a.items())
-                        ai = attr_dicts.get(akey)
-                        if ai is None:
-                            ai = attr_dicts[akey] = len(attr_list)
-                            attr_list.append(dict(a))
-                        attr_of[id(a)] = ai
-                    attrs_l.append(ai)
-                else:
-                    attrs_l.append(-1)
-                si = shapes_of.get(id(raw.shapes))
-                if si is None:
-                    si = shapes_of[id(raw.shapes)] = shape_list(raw.shapes)
-                shapes_l.append(si)
-                if raw.xla is not None:
-                    xla[len(regular)] = raw.xla
-                regular.append(raw)
-            elif kind == 1:
-                hidden += 1
-            elif kind == 2:
-                embedded_names.append(raw.name)
-                in_emb[raw.name] = raw
-            else:
-                embedded_names.append(raw.name)
-                out_emb[raw.name] = raw
-                for name, _, _ in raw.inputs:
-                    outs_of.setdefault(name, []).append(raw)
-        self.hidden = hidden
-        names = [r.name for r in regular]
+                        ai = attr_dicts[akey] = len(attr_list)
+                        attr_list.append(dict(a))
+                    attr_of[id(a)] = ai
+                rec_attr[r] = ai
+            si = shapes_of.get(id(shapes))
+            if si is None:
+                si = shapes_of[id(shapes)] = shape_list(shapes)
+            rec_shape[r] = si
+            if x is not None:
+                xla_rec[r] = x
         n = len(names)
         index = dict(zip(names, range(n), strict=True))
         if len(index) != n:
@@ -381,9 +244,14 @@ class _Columns:
             raise _Declined  # an embedded node named like an op
         if "" in index or any(x[:1] == "/" for x in names):
             raise _Declined  # the empty-named scope
-        # The scopes of the original names: every proper "/" prefix.
+        # Each name's scope and leaf (one C call per name); the scopes of the original
+        # names: every proper "/" prefix.
+        parts = list(map(str.rpartition, names, repeat("/")))
+        scope_of: list[str] = list(map(itemgetter(0), parts))
+        leaves: list[str] = list(map(itemgetter(2), parts))
+        del parts
         scopes: set[str] = set()
-        for parent in {x.rpartition("/")[0] for x in names}:
+        for parent in set(scope_of):
             while parent and parent not in scopes:
                 scopes.add(parent)
                 parent = parent.rpartition("/")[0]
@@ -405,90 +273,109 @@ class _Columns:
         if renamed:
             names = [renamed.get(x, x) for x in names]
             index = dict(zip(names, range(n), strict=True))
+            for x in renamed:
+                j = orig_index.get(x)
+                if j is not None:  # "a/b" is shown as "a/b/(b)"
+                    scope_of[j], leaves[j] = x, f"({leaves[j]})"
+        self.scope_of = scope_of
+        self.leaves = leaves
         if any(_ARRAY_INDEX_RE.match(x) for x in names if x[:1].isdigit() and "/" not in x):
             raise _Declined  # JavaScript key order at the root
         self.renamed = renamed
         rn = renamed.get
         self.names = names
         self.n_ops = n
-        self.types = np.array(types_l, np.int64)
-        self.devices = np.array(devices_l, np.int64)
-        self.attrs = np.array(attrs_l, np.int64)
-        self.shapes = np.array(shapes_l, np.int64)
-        self.xla = xla
-        # Embeddings: (host, flag, name, op, shapes), in the host's in-then-out order.
-        embs: dict[int, list[list[Any]]] = {}
+        self.types = np.fromiter(map(strings.__getitem__, ops), np.int64, n)
+        self.devices = np.fromiter(map(dev_id.__getitem__, devs), np.int64, n)
+        self.attrs: np.ndarray = rec_attr[rec]
+        self.shapes: np.ndarray = rec_shape[rec]
+        self.xla = {j: xla_rec[r] for j, r in enumerate(rec.tolist()) if r in xla_rec} \
+            if xla_rec else {}
 
-        def embedding(raw: _Raw) -> Embedding:
-            return Embedding(rn(raw.name, raw.name), raw.op, list(raw.shapes))
+        def embedding(i: int) -> Embedding:
+            name = all_names[i]
+            return Embedding(rn(name, name), all_ops[i], list(records[cols.rec[i]][1]))
 
-        src_l: list[int] = []
-        dst_l: list[int] = []
-        slot_l: list[int] = []
-        flag_l: list[int] = []
-        ref_ops = {op for op, _ in REF_EDGES}
-        embedded = in_emb.keys() | out_emb.keys()
         orig_get, new_get = orig_index.get, index.get
 
-        def get(name: str) -> int | None:
+        def get(name: str) -> int:
             # normalize: index[rn(name)]. An op's original name finds the op at once.
             s = orig_get(name)
             if s is None and renamed:
                 s = new_get(rn(name, name))
-            return s
+            return -1 if s is None else s
 
-        for j, raw in enumerate(regular):
-            op = raw.op
-            has_ref = op in ref_ops
-            ins: list[Embedding] = []
-            for i, (name, slot, control) in enumerate(raw.inputs):
-                flag = (1 if control else 0) | (
-                    2 if has_ref and (op, i) in REF_EDGES else 0)
-                if name not in embedded:
-                    s = orig_get(name)
-                    if s is None and renamed:
-                        s = new_get(rn(name, name))
-                    if s is not None and s != j:
-                        src_l.append(s)
-                        dst_l.append(j)
-                        slot_l.append(slot)
-                        flag_l.append(flag)
-                    continue
-                emb = in_emb.get(name)
-                if emb is not None:
-                    ins.append(embedding(emb))
-                    for ename, eslot, econtrol in emb.inputs:
-                        s = get(ename)
-                        if s is not None and s != j:
-                            src_l.append(s)
-                            dst_l.append(j)
-                            slot_l.append(eslot)
-                            flag_l.append((1 if econtrol else 0) | (flag & 2))
-                    continue
-                summary = out_emb.get(name)
-                if summary is not None:
-                    for ename, _, _ in summary.inputs:
-                        s = get(ename)
-                        if s is not None and s != j:
-                            src_l.append(s)
-                            dst_l.append(j)
-                            slot_l.append(slot)
-                            flag_l.append(flag)
-                    continue
-                s = get(name)
-                if s is not None and s != j:
-                    src_l.append(s)
-                    dst_l.append(j)
-                    slot_l.append(slot)
-                    flag_l.append(flag)
-            summaries = outs_of.get(raw.name)
-            if ins or summaries:
-                embs[j] = [[0, e] for e in ins] + [[1, embedding(s)] for s in summaries or ()]
-        self.embs = embs
-        self.e_src = np.array(src_l, np.int64)
-        self.e_dst = np.array(dst_l, np.int64)
-        self.e_slot = np.array(slot_l, np.int64)
-        self.e_flags = np.array(flag_l, np.int64)
+        # The inputs of the ops, in op then input order: most name an op directly.
+        starts = cols.in_start[reg]
+        lens = cols.in_start[reg + 1] - starts
+        at = _gather_ranges(starts, lens)
+        dst = np.repeat(np.arange(n), lens)
+        rank = at - np.repeat(starts, lens)
+        in_names = _take(cols.in_name, at)
+        slot = cols.in_slot[at]
+        flag = cols.in_ctl[at].astype(np.int64)
+        for op, i in REF_EDGES:
+            t = strings.get(op)
+            if t is not None:
+                flag[(self.types[dst] == t) & (rank == i)] |= 2
+        src = np.fromiter(map(orig_get, in_names, repeat(-1)), np.int64, len(in_names))
+        # The rest: embedded nodes (their edges replace the input's), renamed names, and
+        # names of no op, one by one; each input's edges keep its place.
+        embs: dict[int, list[list[Any]]] = {}
+        x_at: list[int] = []
+        x_sub: list[int] = []
+        x_src: list[int] = []
+        x_slot: list[int] = []
+        x_flag: list[int] = []
+        embedded = in_emb.keys() | out_emb.keys()
+        miss = np.flatnonzero(src < 0).tolist()
+        for q in miss:
+            name = in_names[q]
+            if name not in embedded:
+                if renamed:
+                    src[q] = get(name)
+                continue
+            j = int(dst[q])
+            fq = int(flag[q])
+            got: list[tuple[int, int, int]] = []
+            emb = in_emb.get(name)
+            if emb is not None:
+                embs.setdefault(j, []).append([0, embedding(emb)])
+                for ename, eslot, ectl in cols.inputs(emb):
+                    got.append((get(ename), eslot, (1 if ectl else 0) | (fq & 2)))
+            else:
+                for ename, _, _ in cols.inputs(out_emb[name]):
+                    got.append((get(ename), int(slot[q]), fq))
+            for k, (s, sl, f) in enumerate(got):
+                if s >= 0 and s != j:
+                    x_at.append(q)
+                    x_sub.append(k)
+                    x_src.append(s)
+                    x_slot.append(sl)
+                    x_flag.append(f)
+        keep = (src >= 0) & (src != dst)
+        e_at = np.flatnonzero(keep)
+        e_src, e_dst, e_slot, e_flag = src[keep], dst[keep], slot[keep], flag[keep]
+        if x_at:
+            xa = np.array(x_at, np.int64)
+            e_at = np.r_[e_at, xa]
+            e_src = np.r_[e_src, np.array(x_src, np.int64)]
+            e_dst = np.r_[e_dst, dst[xa]]
+            e_slot = np.r_[e_slot, np.array(x_slot, np.int64)]
+            e_flag = np.r_[e_flag, np.array(x_flag, np.int64)]
+            sub = np.r_[np.zeros(int(keep.sum()), np.int64), np.array(x_sub, np.int64)]
+            o = np.lexsort((sub, e_at))
+            e_src, e_dst, e_slot, e_flag = e_src[o], e_dst[o], e_slot[o], e_flag[o]
+        # Summaries reading an op: its out-embeddings, after its in-embeddings.
+        for host, summaries in outs_of.items():
+            at_host = orig_index.get(host)
+            if at_host is not None:
+                embs.setdefault(at_host, []).extend([1, embedding(s)] for s in summaries)
+        self.embs = dict(sorted(embs.items()))
+        self.e_src = e_src
+        self.e_dst = e_dst
+        self.e_slot = e_slot
+        self.e_flags = e_flag
 
     # --- step 2: scope groups -------------------------------------------------------
 
@@ -499,10 +386,15 @@ class _Columns:
         gparent = [-1]
         glevel = [0]
         gmade = [-1]  # the op before which the group was made (-1: the root)
-        op_parent = np.empty(n, np.int64)
-        for j, name in enumerate(self.names):
-            cut = name.rfind("/")
-            scope = name[:cut] if cut >= 0 else ""
+        # The distinct scopes in order of their first op: groups are made there, missing
+        # ancestors first.
+        scope_ix: dict[str, int] = {}
+        ix = np.fromiter(map(scope_ix.setdefault, self.scope_of, count()), np.int64, n)
+        # setdefault hands back the first index of each scope: that op made its group.
+        distinct = np.flatnonzero(ix == np.arange(n))
+        made_by = dict(zip(scope_ix, distinct.tolist(), strict=True))
+        scope_group = np.empty(n, np.int64)
+        for scope, j in made_by.items():
             k = gid.get(scope)
             if k is None:
                 missing = []
@@ -519,12 +411,15 @@ class _Columns:
                     gmade.append(j)
                     above = k
                 k = above
-            op_parent[j] = k
+            scope_group[j] = k
+        op_parent = scope_group[ix]
         self.gnames = gnames
         self.gparent = gparent
         self.gkind = [0] * len(gnames)  # 0 meta, 1 series
         self.series_op: dict[int, int] = {}
         self.series_ids: dict[int, list[int]] = {}
+        #: Ops that joined a series, in series creation then member order.
+        self.member_j = np.zeros(0, np.int64)
         self.op_parent = op_parent
         self.g_made = np.array(gmade, np.int64)
         g_level = np.array(glevel, np.int64)
@@ -577,6 +472,14 @@ class _Columns:
             out[g].append((k, v))
         return out
 
+    def _taken(self) -> set[str]:
+        """The names of every op and group (series names are added as they are made)."""
+        taken = getattr(self, "_taken_cache", None)
+        if taken is None:
+            taken = self._taken_cache = set(self.names)
+            taken.update(self.gnames)
+        return taken
+
     def _new_group(self, name: str, parent: int, kind: int) -> int:
         k = len(self.gnames)
         self.gnames.append(name)
@@ -598,19 +501,12 @@ class _Columns:
         js = np.flatnonzero(cand)
         names = self.names
         prefixes: dict[tuple[str, str], int] = {}
-        pre = np.empty(js.size, np.int64)
-        ids = np.empty(js.size, np.int64)
-        for i, j in enumerate(js.tolist()):
-            name = names[j]
-            prefix, ident, suffix = split_series_name(name[name.rfind("/") + 1:])
-            if ident >= 1 << 62:
-                raise _Declined
-            key = (prefix, suffix)
-            p = prefixes.get(key)
-            if p is None:
-                p = prefixes[key] = len(prefixes)
-            pre[i] = p
-            ids[i] = ident
+        pre_l, ids_l = _series_keys(self.leaves if js.size == n else _take(self.leaves, js),
+                                    prefixes)
+        pre = np.array(pre_l, np.int64)
+        ids = np.array(ids_l, object if ids_l and max(ids_l) >= 1 << 62 else np.int64)
+        if ids.dtype == object:
+            raise _Declined  # a numeric suffix too long for int64
         parent = self.op_parent[js]
         typ = self.types[js]
         # Members sorted by (group, type, prefix, id), stable in op order.
@@ -621,12 +517,10 @@ class _Columns:
             same[1:] = (keys[1:] != keys[:-1]).any(axis=1)
         run = _split_runs(np.cumsum(same), ids[order])
         if not run.size:
-            self.member_pos: dict[int, int] = {}
             return
         sizes = np.bincount(run)
         long_runs = np.flatnonzero(sizes >= min_size)
         if not long_runs.size:
-            self.member_pos = {}
             return
         starts = np.r_[0, np.cumsum(sizes)[:-1]]
         # Creation order within a group: op type by its first op, then (prefix,
@@ -649,9 +543,9 @@ class _Columns:
             made.append((g, first_type[g * T + t], first_pre[(g * T + t) * P + p],
                          int(ids[members[0]]), t, p, members))
         made.sort(key=lambda m: m[:4])
-        existing = set(self.names)
-        existing.update(self.gnames)
-        member_pos: dict[int, int] = {}
+        existing = self._taken()
+        member_j: list[np.ndarray] = []
+        member_k: list[int] = []
         for g, _, _, _, t, p, members in made:
             js_m = js[members]
             first = names[int(js_m[0])]
@@ -667,15 +561,24 @@ class _Columns:
             self.series_ids[k] = idl
             self.card[k] = len(idl)
             self.hist[k] = [(t, len(idl))]
-            dh: dict[int, int] = {}
-            for j in js_m.tolist():
-                self.op_parent[j] = k
-                member_pos[j] = len(member_pos)
-                d = int(self.devices[j])
-                if d >= 0:
-                    dh[d] = dh.get(d, 0) + 1
-            self.dhist[k] = list(dh.items())
-        self.member_pos = member_pos
+            member_j.append(js_m)
+            member_k.append(k)
+        # Every member at once: its series as parent, its place among the members (the
+        # series' creation order), and each series' devices in order of first member.
+        mj = np.concatenate(member_j)
+        mk = np.repeat(np.array(member_k, np.int64), [a.size for a in member_j])
+        self.op_parent[mj] = mk
+        self.member_j = mj
+        dev = self.devices[mj]
+        has = dev >= 0
+        if has.any():
+            D = int(dev.max()) + 1
+            combo = mk[has] * D + dev[has]
+            u, first, cnt = np.unique(combo, return_index=True, return_counts=True)
+            o = np.lexsort((first, u // D))
+            for k, d, c in zip((u[o] // D).tolist(), (u[o] % D).tolist(), cnt[o].tolist(),
+                               strict=True):
+                self.dhist[k].append((d, c))
 
     # --- children ---------------------------------------------------------------------
 
@@ -690,10 +593,9 @@ class _Columns:
         sub = np.zeros(n + G, np.int64)
         parent[:n] = self.op_parent
         key[:n] = 2 * np.arange(n) + 1
-        member = getattr(self, "member_pos", {})
-        if member:
-            mj = np.fromiter(member.keys(), np.int64, len(member))
-            key[mj] = np.fromiter(member.values(), np.int64, len(member))
+        mj = self.member_j
+        if mj.size:
+            key[mj] = np.arange(mj.size)
         gp = np.array(self.gparent, np.int64)
         parent[n:] = gp
         key[n:n + n0] = 2 * made
@@ -843,7 +745,8 @@ class _Columns:
                         size *= d
                 total += size
             sizes_by_list[i] = total
-        return sizes_by_list[self.shapes]
+        out: np.ndarray = sizes_by_list[self.shapes]
+        return out
 
     def metaedges_of(self, g: int) -> list[tuple[int, int, int, int, int, float, list[Shape]]]:
         """Group ``g``'s metaedges: (v, w, regular, control, ref, size, shapes)."""
@@ -955,8 +858,7 @@ class _Columns:
                            for x in (int(self.cpos[v]), int(self.cpos[w]), f)]
         full = np.concatenate([lab, rows], axis=1)
         if full.shape[1]:
-            uniq, inv = np.unique(full, axis=0, return_inverse=True)
-            inv = inv.reshape(-1)
+            uniq, inv = unique_rows(full)
         else:
             uniq, inv = full[:1], np.zeros(k, np.int64)
         got = []
@@ -1035,8 +937,7 @@ class _Columns:
                     continue
                 for prefix, suffix, run in _long_group_runs(self.gnames, members, min_size):
                     if existing is None:
-                        existing = set(self.names)
-                        existing.update(self.gnames)
+                        existing = self._taken()
                     made.append(self._make_group_series(g, prefix, suffix, run, existing))
         if not made:
             return None
@@ -1233,6 +1134,35 @@ class _Columns:
         return _encode(self, level)
 
 
+_DIGITS = "0123456789"
+_NO_DIGITS = str.maketrans("", "", _DIGITS)
+
+
+def _series_keys(leaves: list[str], prefixes: dict[tuple[str, str], int],
+                 ) -> tuple[list[int], list[int]]:
+    """``split_series_name`` of every leaf, as (prefix-and-suffix id in ``prefixes``, id):
+    the trailing digits cut off in C for all leaves at once; a leaf whose rest holds a
+    digit (so also a number before a final newline, which the rule's ``$`` lets through)
+    or that ends in ``*`` goes through the rule itself."""
+    stems = list(map(str.rstrip, leaves, repeat(_DIGITS)))
+    keys: list[tuple[str, str]] = []
+    ids: list[int] = []
+    add_key, add_id = keys.append, ids.append
+    clean = list(map(str.__eq__, stems, map(str.translate, stems, repeat(_NO_DIGITS))))
+    for leaf, stem, ok in zip(leaves, stems, clean, strict=True):
+        if ok and len(stem) < len(leaf):
+            add_key((stem, ""))
+            add_id(int(leaf[len(stem):]))
+        elif leaf[-1:] == "*" or not ok:
+            prefix, ident, suffix = split_series_name(leaf)
+            add_key((prefix, suffix))
+            add_id(ident)
+        else:
+            add_key((leaf, ""))
+            add_id(0)
+    return [prefixes.setdefault(k, len(prefixes)) for k in keys], ids
+
+
 def _long_group_runs(gnames: list[str], members: list[int], min_size: int,
                      ) -> list[tuple[str, str, list[tuple[int, int]]]]:
     """series._long_runs on group indices: [(prefix, suffix, [(id, group), ...])]."""
@@ -1315,8 +1245,11 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     # --- the string universe: our strings, then labels and embedding names ----------
     universe: dict[str, int] = dict(c.strings)
     intern = universe.setdefault
-    op_label = np.fromiter((intern(x[x.rfind("/") + 1:], len(universe)) for x in c.names),
-                           np.int64, n)
+    # Labels interned in op order (as one setdefault per op would), then looked up in C.
+    for leaf in dict.fromkeys(c.leaves):
+        if leaf not in universe:
+            universe[leaf] = len(universe)
+    op_label = np.fromiter(map(universe.__getitem__, c.leaves), np.int64, n)
     grp_label = np.fromiter((intern(x[x.rfind("/") + 1:], len(universe)) for x in c.gnames),
                             np.int64, G)
     strings = _Events()
@@ -1330,23 +1263,38 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     shapes_ev = _Events()
     shapes_ev.add(op_pos, 0, c.shapes)
     # Embeddings, hosts in page order.
-    emb_rows: list[tuple[int, int, int, int, int]] = []  # (host pos, flags, name, op, shapes)
-    for j in sorted(c.embs, key=lambda j: int(op_pos[j])):
-        name = c.names[j]
-        cut = name.rfind("/")
-        scope = name[:cut + 1] if cut >= 0 else ""
-        i = int(op_pos[j])
-        for flag, e in c.embs[j]:
-            if scope and e.name.startswith(scope) and "/" not in e.name[len(scope):]:
-                f, en = flag | 2, e.name[len(scope):]
-            else:
-                f, en = flag, e.name
-            key = tuple(e.shapes)
-            sk = shape_u.get(key)
-            if sk is None:
-                sk = shape_u[key] = len(shape_u)
-            emb_rows.append((i, f, intern(en, len(universe)), intern(e.op, len(universe)), sk))
-    emb = np.array(emb_rows, np.int64).reshape(-1, 5)
+    # (host pos, flags, name, op, shapes) per embedding; the name is local (flag 2) when
+    # it lies in the host's scope, which is when its own scope is the host's.
+    hosts = np.fromiter(c.embs, np.int64, len(c.embs))
+    hosts = hosts[np.argsort(op_pos[hosts], kind="stable")].tolist()
+    per_host = [c.embs[j] for j in hosts]
+    n_per = list(map(len, per_host))
+    flat = list(chain.from_iterable(per_host))
+    del per_host
+    embeds = list(map(itemgetter(1), flat))
+    e_names = list(map(attrgetter("name"), embeds))
+    e_parts = list(map(str.rpartition, e_names, repeat("/")))
+    host_scope = list(chain.from_iterable(map(repeat, map(c.scope_of.__getitem__, hosts),
+                                              n_per)))
+    local = [bool(hs) and p[0] == hs for p, hs in zip(e_parts, host_scope, strict=True)]
+    e_shown = [p[2] if loc else x for p, x, loc in zip(e_parts, e_names, local, strict=True)]
+    e_ops = list(map(attrgetter("op"), embeds))
+    for x in chain(dict.fromkeys(e_shown), dict.fromkeys(e_ops)):
+        if x not in universe:
+            universe[x] = len(universe)
+    e_shapes = list(map(tuple, map(attrgetter("shapes"), embeds)))
+    for key in dict.fromkeys(e_shapes):
+        if key not in shape_u:
+            shape_u[key] = len(shape_u)
+    emb = np.empty((len(flat), 5), np.int64)
+    if flat:
+        emb[:, 0] = np.repeat(op_pos[np.array(hosts, np.int64)], n_per)
+        emb[:, 1] = np.fromiter(map(itemgetter(0), flat), np.int64, len(flat)) | (
+            np.array(local, bool) * 2)
+        emb[:, 2] = np.fromiter(map(universe.__getitem__, e_shown), np.int64, len(flat))
+        emb[:, 3] = np.fromiter(map(universe.__getitem__, e_ops), np.int64, len(flat))
+        emb[:, 4] = np.fromiter(map(shape_u.__getitem__, e_shapes), np.int64, len(flat))
+    del flat, embeds, e_names, e_parts, host_scope, local, e_shown, e_ops, e_shapes
     if emb.size:
         # Within a host: after its label, type and device (ranks 0-2), name then op.
         k = np.arange(len(emb))

@@ -1,0 +1,361 @@
+"""A graph source read as columns: the first step of ``page_columns``.
+
+:func:`read_source` turns an IR :class:`~summarylib.graph.Graph` or a ``GraphDef`` message
+(without a function library) into one :class:`SourceColumns`: per node its name, op
+type, device and display record (attribute text, output shapes, XLA cluster: the record
+``normalize`` makes, shared by the nodes whose attributes and outputs repeat), and the
+inputs of every node as TensorBoard collapses them (``normalize._collapse``: ``^x`` is a
+control input, ``x:k`` selects output ``k``, an input naming the previous input's node is
+dropped), flattened into one list with per-node offsets.
+
+An IR graph is read field by field over all nodes (one list per field, the inputs
+flattened, only the inputs with a ``:`` or ``^`` parsed one by one, the collapse a
+comparison of neighbours), and its display records are made once per distinct (attribute
+value identities, output shapes and dtypes). A node with a field of the wrong type, or
+attributes or outputs that are not a mapping and ``TensorSpec`` objects, sends the whole
+graph through the record-per-node reader, which raises ``build_view``'s error for it. A
+serialized GraphDef is read from its wire format, one record per node (its attr map's
+text made once per distinct attr-map bytes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import chain, compress, repeat
+from operator import attrgetter, eq, itemgetter
+from typing import Any
+
+import numpy as np
+
+from summarylib.graph.elements import DType, TensorSpec
+from summarylib.graph.view.model import Shape
+from summarylib.graph.view.normalize import (
+    _AttrMemo,
+    _collapse,
+    _Raw,
+    _source_nodes,
+    ir_node,
+    parse_input,
+)
+
+__all__ = ["SourceColumns", "read_source"]
+
+#: Attribute value types whose display text is a function of the value (equal values
+#: of one of these types show the same text).
+_BY_VALUE: frozenset[type] = frozenset({str, int, bool, DType, TensorSpec})
+
+#: One display record: (attribute text, output shapes, XLA cluster or None).
+Record = tuple[dict[str, str], list[Shape], "str | None"]
+
+
+@dataclass
+class SourceColumns:
+    """Every node of a source, in source order (see the module docstring).
+
+    ``records[rec[j]]`` is node ``j``'s display record; node ``j``'s collapsed inputs are
+    entries ``in_start[j]:in_start[j + 1]`` of ``in_name`` (the node name), ``in_slot``
+    (the output slot) and ``in_ctl`` (a control input).
+    """
+
+    names: list[str]
+    ops: list[str]
+    devices: list[str]
+    rec: np.ndarray
+    records: list[Record]
+    in_start: np.ndarray
+    in_name: list[str]
+    in_slot: np.ndarray
+    in_ctl: np.ndarray
+
+    def inputs(self, j: int) -> list[tuple[str, int, bool]]:
+        """Node ``j``'s collapsed inputs as (name, slot, control)."""
+        a, b = int(self.in_start[j]), int(self.in_start[j + 1])
+        if a == b:
+            return []
+        return list(zip(self.in_name[a:b], self.in_slot[a:b].tolist(),
+                        self.in_ctl[a:b].tolist(), strict=True))
+
+
+def read_source(source: Any) -> SourceColumns:
+    """``source`` (an IR graph, or a ``GraphDef`` message) as columns; ValueError, as
+    ``build_view`` raises it, for a node it cannot read."""
+    from summarylib.graph.ir import Graph
+
+    if isinstance(source, Graph):
+        got = _ir_columns(source.nodes)
+        return got if got is not None else _raw_columns(_ir_raws(source))
+    return _raw_columns(_raws(source))
+
+
+def _take(values: list[Any], idx: np.ndarray) -> list[Any]:
+    """``[values[i] for i in idx]`` in C (itemgetter of one index returns no tuple)."""
+    if idx.size == 0:
+        return []
+    if idx.size == 1:
+        return [values[int(idx[0])]]
+    return list(itemgetter(*idx.tolist())(values))
+
+
+_FIELDS = attrgetter("name", "op", "device", "inputs", "control_inputs", "attrs", "outputs")
+
+
+def _all_str(values: list[Any]) -> bool:
+    return not values or set(map(type, values)) == {str}
+
+
+def _ir_columns(nodes: list[Any]) -> SourceColumns | None:
+    """The columns of IR nodes, or None when a node needs the per-node reader (a field
+    of another type: that reader raises the view's error, or reads what it can)."""
+    n = len(nodes)
+    if not n:
+        return None
+    # One pass over the nodes (at a million nodes, each visit of a node is a cache miss),
+    # then one list per field.
+    fields = list(map(_FIELDS, nodes))
+    names, ops, devices, data, ctl, attrs, outputs = map(list, zip(*fields, strict=True))
+    del fields
+    if not (_all_str(names) and _all_str(ops) and _all_str(devices)):
+        return None
+    try:
+        n_data = np.fromiter(map(len, data), np.int64, n)
+        n_ctl = np.fromiter(map(len, ctl), np.int64, n)
+        flat_d = list(chain.from_iterable(data))
+        flat_c = list(chain.from_iterable(ctl))
+        del data, ctl
+        # Display records depend on the attribute values and the outputs' shapes and
+        # dtypes only. Values are keyed by identity (the graph keeps them alive), so
+        # equal values of different types (1, True, 1.0) never share a record.
+        values = list(map(tuple, map(map, repeat(id, n), map(dict.values, attrs))))
+        shape_of, dtype_of = attrgetter("shape"), attrgetter("dtype")
+        keys = list(zip(map(tuple, attrs), values,
+                        map(tuple, map(map, repeat(shape_of, n), outputs)),
+                        map(tuple, map(map, repeat(dtype_of, n), outputs)), strict=True))
+        key_ids: dict[Any, int] = {}
+        rec_l = [key_ids.setdefault(k, len(key_ids)) for k in keys]
+        # Which inputs need parsing; a non-string input raises TypeError here.
+        parse_d = [i for i, s in enumerate(flat_d) if ":" in s or s[:1] == "^"]
+        parse_c = [i for i, s in enumerate(flat_c) if ":" in s]
+    except (TypeError, AttributeError):
+        return None  # not lists of strings, a mapping and TensorSpecs
+    if (parse_d or parse_c) and not (_all_str(flat_d) and _all_str(flat_c)):
+        return None  # a str subclass, or bytes: the per-node reader takes those
+    del values
+    # Distinct keys by value where a value's text is its value's (not for floats: 0.0
+    # and -0.0 are equal), with its type (1, True): one record per such key.
+    firsts = np.unique(np.array(rec_l, np.int64), return_index=True)[1]
+    by_value: dict[Any, int] = {}
+    rec_of_key = np.empty(firsts.size, np.int64)
+    shape_cache: dict[Any, Shape] = {}
+    records: list[Record] = []
+    for k, j in enumerate(firsts.tolist()):
+        a = attrs[j]
+        vkey = (tuple([(key, type(v), v) if type(v) in _BY_VALUE else (key, None, id(v))
+                       for key, v in a.items()]), keys[j][2], keys[j][3])
+        r = by_value.get(vkey)
+        if r is None:
+            r = by_value[vkey] = len(records)
+            raw = ir_node(j, nodes[j], shape_cache)
+            records.append((raw.attrs, raw.shapes, raw.xla))
+        rec_of_key[k] = r
+    del keys
+    # Data inputs, then control inputs ("^" + name), parsed where they need it.
+    m_d, m_c = len(flat_d), len(flat_c)
+    pname = flat_d + flat_c
+    slot = np.zeros(m_d + m_c, np.int64)
+    control = np.zeros(m_d + m_c, bool)
+    control[m_d:] = True
+    for i in parse_d:
+        pname[i], slot[i], control[i], _ = parse_input(flat_d[i])
+    for i in parse_c:
+        pname[m_d + i], slot[m_d + i], control[m_d + i], _ = parse_input("^" + flat_c[i])
+    node = np.concatenate([np.repeat(np.arange(n), n_data), np.repeat(np.arange(n), n_ctl)])
+    order = np.argsort(node, kind="stable")
+    pname = _take(pname, order)
+    node, slot, control = node[order], slot[order], control[order]
+    # The collapse: an input naming the same node as the node's previous input goes.
+    if node.size > 1:
+        same = np.fromiter(map(eq, pname[1:], pname[:-1]), bool, node.size - 1)
+        keep = np.r_[True, ~(same & (node[1:] == node[:-1]))]
+        if not keep.all():
+            pname = list(compress(pname, keep.tolist()))
+            node, slot, control = node[keep], slot[keep], control[keep]
+    in_start = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(node, minlength=n), out=in_start[1:])
+    return SourceColumns(names, ops, devices, rec_of_key[np.array(rec_l, np.int64)], records,
+                         in_start, pname, slot, control)
+
+
+def _raw_columns(raws: Iterable[_Raw]) -> SourceColumns:
+    """Columns of per-node records (records sharing their attrs dict share one record)."""
+    names: list[str] = []
+    ops: list[str] = []
+    devices: list[str] = []
+    rec_l: list[int] = []
+    records: list[Record] = []
+    by_id: dict[tuple[int, int], int] = {}
+    counts: list[int] = []
+    in_name: list[str] = []
+    in_slot: list[int] = []
+    in_ctl: list[bool] = []
+    for raw in raws:
+        names.append(raw.name)
+        ops.append(raw.op)
+        devices.append(raw.device)
+        key = (id(raw.attrs), id(raw.shapes))
+        r = by_id.get(key)
+        if r is None or records[r][2] != raw.xla:
+            r = len(records)
+            # records keeps the shared objects alive, so their ids stay unique
+            records.append((raw.attrs, raw.shapes, raw.xla))
+            by_id[key] = r
+        rec_l.append(r)
+        counts.append(len(raw.inputs))
+        for name, slot, ctl in raw.inputs:
+            in_name.append(name)
+            in_slot.append(slot)
+            in_ctl.append(ctl)
+    in_start = np.zeros(len(names) + 1, np.int64)
+    np.cumsum(np.array(counts, np.int64), out=in_start[1:])
+    return SourceColumns(names, ops, devices, np.array(rec_l, np.int64), records, in_start,
+                         in_name, np.array(in_slot, np.int64), np.array(in_ctl, bool))
+
+
+def _raws(source: Any) -> Any:
+    """normalize._source_nodes, with the records of nodes whose attributes and outputs
+    repeat made once: IR nodes keyed by their attrs and output specs (values of types
+    whose equality is identity of display text only), GraphDef nodes by the bytes of
+    their attr map."""
+    from summarylib.graph.ir import Graph
+
+    if isinstance(source, Graph):
+        return _ir_raws(source)
+    if source.HasField("library"):
+        return _source_nodes(source)
+    return _wire_raws(source.SerializeToString())
+
+
+def _varint(b: bytes, i: int) -> tuple[int, int]:
+    x = b[i]
+    i += 1
+    if x < 128:
+        return x, i
+    x &= 127
+    shift = 7
+    while True:
+        c = b[i]
+        i += 1
+        x |= (c & 127) << shift
+        if c < 128:
+            return x, i
+        shift += 7
+
+
+def _skip(b: bytes, i: int, wire: int) -> int:
+    """The offset after a field's value of wire type ``wire`` starting at ``i``."""
+    if wire == 0:
+        return _varint(b, i)[1]
+    if wire == 1:
+        return i + 8
+    if wire == 2:
+        n, i = _varint(b, i)
+        return i + n
+    if wire == 5:
+        return i + 4
+    raise ValueError(f"build_view: a NodeDef has a field of wire type {wire}")
+
+
+def _wire_raws(data: bytes) -> Any:
+    """The NodeDefs of a serialized GraphDef (without a function library) as records,
+    read from the wire format: name, op, inputs and device decoded here, the attr map's
+    records made once per distinct attr-map bytes (through a parsed NodeDef holding only
+    the attr map, so the text is ``_AttrMemo``'s)."""
+    from summarylib.proto import node_def_pb2
+
+    memo = _AttrMemo()
+    by_bytes: dict[bytes, tuple[dict[str, str], list[Shape], str | None]] = {}
+    node_def = node_def_pb2.NodeDef
+    end = len(data)
+    i = 0
+    while i < end:
+        key, i = _varint(data, i)
+        field, wire = key >> 3, key & 7
+        if field != 1 or wire != 2:
+            i = _skip(data, i, wire)
+            continue
+        size, i = _varint(data, i)
+        j, stop = i, i + size
+        i = stop
+        name = op = device = ""
+        inputs: list[str] = []
+        attr_at: list[tuple[int, int]] = []
+        while j < stop:
+            at = j
+            key, j = _varint(data, j)
+            field, wire = key >> 3, key & 7
+            if wire != 2 or field > 5:
+                j = _skip(data, j, wire)
+                continue
+            n, j = _varint(data, j)
+            if field == 5:
+                attr_at.append((at, j + n))
+            elif field == 3:
+                inputs.append(data[j:j + n].decode("utf-8"))
+            elif field == 1:
+                name = data[j:j + n].decode("utf-8")
+            elif field == 2:
+                op = data[j:j + n].decode("utf-8")
+            elif field == 4:
+                device = data[j:j + n].decode("utf-8")
+            j += n
+        if attr_at:
+            raw_attrs = b"".join([data[a:b] for a, b in attr_at])
+            hit = by_bytes.get(raw_attrs)
+            if hit is None:
+                nd = node_def()
+                nd.ParseFromString(raw_attrs)
+                r = memo.node(nd)
+                hit = (r.attrs, r.shapes, r.xla)
+                if len(raw_attrs) < 4096:  # not every constant's tensor content
+                    by_bytes[raw_attrs] = hit
+        else:
+            hit = _NO_ATTRS
+        yield _Raw(name, op, _collapse(inputs), device, hit[0], hit[1], hit[2])
+
+
+_NO_ATTRS: tuple[dict[str, str], list[Shape], str | None] = ({}, [], None)
+
+
+def _ir_raws(graph: Any) -> Any:
+    """IR nodes as records; nodes whose attrs values are the same objects (or equal
+    strings) and whose outputs have the same (shape, dtype) share one record's attrs
+    and shapes (the graph keeps every value alive, so an identity names one value)."""
+    shape_cache: dict[Any, Shape] = {}
+    memo: dict[Any, tuple[dict[str, str], list[Shape], str | None]] = {}
+    for i, node in enumerate(graph.nodes):
+        name, op, device = node.name, node.op, node.device
+        try:
+            key = (tuple([(k, v if type(v) is str else id(v)) for k, v in node.attrs.items()]),
+                   tuple([(o.shape, o.dtype) for o in node.outputs]))
+            hit = memo.get(key)
+        except (TypeError, AttributeError):  # not a mapping, not TensorSpecs: no memo
+            key, hit = None, None
+        if hit is None or type(name) is not str or type(op) is not str \
+                or type(device) is not str:
+            raw = ir_node(i, node, shape_cache)
+            if key is not None:
+                memo[key] = (raw.attrs, raw.shapes, raw.xla)
+            yield raw
+            continue
+        try:
+            ctl = node.control_inputs
+            inputs = list(node.inputs)
+            if ctl:
+                inputs += ["^" + c for c in ctl]
+            collapsed = _collapse(inputs)
+        except TypeError:
+            yield ir_node(i, node, shape_cache)  # raises the view's error
+            continue
+        yield _Raw(name, op, collapsed, device, hit[0], hit[1], hit[2])
+
+
