@@ -66,7 +66,9 @@ def blob_columns(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list[A
     tb = json.loads(raws[0][:data["tables_bytes"]])
     c = {k: np.frombuffer(raws[part], np.dtype(t).newbyteorder("<"), n, off).tolist()
          for k, (t, off, n, part) in data["columns"].items()}
-    tb["strings"] = split_text(tb.pop("text"), c.pop("str_len"))
+    later = json.loads(raws[1][:data["later_bytes"]])
+    assert len(c["str_len"]) >= data["strings_first"]
+    tb["strings"] = split_text(tb.pop("text") + later["text"], c.pop("str_len"))
     return tb, c
 
 

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from summarylib.graph import Graph, Node, TensorSpec
-from summarylib.graph.view import GraphView, OpNode, build_view
+from summarylib.graph.view import GraphView, OpNode, build_view, page_data
 from summarylib.graph.view import layout as lay
 from summarylib.graph.view.html_export import view_to_html
 from summarylib.graph.view.page_data import view_to_page_data
@@ -184,8 +184,6 @@ def test_the_head_of_the_test_graphs() -> None:
 @pytest.mark.parametrize("near", [True, False])
 def test_a_top_level_too_big_for_a_head_is_drawn_from_the_near_part_or_the_blob(
         near: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from summarylib.graph.view import page_data
-
     view = build_view(gm.synthetic_graph(3, 2))
     monkeypatch.setattr(page_data, "HEAD_ROWS", len(view.root.children))  # one row short
     if not near:

@@ -13,9 +13,10 @@ The returned dict (format ``summarylib.graph.page``, version 2)::
     {"format", "version", "options", "stats": {"ops", "edges", "groups"},
      "nodes": N, "devices": [sorted devices of ops], "has_time": bool,
      "templates": [[id, member count, first member name], ...],
-     "tables_bytes": n, "columns": {name: [dtype, byte offset, length, blob]},
+     "tables_bytes": n, "later_bytes": n, "strings_first": n,
+     "columns": {name: [dtype, byte offset, length, blob]},
      "blob": base64(zlib(tables JSON, padding, columns of blob 0)),
-     "later": base64(zlib(columns of blob 1)),
+     "later": base64(zlib({"text": the rest of the strings} JSON, padding, columns of blob 1)),
      "head": {"rows", "dtypes", "columns", "strings", "shapes", "attrs", "names",
               "panels", "series", "xla"} or None,
      "near_index": {"rows", "groups", "edges", "tables_bytes",
@@ -42,10 +43,14 @@ scope), ``emb_name``, ``emb_op``, ``emb_shapes``. ``time`` (float64, NaN for non
 any op has a compute time. Each integer column is stored in the narrowest type that holds
 its values (``uint8``, ``int8``, ``uint16``, ``int16`` or ``int32``). The columns of base
 edges, embeddings and histogram entries are in the second blob, ``later``, which the page
-inflates after the first. The string table (the distinct strings, numbered by first use in
-node order) is one JSON string, ``text`` in the tables, cut by the column ``str_len`` (each
-entry's length in UTF-16 code units, JavaScript's), so that the page parses one string,
-not hundreds of thousands. The other tables: ``shapes`` (lists of shapes), ``attrs``
+inflates after the first. The string table (the distinct strings) holds first the
+``strings_first`` strings that the first blob's columns use (labels, op types, devices),
+then the others (embedded constants' names, histogram keys), each part numbered by first
+use in node order; it is one JSON string per blob, ``text`` in the first blob's tables
+and in the second blob's (its JSON comes first, ``later_bytes`` long), cut by the column
+``str_len`` (each entry's length in UTF-16 code units, JavaScript's), so that the page
+parses one string, not hundreds of thousands, and the first blob carries no more of them
+than it uses. The other tables: ``shapes`` (lists of shapes), ``attrs``
 (dicts), ``names`` ([[node, full name]]), ``extra``, ``panels`` ([[node, in names, out
 names]]), ``series`` ([[node, ids]]), ``xla`` ([[node, cluster]]).
 
@@ -401,23 +406,30 @@ def _pack(columns: dict[str, np.ndarray], tables: dict[str, Any], level: int
     """The columns and tables as the page reads them: ``tables_bytes``, ``columns`` (the
     directory), ``blob``, ``later``, ``head``, ``near_index`` and ``near`` (see the
     module docstring)."""
-    # The strings as one text and their lengths (a column): the page parses one JSON
-    # string, not one per entry, and slices the entries it shows.
-    text, lengths = _string_text(tables["strings"])
+    # The strings that the first blob's columns use first (the rest, embedded constants'
+    # names and histogram keys, go in the second blob), as one text and their lengths (a
+    # column): the page parses one JSON string, not one per entry, and slices the
+    # entries it shows.
+    columns, strings, first = _strings_first(columns, tables["strings"])
+    tables = dict(tables, strings=strings)
+    lengths = _string_lengths(strings)
     blob_tables = {k: v for k, v in tables.items() if k != "strings"}
-    blob_tables["text"] = text
+    blob_tables["text"] = "".join(strings[:first])
     # ASCII JSON: lone surrogates and every non-ASCII character stay \u escapes.
     tables_bytes = _ascii_json(blob_tables)
+    later_bytes = _ascii_json({"text": "".join(strings[first:])})
     # Two blobs: what opening groups needs, and the rest (edges, embeddings and
     # histograms: for edges into open groups, cards and colours), which the page
     # inflates after the first.
     narrowed = {cname: _narrow(arr) for cname, arr in columns.items()}
     narrowed["str_len"] = _narrow(lengths)
-    directory, (blob, later) = _blobs(narrowed, [tables_bytes, b""],
+    directory, (blob, later) = _blobs(narrowed, [tables_bytes, later_bytes],
                                       lambda cname: 1 if cname in _LATER else 0, level)
     near_index, near = _near(narrowed, tables, level)
     return {
         "tables_bytes": len(tables_bytes),
+        "later_bytes": len(later_bytes),
+        "strings_first": first,
         "columns": directory,
         "head": _head(narrowed, tables),
         "near_index": near_index,
@@ -427,17 +439,40 @@ def _pack(columns: dict[str, np.ndarray], tables: dict[str, Any], level: int
     }
 
 
-def _string_text(strings: list[str]) -> tuple[str, np.ndarray]:
-    """``strings`` joined, and the length of each in UTF-16 code units (JavaScript's: a
-    character beyond the BMP counts two; a lone surrogate, which JSON keeps as an
-    escape, one)."""
-    text = "".join(strings)
-    if text.isascii():
-        lengths = np.fromiter(map(len, strings), np.int64, len(strings))
-    else:
-        lengths = np.fromiter((len(x.encode("utf-16-le", "surrogatepass")) // 2
-                               for x in strings), np.int64, len(strings))
-    return text, lengths
+#: The columns holding string indices: of the first blob, and of the second.
+_FIRST_STRINGS = ("label", "type", "device")
+_LATER_STRINGS = ("hist_key", "dev_key", "emb_name", "emb_op")
+
+
+def _strings_first(columns: dict[str, np.ndarray], strings: list[str]
+                   ) -> tuple[dict[str, np.ndarray], list[str], int]:
+    """The columns and the string table renumbered so that the strings of the first
+    blob's columns come first (each part in its former order), and how many they are."""
+    n = len(strings)
+    used = np.zeros(n, bool)
+    for cname in _FIRST_STRINGS:
+        col = np.asarray(columns[cname])
+        used[col[col >= 0]] = True
+    first = int(used.sum())
+    if used[:first].all():  # (already so)
+        return columns, strings, first
+    order = np.concatenate([np.flatnonzero(used), np.flatnonzero(~used)])
+    new = np.empty(n, np.int64)
+    new[order] = np.arange(n)
+    out = dict(columns)
+    for cname in _FIRST_STRINGS + _LATER_STRINGS:
+        col = np.asarray(columns[cname], np.int64)
+        out[cname] = np.where(col >= 0, new[np.maximum(col, 0)], col)
+    return out, [strings[i] for i in order.tolist()], first
+
+
+def _string_lengths(strings: list[str]) -> np.ndarray:
+    """The length of each string in UTF-16 code units (JavaScript's: a character beyond
+    the BMP counts two; a lone surrogate, which JSON keeps as an escape, one)."""
+    if all(map(str.isascii, strings)):
+        return np.fromiter(map(len, strings), np.int64, len(strings))
+    return np.fromiter((len(x.encode("utf-16-le", "surrogatepass")) // 2 for x in strings),
+                       np.int64, len(strings))
 
 
 def _ascii_json(obj: Any) -> bytes:

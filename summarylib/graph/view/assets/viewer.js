@@ -70,6 +70,7 @@
   // FIRST[g], and every parent comes before its children (page_data.py).
   let C = null, TB = null, N = 0;
   let STR = null; // STR(k): entry k of the string table
+  let STR0 = null; // the same for the first entries only: the first blob's (labels among them)
   let PARENT_IX = null, FIRST = null, BASE = null, ME_OFF = null, HIST_OFF = null, DEV_OFF = null;
   let EMB_OFF = null;
   const NAME_OF = []; // node index -> full name, made on demand
@@ -162,7 +163,11 @@
   // drawn; what needs it waits (LATER.then) or shows without it until it is here.
   let LATER = null, LATER_READY = false;
   async function decodeLater(buf) {
-    columns(await buf, 1);
+    const b = await buf, first = GD.strings_first;
+    columns(b, 1);
+    const rest = stringTable(JSON.parse(new TextDecoder().decode(new Uint8Array(b, 0, GD.later_bytes))).text,
+      C.str_len.subarray(first));
+    STR = (k) => (k < first ? STR0(k) : rest(k - first));
     EMB_OFF = new Int32Array(N + 1);
     const host = C.emb_host;
     for (let e = 0; e < host.length; e++) EMB_OFF[host[e] + 1]++;
@@ -211,7 +216,7 @@
   function decodePart(cols, tb, rows, open) {
     const sparse = (pairs) => { const a = []; for (const [k, v] of pairs) a[k] = v; return a; };
     C = cols;
-    if (tb.strings) { const a = sparse(tb.strings); STR = (k) => a[k]; } else STR = stringTable(tb.text, C.str_len);
+    if (tb.strings) { const a = sparse(tb.strings); STR = (k) => a[k]; } else STR = STR0 = stringTable(tb.text, C.str_len);
     TB = { shapes: sparse(tb.shapes), attrs: sparse(tb.attrs), names: tb.names, extra: [],
       panels: tb.panels, series: tb.series, xla: tb.xla };
     N = GD.nodes;
@@ -242,7 +247,8 @@
     TB = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 0, GD.tables_bytes)));
     C = {};
     columns(buf, 0);
-    STR = stringTable(TB.text, C.str_len);
+    // The strings of the first blob; the others come with the second (decodeLater).
+    STR = STR0 = stringTable(TB.text, C.str_len.subarray(0, GD.strings_first));
     TB.text = null;
     N = GD.nodes;
     tree(N);
@@ -1490,13 +1496,14 @@
   function lowTable() {
     // The string table lower-cased (once; a name is lower-cased as its parts): one text
     // and where each entry starts in it.
+    // (The first blob's entries: every label is among them.)
     if (LOW) return LOW;
-    const n = STR.off.length - 1;
-    let text = STR.text.toLowerCase(), off = STR.off;
-    if (text.length !== STR.text.length) {
+    const n = STR0.off.length - 1;
+    let text = STR0.text.toLowerCase(), off = STR0.off;
+    if (text.length !== STR0.text.length) {
       // A character whose lower case is not as long: entry by entry.
       const parts = new Array(n), o = new Int32Array(n + 1);
-      for (let k = 0; k < n; k++) { parts[k] = STR(k).toLowerCase(); o[k + 1] = o[k] + parts[k].length; }
+      for (let k = 0; k < n; k++) { parts[k] = STR0(k).toLowerCase(); o[k + 1] = o[k] + parts[k].length; }
       text = parts.join("");
       off = o;
     }
