@@ -1869,6 +1869,9 @@
     }, fail);
   }
   readBlobs();
+  // The layout worker, started now (it takes a while to start while the page is parsed
+  // and the blobs inflated): a big group opened early is not kept waiting for it.
+  if (drawn) drawn.then(() => setTimeout(startWorker, 0));
   function fail(e) {
     stage.appendChild(htmlEl("p", { id: "failed" }, "This page could not read its graph: " + e));
     throw e;
