@@ -26,6 +26,13 @@ transformer layers, variables, numbered series, ``init``/``save`` hubs). Per gra
   (laid out in the page's Web Worker when it has more than 240; shown as ranges of 1,000
   children when it has more than 1,000) until it is drawn and one frame has run; then the
   same for its first child (its first range), and the page's JavaScript heap after both;
+* click at first paint: in a fresh page, ``expand(name)`` of the top level's group of the
+  most ops made at the first animation frame with a node drawn (what a click right after
+  the first paint asks), until it is drawn and one frame has run, by the page's clock:
+  the page may not have read its blobs yet (it answers from the near part);
+* first search: once the page has read everything, the search box given the deepest
+  op's path (a query across scopes), until its list is shown (less the box's 120 ms
+  wait for more typing);
 * TensorBoard: the same graph as the only run of a logdir, the real TensorBoard 2.21
   (``tests/tbserver.py``) and the same browser (``tests/tb_graph_oracle.py``), from
   navigation to ``#graphs`` until the first node of the dashboard's scene exists plus one
@@ -161,6 +168,56 @@ def expand_largest(browser: Any, url: str, group: str, timeout_s: float
         page.close()
 
 
+#: Run before the page's scripts: at the first animation frame with a node drawn, asks the
+#: viewer to open group ``window.__clickAt`` (as a click on it right after the first paint
+#: would) and keeps the milliseconds until it is drawn and a frame has run.
+CLICK_AT_PAINT_JS = """(() => {
+  const tick = () => {
+    const v = window.summarylibViewer;
+    if (!document.querySelector("[data-name]") || !v) { requestAnimationFrame(tick); return; }
+    const name = window.__clickAt, t = performance.now();
+    v.expand(name);
+    const poll = () => {
+      if (v.pending() === 0 && v.expanded().includes(name))
+        requestAnimationFrame(() => { window.__clickAnswered = performance.now() - t; });
+      else setTimeout(poll, 1);
+    };
+    poll();
+  };
+  requestAnimationFrame(tick);
+})();"""
+
+#: The search box given ``q`` (an input event): milliseconds until its list is shown, less
+#: the box's 120 ms wait for more typing.
+SEARCH_JS = """q => new Promise((done) => {
+  const box = document.getElementById("search"), t = performance.now();
+  box.value = q;
+  box.dispatchEvent(new Event("input"));
+  const poll = () => {
+    if (document.querySelector("#results.open")) done(performance.now() - t - 120);
+    else setTimeout(poll, 1);
+  };
+  poll();
+})"""
+
+
+def click_at_paint(browser: Any, url: str, group: str, query: str, timeout_s: float
+                   ) -> tuple[float, float]:
+    """In a fresh page: seconds from a click on ``group`` (a group of the top level) made
+    at the first paint until it is drawn open (:data:`CLICK_AT_PAINT_JS`), and, once the
+    page has read everything, seconds of the first search for ``query``."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        page.add_init_script(f"window.__clickAt = {group!r};" + CLICK_AT_PAINT_JS)
+        page.goto(url, timeout=timeout_s * 1000)
+        answered = float(wait_until(page, "window.__clickAnswered", timeout_s * 1000)) / 1000
+        wait_until(page, "window.summarylibViewer.timing.frame", timeout_ms=timeout_s * 1000)
+        found = float(page.evaluate(SEARCH_JS, query)) / 1000
+        return answered, found
+    finally:
+        page.close()
+
+
 def html_export() -> Callable[..., str] | None:
     """``view_to_html``, or None when this checkout has no HTML export."""
     import summarylib.graph.view as gv
@@ -251,6 +308,8 @@ def main() -> None:
             graph = SIZES[size]()
             edges = sum(len(n.inputs) + len(n.control_inputs) for n in graph)
             builds, exports, paints, expands, parts, heaps = [], [], [], [], [], []
+            clicks: list[float] = []
+            searches: list[float] = []
             fasts: list[float] = []
             fast_cpu: list[float] = []
             fast_rss = 0.0
@@ -288,6 +347,12 @@ def main() -> None:
 
                     largest = max((n for n in view.nodes.values() if isinstance(n, GroupNode)
                                    and n.name), key=lambda g: len(g.children)).name
+                    # The top level's group of the most ops (a click right after the
+                    # first paint), and a search across scopes: the deepest op's path.
+                    biggest = max((view.nodes[c] for c in view.root.children
+                                   if isinstance(view.nodes[c], GroupNode)),
+                                  key=lambda g: g.cardinality).name  # type: ignore[union-attr]
+                    deepest = max(view.nodes, key=lambda n: (n.count("/"), n))
                     path.write_text(text, encoding="utf-8")
                     if browser is None:
                         continue
@@ -302,6 +367,10 @@ def main() -> None:
                         heaps.append(heap)
                         if part is not None:
                             parts.append(part)
+                        click, found = click_at_paint(browser, path.as_uri(), biggest, deepest,
+                                                      args.tb_timeout)
+                        clicks.append(click)
+                        searches.append(found)
                     except Exception as e:  # playwright's TimeoutError: report it, go on
                         notes.append(f"{size}: our page: nothing drawn within "
                                      f"{args.tb_timeout:.0f} s ({type(e).__name__})")
@@ -320,12 +389,12 @@ def main() -> None:
                          ("yes" if all(same) else "NO") if same else "n/a",
                          fmt(builds), fmt(exports),
                          f"{page_bytes / 1e6:.1f} MB" if page_bytes else "n/a",
-                         f"{rss:.0f} MB", fmt(paints), fmt(expands), fmt(parts),
-                         fmt(heaps, "MB"), fmt(tb_times)))
+                         f"{rss:.0f} MB", fmt(paints), fmt(clicks), fmt(expands), fmt(parts),
+                         fmt(searches), fmt(heaps, "MB"), fmt(tb_times)))
             medians[size] = {
                 "html": statistics.median(fasts) if fasts else None,
                 "paint": statistics.median(paints) if paints else None,
-                "expand": max(statistics.median(x) for x in (expands, parts) if x)
+                "expand": max(statistics.median(x) for x in (expands, parts, clicks) if x)
                 if expands else None,
             }
     if to_html is None:
@@ -335,9 +404,10 @@ def main() -> None:
     print(f"graph view, median of {reps} (machine: {os.cpu_count()} CPUs)\n")
     print("| graph | nodes | edges | source_to_html | its CPU | its peak RSS | same "
           "| build_view | view_to_html | HTML size | peak RSS "
-          "| our first paint | expand largest group | expand its first range | page heap "
-          "| TensorBoard render |")
-    print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| our first paint | click at first paint | expand largest group "
+          "| expand its first range | first search | page heap | TensorBoard render |")
+    print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+          "---:|")
     for r in rows:
         print(f"| {r[0]} | {r[1]:,} | {r[2]:,} | " + " | ".join(r[3:]) + " |")
     for n in notes:

@@ -17,7 +17,8 @@ import numpy as np
 
 from summarylib.graph.view import GraphView, view_to_json
 
-__all__ = ["blob_columns", "html_page_data", "json_records", "read_head", "read_page_data"]
+__all__ = ["blob_columns", "html_page_data", "json_records", "read_head", "read_page_data",
+           "split_text"]
 
 
 def json_records(view: GraphView) -> dict[str, dict[str, Any]]:
@@ -40,7 +41,7 @@ def html_page_data(html: str) -> dict[str, Any]:
                       re.S)
     assert block is not None
     data: dict[str, Any] = json.loads(block.group(1))["graph"]
-    for key in ("blob", "later"):
+    for key in ("near", "blob", "later"):
         found = re.search(rf'<script type="application/octet-stream" id="graph-{key}">'
                           r"([A-Za-z0-9+/=]*)</script>", html)
         assert found is not None, key
@@ -65,7 +66,22 @@ def blob_columns(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list[A
     tb = json.loads(raws[0][:data["tables_bytes"]])
     c = {k: np.frombuffer(raws[part], np.dtype(t).newbyteorder("<"), n, off).tolist()
          for k, (t, off, n, part) in data["columns"].items()}
+    later = json.loads(raws[1][:data["later_bytes"]])
+    assert len(c["str_len"]) >= data["strings_first"]
+    tb["strings"] = split_text(tb.pop("text") + later["text"], c.pop("str_len"))
     return tb, c
+
+
+def split_text(text: str, lengths: list[int]) -> list[str]:
+    """The strings of a page's string text: ``text`` cut at ``lengths``, counted in UTF-16
+    code units (as JavaScript slices it)."""
+    units = text.encode("utf-16-le", "surrogatepass")
+    out, at = [], 0
+    for n in lengths:
+        out.append(units[2 * at:2 * (at + n)].decode("utf-16-le", "surrogatepass"))
+        at += n
+    assert 2 * at == len(units)
+    return out
 
 
 def read_page_data(data: dict[str, Any]) -> dict[str, dict[str, Any]]:

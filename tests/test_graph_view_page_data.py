@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from summarylib.graph import Graph, Node, TensorSpec
-from summarylib.graph.view import GraphView, OpNode, build_view
+from summarylib.graph.view import GraphView, OpNode, build_view, page_data
 from summarylib.graph.view import layout as lay
 from summarylib.graph.view.html_export import view_to_html
 from summarylib.graph.view.page_data import view_to_page_data
@@ -181,21 +181,24 @@ def test_the_head_of_the_test_graphs() -> None:
         _check_head(view_to_page_data(view))
 
 
-def test_a_top_level_too_big_for_a_head_is_drawn_from_the_blob(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from summarylib.graph.view import page_data
-
+@pytest.mark.parametrize("near", [True, False])
+def test_a_top_level_too_big_for_a_head_is_drawn_from_the_near_part_or_the_blob(
+        near: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     view = build_view(gm.synthetic_graph(3, 2))
     monkeypatch.setattr(page_data, "HEAD_ROWS", len(view.root.children))  # one row short
+    if not near:
+        monkeypatch.setattr(page_data, "NEAR_ROWS", 0)
     html = view_to_html(view)
-    assert view_to_page_data(view)["head"] is None
+    data = view_to_page_data(view)
+    assert data["head"] is None and (data["near_index"] is None) is not near
     want = lay.compose(view, lay.layout_view(view, groups=[""]), ())
     with chromium_page() as page:
         errors = _open(page, html, tmp_path / "g.html")
         timing = page.evaluate("window.summarylibViewer.timing")
         boxes = dict(page.evaluate("window.summarylibViewer.boxes()"))
         assert errors == []
-    assert timing["head"] is None and timing["parsed"] <= timing["rendered"]
+    assert timing["head"] is None
+    assert (timing["near"] if near else timing["parsed"]) <= timing["rendered"]
     assert set(boxes) == set(want.boxes)
     for name, box in want.boxes.items():
         assert boxes[name] == pytest.approx(list(box), abs=0.1 + 1e-9), name
@@ -217,7 +220,7 @@ def test_the_top_level_is_drawn_before_the_blobs_are_read(tmp_path: Path) -> Non
     assert set(boxes) == set(want.boxes)
     for name, box in want.boxes.items():
         assert boxes[name] == pytest.approx(list(box), abs=0.1 + 1e-9), name
-    cut = re.sub(r'<script type="application/octet-stream" id="graph-(blob|later)">'
+    cut = re.sub(r'<script type="application/octet-stream" id="graph-(near|blob|later)">'
                  r"[^<]*</script>", "", html)
     assert "application/octet-stream" not in cut
     (tmp_path / "cut.html").write_text(cut, encoding="utf-8")
@@ -234,6 +237,94 @@ def test_the_top_level_is_drawn_before_the_blobs_are_read(tmp_path: Path) -> Non
         assert page.evaluate("window.summarylibViewer.nodeData('model')") is None
     assert top == boxes
     assert len(errors) == 1  # the missing blob's
+
+
+def _cut_blobs(html: str) -> str:
+    """``html`` without its two blobs' blocks: only the head and the near part are read."""
+    cut = re.sub(r'<script type="application/octet-stream" id="graph-(blob|later)">'
+                 r"[^<]*</script>", "", html)
+    assert 'id="graph-blob"' not in cut and 'id="graph-near"' in cut
+    return cut
+
+
+def test_groups_of_the_first_levels_open_before_the_blobs_are_read(tmp_path: Path) -> None:
+    """The near part (the first levels of the tree) answers clicks on the groups of the
+    top level and of the level below, before the first blob is decoded (here it never
+    is: its block is removed), with the drawing Python's layout gives; a group below the
+    near part's levels waits for the blob."""
+    view = build_view(gm.synthetic_graph(3, 2))
+    data = view_to_page_data(view)
+    near = data["near_index"]
+    assert near is not None and near["rows"] < data["nodes"]
+    # The near part's groups: the first ``groups`` nodes of the breadth-first order.
+    order = [""]
+    for name in order:
+        node = view.nodes[name]
+        order.extend(getattr(node, "children", []))
+    outside = next(n for n in order[near["groups"]:] if not isinstance(view.nodes[n], OpNode))
+    layer = next(c for c in view.nodes["model"].children  # type: ignore[union-attr]
+                 if not isinstance(view.nodes[c], OpNode))
+    assert order.index(layer) < near["groups"]
+    (tmp_path / "near.html").write_text(_cut_blobs(view_to_html(view)), encoding="utf-8")
+    with chromium_page() as page:
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((tmp_path / "near.html").as_uri())
+        wait_until(page, "window.summarylibViewer.timing.near")
+        page.wait_for_selector("#failed")  # the first blob is missing: it never comes
+        # A click on a group of the top level opens it, and one on its child group too.
+        page.click("[data-name='model'] .shape")
+        wait_until(page, "window.summarylibViewer.expanded().includes('model')")
+        page.click(f"[data-name='{layer}'] .shape")
+        wait_until(page, f"window.summarylibViewer.expanded().includes({layer!r})")
+        boxes = dict(page.evaluate("window.summarylibViewer.boxes()"))
+        # Deeper than the near part: it waits (for a blob that never comes).
+        page.evaluate(f"window.summarylibViewer.expand({outside!r})")
+        page.wait_for_timeout(200)
+        opened = page.evaluate("window.summarylibViewer.expanded()")
+        assert page.evaluate("window.summarylibViewer.nodeData('model')") is None
+    assert sorted(opened) == sorted(["", "model", layer])
+    assert len(errors) == 1  # the missing blob's
+    scene = lay.compose(view, lay.layout_view(view, groups=["", "model", layer]),
+                        {"", "model", layer})
+    assert set(boxes) == set(scene.boxes)
+    for name, box in scene.boxes.items():
+        assert boxes[name] == pytest.approx(list(box), abs=0.1 + 1e-9), name
+
+
+def _preorder(view: GraphView) -> list[str]:
+    """Every name but the root's, in pre-order (children in the view's order)."""
+    out: list[str] = []
+    stack = list(reversed(view.root.children))
+    while stack:
+        name = stack.pop()
+        out.append(name)
+        stack.extend(reversed(getattr(view.nodes[name], "children", [])))
+    return out
+
+
+def test_search_lists_the_names_that_contain_the_text(tmp_path: Path) -> None:
+    """The search box lists the first 50 names, in pre-order, that contain the text
+    (case-insensitive), within one part of a name or across scopes, names given whole
+    (a renamed op, the empty scope, hostile and non-ASCII parts) included."""
+    view = _odd_graph()
+    names = _preorder(view)
+    queries = ["a", "A/b", "/", "//", "s/", "/lead", "r/add_", "add_1", "/add_1", "blocks/layer_",
+               "ks/layer_1/m", "layer_2/", "/mm", "__proto__", "s/</", "<img", "é漢",
+               "constructor/é", "c/c", "x", "no/such", "/a/b", "summary"]
+    with chromium_page() as page:
+        errors = _open(page, view_to_html(view), tmp_path / "odd.html")
+        got = {}
+        for q in queries:
+            page.press("#search", "Escape")  # closes the list: wait for the new one
+            page.fill("#search", q)
+            page.wait_for_selector("#results.open")
+            got[q] = page.eval_on_selector_all(
+                "#results button", "bs => bs.map(b => b.getAttribute('data-target'))")
+        assert errors == []
+    for q in queries:
+        assert got[q] == [n for n in names if q.lower() in n.lower()][:50], q
+    assert got["A/b"] and got["/lead"] and got["s/</"] and got["ks/layer_1/m"]
 
 
 def _deep_op(view: GraphView) -> tuple[str, list[str]]:

@@ -4,10 +4,11 @@ The page holds three things, all inline: the view's compact data
 (``page_data.view_to_page_data``: compressed columns, not one object per node), our
 scripts (``assets/layout.js``, the port of ``layout.layout_group``; ``assets/viewer.js``;
 the plugins) and style sheets. The data is in a ``<script type="application/json">``
-block before the scripts, but for its two compressed blobs, which are in
-``<script type="application/octet-stream">`` blocks after them (the statistics' block
-too): the browser runs the viewer, which draws the top level from the data's head, before
-it parses the megabytes of the blobs. No geometry is embedded: the page lays out a group
+block before the scripts, but for its compressed blobs (the near part, the first levels of
+the tree; the two blobs), which are in ``<script type="application/octet-stream">`` blocks
+after them (the statistics' block too): the browser runs the viewer, which draws the top
+level from the data's head, before it parses the megabytes of the blobs, and reads the near
+part (small) as soon as its block is parsed. No geometry is embedded: the page lays out a group
 when it is first opened (the top level at once), small groups in the page and big ones in
 a Web Worker made from a Blob URL of ``layout.js``'s text, so that the page never freezes
 and the file stays the size of the structure (about 8 bytes a node for the synthetic
@@ -47,8 +48,9 @@ __all__ = ["COLOUR_MODES", "embed_json", "page_to_html", "source_page_data", "so
 #: The colour modes of the viewer's selector.
 COLOUR_MODES = ("structure", "device", "compute_time", "none")
 #: The page data's compressed blobs (page_data.py), each in a block ``graph-<key>`` after the
-#: scripts.
-BLOB_KEYS = ("blob", "later")
+#: scripts, in this order: the near part first (the page reads it as soon as its block is
+#: parsed), then the first blob, then the second.
+BLOB_KEYS = ("near", "blob", "later")
 #: Scripts and style sheets loaded after the viewer's own: they use its plugin interface.
 PLUGIN_SCRIPTS = ("stats.js", "export.js")
 PLUGIN_STYLES = ("plugins.css",)

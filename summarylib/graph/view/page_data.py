@@ -8,16 +8,20 @@ with the tables' JSON, compressed with zlib (the browser's ``DecompressionStream
 ("deflate")`` reads it) and base64-encoded. The page decodes the blob once and makes
 objects only for the nodes of the groups that are open.
 
-The returned dict (format ``summarylib.graph.page``, version 1)::
+The returned dict (format ``summarylib.graph.page``, version 2)::
 
     {"format", "version", "options", "stats": {"ops", "edges", "groups"},
      "nodes": N, "devices": [sorted devices of ops], "has_time": bool,
      "templates": [[id, member count, first member name], ...],
-     "tables_bytes": n, "columns": {name: [dtype, byte offset, length, blob]},
+     "tables_bytes": n, "later_bytes": n, "strings_first": n,
+     "columns": {name: [dtype, byte offset, length, blob]},
      "blob": base64(zlib(tables JSON, padding, columns of blob 0)),
-     "later": base64(zlib(columns of blob 1)),
+     "later": base64(zlib({"text": the rest of the strings} JSON, padding, columns of blob 1)),
      "head": {"rows", "dtypes", "columns", "strings", "shapes", "attrs", "names",
-              "panels", "series", "xla"} or None}
+              "panels", "series", "xla"} or None,
+     "near_index": {"rows", "groups", "edges", "tables_bytes",
+                    "columns": {name: [dtype, byte offset, length]}} or None,
+     "near": base64(zlib(near tables JSON, padding, near columns)) or ""}
 
 Nodes are numbered breadth-first from the root (0), children in the view's order, so the
 children of a group are consecutive and the parent of every node comes before it: the
@@ -39,10 +43,16 @@ scope), ``emb_name``, ``emb_op``, ``emb_shapes``. ``time`` (float64, NaN for non
 any op has a compute time. Each integer column is stored in the narrowest type that holds
 its values (``uint8``, ``int8``, ``uint16``, ``int16`` or ``int32``). The columns of base
 edges, embeddings and histogram entries are in the second blob, ``later``, which the page
-inflates after the first. The tables:
-``strings``, ``shapes`` (lists of shapes), ``attrs`` (dicts), ``names`` ([[node, full
-name]]), ``extra``, ``panels`` ([[node, in names, out names]]), ``series`` ([[node,
-ids]]), ``xla`` ([[node, cluster]]).
+inflates after the first. The string table (the distinct strings) holds first the
+``strings_first`` strings that the first blob's columns use (labels, op types, devices),
+then the others (embedded constants' names, histogram keys), each part numbered by first
+use in node order; it is one JSON string per blob, ``text`` in the first blob's tables
+and in the second blob's (its JSON comes first, ``later_bytes`` long), cut by the column
+``str_len`` (each entry's length in UTF-16 code units, JavaScript's), so that the page
+parses one string, not hundreds of thousands, and the first blob carries no more of them
+than it uses. The other tables: ``shapes`` (lists of shapes), ``attrs``
+(dicts), ``names`` ([[node, full name]]), ``extra``, ``panels`` ([[node, in names, out
+names]]), ``series`` ([[node, ids]]), ``xla`` ([[node, cluster]]).
 
 ``head`` is what drawing the top level needs, in plain JSON, so that the page draws it
 before it has read, inflated or parsed the blobs: the first ``rows`` rows (the root and
@@ -53,6 +63,20 @@ the tables only the entries those rows point to, as ``[index, entry]`` pairs
 ``panels``, ``series``, ``xla``). Its indices are the blob's: the page reads the head
 with the same code and swaps in the whole columns when they are inflated. None when the
 top level has more than ``HEAD_ROWS`` children or metaedges.
+
+``near`` is the same for the first levels of the tree, compressed like the blobs: the
+first ``rows`` rows of the head's per-node columns, where ``rows`` is the end of the
+deepest level of the tree (the root's children are level 1) that is level 2 or deeper and
+ends within ``NEAR_ROWS`` rows and half the nodes; the first ``edges`` rows of the head's
+metaedge columns, the metaedges of the first ``groups`` nodes (the levels above the last:
+every group among them has its children and metaedges in the near part); and the tables'
+entries for those rows, as in the head but for the strings: the first entries of the
+string table, up to the last one those rows use, as in the blob (``text`` and
+``str_len``). The table JSON comes first, ``tables_bytes`` long; ``columns`` is the
+directory of the columns after it, in the same dtypes as the blob's. The page reads it as soon
+as its block is parsed, before the blobs, so that a click on a group of the top level (or
+one level further down) is answered without waiting for the first blob. None (and ``""``)
+when the top level's grandchildren end beyond that bound.
 """
 
 from __future__ import annotations
@@ -71,7 +95,7 @@ from summarylib.graph.view.model import GraphView, GroupNode, OpNode
 __all__ = ["FORMAT", "VERSION", "encode_columns", "view_to_page_data"]
 
 FORMAT = "summarylib.graph.page"
-VERSION = 1
+VERSION = 2
 
 _KIND_OP, _KIND_META, _KIND_SERIES, _VERTICAL = 0, 1, 2, 4
 
@@ -80,6 +104,9 @@ _INTS = [np.dtype(t) for t in ("uint8", "int8", "uint16", "int16", "int32")]
 #: Most rows (nodes, or metaedges of the root) the head holds; a bigger top level is drawn
 #: from the blob.
 HEAD_ROWS = 10_000
+#: Most node rows the near part holds (and never more than half the nodes): the levels of
+#: the tree that fit, below the top level's grandchildren at least.
+NEAR_ROWS = 150_000
 #: The head's columns: per node, and per metaedge (the root's metaedges come first).
 _HEAD_NODE = ("kind", "nchild", "label", "type", "device", "attrs", "shapes", "card",
               "depth", "template", "nme")
@@ -377,42 +404,180 @@ def encode_columns(columns: list[tuple[str, np.ndarray]], tables: dict[str, Any]
 def _pack(columns: dict[str, np.ndarray], tables: dict[str, Any], level: int
           ) -> dict[str, Any]:
     """The columns and tables as the page reads them: ``tables_bytes``, ``columns`` (the
-    directory), ``blob``, ``later`` and ``head`` (see the module docstring)."""
+    directory), ``blob``, ``later``, ``head``, ``near_index`` and ``near`` (see the
+    module docstring)."""
+    # The strings that the first blob's columns use first (the rest, embedded constants'
+    # names and histogram keys, go in the second blob), as one text and their lengths (a
+    # column): the page parses one JSON string, not one per entry, and slices the
+    # entries it shows.
+    columns, strings, first = _strings_first(columns, tables["strings"])
+    tables = dict(tables, strings=strings)
+    lengths = _string_lengths(strings)
+    blob_tables = {k: v for k, v in tables.items() if k != "strings"}
+    blob_tables["text"] = "".join(strings[:first])
     # ASCII JSON: lone surrogates and every non-ASCII character stay \u escapes.
-    tables_bytes = json.dumps(tables, ensure_ascii=True, separators=(",", ":"),
-                              allow_nan=False).encode("ascii")
+    tables_bytes = _ascii_json(blob_tables)
+    later_bytes = _ascii_json({"text": "".join(strings[first:])})
     # Two blobs: what opening groups needs, and the rest (edges, embeddings and
     # histograms: for edges into open groups, cards and colours), which the page
     # inflates after the first.
-    blobs: list[list[bytes]] = [[tables_bytes], []]
-    offsets = [len(tables_bytes), 0]
+    narrowed = {cname: _narrow(arr) for cname, arr in columns.items()}
+    narrowed["str_len"] = _narrow(lengths)
+    directory, (blob, later) = _blobs(narrowed, [tables_bytes, later_bytes],
+                                      lambda cname: 1 if cname in _LATER else 0, level)
+    near_index, near = _near(narrowed, tables, level)
+    return {
+        "tables_bytes": len(tables_bytes),
+        "later_bytes": len(later_bytes),
+        "strings_first": first,
+        "columns": directory,
+        "head": _head(narrowed, tables),
+        "near_index": near_index,
+        "near": near,
+        "blob": blob,
+        "later": later,
+    }
+
+
+#: The columns holding string indices: of the first blob, and of the second.
+_FIRST_STRINGS = ("label", "type", "device")
+_LATER_STRINGS = ("hist_key", "dev_key", "emb_name", "emb_op")
+
+
+def _strings_first(columns: dict[str, np.ndarray], strings: list[str]
+                   ) -> tuple[dict[str, np.ndarray], list[str], int]:
+    """The columns and the string table renumbered so that the strings of the first
+    blob's columns come first (each part in its former order), and how many they are."""
+    n = len(strings)
+    used = np.zeros(n, bool)
+    for cname in _FIRST_STRINGS:
+        col = np.asarray(columns[cname])
+        used[col[col >= 0]] = True
+    first = int(used.sum())
+    if used[:first].all():  # (already so)
+        return columns, strings, first
+    order = np.concatenate([np.flatnonzero(used), np.flatnonzero(~used)])
+    new = np.empty(n, np.int64)
+    new[order] = np.arange(n)
+    out = dict(columns)
+    for cname in _FIRST_STRINGS + _LATER_STRINGS:
+        col = np.asarray(columns[cname], np.int64)
+        out[cname] = np.where(col >= 0, new[np.maximum(col, 0)], col)
+    return out, [strings[i] for i in order.tolist()], first
+
+
+def _string_lengths(strings: list[str]) -> np.ndarray:
+    """The length of each string in UTF-16 code units (JavaScript's: a character beyond
+    the BMP counts two; a lone surrogate, which JSON keeps as an escape, one)."""
+    if all(map(str.isascii, strings)):
+        return np.fromiter(map(len, strings), np.int64, len(strings))
+    return np.fromiter((len(x.encode("utf-16-le", "surrogatepass")) // 2 for x in strings),
+                       np.int64, len(strings))
+
+
+def _ascii_json(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=True, separators=(",", ":"),
+                      allow_nan=False).encode("ascii")
+
+
+def _blobs(columns: dict[str, np.ndarray], starts: list[bytes], part_of: Any, level: int
+           ) -> tuple[dict[str, list[Any]], list[str]]:
+    """The directory ``{name: [dtype, byte offset, length, blob]}`` of ``columns`` packed
+    after ``starts[b]`` in blob ``part_of(name)`` (each aligned to 8 bytes: typed arrays
+    need aligned offsets), and each blob compressed and base64-encoded."""
+    blobs: list[list[bytes]] = [[s] for s in starts]
+    offsets = [len(s) for s in starts]
     directory: dict[str, list[Any]] = {}
-    narrowed: dict[str, np.ndarray] = {}
     for cname, arr in columns.items():
-        part = 1 if cname in _LATER else 0
+        part = part_of(cname)
         parts = blobs[part]
-        pad = -offsets[part] % 8  # typed arrays need aligned offsets
+        pad = -offsets[part] % 8
         if pad:
             parts.append(b"\0" * pad)
             offsets[part] += pad
-        arr = narrowed[cname] = _narrow(arr)
         directory[cname] = [arr.dtype.name, offsets[part], int(arr.size), part]
         data = arr.tobytes()
         parts.append(data)
         offsets[part] += len(data)
-    blob, later = (zlib.compress(b"".join(parts), level) for parts in blobs)
+    return directory, [base64.b64encode(zlib.compress(b"".join(parts), level)).decode("ascii")
+                       for parts in blobs]
+
+
+def _level_ends(nchild: np.ndarray) -> list[int]:
+    """The end row of each level of the tree (the root is level 0): nodes are numbered
+    breadth-first, so level ``d + 1`` ends where the children of the rows before the end
+    of level ``d`` end."""
+    n = int(nchild.size)
+    csum = np.concatenate([[0], np.cumsum(nchild, dtype=np.int64)])
+    ends = [min(1, n)]
+    while ends[-1] < n:
+        nxt = 1 + int(csum[ends[-1]])
+        if nxt <= ends[-1]:  # (not a tree: cannot happen for a view's columns)
+            break
+        ends.append(nxt)
+    return ends
+
+
+def _near(columns: dict[str, np.ndarray], tables: dict[str, Any], level: int
+          ) -> tuple[dict[str, Any] | None, str]:
+    """The near part: the first levels of the tree (at least down to the top level's
+    grandchildren, at most ``NEAR_ROWS`` rows and half the nodes) as columns and the
+    table entries they use, for the page to open groups before it has the first blob.
+    ``(None, "")`` when even the top level's grandchildren are too many."""
+    nchild = columns["nchild"]
+    ends = _level_ends(nchild)
+    cap = min(NEAR_ROWS, nchild.size // 2)
+    deep = [d for d in range(2, len(ends)) if ends[d] <= cap]
+    if not deep:
+        return None, ""
+    rows, groups = ends[deep[-1]], ends[deep[-1] - 1]
+    edges = int(columns["nme"][:groups].sum())
+    cut = {c: columns[c][:rows] for c in _HEAD_NODE}
+    cut.update({c: columns[c][:edges] for c in _HEAD_EDGE})
+    tab: dict[str, Any] = _prefix_tables(cut, tables, rows, strings=False)
+    # The strings as in the blob, up to the last one these rows use (nearly all before
+    # it are used: the table numbers them in node order).
+    used = np.concatenate([np.asarray(cut[c], np.int64) for c in ("label", "type", "device")])
+    count = int(used.max()) + 1 if used.size else 0
+    tab["text"] = "".join(tables["strings"][:count])
+    cut["str_len"] = columns["str_len"][:count]
+    tables_bytes = _ascii_json(tab)
+    directory, (blob,) = _blobs(cut, [tables_bytes], lambda cname: 0, level)
+    return {"rows": rows, "groups": groups, "edges": edges, "tables_bytes": len(tables_bytes),
+            "columns": {c: d[:3] for c, d in directory.items()}}, blob
+
+
+def _prefix_tables(cut: dict[str, np.ndarray], tables: dict[str, Any], rows: int,
+                   strings: bool = True) -> dict[str, list[Any]]:
+    """The table entries that the first ``rows`` rows (``cut``: those rows of the node
+    columns, and the metaedge rows of their groups) use: ``[index, entry]`` pairs of
+    ``strings`` (unless not ``strings``), ``shapes`` and ``attrs``, and the rows of the
+    tables keyed by node."""
+
+    def used(table: list[Any], *keys: np.ndarray) -> list[list[Any]]:
+        ix = np.unique(np.concatenate([np.asarray(k, np.int64) for k in keys]))
+        return [[int(k), table[k]] for k in ix[ix >= 0].tolist()]
+
+    def rows_of(table: list[list[Any]]) -> list[list[Any]]:
+        # Tables keyed by node index, in node order: the first rows' come first.
+        return [r for r in table if r[0] < rows]
+
     return {
-        "tables_bytes": len(tables_bytes),
-        "columns": directory,
-        "head": _head(narrowed, tables),
-        "blob": base64.b64encode(blob).decode("ascii"),
-        "later": base64.b64encode(later).decode("ascii"),
+        **({"strings": used(tables["strings"], cut["label"], cut["type"], cut["device"])}
+           if strings else {}),
+        "shapes": used(tables["shapes"], cut["shapes"], cut["me_shapes"]),
+        "attrs": used(tables["attrs"], cut["attrs"]),
+        "names": rows_of(tables["names"]),
+        "panels": rows_of(tables["panels"]),
+        "series": rows_of(tables["series"]),
+        "xla": rows_of(tables["xla"]),
     }
 
 
 def _head(columns: dict[str, np.ndarray], tables: dict[str, Any]) -> dict[str, Any] | None:
     """What drawing the top level needs, as plain JSON (see the module docstring), or None
-    when the top level is too big to be worth a copy (the page then draws from the blob).
+    when the top level is too big to be worth a copy (the page then draws from the near
+    part or the blob).
 
     The rows are the first rows of the columns (the root and its children, the root's
     metaedges), so the page can read them with the blob's indices and swap in the whole
@@ -423,29 +588,11 @@ def _head(columns: dict[str, np.ndarray], tables: dict[str, Any]) -> dict[str, A
     edges = int(columns["nme"][0]) if rows else 0
     if rows > HEAD_ROWS or edges > HEAD_ROWS:
         return None
-    out: dict[str, list[Any]] = {}
-    for cname in _HEAD_NODE:
-        out[cname] = columns[cname][:rows].tolist()
-    for cname in _HEAD_EDGE:
-        out[cname] = columns[cname][:edges].tolist()
-
-    def used(table: list[Any], *keys: list[int]) -> list[list[Any]]:
-        ix = sorted({k for key in keys for k in key if k >= 0})
-        return [[k, table[k]] for k in ix]
-
-    def rows_of(table: list[list[Any]]) -> list[list[Any]]:
-        # Tables keyed by node index, in node order: the head's rows come first.
-        return [r for r in table if r[0] < rows]
-
+    cut = {c: columns[c][:rows] for c in _HEAD_NODE}
+    cut.update({c: columns[c][:edges] for c in _HEAD_EDGE})
     return {
         "rows": rows,
-        "dtypes": {c: columns[c].dtype.name for c in out},
-        "columns": out,
-        "strings": used(tables["strings"], out["label"], out["type"], out["device"]),
-        "shapes": used(tables["shapes"], out["shapes"], out["me_shapes"]),
-        "attrs": used(tables["attrs"], out["attrs"]),
-        "names": rows_of(tables["names"]),
-        "panels": rows_of(tables["panels"]),
-        "series": rows_of(tables["series"]),
-        "xla": rows_of(tables["xla"]),
+        "dtypes": {c: a.dtype.name for c, a in cut.items()},
+        "columns": {c: a.tolist() for c, a in cut.items()},
+        **_prefix_tables(cut, tables, rows),
     }

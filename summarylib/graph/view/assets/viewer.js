@@ -1,12 +1,14 @@
 /* summarylib graph view: draws the JSON embedded in the page (id "graph-data").
  *
- * Data: {title, colour, graph: page_data.view_to_page_data(...) but its two blobs,
+ * Data: {title, colour, graph: page_data.view_to_page_data(...) but its blobs,
  * constants} (an optional layout: {group: {w, h, nodes, panel, edges, chunks}} is used as
- * given); the blobs (base64) in the blocks "graph-blob" and "graph-later" after the
- * scripts, so that the browser parses them after the first drawing. The top level is
- * drawn from the data's head (its rows of the columns, plain JSON) as this script runs;
- * the columns are then inflated once (DecompressionStream, in a worker made from a Blob
- * URL of this script's inflating functions) and nodes become objects only when they are
+ * given); the blobs (base64) in the blocks "graph-near", "graph-blob" and "graph-later"
+ * after the scripts, so that the browser parses them after the first drawing. The top
+ * level is drawn from the data's head (its rows of the columns, plain JSON) as this
+ * script runs; the near part (the first levels of the tree), then the columns are
+ * inflated once (DecompressionStream, in a worker made from a Blob URL of this script's
+ * inflating functions), each as soon as its block is parsed; groups of the first levels
+ * open from the near part before the rest is here. Nodes become objects only when they are
  * shown or asked for by name. A group of more than RANGE children is drawn as
  * ranges of RANGE children, groups of the page only. A group is laid out when it is
  * first opened, by layout.js (the port of layout.layout_group): in the page up to
@@ -27,10 +29,13 @@
  * "__proto__").
  *
  * window.summarylibViewer (for tests and notebooks): timing {scriptStart, head (the head
- * decoded; null without one), rendered (the top level drawn), inflated (the first blob),
+ * decoded; null without one), near (the near part decoded; null without one or when the
+ * first blob came first), rendered (the top level drawn), inflated (the first blob),
  * parsed (decoded), later (the second blob decoded), frame (a frame after both)} in ms
- * since navigation start; expand(name), collapse(name), reveal(name) (until the first
- * blob is decoded, these three wait for it, and layoutOf but the root's, nodeInfo and
+ * since navigation start; expand(name), collapse(name), reveal(name) (until the node's
+ * row, and for expand and collapse its children's rows and metaedges, are decoded: the
+ * head's or the near part's, else the first blob's, these three wait for them, in the
+ * order asked; until the first blob is decoded, layoutOf but the root's, nodeInfo and
  * nodeData answer null), zoomTo(name), setColour(mode), expanded() -> [names], boxes() ->
  * [[name, [x, y, w, h]], ...] (centre-based, layout pixels, the root as ""), pending(),
  * layoutOf(name) (a group's layout in layout_to_json's form, made now if needed; a big
@@ -48,8 +53,8 @@
   const SVGNS = "http://www.w3.org/2000/svg";
   const data = JSON.parse(document.getElementById("graph-data").textContent);
   let T_PARSED = performance.now();
-  const timing = { scriptStart: T0, head: null, parsed: T_PARSED, inflated: null, rendered: null,
-    later: null, frame: null };
+  const timing = { scriptStart: T0, head: null, parsed: T_PARSED, near: null, inflated: null,
+    rendered: null, later: null, frame: null };
   const K = data.constants;
   const GD = data.graph; // page_data.view_to_page_data: a header and the compressed columns
   const RANKDIR = (GD.options && GD.options.rankdir) || "BT";
@@ -63,7 +68,9 @@
   // --- the compact graph: columns decoded once, objects only for nodes that are shown -------
   // Nodes are numbered breadth-first (root 0): a group's children are consecutive, from
   // FIRST[g], and every parent comes before its children (page_data.py).
-  let C = null, TB = null, STR = null, N = 0;
+  let C = null, TB = null, N = 0;
+  let STR = null; // STR(k): entry k of the string table
+  let STR0 = null; // the same for the first entries only: the first blob's (labels among them)
   let PARENT_IX = null, FIRST = null, BASE = null, ME_OFF = null, HIST_OFF = null, DEV_OFF = null;
   let EMB_OFF = null;
   const NAME_OF = []; // node index -> full name, made on demand
@@ -133,9 +140,10 @@
       inflater.postMessage({ id: id, b64: b64 });
     });
   }
-  async function inflate(key) {
+  async function inflate(key, here) {
     // Blob ``key`` of the data: base64, zlib (page_data.py), in its own block after the
-    // scripts (html_export.py), read once the document is parsed.
+    // scripts (html_export.py), read once the parser has gone past it; in the page when
+    // ``here`` (a small one: a worker takes a while to start while the page is parsed).
     let b64 = GD[key];
     GD[key] = null;
     if (typeof b64 !== "string") {
@@ -143,7 +151,7 @@
       b64 = block.textContent;
       block.remove();
     }
-    return inflateAside(b64);
+    return here ? inflateText(b64) : inflateAside(b64);
   }
   function columns(buf, part) {
     for (const k of Object.keys(GD.columns)) {
@@ -155,7 +163,11 @@
   // drawn; what needs it waits (LATER.then) or shows without it until it is here.
   let LATER = null, LATER_READY = false;
   async function decodeLater(buf) {
-    columns(await buf, 1);
+    const b = await buf, first = GD.strings_first;
+    columns(b, 1);
+    const rest = stringTable(JSON.parse(new TextDecoder().decode(new Uint8Array(b, 0, GD.later_bytes))).text,
+      C.str_len.subarray(first));
+    STR = (k) => (k < first ? STR0(k) : rest(k - first));
     EMB_OFF = new Int32Array(N + 1);
     const host = C.emb_host;
     for (let e = 0; e < host.length; e++) EMB_OFF[host[e] + 1]++;
@@ -187,19 +199,47 @@
     XLA = new Map(TB.xla);
     NAME_OF[0] = "";
   }
-  // The head (page_data.py): the top level's rows of the columns and the table entries
-  // they point to, with the blob's indices, so that the top level is drawn before the
-  // blobs are read; decode() then swaps in the whole columns (FULL).
-  let FULL = false;
-  function decodeHead(h) {
+  // The head and the near part (page_data.py): the first rows of the columns (the top
+  // level's in the head; the first levels of the tree in the near part) and the table
+  // entries they point to, with the blob's indices, so that the top level is drawn, and
+  // the groups of the first levels open, before the blobs are read; decode() then swaps
+  // in the whole columns (FULL). ROWS: the rows of the node columns here; OPEN: the
+  // first OPEN nodes have their children and metaedges here (so groups among them open).
+  let FULL = false, ROWS = 0, OPEN = 0;
+  function stringTable(text, lengths) {
+    // page_data's strings: one text, cut at the lengths (UTF-16 code units) of its entries.
+    const off = offsets(lengths), str = (k) => text.slice(off[k], off[k + 1]);
+    str.text = text;
+    str.off = off;
+    return str;
+  }
+  function decodePart(cols, tb, rows, open) {
     const sparse = (pairs) => { const a = []; for (const [k, v] of pairs) a[k] = v; return a; };
-    C = {};
-    for (const k of Object.keys(h.columns)) C[k] = ARRAYS[h.dtypes[k]].from(h.columns[k]);
-    STR = sparse(h.strings);
-    TB = { shapes: sparse(h.shapes), attrs: sparse(h.attrs), names: h.names, extra: [],
-      panels: h.panels, series: h.series, xla: h.xla };
+    C = cols;
+    if (tb.strings) { const a = sparse(tb.strings); STR = (k) => a[k]; } else STR = STR0 = stringTable(tb.text, C.str_len);
+    TB = { shapes: sparse(tb.shapes), attrs: sparse(tb.attrs), names: tb.names, extra: [],
+      panels: tb.panels, series: tb.series, xla: tb.xla };
     N = GD.nodes;
-    tree(h.rows);
+    tree(rows);
+    ROWS = rows;
+    OPEN = open;
+  }
+  function decodeHead(h) {
+    const cols = {};
+    for (const k of Object.keys(h.columns)) cols[k] = ARRAYS[h.dtypes[k]].from(h.columns[k]);
+    decodePart(cols, h, h.rows, 1);
+  }
+  async function decodeNear(blob) {
+    const buf = await blob, ix = GD.near_index;
+    if (FULL) return false; // (the first blob came first)
+    const tb = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 0, ix.tables_bytes)));
+    const cols = {};
+    for (const k of Object.keys(ix.columns)) {
+      const [dtype, off, len] = ix.columns[k];
+      cols[k] = new ARRAYS[dtype](buf, off, len);
+    }
+    decodePart(cols, tb, ix.rows, ix.groups);
+    return true;
   }
   async function decode(blob) {
     const buf = await blob;
@@ -207,12 +247,15 @@
     TB = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 0, GD.tables_bytes)));
     C = {};
     columns(buf, 0);
-    STR = TB.strings;
+    // The strings of the first blob; the others come with the second (decodeLater).
+    STR = STR0 = stringTable(TB.text, C.str_len.subarray(0, GD.strings_first));
+    TB.text = null;
     N = GD.nodes;
     tree(N);
     HIST_OFF = offsets(C.nhist);
     DEV_OFF = offsets(C.ndev);
     FULL = true;
+    ROWS = OPEN = N;
   }
   const kindOf = (i) => (i < N ? C.kind[i] & 3 : 1); // 0 op, 1 metanode, 2 series
   const KIND_NAMES = ["op", "meta", "series"];
@@ -226,7 +269,7 @@
     let prefix = NAME_OF[j];
     for (let k = path.length - 1; k >= 0; k--) {
       const m = path[k], ex = NAME_EXC.get(m);
-      s = ex !== undefined ? ex : prefix ? prefix + "/" + STR[C.label[m]] : STR[C.label[m]];
+      s = ex !== undefined ? ex : prefix ? prefix + "/" + STR(C.label[m]) : STR(C.label[m]);
       NAME_OF[m] = s;
       prefix = s;
     }
@@ -234,7 +277,8 @@
   }
   function descend(name, start) {
     // The node called name under start (depth first through the groups whose names
-    // prefix it, and every series: its members are named in its scope), or -1.
+    // prefix it, and every series: its members are named in its scope), or -1. Before
+    // the whole graph is here, through the groups whose children are (the first OPEN).
     const stack = [start];
     while (stack.length) {
       const g = stack.pop(), f = FIRST[g], n = C.nchild[g];
@@ -242,7 +286,7 @@
         const nm = nameOf(j);
         if (nm === name) return j;
         const kd = kindOf(j);
-        if (kd === 2 || (kd === 1 && name.startsWith(nm + "/"))) stack.push(j);
+        if (j < OPEN && (kd === 2 || (kd === 1 && name.startsWith(nm + "/")))) stack.push(j);
       }
     }
     return -1;
@@ -252,22 +296,16 @@
     if (typeof name !== "string" || !C) return -1;
     let k = NAME_IX.get(name);
     if (k !== undefined) return k;
-    if (!FULL) {
-      // The head knows the root's children only.
-      for (let j = FIRST[0]; j < FIRST[0] + C.nchild[0]; j++) {
-        if (nameOf(j) === name) { NAME_IX.set(name, j); return j; }
-      }
-      return -1;
-    }
     if (EXTRA.has(name)) return -1;
     k = descend(name, 0);
     if (k < 0) {
       // Names that do not extend their group's (page_data's "names") and what is below.
       for (const [nm, i] of EXC_IX) {
         if (nm === name) { k = i; break; }
-        if (kindOf(i) && name.startsWith(nm + "/") && (k = descend(name, i)) >= 0) break;
+        if (kindOf(i) && i < OPEN && name.startsWith(nm + "/") && (k = descend(name, i)) >= 0) break;
       }
     }
+    if (k < 0 && !FULL) return -1; // (perhaps in the rest of the graph)
     if (k < 0) {
       if (!ALL_IX) {
         ALL_IX = new Map();
@@ -284,7 +322,7 @@
     // Keys are graph strings: a map without a prototype ("__proto__" is a plain key).
     const h = Object.create(null);
     if (!LATER_READY) return h;
-    for (let k = off[i]; k < off[i + 1]; k++) h[STR[keys[k]]] = vals[k];
+    for (let k = off[i]; k < off[i + 1]; k++) h[STR(keys[k])] = vals[k];
     return h;
   }
   function endName(x) { return x >= 0 ? nameOf(x) : TB.extra[-1 - x]; }
@@ -317,7 +355,7 @@
     for (let k = EMB_OFF[i]; k < EMB_OFF[i + 1]; k++) {
       const f = C.emb_flags[k];
       if (!!(f & 1) !== out) continue;
-      l.push({ name: (f & 2 ? scope : "") + STR[C.emb_name[k]], op: STR[C.emb_op[k]],
+      l.push({ name: (f & 2 ? scope : "") + STR(C.emb_name[k]), op: STR(C.emb_op[k]),
         shapes: shapesAt(C.emb_shapes[k]) });
     }
     return l;
@@ -328,7 +366,7 @@
       this.i = i;
       this.name = nameOf(i);
       this.kind = KIND_NAMES[kindOf(i)];
-      this.label = STR[C.label[i]];
+      this.label = STR(C.label[i]);
     }
     lazy(key, value) { Object.defineProperty(this, key, { value: value }); return value; }
     get children() {
@@ -339,8 +377,8 @@
     get metaedges() {
       return this.lazy("metaedges", ranged(this.i) ? rangeEdges(this.i).top : realMetaedges(this.i));
     }
-    get op() { return C.type[this.i] >= 0 ? STR[C.type[this.i]] : null; }
-    get device() { return C.device[this.i] >= 0 ? STR[C.device[this.i]] : ""; }
+    get op() { return C.type[this.i] >= 0 ? STR(C.type[this.i]) : null; }
+    get device() { return C.device[this.i] >= 0 ? STR(C.device[this.i]) : ""; }
     get attrs() { return C.attrs[this.i] >= 0 ? TB.attrs[C.attrs[this.i]] : {}; }
     get shapes() { return shapesAt(C.shapes[this.i]); }
     get inputs() {
@@ -409,7 +447,7 @@
       // Should a child of the group have that name, the range's gets a thin space more
       // (only a child of that label can: names are compared for those only).
       for (let j = f; j < f + n; j++) {
-        if (STR[C.label[j]] === label && nameOf(j) === nameOf(g) + "/" + label) { label += "\u2009"; j = f - 1; }
+        if (STR(C.label[j]) === label && nameOf(j) === nameOf(g) + "/" + label) { label += "\u2009"; j = f - 1; }
       }
       const name = nameOf(g) + "/" + label;
       VIRT.push({ g, k, lo, hi, name });
@@ -527,7 +565,7 @@
     const gi = g.i, f = FIRST[gi], n = C.nchild[gi], sizes = new Array(n);
     for (let k = 0; k < n; k++) {
       const j = f + k;
-      sizes[k] = LAYOUT_JS.collapsedSize(STR[C.label[j]], KIND_NAMES[kindOf(j)], !!(C.kind[j] & 4));
+      sizes[k] = LAYOUT_JS.collapsedSize(STR(C.label[j]), KIND_NAMES[kindOf(j)], !!(C.kind[j] & 4));
     }
     const panel = [], inPanel = new Set();
     const sp = PANELS.get(gi);
@@ -1398,16 +1436,33 @@
     centreOn(name, true);
     draw();
   }
-  // Before the whole graph is read (the top level is drawn from the head), what needs
-  // more than the top level waits for it.
-  const WAITING_FULL = [];
+  // Before the whole graph is read (the top level is drawn from the head, the first
+  // levels of the tree come in the near part), an action waits until what it needs is
+  // here: a node's row, and for a group its children's rows and its metaedges. The
+  // actions run in the order they were asked: one that waits holds back those after it.
+  // A search waits for the whole graph, on its own (WAITING_FULL).
+  const QUEUED = [], WAITING_FULL = [];
+  function canOpen(k) {
+    // Node k's children and metaedges are here (true for an op: it has none).
+    if (FULL) return true;
+    if (k >= N) return VIRT[k - N].g < OPEN;
+    return k < OPEN || (k < ROWS && kindOf(k) === 0);
+  }
+  function here(name) { const k = indexOf(name); return k >= 0 && canOpen(k); }
+  function whenHere(ready, fn) {
+    if (!QUEUED.length && (FULL || ready())) fn(); else QUEUED.push([ready, fn]);
+  }
   function whenFull(fn) { if (FULL) fn(); else WAITING_FULL.push(fn); }
+  function runWaiting() {
+    while (QUEUED.length && (FULL || QUEUED[0][0]())) QUEUED.shift()[1]();
+    if (FULL) for (const fn of WAITING_FULL.splice(0)) fn();
+  }
   svg.addEventListener("click", (ev) => {
     if (drag && drag.moved) return;
     const g = ev.target.closest("[data-name]");
     if (!g) return;
-    const header = ev.target.classList.contains("header");
-    whenFull(() => clicked(g.getAttribute("data-name"), header));
+    const header = ev.target.classList.contains("header"), name = g.getAttribute("data-name");
+    whenHere(() => here(name), () => clicked(name, header));
   });
   function clicked(name, header) {
     const n = NODE.get(name);
@@ -1437,44 +1492,46 @@
 
   // Search: names containing the text (case-insensitive), the first 50 listed, over every
   // node (opened or not) in the graph's order (pre-order, children in order).
-  let searchTimer = null, SEARCH = null, LOW = null;
-  function lowLabels() {
-    // Each distinct label lower-cased once; a name is lower-cased as its parts.
-    if (!LOW) LOW = STR.map((x) => x.toLowerCase());
+  let searchTimer = null, LOW = null;
+  function lowTable() {
+    // The string table lower-cased (once; a name is lower-cased as its parts): one text
+    // and where each entry starts in it.
+    // (The first blob's entries: every label is among them.)
+    if (LOW) return LOW;
+    const n = STR0.off.length - 1;
+    let text = STR0.text.toLowerCase(), off = STR0.off;
+    if (text.length !== STR0.text.length) {
+      // A character whose lower case is not as long: entry by entry.
+      const parts = new Array(n), o = new Int32Array(n + 1);
+      for (let k = 0; k < n; k++) { parts[k] = STR0(k).toLowerCase(); o[k + 1] = o[k] + parts[k].length; }
+      text = parts.join("");
+      off = o;
+    }
+    LOW = { text, off, n, at: (k) => text.slice(off[k], off[k + 1]) };
     return LOW;
   }
-  function searchIndex() {
-    // Every name but the root's, lower-cased, in one text ("\n" between names: a query
-    // holds no line break, so a match lies within one name) and where each starts: for
-    // queries that span scopes ("a/b"). Made at the first such query.
-    if (SEARCH) return SEARCH;
-    preorder();
-    const low = lowLabels(), lowGroup = new Map([[0, ""]]);
-    const parts = new Array(N - 1), starts = new Float64Array(N);
-    let at = 0;
-    for (let n = 1; n < N; n++) {
-      const g = PRE_ORDER[n], ex = NAME_EXC.get(g), b = BASE[g];
-      const nm = ex !== undefined ? ex.toLowerCase()
-        : b ? lowGroup.get(b) + "/" + low[C.label[g]] : low[C.label[g]];
-      if (kindOf(g)) lowGroup.set(g, nm);
-      parts[n - 1] = nm;
-      starts[n - 1] = at;
-      at += nm.length + 1;
+  function labelHits(q) {
+    // 1 for each entry of the string table that contains q (lower case, not empty): one
+    // pass over the text, not one test per entry.
+    const L = lowTable(), hit = new Uint8Array(L.n), off = L.off;
+    let at = 0, p;
+    while ((p = L.text.indexOf(q, at)) >= 0) {
+      const k = bisectRight(off, p) - 1; // the entry holding p (an empty one holds nothing)
+      if (p + q.length <= off[k + 1]) { hit[k] = 1; at = off[k + 1]; } else at = p + 1;
     }
-    starts[N - 1] = at;
-    SEARCH = { starts, text: parts.join("\n") };
-    return SEARCH;
+    return hit;
   }
   function searchNames(q, limit) {
-    // The first names (at most limit, in pre-order) containing q (lower case).
+    // The first names (at most limit, in pre-order) containing q (lower case). No name is
+    // built but the results': per node, what its scope (BASE) has and its label adds.
     const out = [];
     preorder();
-    if (q.indexOf("/") < 0) {
+    const parts = q.split("/"), m = parts.length - 1, lab = C.label, exc = NAME_EXC.size > 0;
+    const hit = new Uint8Array(N);
+    if (m === 0) {
       // Within one part of a name: a node matches when its label or a scope above it
-      // does (the distinct labels are tested once; no name is built but the results').
-      const low = lowLabels(), labelHit = new Uint8Array(low.length);
-      for (let k = 0; k < low.length; k++) labelHit[k] = low[k].indexOf(q) >= 0 ? 1 : 0;
-      const hit = new Uint8Array(N), lab = C.label, exc = NAME_EXC.size > 0;
+      // does (the distinct labels are tested once).
+      const labelHit = labelHits(q);
       for (let n = 1; n < N && out.length < limit; n++) {
         const g = PRE_ORDER[n], ex = exc ? NAME_EXC.get(g) : undefined;
         hit[g] = ex !== undefined ? (ex.toLowerCase().indexOf(q) >= 0 ? 1 : 0)
@@ -1483,14 +1540,41 @@
       }
       return out;
     }
-    const S = searchIndex();
-    let at = 0;
-    while (out.length < limit) {
-      const pos = S.text.indexOf(q, at);
-      if (pos < 0) break;
-      const k = bisectRight(S.starts, pos) - 1;
-      out.push(nameOf(PRE_ORDER[k + 1]));
-      at = S.starts[k + 1];
+    if (m > 31) {
+      // (More parts than a mask has bits: name by name.)
+      for (let n = 1; n < N && out.length < limit; n++) {
+        if (nameOf(PRE_ORDER[n]).toLowerCase().indexOf(q) >= 0) out.push(nameOf(PRE_ORDER[n]));
+      }
+      return out;
+    }
+    // Across scopes, q = p0/p1/.../pm: a name holds q when its scope does, or when its
+    // last m + 1 parts read p0 (ending one), p1 ... p(m-1) (whole), pm (starting the
+    // label). A node's state has bit t when its last t + 1 parts read p0 ... pt.
+    const L = lowTable(), first = parts[0], last = parts[m], whole = new Map();
+    for (let t = 1; t < m; t++) whole.set(parts[t], (whole.get(parts[t]) || 0) | (1 << t));
+    const ends = new Uint8Array(L.n), starts = new Uint8Array(L.n), mids = new Int32Array(L.n);
+    for (let k = 0; k < L.n; k++) {
+      const x = L.at(k);
+      ends[k] = x.endsWith(first) ? 1 : 0;
+      starts[k] = x.startsWith(last) ? 1 : 0;
+      if (m > 1) mids[k] = whole.get(x) || 0;
+    }
+    const state = new Int32Array(N), full = 1 << (m - 1);
+    for (let n = 1; n < N && out.length < limit; n++) {
+      const g = PRE_ORDER[n], ex = exc ? NAME_EXC.get(g) : undefined;
+      if (ex !== undefined) {
+        // A name given whole (page_data's "names"): tested as it is, its state part by part.
+        const low = ex.toLowerCase();
+        let st = 0;
+        for (const x of low.split("/")) st = (x.endsWith(first) ? 1 : 0) | ((st << 1) & (whole.get(x) || 0));
+        hit[g] = low.indexOf(q) >= 0 ? 1 : 0;
+        state[g] = st;
+      } else {
+        const b = BASE[g], k = lab[g];
+        hit[g] = hit[b] | ((state[b] & full) !== 0 ? starts[k] : 0);
+        state[g] = ends[k] | ((state[b] << 1) & mids[k]);
+      }
+      if (hit[g]) out.push(nameOf(g));
     }
     return out;
   }
@@ -1654,9 +1738,12 @@
       return LAYOUT.get(name);
     },
     // Before the whole graph is read, these wait for it.
-    expand(name) { whenFull(() => { if (!expanded.has(name) && isGroup(NODE.get(name))) toggle(name); }); },
-    collapse(name) { whenFull(() => { if (name && expanded.has(name)) toggle(name); }); },
-    reveal(name) { whenFull(() => reveal(name)); },
+    expand(name) {
+      whenHere(() => here(name), () => { if (!expanded.has(name) && isGroup(NODE.get(name))) toggle(name); });
+    },
+    collapse(name) { whenHere(() => here(name), () => { if (name && expanded.has(name)) toggle(name); }); },
+    // (The node's row is here: so are its ancestors' children and metaedges.)
+    reveal(name) { whenHere(() => indexOf(name) >= 0, () => reveal(name)); },
     zoomTo(name) { zoomTo(name); },
     setColour(mode) { colourSelect.value = mode; colourMode = mode; render(); },
     expanded() { return Array.from(expanded); },
@@ -1704,12 +1791,15 @@
   };
   Object.defineProperty(window, "summarylibViewer", { value: api });
   // The top level is drawn at once from the head (the plugins' scripts, after this one,
-  // restyle it when they have something to show); the blobs, in blocks after the
-  // scripts, are read once the document is parsed, inflated (DecompressionStream, in a
-  // worker) and decoded; then what waited for the whole graph runs. Without a head (a top level of
-  // more than page_data.HEAD_ROWS nodes) the top level is drawn from the first blob.
-  // timing.frame (what tests and notebooks wait for) comes once the second blob is here
-  // too, and the drawing has its edges into open groups.
+  // restyle it when they have something to show); the near part and the blobs, in
+  // blocks after the scripts, are each read as soon as the parser has gone past its
+  // block (not when the whole document is parsed), inflated (DecompressionStream, in a
+  // worker) and decoded: the near part first (small: the first levels of the tree), then
+  // the first blob, then the second. What waited for them runs as each comes. Without a
+  // head (a top level of more than page_data.HEAD_ROWS nodes) the top level is drawn from
+  // the near part or the first blob. timing.frame (what tests and notebooks wait for)
+  // comes once the second blob is here too, and the drawing has its edges into open
+  // groups.
   let drawn = null;
   function firstDraw() {
     ROOT = nodeAt(0);
@@ -1726,14 +1816,50 @@
     api.timing.head = performance.now();
     firstDraw();
   }
+  // Block "graph-<key>" parsed: a promise, resolved once the parser has gone past the
+  // block (the next element exists) or the document is parsed (the block may be missing:
+  // inflate() then fails and says so).
+  const PARSING = new Map(); // key -> resolve
+  function blockParsed(key) {
+    const el = document.getElementById("graph-" + key);
+    return document.readyState !== "loading" || (!!el && el.nextElementSibling !== null);
+  }
+  function checkBlocks() {
+    for (const [key, done] of PARSING) if (blockParsed(key)) { PARSING.delete(key); done(); }
+    if (!PARSING.size && watcher) { watcher.disconnect(); watcher = null; }
+  }
+  let watcher = null;
+  function whenParsed(key) {
+    if (blockParsed(key)) return Promise.resolve();
+    return new Promise((done) => {
+      PARSING.set(key, done);
+      if (!watcher) {
+        watcher = new MutationObserver(checkBlocks);
+        watcher.observe(document.body, { childList: true });
+        document.addEventListener("DOMContentLoaded", checkBlocks);
+      }
+    });
+  }
   function readBlobs() {
     // The second blob is inflated (in the worker) while the first is decoded here.
-    const blob = inflate("blob"), later = blob.then(() => inflate("later"));
+    const blob = whenParsed("blob").then(() => inflate("blob"));
+    const later = blob.then(() => whenParsed("later")).then(() => inflate("later"));
     later.catch(() => {}); // (reported when it is decoded)
+    if (GD.near_index) {
+      // (In the page: a worker takes a while to start while the page is being parsed.)
+      decodeNear(whenParsed("near").then(() => inflate("near", true))).then((used) => {
+        if (!used) return;
+        api.timing.near = performance.now();
+        if (!drawn) firstDraw();
+        runWaiting();
+      }, () => {}); // (the blob is read all the same)
+    } else {
+      whenParsed("near").then(() => { const b = document.getElementById("graph-near"); if (b) b.remove(); });
+    }
     decode(blob).then(() => {
       api.timing.parsed = T_PARSED = performance.now();
       if (!drawn) firstDraw();
-      for (const fn of WAITING_FULL.splice(0)) fn();
+      runWaiting();
       LATER = decodeLater(later);
       Promise.all([drawn, LATER]).then(() => {
         if (scene) { scene = compose(); draw(); }
@@ -1742,8 +1868,10 @@
       }, fail);
     }, fail);
   }
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", readBlobs);
-  else readBlobs();
+  readBlobs();
+  // The layout worker, started now (it takes a while to start while the page is parsed
+  // and the blobs inflated): a big group opened early is not kept waiting for it.
+  if (drawn) drawn.then(() => setTimeout(startWorker, 0));
   function fail(e) {
     stage.appendChild(htmlEl("p", { id: "failed" }, "This page could not read its graph: " + e));
     throw e;
