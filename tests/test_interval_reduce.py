@@ -272,12 +272,11 @@ def test_cpu_tensor_values_are_accumulated_without_a_torch_operation(tmp_path: P
             return func(*args, **(kwargs or {}))
 
     values = [torch.tensor(float(v)) for v in _losses()]
-    with sl.create_file_writer(str(tmp_path)) as w, w.as_default():
-        with Ops() as ops:
-            for i, v in enumerate(values):
-                with sl.record_if(i % EVERY == 0):
-                    sl.scalar("loss", v, step=i, reduce="mean")
-                    sl.scalar("peak", v, step=i, reduce="max", check_finite=True)
+    with sl.create_file_writer(str(tmp_path)) as w, w.as_default(), Ops() as ops:
+        for i, v in enumerate(values):
+            with sl.record_if(i % EVERY == 0):
+                sl.scalar("loss", v, step=i, reduce="mean")
+                sl.scalar("peak", v, step=i, reduce="max", check_finite=True)
     assert set(ops.seen) == {"aten._local_scalar_dense.default"}  # item(), nothing else
     _check(_series(tmp_path, "loss"), _expected(_losses(), "mean"))
     _check(_series(tmp_path, "peak"), _expected(_losses(), "max"))
