@@ -19,6 +19,9 @@ median over rounds of µs per step. The gap to the no-logging step is cut into:
 * (d) the writer thread's CPU time beyond ``none``'s (events encoded and written).
 
 ``interval`` and ``writer`` are the other modes of ``bench/compiled_torch.py``.
+``--forward`` times the compiled region alone (no backward, no optimizer, under
+``no_grad``) and adds the minimum over rounds of each mode's caller CPU time: on a loaded
+machine the medians move with the load, the minima much less.
 ``--profile MODE`` runs cProfile on the calling thread and, separately, on the writer
 thread over a block of that mode, and prints the top functions of each.
 """
@@ -90,6 +93,8 @@ def main() -> None:
     ap.add_argument("--block", type=int, default=300)
     ap.add_argument("--modes", default="none,noop,summarylib,interval,writer")
     ap.add_argument("--profile", default=None, help="a mode to profile (cProfile, per thread)")
+    ap.add_argument("--forward", action="store_true",
+                    help="the compiled region alone (no backward or optimizer step)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
@@ -123,11 +128,16 @@ def main() -> None:
         if m in uses_default:
             ours_ctx = ours.as_default()
             ours_ctx.__enter__()
-        for i in range(start, start + n):
-            loss, _ = fn(x, y, torch.tensor(i))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+        if args.forward:
+            with torch.no_grad():
+                for i in range(start, start + n):
+                    fn(x, y, torch.tensor(i))
+        else:
+            for i in range(start, start + n):
+                loss, _ = fn(x, y, torch.tensor(i))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
         if m in uses_default:
             ours_ctx.__exit__(None, None, None)
             ours.flush()  # the writer thread's work for the block, counted in the block
@@ -157,12 +167,16 @@ def main() -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     med = {m: tuple(statistics.median(r[k] for r in got[m]) for k in range(3)) for m in modes}
+    low = {m: min(r[1] for r in got[m]) for m in modes}
     print(f"torch {torch.__version__}, inductor, 1 thread; {args.rounds} rounds of "
-          f"{args.block} steps; load average (1 min) {min(load):.1f}-{max(load):.1f}")
-    print(f"{'mode':<12} {'wall µs/step':>13} {'caller CPU':>11} {'other threads':>14}")
+          f"{args.block} {'forward passes' if args.forward else 'steps'}; load average "
+          f"(1 min) {min(load):.1f}-{max(load):.1f}; medians of rounds (caller CPU: also "
+          f"the minimum)")
+    print(f"{'mode':<12} {'wall µs/step':>13} {'caller CPU':>11} {'(min)':>8} "
+          f"{'other threads':>14}")
     for m in modes:
         w, c, o = med[m]
-        print(f"{m:<12} {w:>13.1f} {c:>11.1f} {o:>14.1f}")
+        print(f"{m:<12} {w:>13.1f} {c:>11.1f} {low[m]:>8.1f} {o:>14.1f}")
     if {"none", "noop", "summarylib"} <= set(modes):
         a, b, c = med["none"], med["noop"], med["summarylib"]
         print("decomposition of summarylib, µs of CPU per step:")
@@ -172,9 +186,12 @@ def main() -> None:
         print(f"  (d) + writer thread                       {c[2] - a[2]:8.1f}")
         total = (c[1] - a[1]) + (c[2] - a[2])
         print(f"  logging in all: {total:.1f} µs = {100 * total / a[1]:.1f}% of the step")
+        print(f"  minima: (a) {low['none']:.1f}, (b) {low['noop'] - low['none']:.1f}, "
+              f"(c) {low['summarylib'] - low['noop']:.1f}")
     for m in ("interval", "writer"):
         if m in med and "none" in med:
-            print(f"  {m}: caller +{med[m][1] - med['none'][1]:.1f}, writer thread "
+            print(f"  {m}: caller +{med[m][1] - med['none'][1]:.1f} (minima "
+                  f"+{low[m] - low['none']:.1f}), writer thread "
                   f"+{med[m][2] - med['none'][2]:.1f} µs per step")
 
 

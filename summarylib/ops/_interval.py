@@ -11,6 +11,9 @@ calling thread:
   its device (updated by torch ops, which inside ``torch.compile`` run in the
   ``summarylib::summary`` custom op), or numpy for host values and JAX's callback route
   (which brings every value to the host anyway). One accumulator per writer and tag.
+  A rank-0 CPU tensor under a host condition is read once and accumulated on Python
+  floats rounded to float32 after each operation (:func:`accumulate_cpu_tensor`): the
+  numbers the float32 tensor operations give, without a torch operation per call.
 * The recording condition decides when the interval ends. A host condition (or none)
   is read at the call; a device condition (``record_if(step % 100 == 0)`` in compiled
   code) selects on the device between keeping the sum and starting again, and crosses
@@ -22,8 +25,9 @@ calling thread:
   op, ``flush()`` or ``close()`` (the writer's usual background-error contract). The
   value is still written (NaN and ±inf are kept), so the chart shows it too.
 
-Data contract: ``data`` is a real rank-0 value; the accumulation is float32 on a device
-and float64 on the host; the written value is float32 as for every scalar.
+Data contract: ``data`` is a real rank-0 value; the accumulation is float32 for tensors
+and device arrays and float64 for other host values; the written value is float32 as for
+every scalar.
 """
 
 from __future__ import annotations
