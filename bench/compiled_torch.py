@@ -19,8 +19,13 @@ accuracy every step and a histogram of every parameter every 100 steps. Modes:
   writer);
 * ``torch_item``: torch's ``SummaryWriter.add_scalar(tag, loss.item())`` after the step
   (the compiled step returns loss and accuracy; ``item()`` waits for them);
-* graph breaks: ``torch._dynamo.explain`` of the step with our ops and with torch's
-  ``add_scalar`` inside it; recompiles: dynamo's counters over every step run.
+* graph breaks: the distinct breaks dynamo records (``counters["graph_break"]``, by
+  reason) while ``torch._dynamo.explain`` traces the step with our ops, with torch's
+  ``add_scalar(loss.item())`` and with ``SummaryWriter.add_*`` inside it, beside the
+  number of graphs explain found. Explain's own ``graph_break_count`` is that number of
+  graphs less one, so breaks after which no tensor work follows count as none there:
+  torch's ``item()`` (and the ``add_scalar`` call dynamo skips after it) read 0 breaks and
+  1 graph; dynamo records 2. Recompiles: dynamo's counters over every step run.
 
 Short blocks of every mode alternate over rounds; each mode's rate is divided by the
 ``none`` block of the same round and the median of those ratios is printed.
@@ -99,6 +104,18 @@ def train_fns(model: torch.nn.Module, writer: Any) -> dict[str, Any]:
     return {"plain": plain, "logged": logged, "interval": interval, "methods": methods}
 
 
+def graph_breaks(fn: Any, *args: Any) -> tuple[int, int]:
+    """``(graph breaks, graphs)`` of ``fn(*args)`` under ``torch._dynamo.explain``: the
+    breaks as dynamo records them, one per distinct reason (a break is recorded again
+    when dynamo restarts the frame's analysis after it), also one that leaves no tensor
+    work after it and so makes no second graph; the graphs as explain finds them."""
+    counters.clear()
+    explanation = torch._dynamo.explain(fn)(*args)
+    breaks = len(counters["graph_break"])
+    counters.clear()
+    return breaks, explanation.graph_count
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--quick", action="store_true")
@@ -136,9 +153,9 @@ def main() -> None:
             return loss, acc
 
         with ours.as_default():
-            breaks_ours = torch._dynamo.explain(fns["logged"])(x, y, torch.tensor(0))
-        breaks_torch = torch._dynamo.explain(torch_inside)(x, y, torch.tensor(0))
-        breaks_methods = torch._dynamo.explain(fns["methods"])(x, y, torch.tensor(0))
+            breaks_ours = graph_breaks(fns["logged"], x, y, torch.tensor(0))
+        breaks_torch = graph_breaks(torch_inside, x, y, torch.tensor(0))
+        breaks_methods = graph_breaks(fns["methods"], x, y, torch.tensor(0))
         torch._dynamo.reset()
         counters.clear()
         none = torch.compile(fns["plain"], fullgraph=True)
@@ -200,10 +217,9 @@ def main() -> None:
     print(f"torch {torch.__version__}, inductor on the CPU ({torch.get_num_threads()} "
           f"threads), {rounds} rounds of {block} steps")
     print(f"graph breaks (graphs): summarylib ops inside the step "
-          f"{breaks_ours.graph_break_count} ({breaks_ours.graph_count}), torch's "
-          f"add_scalar(loss.item()) inside it {breaks_torch.graph_break_count} "
-          f"({breaks_torch.graph_count}), SummaryWriter.add_* inside it "
-          f"{breaks_methods.graph_break_count} ({breaks_methods.graph_count})")
+          f"{breaks_ours[0]} ({breaks_ours[1]}), torch's add_scalar(loss.item()) inside it "
+          f"{breaks_torch[0]} ({breaks_torch[1]}), SummaryWriter.add_* inside it "
+          f"{breaks_methods[0]} ({breaks_methods[1]})")
     print(f"new graphs after the first call, over {total * len(modes)} calls: {recompiles}")
     print(f"{'mode':<12} {'÷ none (median of rounds)':>28}")
     for m in modes:

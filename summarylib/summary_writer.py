@@ -20,8 +20,9 @@ Shared rules of the ``add_*`` methods:
 from __future__ import annotations
 
 import os
+import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ from summarylib.encoding._arrays import shape_of
 from summarylib.encoding._events import event_bytes
 from summarylib.encoding._pending import device_kind, is_tracer, torch_compiling
 from summarylib.encoding._wire import field_bytes
+from summarylib.ops._replay import COMPILED_PLANS
 from summarylib.ops._resolve import Caller, Sink, check_tag, check_wall_time, sink_for
 from summarylib.ops._writer_methods import WriterMethod, in_compiled_code, record_method
 
@@ -46,7 +48,7 @@ from summarylib.writer._context import (
 )
 from summarylib.writer._file_writer import WriterBase, check_logdir, open_writer_resource
 from summarylib.writer._path_safety import check_name_text, safe_component
-from summarylib.writer._registry import register_writer
+from summarylib.writer._registry import register_writer, registered_writer
 from summarylib.writer._settings import WriterSettings
 
 if TYPE_CHECKING:
@@ -905,6 +907,58 @@ _M_ADD_EMBEDDING = WriterMethod(SummaryWriter.add_embedding)
 _M_ADD_PR_CURVE = WriterMethod(SummaryWriter.add_pr_curve)
 _M_ADD_PR_CURVE_RAW = WriterMethod(SummaryWriter.add_pr_curve_raw)
 _M_ADD_MESH = WriterMethod(SummaryWriter.add_mesh)
+
+
+def _compiled_add_scalar_plan(
+    arguments: dict[str, Any], tensors: tuple[str, ...], scope: str, gated: bool,
+) -> Callable[[list[Any], Any], bool | None] | None:
+    """How to write an ``add_scalar`` call recorded inside ``torch.compile`` each time
+    it runs without replaying the method (``ops._replay.COMPILED_PLANS``): the writer
+    found by its key, the tag scoped once, and a rank-0 float32 CPU value at a CPU tensor
+    or int step packed as ``add_scalar`` packs it (the same bytes). None (the replay) for
+    a gated call, a tensor ``walltime``, ``new_style``, or a tag that is no str; the plan
+    returns None for other values, and for a writer under ``use_metadata`` or made with
+    ``write_to_disk=False``.
+    """
+    tag = arguments.get("tag")
+    if (gated or type(tag) is not str or arguments.get("walltime") is not None
+            or arguments.get("new_style", False) is not False
+            or tensors not in (("scalar_value",), ("scalar_value", "global_step"))):
+        return None
+    static_step = arguments.get("global_step")
+    if len(tensors) == 1 and type(static_step) is not int:
+        return None
+    key = arguments["self"]
+    full = scope + tag if scope else tag
+    torch = sys.modules["torch"]
+    f32 = torch.float32
+    # Integer steps: torch_step() passes them on unchanged, and check_step() reads them.
+    integers = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+
+    def write(values: list[Any], default_writer: Any) -> bool | None:
+        writer = registered_writer(key)
+        if writer is None or writer.closed:
+            return False  # as the replay: the writer is gone, nothing written
+        if writer._silent or writer._defaults is not None:
+            return None
+        data = values[0]
+        if not data.is_cpu or data.dim() or data.dtype is not f32:
+            return None
+        if len(values) == 2:
+            step = values[1]
+            if not step.is_cpu:
+                return None
+            if step.dtype not in integers:
+                step = writer._step(step, "add_scalar")
+        else:
+            step = static_step
+        return simple_scalar_to(writer, full, check_step(step, "add_scalar"), None,
+                                _ADD_SCALAR, data.item())
+
+    return write
+
+
+COMPILED_PLANS["SummaryWriter.add_scalar"] = _compiled_add_scalar_plan
 
 # SummaryMetadata{plugin_data{plugin_name: "tensor"}}: torch's add_tensor metadata.
 _TENSOR_PLUGIN_METADATA = field_bytes(1, field_bytes(1, b"tensor"))

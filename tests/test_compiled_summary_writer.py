@@ -370,3 +370,43 @@ def test_torch_bad_values_raise_naming_the_method(tmp_path: Path, torch: Any) ->
                                backend="eager", fullgraph=True)
         with pytest.raises(ValueError, match=r"add_image.*dataformats"):
             layout(torch.ones(3, 2, 2))
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:torch")
+def test_torch_add_scalar_branches_write_as_the_eager_calls(tmp_path: Path, torch: Any) -> None:
+    # add_scalar of a CPU tensor is written without replaying the method when it can be:
+    # a name scope, a tensor step (a float one truncated as torch does), an int step, and
+    # values it leaves to the method (float64, a writer under use_metadata) all give the
+    # eager calls' events.
+    def log(w: Any, x: Any, i: Any, fi: Any) -> None:
+        with sl.name_scope("scope"):
+            w.add_scalar("scoped", x.sum(), i)
+        w.add_scalar("float_step", x.max(), fi)
+        w.add_scalar("int_step", x.min(), 7)
+        w.add_scalar("wide", x.double().mean(), i)
+
+    def run(w: Any, fn: Any) -> None:
+        for i in range(3):
+            x = torch.arange(3, dtype=torch.float32) * (i + 0.5)
+            fn(x, torch.tensor(i), torch.tensor(i + 0.75, dtype=torch.float64))
+        with w.use_metadata(walltime=123.0):
+            fn(torch.ones(3), torch.tensor(9), torch.tensor(9.5, dtype=torch.float64))
+
+    def values(logdir: Path) -> list[tuple[int, str, bytes, float | None]]:
+        return [(e.step, v.tag, v.SerializeToString(), e.wall_time if e.step == 9 else None)
+                for f in sorted(logdir.rglob("events.out.tfevents.*")) for e in tb_events(f)
+                for v in e.summary.value]
+
+    with sl.SummaryWriter(str(tmp_path / "eager")) as w:
+        run(w, lambda x, i, fi: log(w, x, i, fi))
+    torch._dynamo.reset()
+    w = sl.SummaryWriter(str(tmp_path / "compiled"))
+    fn = torch.compile(lambda x, i, fi: log(w, x, i, fi), backend="aot_eager", fullgraph=True)
+    run(w, fn)
+    w.close()
+    want = values(tmp_path / "eager")
+    assert [(s, t) for s, t, _, _ in want][:4] == [
+        (0, "scope/scoped"), (0, "float_step"), (7, "int_step"), (0, "wide")]
+    assert want[5][0] == 1  # the float step 1.75 written as 1
+    assert [wall for s, _, _, wall in want if s == 9] == [123.0] * 3
+    assert values(tmp_path / "compiled") == want

@@ -250,3 +250,115 @@ def test_bad_reduce_and_check_finite_raise_naming_the_argument(tmp_path: Path) -
     # Also without a writer: a bad argument is a bug wherever the code runs.
     with pytest.raises(ValueError, match=r"'reduce'"):
         sl.scalar("loss", 1.0, step=0, reduce="avg")
+
+
+# -- CPU tensors: the accumulator without torch operations -----------------------------------
+
+def test_cpu_tensor_values_are_accumulated_without_a_torch_operation(tmp_path: Path) -> None:
+    # A rank-0 CPU tensor under a host condition (an eager call, or a run of compiled code
+    # under a CPU condition) is read once; the interval's float32 arithmetic runs on
+    # Python floats, so no torch kernel runs per call (each cost microseconds).
+    torch = pytest.importorskip("torch", reason="needs torch")
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Ops(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[str] = []
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
+                               kwargs: Any = None) -> Any:
+            self.seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    values = [torch.tensor(float(v)) for v in _losses()]
+    with sl.create_file_writer(str(tmp_path)) as w, w.as_default(), Ops() as ops:
+        for i, v in enumerate(values):
+            with sl.record_if(i % EVERY == 0):
+                sl.scalar("loss", v, step=i, reduce="mean")
+                sl.scalar("peak", v, step=i, reduce="max", check_finite=True)
+    assert set(ops.seen) == {"aten._local_scalar_dense.default"}  # item(), nothing else
+    _check(_series(tmp_path, "loss"), _expected(_losses(), "mean"))
+    _check(_series(tmp_path, "peak"), _expected(_losses(), "max"))
+
+
+_TORCH_FNS: dict[str, Any] = {}
+
+
+def _interval_fn(torch: Any, dtype: Any) -> Any:
+    # One compiled region (aot_eager) per dtype for every example: a tensor value, step
+    # and condition, each reduction of the value under the condition.
+    key = str(dtype)
+    if key not in _TORCH_FNS:
+        def step_fn(x: Any, step: Any, gate: Any) -> Any:
+            with sl.record_if(gate):
+                for r in REDUCERS:
+                    sl.scalar(r, x * 1, step=step, reduce=r)
+            return x
+
+        _TORCH_FNS[key] = torch.compile(step_fn, backend="aot_eager", fullgraph=True)
+    return _TORCH_FNS[key]
+
+
+def _tensor_oracle(torch: Any, values: list[Any], gates: list[bool],
+                   reduce: str) -> list[tuple[int, bytes]]:
+    # The interval's value as float32 tensors compute it: torch's own add, division,
+    # maximum and minimum on 0-d tensors (NaN payloads and signed zeros as torch's).
+    import struct
+
+    start = {"mean": 0.0, "sum": 0.0, "max": float("-inf"), "min": float("inf"),
+             "last": 0.0}[reduce]
+    total = torch.tensor(start)
+    count = torch.tensor(0.0)
+    out_rows = []
+    for i, (v, g) in enumerate(zip(values, gates, strict=True)):
+        v = v.to(torch.float32)
+        if reduce in ("mean", "sum"):
+            total = total + v
+        elif reduce == "max":
+            total = torch.maximum(total, v)
+        elif reduce == "min":
+            total = torch.minimum(total, v)
+        else:
+            total = v
+        count = count + 1
+        out = total / count if reduce == "mean" else total
+        if g:
+            out_rows.append((i, struct.pack("<f", out.item())))
+            total, count = torch.tensor(start), torch.tensor(0.0)
+    return out_rows
+
+
+try:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+except ImportError:  # pragma: no cover
+    given = None
+
+
+if given is not None:
+    _specials = st.sampled_from([0.0, -0.0, float("inf"), float("-inf"), float("nan"),
+                                 -float("nan"), 3.4e38, -3.4e38, 1e-45, 1e-40])
+
+    @pytest.mark.filterwarnings("ignore::DeprecationWarning:torch")
+    @pytest.mark.parametrize("dtype_name", ["float32", "float64"])
+    @settings(max_examples=30, deadline=None)
+    @given(rows=st.lists(st.tuples(st.one_of(st.floats(width=32), _specials), st.booleans()),
+                         min_size=1, max_size=8))
+    def test_torch_compiled_cpu_interval_is_the_tensors_float32_arithmetic(
+        tmp_path_factory: Any, dtype_name: str, rows: list[tuple[float, bool]]
+    ) -> None:
+        import struct
+
+        torch = pytest.importorskip("torch", reason="needs torch")
+        dtype = getattr(torch, dtype_name)
+        fn = _interval_fn(torch, dtype)
+        logdir = tmp_path_factory.mktemp("interval")
+        values = [torch.tensor(v, dtype=dtype) for v, _ in rows]
+        gates = [g for _, g in rows]
+        with sl.create_file_writer(str(logdir)) as w, w.as_default():
+            for i, (v, g) in enumerate(zip(values, gates, strict=True)):
+                fn(v, torch.tensor(i), torch.tensor(g))
+        for r in REDUCERS:
+            got = [(s, struct.pack("<f", v)) for s, v in _series(logdir, r)]
+            assert got == _tensor_oracle(torch, values, gates, r), r

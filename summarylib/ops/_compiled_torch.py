@@ -60,7 +60,8 @@ def _summary(token: torch.Tensor, call: int, values: list[torch.Tensor]) -> None
         if gate.is_cpu and not gate:
             return  # a false CPU condition: nothing to read or write (as replay decides)
     if traced.target is not None:  # SummaryWriter.add_*: its own writer, found by replay
-        replay(traced, values, None, None)
+        if direct is None or direct(values, None) is None:
+            replay(traced, values, None, None)
         return
     writer = _local.state.writer
     if writer is None or writer.events is None:
@@ -110,8 +111,8 @@ def _register(where: str, scope: str, static: tuple[tuple[str, Any], ...],
     interval = arguments.get("reduce") is not None or bool(arguments.get("check_finite"))
     direct = None
     plan = COMPILED_PLANS.get(where)
-    if plan is not None and not gated and all(inner is None for _, inner in tensors):
-        direct = plan(arguments, tuple(name for name, _ in tensors), scope)
+    if plan is not None and all(inner is None for _, inner in tensors):
+        direct = plan(arguments, tuple(name for name, _ in tensors), scope, gated)
     _CALLS.append((call, gated and not interval, direct))
     if key is not None:
         _IDS[key] = len(_CALLS) - 1

@@ -11,6 +11,9 @@ calling thread:
   its device (updated by torch ops, which inside ``torch.compile`` run in the
   ``summarylib::summary`` custom op), or numpy for host values and JAX's callback route
   (which brings every value to the host anyway). One accumulator per writer and tag.
+  A rank-0 CPU tensor under a host condition is read once and accumulated on Python
+  floats rounded to float32 after each operation (:func:`accumulate_cpu_tensor`): the
+  numbers the float32 tensor operations give, without a torch operation per call.
 * The recording condition decides when the interval ends. A host condition (or none)
   is read at the call; a device condition (``record_if(step % 100 == 0)`` in compiled
   code) selects on the device between keeping the sum and starting again, and crosses
@@ -22,12 +25,15 @@ calling thread:
   op, ``flush()`` or ``close()`` (the writer's usual background-error contract). The
   value is still written (NaN and ±inf are kept), so the chart shows it too.
 
-Data contract: ``data`` is a real rank-0 value; the accumulation is float32 on a device
-and float64 on the host; the written value is float32 as for every scalar.
+Data contract: ``data`` is a real rank-0 value; the accumulation is float32 for tensors
+and device arrays and float64 for other host values; the written value is float32 as for
+every scalar.
 """
 
 from __future__ import annotations
 
+import math
+import struct
 import sys
 import weakref
 from collections.abc import Callable
@@ -46,8 +52,8 @@ from summarylib.writer._context import (
     no_default_writer,
 )
 
-__all__ = ["REDUCTIONS", "check_reduce", "fused_update", "interval_scalar", "interval_state",
-           "replay_interval"]
+__all__ = ["REDUCTIONS", "accumulate_cpu_tensor", "append_check", "check_reduce",
+           "fused_update", "interval_scalar", "interval_state", "replay_interval"]
 
 #: The values ``scalar``'s ``reduce`` accepts.
 REDUCTIONS = ("mean", "max", "min", "sum", "last")
@@ -116,7 +122,7 @@ def interval_scalar(name: Any, data: Any, step: Any, description: str | None,
     finally:
         st.condition = saved
     if written and bad is not None:
-        _append_check(writer, tag, bad, None, step, reduce)
+        append_check(writer, tag, bad, None, step, reduce)
     return written
 
 
@@ -149,7 +155,7 @@ def replay_interval(call: TracedCall, values: list[Any], writer: Any, step: Any)
             run_step = values[[k for k, _ in call.positions].index("step")]
         if run_step is None:
             run_step = step if step is not None else _local.state.step
-        _append_check(writer, tag, bad, gate if device_kind(gate) is not None else None,
+        append_check(writer, tag, bad, gate if device_kind(gate) is not None else None,
                       run_step, args["reduce"])
     return written
 
@@ -234,8 +240,85 @@ def _combine(reduce: str, total: Any, v: Any, maximum: Any, minimum: Any) -> Any
     return v  # last
 
 
+_F32 = struct.Struct("<f")
+# CPU tensor dtypes whose item() is the value exactly (float64: the value, which _f32
+# rounds once to float32 as torch's cast does); int64 only up to 2**53 (checked per call).
+# Not float16/bfloat16: torch's cast to float32 gives their NaNs another payload.
+_EXACT_DTYPES: set[Any] = set()
+
+
+def _f32(x: float) -> float:
+    # x rounded to float32 (round to nearest even, as the CPU's float32 arithmetic): the
+    # sum, quotient... of two float32 values computed in float64 and rounded once more
+    # is the float32 operation's result (53 >= 2 * 24 + 2 bits).
+    try:
+        return _F32.unpack(_F32.pack(x))[0]  # type: ignore[no-any-return]
+    except OverflowError:  # rounds beyond float32's largest: infinite, as torch's float32
+        return math.copysign(math.inf, x)
+
+
+def accumulate_cpu_tensor(writer: Any, tag: str, reduce: str | None, data: Any,
+                          gate: bool) -> tuple[float, int] | None:
+    """:func:`_accumulate_torch` for a rank-0 CPU tensor under a host condition, without
+    a torch operation: the value read once (``item()``) and the float32 arithmetic of
+    the tensors done on Python floats rounded to float32, the same numbers (NaN and
+    signed zeros as torch's ``maximum``/``minimum`` pick them). The accumulator is kept
+    as Python numbers (the float32 values and the count). None, with nothing changed,
+    for other tensors or an accumulator of another kind (that path keeps its own).
+    """
+    if not _EXACT_DTYPES:
+        torch = sys.modules["torch"]
+        _EXACT_DTYPES.update((torch.float32, torch.float64, torch.int32, torch.int16,
+                              torch.int8, torch.uint8, torch.bool, torch.int64))
+    if not data.is_cpu or data.dim() or data.dtype not in _EXACT_DTYPES:
+        return None
+    v = data.item()
+    if type(v) is not float:
+        if type(v) is int and -(2 ** 53) <= v <= 2 ** 53:
+            v = float(v)
+        elif type(v) is bool:
+            v = 1.0 if v else 0.0
+        else:
+            return None
+    v = _f32(v)
+    bad = 0 if math.isfinite(v) else 1
+    if reduce is None:
+        return v, bad
+    states = _STATES.get(writer)
+    if states is None:
+        states = _STATES[writer] = {}
+    key = (tag, reduce)
+    state = states.get(key)
+    start = _START[reduce]
+    if state is None:
+        state = states[key] = [start, 0.0, 0]
+    elif type(state[0]) is not float or type(state[1]) is not float:
+        return None  # tensors, numpy or a host count: their own path
+    total = state[0]
+    if reduce == "mean" or reduce == "sum":
+        total = _f32(v + total)  # of two NaNs, torch keeps the added one
+    elif reduce == "max":  # torch.maximum: its own NaN if either is one, else the first
+        total = math.nan if total != total or v != v else v if total < v else total
+    elif reduce == "min":  # of equal values (of -0.0 and 0.0)
+        total = math.nan if total != total or v != v else v if v < total else total
+    else:
+        total = v
+    count = _f32(state[1] + 1.0)
+    out = _f32(total / count) if reduce == "mean" else total
+    nonfinite = state[2] + bad
+    if gate:
+        state[:] = [start, 0.0, 0]
+    else:
+        state[:] = [total, count, nonfinite]
+    return out, nonfinite
+
+
 def _accumulate_torch(writer: Any, tag: str, reduce: str | None, data: Any,
                       gate: Any) -> tuple[Any, Any]:
+    if gate is True or gate is False:
+        found = accumulate_cpu_tensor(writer, tag, reduce, data, gate)
+        if found is not None:
+            return found
     import torch
 
     with torch.no_grad():
@@ -253,6 +336,10 @@ def _accumulate_torch(writer: Any, tag: str, reduce: str | None, data: Any,
                     torch.zeros((), dtype=torch.int32, device=device)]
 
         state = _state(writer, tag, reduce, start)
+        if type(state[1]) is float:  # kept as numbers by accumulate_cpu_tensor
+            state[:] = [torch.tensor(state[0], dtype=torch.float32, device=device),
+                        torch.tensor(state[1], dtype=torch.float32, device=device),
+                        torch.tensor(state[2], dtype=torch.int32, device=device)]
         total = _combine(reduce, state[0], v, torch.maximum, torch.minimum)
         count = state[1] + 1
         out = total / count if reduce == "mean" else total
@@ -359,10 +446,12 @@ def _jax_update(reduce: str, gated: bool) -> Callable[..., Any]:
     return update
 
 
-def _append_check(writer: Any, tag: str, bad: Any, gate: Any, step: Any,
-                  reduce: str | None) -> None:
-    # An event that writes nothing: on the writer thread it reads the interval's count of
-    # non-finite values (and the condition) and raises NonFiniteError if any.
+def append_check(writer: Any, tag: str, bad: Any, gate: Any, step: Any,
+                 reduce: str | None) -> None:
+    """Queue the non-finite check of a written value: an event that writes nothing; on
+    the writer thread it reads ``bad`` (the interval's count of non-finite values) and
+    ``gate`` (a device condition, or None) and raises :class:`NonFiniteError` naming
+    ``tag`` and ``step`` if the count is not zero."""
     from summarylib.ops._replay import _step_of
 
     res = writer.events

@@ -48,8 +48,10 @@ IN_GRAPH: dict[str, InGraphReduction] = {}
 
 #: Ops that write a call recorded inside ``torch.compile`` with less work than
 #: :func:`replay`, by op name (put here by the op's module):
-#: ``plan(arguments, tensor names, scope)`` returns None or ``write(values, writer)``,
-#: which returns None for values it leaves to :func:`replay`.
+#: ``plan(arguments, tensor names, scope, gated)`` returns None or
+#: ``write(values, writer)``, which returns None for values it leaves to :func:`replay`
+#: (having changed nothing). ``writer`` is the default writer (None for a
+#: ``SummaryWriter.add_*`` call, whose plan finds its own).
 COMPILED_PLANS: dict[str, Callable[..., Any]] = {}
 
 

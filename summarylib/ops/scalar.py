@@ -55,7 +55,12 @@ from summarylib.ops._device import (
 )
 from summarylib.ops._device_step import held_by_step, step_name
 from summarylib.ops._emit import emit_value
-from summarylib.ops._interval import interval_scalar
+from summarylib.ops._interval import (
+    REDUCTIONS,
+    accumulate_cpu_tensor,
+    append_check,
+    interval_scalar,
+)
 from summarylib.ops._replay import COMPILED_PLANS, OPS
 from summarylib.ops._resolve import Caller, Sink, check_tag, resolve_step
 from summarylib.ops._traced import record_traced
@@ -219,7 +224,7 @@ OPS["scalar"] = scalar
 
 
 def compiled_scalar_plan(
-    arguments: dict[str, Any], tensors: tuple[str, ...], scope: str
+    arguments: dict[str, Any], tensors: tuple[str, ...], scope: str, gated: bool,
 ) -> Callable[[list[Any], DefaultWriter], bool | None] | None:
     """How to write a :func:`scalar` call recorded inside ``torch.compile`` each time it
     runs, with less work than replaying the call: the tag is scoped once, here, and each
@@ -227,25 +232,34 @@ def compiled_scalar_plan(
     same bytes, the same errors).
 
     ``arguments`` are the recorded call's arguments by name (None for a tensor),
-    ``tensors`` the names of its tensor arguments in the order of the run's values,
-    ``scope`` the name scope when traced. None when the call needs :func:`scalar` itself
-    (a tag it would refuse, the default step, ``reduce``/``check_finite``, or a tensor
-    other than ``data`` and ``step``). The plan returns None for values it leaves to
-    :func:`scalar` (not CPU tensors: a device value may be deferred).
+    ``tensors`` the names of its tensor arguments in the order of the run's values (a
+    ``record_if`` condition follows them when ``gated``), ``scope`` the name scope when
+    traced. None when the call needs :func:`scalar` itself (a tag it would refuse, the
+    default step, or a tensor other than ``data`` and ``step``); a gated call only with
+    ``reduce``/``check_finite`` (others are written only under a true condition, which
+    the op checks first). The plan returns None for values it leaves to :func:`scalar`
+    (not CPU tensors: a device value may be deferred).
     """
     name, description = arguments.get("name"), arguments.get("description")
-    if (type(name) is not str or not name or arguments.get("reduce") is not None
-            or arguments.get("check_finite") or tensors not in (("data",), ("data", "step"))
+    if (type(name) is not str or not name or tensors not in (("data",), ("data", "step"))
             or (description is not None and type(description) is not str)):
         return None
+    static_step = arguments.get("step")
+    if tensors == ("data",) and type(static_step) is not int:
+        return None  # the default step, or one scalar() checks itself
     tag = scope + name if scope else name
+    reduce, check = arguments.get("reduce"), arguments.get("check_finite")
+    if reduce is not None or check:
+        if (reduce is not None and reduce not in REDUCTIONS) or type(check) is not bool:
+            return None
+        return _interval_plan(tag, reduce, check, static_step, len(tensors) == 2, gated,
+                              description)
+    if gated:
+        return None
     # A 0-d float32 tensor's item() is the float scalar_float() would return (struct packs
     # it as the same float32), without its checks for every other kind of value.
     f32 = sys.modules["torch"].float32
     if tensors == ("data",):
-        static_step = arguments.get("step")
-        if type(static_step) is not int:
-            return None  # the default step, or one scalar() checks itself
 
         def write_static(values: list[Any], writer: DefaultWriter) -> bool | None:
             data = values[0]
@@ -266,6 +280,39 @@ def compiled_scalar_plan(
             data = data.item()
         return scalar_to(writer, tag, resolve_step(step, None, "scalar"), None, _CALLER, data,
                          description)
+
+    return write
+
+
+def _interval_plan(
+    tag: str, reduce: str | None, check: bool, static_step: Any, step_tensor: bool,
+    gated: bool, description: str | None,
+) -> Callable[[list[Any], DefaultWriter], bool | None]:
+    # scalar(reduce=, check_finite=) recorded in torch.compile, for a rank-0 CPU value
+    # under a CPU condition (or none): ops._interval's accumulator updated without a
+    # torch operation, then the reduced value written as scalar() writes it (the replay
+    # of ops._interval.replay_interval, the same numbers and bytes).
+    def write(values: list[Any], writer: DefaultWriter) -> bool | None:
+        gate = True
+        if gated:
+            cond = values[-1]
+            if not cond.is_cpu:
+                return None  # read on the writer thread, by the replay
+            gate = bool(cond)
+        step = values[1] if step_tensor else static_step
+        if step_tensor and not step.is_cpu:
+            return None
+        found = accumulate_cpu_tensor(writer, tag, reduce, values[0], gate)
+        if found is None:
+            return None
+        if not gate:
+            return False
+        out, bad = found
+        run_step = resolve_step(step, None, "scalar")
+        written = scalar_to(writer, tag, run_step, None, _CALLER, out, description)
+        if check and written:
+            append_check(writer, tag, bad, None, run_step, reduce)
+        return written
 
     return write
 
