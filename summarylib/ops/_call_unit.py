@@ -150,8 +150,8 @@ class _UnitOp:
 
 class _Unit:
     # A run of ops of one call written as one event entry, fixed when traced.
-    __slots__ = ("default_step", "held", "ops", "read_all", "slot_ids", "tags", "what",
-                 "wheres")
+    __slots__ = ("arrays", "default_step", "held", "number_ids", "ops", "read_all", "slot_ids",
+                 "tags", "what", "wheres")
 
     def __init__(self, ops: list[_UnitOp], slots: list[_Slot]) -> None:
         self.ops = ops
@@ -172,6 +172,12 @@ class _Unit:
         # plain dtype (scalars, steps, conditions): one struct unpack of the buffer gives
         # all the values (the same Python numbers as each slot's read), in slot order.
         self.read_all = _read_all(slots) if self.slot_ids == list(range(len(slots))) else None
+        # Otherwise: the conditions and the slots read as Python numbers first, and each
+        # op's other slots (arrays: bucket tables) once its condition holds.
+        gates = {op.gate_slot for op in ops}
+        first = [k for k in self.slot_ids if slots[k].unpack is not None or k in gates]
+        self.number_ids = first
+        self.arrays = [tuple(k for k in op.slots if k not in first) for op in ops]
         tags = ", ".join(repr(op.tag) for op in ops[:4])
         more = "" if len(ops) <= 4 else f" and {len(ops) - 4} more"
         self.what = f"the summaries {tags}{more} of a compiled call"
@@ -410,8 +416,10 @@ class _Run(Deferred):
             if read_all is not None:  # every slot, rank-0 numbers: one unpack
                 values: list[Any] = list(read_all(raw))
             else:
+                # The numbers now (conditions, steps); arrays (bucket tables) only for
+                # the ops whose condition holds.
                 values = [None] * len(slots)
-                for k in self.unit.slot_ids:
+                for k in self.unit.number_ids:
                     values[k] = slots[k].read(raw)
         except BaseException:
             for tag in firsts:
@@ -422,13 +430,23 @@ class _Run(Deferred):
         out: list[Any] = []
         gather: _Gather | None = None
         head = b""  # the wall time field, the same in each event of the call
-        for op in self.unit.ops:
+        for op, arrays in zip(self.unit.ops, self.unit.arrays, strict=True):
             first = op.tag in firsts
             gate = op.gate_slot
             if gate is not None and not values[gate]:
                 if first:
                     res.tags.metadata_lost(op.tag)
                 continue  # not recorded in this execution
+            if arrays and read_all is None:
+                try:
+                    for k in arrays:
+                        if values[k] is None:
+                            values[k] = slots[k].read(raw)
+                except Exception as e:
+                    if first:
+                        res.tags.metadata_lost(op.tag)
+                    out.append(_failure(e, f"the value of {op.tag!r}"))
+                    continue
             if op.scalar and not first and op.data_slot is not None:
                 if not head:
                     head = _WALL_TIME + pack_double(self.time)
