@@ -23,7 +23,8 @@ Stages ``b`` and ``c`` replace one method each for the run (the bench's own swit
 an API). Wall time depends on the machine's load; CPU time per thread much less so. For
 each stage it prints, per step (median over rounds, stages interleaved in every round):
 wall µs, the process's CPU µs, the calling thread's, the writer thread's, and the rest
-(XLA's threads), plus the load average before and after.
+(XLA's threads), then the stage's rate divided by the first stage's in the same round,
+plus the load average before and after.
 """
 
 from __future__ import annotations
@@ -202,9 +203,14 @@ def main() -> None:
     print(f"jax {jax.__version__}, {args.rounds} rounds of {args.steps} steps per stage; "
           f"load average {load0[0]:.2f} before, {load1[0]:.2f} after")
     print("µs per step (median of rounds)")
-    print(f"{'stage':<10}" + "".join(f"{n:>10}" for n in names))
+    base = chosen[0]
+    print(f"{'stage':<10}" + "".join(f"{n:>10}" for n in names) + f"   rate ÷ {base}")
     for s in chosen:
-        print(f"{s:<10}" + "".join(f"{statistics.median(got[s][n]):>10.1f}" for n in names))
+        # The rate relative to the first stage, in the same round (median of rounds).
+        ratio = statistics.median(b / w for b, w in zip(got[base]["wall"], got[s]["wall"],
+                                                         strict=True))
+        print(f"{s:<10}" + "".join(f"{statistics.median(got[s][n]):>10.1f}" for n in names)
+              + f"{ratio:>12.3f}")
     if args.profile:
         for s in chosen:
             for who, prof in zip(("caller", "writer"), profiles[s], strict=True):
