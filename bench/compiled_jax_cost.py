@@ -1,6 +1,6 @@
 """Where the CPU time of logging from inside ``jax.jit`` goes, per step, by thread.
 
-    python bench/compiled_jax_cost.py                 # ~3 min on 2 cores
+    python bench/compiled_jax_cost.py                 # ~4 min on 2 cores
     python bench/compiled_jax_cost.py --steps 500 --rounds 3
     python bench/compiled_jax_cost.py --profile       # cProfile of both threads too
 
@@ -9,6 +9,8 @@ histograms every 100 steps, the cadence a static argument) run in stages that ad
 part of the logging at a time:
 
 * ``a-none``: the plain ``jax.jit`` step, no logging;
+* ``a-values``: plain ``jax.jit`` returning loss and accuracy too, unused (what
+  computing the logged values and handing them out costs, with no logging at all);
 * ``b-packed``: the step compiled by ``summarylib.integrations.jax.jit``, its summaries'
   buffer returned, nothing done with it (the plan's replay skipped);
 * ``c-queued``: + the replay on the calling thread (the buffer's unit queued), while the
@@ -76,7 +78,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--profile", action="store_true")
-    ap.add_argument("--stages", default="a-none,b-packed,c-queued,d-written,metrics")
+    ap.add_argument("--stages",
+                    default="a-none,a-values,b-packed,c-queued,d-written,e-timed,metrics")
     args = ap.parse_args()
     key = jax.random.PRNGKey(0)
     params0 = init(key, (64, 256, 256, 10))
@@ -88,6 +91,9 @@ def main() -> None:
 
     def none(p: Any, i: int) -> Any:
         return plain(p, x, y, i)
+
+    def returned(p: Any, i: int) -> Any:
+        return returning(p, x, y)[0]
 
     def collected(p: Any, i: int) -> Any:
         return static(p, x, y, i, hist=i % HIST_EVERY == 0)
@@ -128,6 +134,7 @@ def main() -> None:
 
     stages: dict[str, tuple[Any, Any, Any]] = {  # fn, replay, make
         "a-none": (none, real_replay, real_make),
+        "a-values": (returned, real_replay, real_make),
         "b-packed": (collected, skip_replay, real_make),
         "c-queued": (collected, real_replay, no_events),
         "d-written": (collected, real_replay, real_make),
