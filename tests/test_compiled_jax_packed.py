@@ -8,6 +8,7 @@ record with those of the eager calls on the same values, under a fixed clock.
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,47 @@ def test_first_value_of_a_tag_carries_its_metadata_before_eager_calls(tmp_path: 
     assert events[0] == (0, "scalars")
     assert [s for s, _ in events] == [0, 100, 1, 101, 2, 102]
     assert all(name == "" for _, name in events[2:])
+
+
+class _FailingOutput(sl.MemoryOutput):
+    """Its writes fail while ``failing`` is set (nothing of a failed write is kept)."""
+
+    failing = False
+
+    def write(self, data: bytes) -> None:
+        if self.failing:
+            raise OSError(errno.EIO, "injected failure")
+        super().write(data)
+
+
+def test_after_a_lost_write_the_next_call_carries_the_metadata_again(tmp_path: Path) -> None:
+    # A call decides at the call which of its events carries a tag's metadata. A failed
+    # write starts the file's record of tags over, so the calls after it carry the
+    # metadata again (TensorBoard lists a tag from its first value in a file).
+    from summarylib.reader import iter_summary_values
+
+    out = _FailingOutput(name="/fake/events.out.tfevents.x")
+    fn = jit(lambda x, i: (sl.scalar("loss", jnp.mean(x), step=i),
+                           sl.scalar("acc", jnp.max(x), step=i), x + 1.0)[2])
+    w = sl.create_writer(out, max_queue=10**6, clock=lambda: WALL_TIME)
+    x = jnp.ones(3)
+    with w.as_default():
+        x = fn(x, 0)
+        w.flush()
+        out.failing = True
+        x = fn(x, 1)
+        with pytest.raises(sl.WriteFailedError, match="injected"):
+            w.flush()
+        out.failing = False
+        for i in (2, 3):
+            x = fn(x, i)
+    w.close()
+    (tmp_path / Path(str(out.name)).name).write_bytes(out.getvalue())
+    written = [(e.step, v.tag, v.metadata.plugin_data.plugin_name)
+               for e, v in iter_summary_values(tmp_path)]
+    assert written == [(0, "loss", "scalars"), (0, "acc", "scalars"),
+                       (2, "loss", "scalars"), (2, "acc", "scalars"),
+                       (3, "loss", ""), (3, "acc", "")]
 
 
 def test_default_step_host_arguments_and_a_missing_step(tmp_path: Path) -> None:

@@ -16,7 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from summarylib.encoding._pending import JAX_ARRAY_BYTES, buffer_bytes
+from summarylib.writer._batch import Deferred
 from summarylib.writer._queue import CHECK_EVERY, ENTRY_OVERHEAD, EventQueue, TakenBack
+from summarylib.writer._settings import DEFAULT_MAX_BUFFER_BYTES
 
 
 class Gate:
@@ -71,7 +74,7 @@ def test_a_count_racing_an_append_counts_each_entry_once() -> None:
     # The count reads the list while callers append without the lock: an entry appended
     # during the count is counted then or next time, never twice.
     queue, _ = make()
-    racing = b"r" * 4980
+    racing = b"r" * (queue.fast_payload_limit + 884)
 
     class AppendDuringTheCount(list):  # type: ignore[type-arg]
         armed = False
@@ -84,9 +87,9 @@ def test_a_count_racing_an_append_counts_each_entry_once() -> None:
 
     queue.entries = AppendDuringTheCount()
     AppendDuringTheCount.armed = True
-    queue.append(b"b" * 4980)  # above the size limit: counted at once
+    queue.append(b"b" * len(racing))  # above the size limit: counted at once
     queue.account()
-    assert queue.buffered_bytes() == held(queue.entries) == 2 * (4980 + ENTRY_OVERHEAD)
+    assert queue.buffered_bytes() == held(queue.entries) == 2 * (len(racing) + ENTRY_OVERHEAD)
 
 
 def test_appends_after_a_count_use_up_the_window_not_add_to_it() -> None:
@@ -101,10 +104,27 @@ def test_appends_after_a_count_use_up_the_window_not_add_to_it() -> None:
             queue.entries.append(b"\x09" + bytes(queue.fast_payload_limit - 1))
 
     gate.on_queued = other_threads_append_right_after_the_count
-    queue.append(b"\x09" + bytes(5000))  # above the size limit: this caller counts
+    large = queue.fast_payload_limit + 1000
+    queue.append(b"\x09" + bytes(large - 1))  # above the size limit: this caller counts
     while queue.fast_appends_left > 0:  # everything the new window lets through
         queue.append(b"\x09" + bytes(queue.fast_payload_limit - 1))
-    assert held(queue.entries) <= limit + 5001 + ENTRY_OVERHEAD
+    assert held(queue.entries) <= limit + large + ENTRY_OVERHEAD
+
+
+def test_a_pending_jax_value_skips_the_slow_path() -> None:
+    # A scalar of a JAX array, or the packed summaries of a compiled call, is queued as
+    # a deferred event holding one array (counted as JAX_ARRAY_BYTES of runtime objects
+    # plus its buffer, host copy and closures): far below the room of a fresh writer, so
+    # such events are summed in batches like serialized ones, not counted one by one
+    # under the lock (which cost a compiled step more than the rest of its logging).
+    queue, gate = make(DEFAULT_MAX_BUFFER_BYTES)
+    queue.append(b"x")  # the first append starts the writer
+    held_by_a_call = JAX_ARRAY_BYTES + 2 * buffer_bytes(12) + 2 * 96
+    for _ in range(10):
+        queue.append(Deferred(lambda: b"", held_by_a_call, "a compiled call"))
+    assert len(gate.calls) == 1
+    queue.account()  # counted in full when counted
+    assert queue.buffered_bytes() == held(queue.entries) > 10 * JAX_ARRAY_BYTES
 
 
 @settings(max_examples=60, deadline=None)

@@ -97,7 +97,7 @@ def _register(jax: Any) -> None:
         jax.tree_util.register_pytree_node(
             _Collected,
             lambda c: ((c.leaves, c.state), c.plan),
-            lambda plan, children: _Collected(plan, tuple(children[0]), children[1]),
+            lambda plan, children: _Collected(plan, children[0], children[1]),
         )
         _registered = True
 
@@ -183,15 +183,19 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
 
     @wraps(fun)
     def call(*args: Any, **kwargs: Any) -> Any:
-        chosen = variant()
-        if chosen is plain:
-            return plain(*args, **kwargs)
+        # variant(), inlined: this runs at every step.
         st = _local.state
-        writer = st.writer if chosen is compiled else None
-        if writer is not None and intervals:
-            out, collected = chosen(*args, **kwargs, **{_STATE: carried(writer)})
+        cond = st.condition
+        if cond is not True and not condition_holds(cond):
+            return plain(*args, **kwargs)
+        writer = st.writer
+        if writer is None or writer.events is None:
+            writer = None
+            out, collected = writer_calls(*args, **kwargs)
+        elif intervals:
+            out, collected = compiled(*args, **kwargs, **{_STATE: carried(writer)})
         else:
-            out, collected = chosen(*args, **kwargs)
+            out, collected = compiled(*args, **kwargs)
         if collected.state:
             for key, after in collected.state.items():
                 interval_state(writer, *intervals[key])[:] = after

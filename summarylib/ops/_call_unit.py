@@ -48,7 +48,7 @@ from summarylib.encoding._wire import pack_double
 from summarylib.errors import NonFiniteError, SummaryError
 from summarylib.ops._replay import TracedCall, replay
 from summarylib.ops._resolve import check_tag, resolve_step
-from summarylib.writer._batch import Deferred, NotRecorded
+from summarylib.writer._batch import DEFERRED_BYTES, Deferred, NotRecorded
 from summarylib.writer._context import DefaultWriter
 
 __all__ = ["CallPlan", "fuse_intervals", "host_argument", "interval_key", "plan_call"]
@@ -108,6 +108,19 @@ class _Slot:
         return widen_extended_float(a.copy())
 
 
+def _read_all(slots: list[_Slot]) -> Any:
+    # One struct's unpack_from for the values of `slots` (consecutive in the buffer), or
+    # None if some slot is not a rank-0 value struct reads (see _Slot).
+    fmt = ["<"]
+    end = 0
+    for slot in slots:
+        if slot.unpack is None or slot.offset != end:
+            return None
+        fmt.append(_STRUCT_CODES[f"{slot.dtype.kind}{slot.dtype.itemsize}"])
+        end += slot.nbytes
+    return struct.Struct("".join(fmt)).unpack_from
+
+
 class _UnitOp:
     # One op of a unit, fixed when traced: the call, its tag, where its values are
     # (slots), which of them are arguments of the function, and where a scalar's data
@@ -137,7 +150,8 @@ class _UnitOp:
 
 class _Unit:
     # A run of ops of one call written as one event entry, fixed when traced.
-    __slots__ = ("default_step", "held", "ops", "slot_ids", "what", "wheres")
+    __slots__ = ("arrays", "default_step", "held", "number_ids", "ops", "read_all", "slot_ids",
+                 "tags", "what", "wheres")
 
     def __init__(self, ops: list[_UnitOp], slots: list[_Slot]) -> None:
         self.ops = ops
@@ -151,6 +165,19 @@ class _Unit:
         total = sum(slots[k].nbytes for k in self.slot_ids)
         # The buffer (its array, host copy), the Run and each op's share of the event.
         self.held = JAX_ARRAY_BYTES + 2 * buffer_bytes(total) + 96 * len(ops)
+        # The unit's tags: once all have had their metadata accepted in the file, a call
+        # decides "no first event" with one set comparison.
+        self.tags = frozenset(op.tag for op in ops)
+        # Where the unit reads every slot of the plan and each is a rank-0 number of a
+        # plain dtype (scalars, steps, conditions): one struct unpack of the buffer gives
+        # all the values (the same Python numbers as each slot's read), in slot order.
+        self.read_all = _read_all(slots) if self.slot_ids == list(range(len(slots))) else None
+        # Otherwise: the conditions and the slots read as Python numbers first, and each
+        # op's other slots (arrays: bucket tables) once its condition holds.
+        gates = {op.gate_slot for op in ops}
+        first = [k for k in self.slot_ids if slots[k].unpack is not None or k in gates]
+        self.number_ids = first
+        self.arrays = [tuple(k for k in op.slots if k not in first) for op in ops]
         tags = ", ".join(repr(op.tag) for op in ops[:4])
         more = "" if len(ops) <= 4 else f" and {len(ops) - 4} more"
         self.what = f"the summaries {tags}{more} of a compiled call"
@@ -250,11 +277,14 @@ class CallPlan:
             return False  # no default step (the op raises at the call), or a device one
         given: dict[Any, Any] | None = None  # argument -> the host number passed
         for where, as_step in unit.wheres:
-            value = host_argument(where, args, kwargs)
-            if value is None:
-                continue
-            if not _fine_host_number(value, as_step):
-                return False  # the op checks it at the call
+            value = args[where] if type(where) is int else kwargs.get(where)
+            # An int in int64's range (the usual step) is fine as step and as data.
+            if type(value) is not int or not _INT64_MIN <= value <= _INT64_MAX:
+                value = host_argument(where, args, kwargs)
+                if value is None:
+                    continue
+                if not _fine_host_number(value, as_step):
+                    return False  # the op checks it at the call
             if given is None:
                 given = {}
             given[where] = value
@@ -263,23 +293,25 @@ class CallPlan:
             return False
         tags = res.tags
         firsts: list[str] | None = None
-        for op in unit.ops:
-            tag = op.tag
-            # As the ops decide at the call: a scalar's event carries the metadata while
-            # its tag has no remembered prefix, anything else's while it needs it.
-            if tags.needs_metadata(tag) and (not op.scalar or tags.prefix_of(tag) is None):
-                if firsts is None:
-                    firsts = []
-                firsts.append(tag)
+        if not tags.have_metadata(unit.tags):
+            for op in unit.ops:
+                tag = op.tag
+                # As the ops decide at the call: a scalar's event carries the metadata
+                # while its tag has no remembered prefix, anything else's while it needs
+                # it.
+                if tags.needs_metadata(tag) and (not op.scalar or tags.prefix_of(tag) is None):
+                    if firsts is None:
+                        firsts = []
+                    firsts.append(tag)
         run = _Run(unit, self._slots, packed, res.clock(), given, step, firsts, res)
         if firsts is None:
-            res.append(Deferred(run.make, unit.held, unit.what))
+            res.append(run)
             return True
         for tag in firsts:  # before the append: the writer thread may make it at once
             tags.metadata_written(tag)
         accepted = False
         try:
-            accepted = res.append(Deferred(run.make, unit.held, unit.what))
+            accepted = res.append(run)
         finally:
             if not accepted:
                 for tag in firsts:
@@ -348,13 +380,19 @@ class _Gather:
         return True
 
 
-class _Run:
-    # A unit queued by one call: made on the writer thread, in file order.
+class _Run(Deferred):
+    # A unit queued by one call: made on the writer thread, in file order. The queue's
+    # entry itself (one object per call, not a Run and a Deferred around its make):
+    # make is this class's method (it shadows Deferred's slot, left unset), so no bound
+    # method is stored and the entry is freed as soon as it is written.
     __slots__ = ("buffer", "firsts", "given", "res", "slots", "step", "time", "unit")
 
     def __init__(self, unit: _Unit, slots: list[_Slot], buffer: Any, time: float,
                  given: dict[Any, Any] | None, step: Any, firsts: list[str] | None,
                  res: Any) -> None:
+        self.size = unit.held + DEFERRED_BYTES
+        self.what = unit.what
+        self.prepare = None
         self.unit = unit
         self.slots = slots
         self.buffer = buffer
@@ -374,9 +412,15 @@ class _Run:
         slots = self.slots
         try:
             raw = np.asarray(self.buffer)
-            values: list[Any] = [None] * len(slots)
-            for k in self.unit.slot_ids:
-                values[k] = slots[k].read(raw)
+            read_all = self.unit.read_all
+            if read_all is not None:  # every slot, rank-0 numbers: one unpack
+                values: list[Any] = list(read_all(raw))
+            else:
+                # The numbers now (conditions, steps); arrays (bucket tables) only for
+                # the ops whose condition holds.
+                values = [None] * len(slots)
+                for k in self.unit.number_ids:
+                    values[k] = slots[k].read(raw)
         except BaseException:
             for tag in firsts:
                 res.tags.metadata_lost(tag)  # the next event of each carries it
@@ -385,15 +429,28 @@ class _Run:
         given = self.given
         out: list[Any] = []
         gather: _Gather | None = None
-        for op in self.unit.ops:
+        head = b""  # the wall time field, the same in each event of the call
+        for op, arrays in zip(self.unit.ops, self.unit.arrays, strict=True):
             first = op.tag in firsts
             gate = op.gate_slot
             if gate is not None and not values[gate]:
                 if first:
                     res.tags.metadata_lost(op.tag)
                 continue  # not recorded in this execution
+            if arrays and read_all is None:
+                try:
+                    for k in arrays:
+                        if values[k] is None:
+                            values[k] = slots[k].read(raw)
+                except Exception as e:
+                    if first:
+                        res.tags.metadata_lost(op.tag)
+                    out.append(_failure(e, f"the value of {op.tag!r}"))
+                    continue
             if op.scalar and not first and op.data_slot is not None:
-                event = self._lean_scalar(op, values)
+                if not head:
+                    head = _WALL_TIME + pack_double(self.time)
+                event = self._lean_scalar(op, values, head)
                 if event is not None:
                     out.append(event)
                     continue
@@ -423,7 +480,7 @@ class _Run:
             gather.entries.clear()
         return out
 
-    def _lean_scalar(self, op: _UnitOp, values: list[Any]) -> bytes | None:
+    def _lean_scalar(self, op: _UnitOp, values: list[Any], head: bytes) -> bytes | None:
         # A scalar whose tag is in the file: the bytes of ops._device's lean path
         # (scalar_value_deferred) made here, without running the op. None: the op runs.
         prefix = self.res.tags.prefix_of(op.tag)
@@ -447,7 +504,7 @@ class _Run:
             value = f32_bytes(float(data))
         except (TypeError, ValueError, OverflowError):
             return None
-        event: bytes = _WALL_TIME + pack_double(self.time) + step_field(step) + prefix + value
+        event: bytes = head + step_field(step) + prefix + value
         return event
 
 

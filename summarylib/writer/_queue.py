@@ -35,7 +35,10 @@ __all__ = ["CHECK_EVERY", "ENTRY_OVERHEAD", "EventQueue", "Gate", "TakenBack"]
 # MIN_LARGE_PAYLOAD when the buffer is nearly full) are accounted at once; smaller ones
 # are summed in batches, at most every CHECK_EVERY appends, which keeps the scalar path
 # lean. The limit times the appends between counts never exceeds the room left.
-LARGE_PAYLOAD = 4096
+# 8 KiB: a deferred event holding one pending JAX array (a scalar of a device value, a
+# compiled call's packed summaries: ~5 KiB counted) is summed in batches too; at 4 KiB
+# every such event took the lock, which cost a compiled step more than its logging.
+LARGE_PAYLOAD = 8192
 MIN_LARGE_PAYLOAD = 256
 CHECK_EVERY = 256
 #: What an entry costs in memory beyond its payload's length: the bytes object's header

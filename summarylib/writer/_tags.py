@@ -47,6 +47,12 @@ class TagLedger:
         """True until an event of ``tag`` carrying its metadata was accepted in this file."""
         return tag not in self._with_metadata
 
+    def have_metadata(self, tags: frozenset[str]) -> bool:
+        """True when every tag of ``tags`` had an event carrying its metadata accepted in
+        this file (none of them needs it): one set comparison for a compiled call's
+        several tags."""
+        return tags <= self._with_metadata
+
     def metadata_written(self, tag: str) -> None:
         """An event of ``tag`` with its metadata was accepted (or is about to be)."""
         self._with_metadata.add(tag)
