@@ -575,7 +575,7 @@ class Interrupting(Deferred):
             Interrupting.armed = False
             signal.raise_signal(signal.SIGTERM)
         return self.size
-a._resource.append(Interrupting(lambda: b"\\x10\\x07", 5000, "an event with step 7"))
+a._resource.append(Interrupting(lambda: b"\\x10\\x07", 1 << 16, "an event with step 7"))
 assert not Interrupting.armed  # the signal was raised under the lock
 for _ in range(600):  # the signal takes effect in here (or at any bytecode before)
     time.sleep(0.05)
@@ -688,7 +688,8 @@ def test_a_signal_inside_a_writer_call_flushes_after_the_call() -> None:
         w.set_as_default(step=0)
         for i in range(5):
             sl.scalar("x", float(i))
-        res.append(Interrupting(lambda: b"\x10\x07", 5000, "an event with step 7"))
+        # 64 KiB counted: above the lock-free path's payload limit, so append() takes the lock.
+        res.append(Interrupting(lambda: b"\x10\x07", 1 << 16, "an event with step 7"))
         assert not Interrupting.armed and not inside[0]
         deadline = time.monotonic() + IO_TIMEOUT
         while not chained and time.monotonic() < deadline:
