@@ -50,8 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import jax
 
 import summarylib as sl
-from bench.compiled_jax import HIST_EVERY, init, logged_step, sgd
-from summarylib.integrations.jax import jit
+from bench.compiled_jax import HIST_EVERY, init, make_modes, sgd
 from summarylib.ops import _call_unit
 
 
@@ -85,28 +84,20 @@ def main() -> None:
     params0 = init(key, (64, 256, 256, 10))
     x = jax.random.normal(key, (128, 64))
     y = jax.random.randint(key, (128,), 0, 10)
-    plain = jax.jit(lambda p, x, y, s: sgd(p, x, y)[0])
+    modes = make_modes()  # the steps of bench/compiled_jax.py, with this bench's data
     returning = jax.jit(sgd)
-    static = jit(logged_step, static_argnames="hist")
 
     def none(p: Any, i: int) -> Any:
-        return plain(p, x, y, i)
+        return modes["none"](p, x, y, i)
 
     def returned(p: Any, i: int) -> Any:
         return returning(p, x, y)[0]
 
     def collected(p: Any, i: int) -> Any:
-        return static(p, x, y, i, hist=i % HIST_EVERY == 0)
+        return modes["collected"](p, x, y, i)
 
     def metrics(p: Any, i: int) -> Any:
-        p, loss, acc = returning(p, x, y)
-        sl.scalar("loss", loss, step=i)
-        sl.scalar("accuracy", acc, step=i)
-        if i % HIST_EVERY == 0:
-            for j, (w, b) in enumerate(p):
-                sl.histogram(f"layer{j}/w", w, step=i)
-                sl.histogram(f"layer{j}/b", b, step=i)
-        return p
+        return modes["metrics"](p, x, y, i)
 
     real_replay = _call_unit.CallPlan.replay
     real_make = _call_unit._Run.make
