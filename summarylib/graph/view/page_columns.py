@@ -454,23 +454,31 @@ class _Columns:
                    ) -> list[list[tuple[int, int]]]:
         """Per group, (key, count) in order of the key's first op: a dict filled op by
         op, as ``add_nodes`` does."""
-        out: list[list[tuple[int, int]]] = [[] for _ in range(G)]
         if not pg.size:
-            return out
+            return [[] for _ in range(G)]
         width = int(key.max()) + 1
         combo = pg * width + key
-        order = np.lexsort((po, combo))
-        c = combo[order]
-        start = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+        n = int(po.max()) + 1
+        bits = n.bit_length()
+        if G * width < 1 << (62 - bits):
+            # One sort of the values (group, key, op) in one int64: no index arrays.
+            packed = np.sort((combo << bits) | po)
+            c = packed >> bits
+            start = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+            first_op = packed[start] & ((1 << bits) - 1)
+        else:
+            order = np.lexsort((po, combo))
+            c = combo[order]
+            start = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+            first_op = po[order[start]]
         counts = np.diff(np.r_[start, c.size])
-        first_op = po[order][start]
         grp = c[start] // width
         keys = c[start] % width
-        o2 = np.lexsort((first_op, grp))
-        for g, k, v in zip(grp[o2].tolist(), keys[o2].tolist(), counts[o2].tolist(),
-                           strict=True):
-            out[g].append((k, v))
-        return out
+        o2 = np.argsort(grp * n + first_op)  # distinct: an op has one key
+        pairs = list(zip(keys[o2].tolist(), counts[o2].tolist(), strict=True))
+        # grp[o2] ascends: each group's pairs are one slice of them.
+        ends = np.cumsum(np.bincount(grp, minlength=G)).tolist()
+        return list(map(pairs.__getitem__, map(slice, [0, *ends[:-1]], ends)))
 
     def _taken(self) -> set[str]:
         """The names of every op and group (series names are added as they are made)."""
@@ -499,59 +507,55 @@ class _Columns:
         empty = self.strings.get("")
         cand = np.ones(n, bool) if empty is None else self.types != empty
         js = np.flatnonzero(cand)
+        if not js.size:
+            return
         names = self.names
-        prefixes: dict[tuple[str, str], int] = {}
-        pre_l, ids_l = _series_keys(self.leaves if js.size == n else _take(self.leaves, js),
-                                    prefixes)
-        pre = np.array(pre_l, np.int64)
-        ids = np.array(ids_l, object if ids_l and max(ids_l) >= 1 << 62 else np.int64)
-        if ids.dtype == object:
-            raise _Declined  # a numeric suffix too long for int64
+        pre, ids, prefix_of = _series_keys(
+            self.leaves if js.size == n else _take(self.leaves, js))
         parent = self.op_parent[js]
         typ = self.types[js]
-        # Members sorted by (group, type, prefix, id), stable in op order.
-        order = np.lexsort((js, ids, pre, typ, parent))
-        keys = np.stack([parent[order], typ[order], pre[order]], axis=1)
-        same = np.ones(order.size, bool)
-        if order.size:
-            same[1:] = (keys[1:] != keys[:-1]).any(axis=1)
-        run = _split_runs(np.cumsum(same), ids[order])
-        if not run.size:
-            return
+        T = int(typ.max()) + 1
+        P = int(pre.max()) + 1
+        gt = parent * T + typ
+        gtp = gt * P + pre
+        # Members sorted by (group, type, prefix, id), stable in op order (js ascends).
+        order = np.lexsort((ids, gtp))
+        kk = gtp[order]
+        run = _split_runs(kk, ids[order])
         sizes = np.bincount(run)
         long_runs = np.flatnonzero(sizes >= min_size)
         if not long_runs.size:
             return
         starts = np.r_[0, np.cumsum(sizes)[:-1]]
         # Creation order within a group: op type by its first op, then (prefix,
-        # suffix) by its first op, then ascending id: first ops of each cluster.
-        # js ascends, so a key's first index is its first op.
-        T = int(typ.max()) + 1
-        P = int(pre.max()) + 1
-        gt = parent * T + typ
-        u_gt, f_gt = np.unique(gt, return_index=True)
-        first_type = dict(zip(u_gt.tolist(), js[f_gt].tolist(), strict=True))
-        gtp = gt * P + pre
-        u_gtp, f_gtp = np.unique(gtp, return_index=True)
-        first_pre = dict(zip(u_gtp.tolist(), js[f_gtp].tolist(), strict=True))
-        prefix_of = {v: k for k, v in prefixes.items()}
-        made = []
-        for r in long_runs.tolist():
-            s0 = int(starts[r])
-            members = order[s0:s0 + int(sizes[r])]
-            g, t, p = (int(parent[members[0]]), int(typ[members[0]]), int(pre[members[0]]))
-            made.append((g, first_type[g * T + t], first_pre[(g * T + t) * P + p],
-                         int(ids[members[0]]), t, p, members))
-        made.sort(key=lambda m: m[:4])
+        # suffix) by its first op, then ascending id: the first ops of the clusters
+        # (sorted runs of one (group, type) and of one (group, type, prefix)).
+        js_o = js[order]
+        new_gtp = np.ones(kk.size, bool)
+        new_gtp[1:] = kk[1:] != kk[:-1]
+        gt_o = kk // P
+        new_gt = np.ones(kk.size, bool)
+        new_gt[1:] = gt_o[1:] != gt_o[:-1]
+        first_pre = np.minimum.reduceat(js_o, np.flatnonzero(new_gtp))
+        first_type = np.minimum.reduceat(js_o, np.flatnonzero(new_gt))
+        s0 = starts[long_runs]
+        r_fp = first_pre[np.cumsum(new_gtp)[s0] - 1]
+        r_ft = first_type[np.cumsum(new_gt)[s0] - 1]
+        r_g, r_t, r_p = parent[order[s0]], typ[order[s0]], pre[order[s0]]
+        r_id = ids[order[s0]]
+        made = np.lexsort((r_id, r_fp, r_ft, r_g))
+        ends = (s0 + sizes[long_runs])
         existing = self._taken()
         member_j: list[np.ndarray] = []
         member_k: list[int] = []
-        for g, _, _, _, t, p, members in made:
-            js_m = js[members]
+        for g, t, p, a, b in zip(r_g[made].tolist(), r_t[made].tolist(),
+                                 r_p[made].tolist(), s0[made].tolist(),
+                                 ends[made].tolist(), strict=True):
+            js_m = js_o[a:b]
             first = names[int(js_m[0])]
             scope = first[:first.rfind("/")] if "/" in first else ""
             prefix, suffix = prefix_of[p]
-            idl = ids[members].tolist()
+            idl = ids[order[a:b]].tolist()
             name = series_name(scope, prefix, suffix, idl[0], idl[-1])
             if name in existing:
                 raise _Declined
@@ -605,22 +609,16 @@ class _Columns:
         order = np.lexsort((sub, key, parent))
         order = order[parent[order] >= 0]  # not the root
         p = parent[order]
-        counts = np.bincount(p, minlength=G)
-        splits = np.cumsum(counts)[:-1]
-        self.kids: list[np.ndarray] = np.split(order, splits)
+        ends = np.cumsum(np.bincount(p, minlength=G)).tolist()
+        # Views into one array (np.split makes the same views, slower).
+        self.kids: list[np.ndarray] = list(map(order.__getitem__,
+                                               map(slice, [0, *ends[:-1]], ends)))
         self.parent_u = parent  # group index of each unified id's parent (-1: root)
         #: Each unified id's position among its parent's children.
         self.cpos = np.zeros(n + G, np.int64)
         self.cpos[order] = _rank_in_runs(p)
 
     # --- step 4: metaedges ------------------------------------------------------------
-
-    def _ancestors(self, g: int) -> tuple[int, ...]:
-        path = []
-        while g >= 0:
-            path.append(g)
-            g = self.gparent[g]
-        return tuple(reversed(path))
 
     def _metaedges(self) -> None:
         n = self.n_ops
@@ -635,29 +633,13 @@ class _Columns:
             G = len(self.gnames)
             pair = ps[diff] * G + pd[diff]
             upairs, inv = np.unique(pair, return_inverse=True)
-            lg = np.empty(upairs.size, np.int64)
-            lv = np.empty(upairs.size, np.int64)
-            lw = np.empty(upairs.size, np.int64)
-            anc: dict[int, tuple[int, ...]] = {}
-            for i, pr in enumerate(upairs.tolist()):
-                a_g, b_g = divmod(pr, G)
-                a = anc.get(a_g) or anc.setdefault(a_g, self._ancestors(a_g))
-                b = anc.get(b_g) or anc.setdefault(b_g, self._ancestors(b_g))
-                m = min(len(a), len(b))
-                k = 1
-                while k < m and a[k] == b[k]:
-                    k += 1
-                if k == len(a):
-                    lg[i], lv[i], lw[i] = a[-1], -1, n + b[k]
-                elif k == len(b):
-                    lg[i], lv[i], lw[i] = b[-1], n + a[k], -1
-                else:
-                    lg[i], lv[i], lw[i] = a[k - 1], n + a[k], n + b[k]
+            lg, lv, lw = _bundle_pairs(np.array(self.gparent, np.int64), upairs // G,
+                                       upairs % G)
             inv = inv.reshape(-1)
             g[diff] = lg[inv]
             cv, cw = lv[inv], lw[inv]
-            v[diff] = np.where(cv >= 0, cv, v[diff])
-            w[diff] = np.where(cw >= 0, cw, w[diff])
+            v[diff] = np.where(cv >= 0, n + cv, v[diff])
+            w[diff] = np.where(cw >= 0, n + cw, w[diff])
         U = n + len(self.gnames)
         combo = v * U + w
         uniq, first, inv = np.unique(combo, return_index=True, return_inverse=True)
@@ -725,6 +707,7 @@ class _Columns:
                    "sl": me_sl[order]}
         starts = np.r_[0, np.cumsum(counts)]
         self.me_start = starts
+        self._nme: list[int] = counts.tolist()  # n_metaedges, called once per group
         #: Groups whose metaedges were rebuilt in Python (group series): index -> list.
         self.me_override: dict[int, list[Metaedge]] = {}
 
@@ -766,12 +749,11 @@ class _Columns:
                     me["ref"][a:b].tolist(), me["size"][a:b].tolist(), strict=True)]
 
     def n_metaedges(self, g: int) -> int:
-        over = self.me_override.get(g)
-        if over is not None:
-            return len(over)
-        if g >= self.me_start.size - 1:
-            return 0
-        return int(self.me_start[g + 1] - self.me_start[g])
+        over = self.me_override
+        if over and g in over:
+            return len(over[g])
+        nme = self._nme
+        return nme[g] if g < len(nme) else 0
 
     def me_flags(self, g: int) -> list[tuple[int, int, int]]:
         """(v, w, 1 regular | 2 control) of group ``g``'s metaedges (unified ids)."""
@@ -1138,29 +1120,65 @@ _DIGITS = "0123456789"
 _NO_DIGITS = str.maketrans("", "", _DIGITS)
 
 
-def _series_keys(leaves: list[str], prefixes: dict[tuple[str, str], int],
-                 ) -> tuple[list[int], list[int]]:
-    """``split_series_name`` of every leaf, as (prefix-and-suffix id in ``prefixes``, id):
-    the trailing digits cut off in C for all leaves at once; a leaf whose rest holds a
-    digit (so also a number before a final newline, which the rule's ``$`` lets through)
-    or that ends in ``*`` goes through the rule itself."""
+def _series_keys(leaves: list[str]) -> tuple[np.ndarray, np.ndarray, list[tuple[str, str]]]:
+    """``split_series_name`` of every leaf, as (its (prefix, suffix) key's index among
+    the keys in order of first occurrence, its id, those keys). Raises _Declined for an
+    id of 2**62 or more.
+
+    The trailing digits of all leaves are found at once in their UTF-8 bytes (no
+    multi-byte character holds the byte of an ASCII digit or of ``*``): a leaf ending in
+    digits with no digit before them is (rest, number); one with no digit at all and no
+    final ``*`` is (leaf, 0); the rest (a digit inside, so also a number before a final
+    newline, which the rule's ``$`` lets through, or a final ``*``) go through the rule
+    itself."""
+    n = len(leaves)
+    ids = np.zeros(n, np.int64)
+    if not n:
+        return ids, ids, []
+    enc = list(map(str.encode, leaves, repeat("utf-8"), repeat("surrogatepass")))
+    raw = np.frombuffer(b"".join(enc), np.uint8)
+    end = np.cumsum(np.fromiter(map(len, enc), np.int64, n))
+    del enc
+    start = end - np.diff(np.r_[0, end])
+    digit = (raw >= 48) & (raw <= 57)
+    before = np.r_[0, np.cumsum(digit)]
+    # The last byte at or before each byte that is not a digit: the tail of digits of a
+    # leaf starts after it (or at the leaf's start).
+    last_other = np.maximum.accumulate(np.where(digit, -1, np.arange(raw.size)))
+    tail = np.maximum(last_other[np.maximum(end - 1, 0)] + 1, start) if raw.size else start
+    tail = np.where(end > start, tail, start)
+    clean = before[tail] == before[start]
+    numbered = clean & (tail < end)
+    star = (end > start) & (raw[np.maximum(end - 1, 0)] == 42) if raw.size else end < 0
+    by_rule = np.flatnonzero(~numbered & (star | ~clean)).tolist()
     stems = list(map(str.rstrip, leaves, repeat(_DIGITS)))
-    keys: list[tuple[str, str]] = []
-    ids: list[int] = []
-    add_key, add_id = keys.append, ids.append
-    clean = list(map(str.__eq__, stems, map(str.translate, stems, repeat(_NO_DIGITS))))
-    for leaf, stem, ok in zip(leaves, stems, clean, strict=True):
-        if ok and len(stem) < len(leaf):
-            add_key((stem, ""))
-            add_id(int(leaf[len(stem):]))
-        elif leaf[-1:] == "*" or not ok:
-            prefix, ident, suffix = split_series_name(leaf)
-            add_key((prefix, suffix))
-            add_id(ident)
-        else:
-            add_key((leaf, ""))
-            add_id(0)
-    return [prefixes.setdefault(k, len(prefixes)) for k in keys], ids
+    big = 1 << 62
+    # A number of up to 18 digits, summed in int64; longer ones (rare) by int().
+    width = end - tail
+    short = numbered & (width <= 18)
+    at = np.flatnonzero(short)
+    if at.size:
+        pos = _gather_ranges(tail[at], width[at])
+        power = np.repeat(end[at], width[at]) - 1 - pos
+        val = (raw[pos] - 48).astype(np.int64) * (10 ** np.arange(19, dtype=np.int64))[power]
+        ids[at] = np.add.reduceat(val, np.r_[0, np.cumsum(width[at])[:-1]])
+    for i in np.flatnonzero(numbered & ~short).tolist():
+        ident = int(leaves[i][len(stems[i]):])
+        if ident >= big:
+            raise _Declined  # a numeric suffix too long for int64
+        ids[i] = ident
+    # A key (prefix, "") is interned as the prefix alone (most keys), others as tuples.
+    keys: list[Any] = stems
+    for i in by_rule:
+        prefix, ident, suffix = split_series_name(leaves[i])
+        if ident >= big:
+            raise _Declined
+        keys[i] = prefix if not suffix else (prefix, suffix)
+        ids[i] = ident
+    interned: dict[Any, int] = {}
+    first = np.fromiter(map(interned.setdefault, keys, count()), np.int64, n)
+    pre = np.unique(first, return_inverse=True)[1].reshape(-1)
+    return pre, ids, [k if isinstance(k, tuple) else (k, "") for k in interned]
 
 
 def _long_group_runs(gnames: list[str], members: list[int], min_size: int,
@@ -1206,6 +1224,52 @@ class _Events:
         remap = np.full(size, -1, np.int64)
         remap[ordered] = np.arange(ordered.size)
         return ordered, remap
+
+
+def _group_levels(parent: np.ndarray) -> np.ndarray:
+    """Each group's depth below the root (the root, ``parent`` -1, is at 0)."""
+    level = np.zeros(parent.size, np.int64)
+    up = parent.copy()
+    live = np.flatnonzero(up >= 0)
+    while live.size:
+        level[live] += 1
+        up[live] = parent[up[live]]
+        live = live[up[live] >= 0]
+    return level
+
+
+def _bundle_pairs(parent: np.ndarray, a: np.ndarray, b: np.ndarray,
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where an edge from a child of group ``a`` to a child of group ``b`` (``a != b``)
+    is bundled: (the group holding the metaedge, the group standing for the source end,
+    the group standing for the destination end), per pair; an end is -1 where it is the
+    op itself (``a`` contains ``b``, or ``b`` contains ``a``). The metaedge lies in the
+    lowest common ancestor, between its children on the paths down to ``a`` and ``b``."""
+    level = _group_levels(parent)
+    la, lb = level[a], level[b]
+    d = np.minimum(la, lb)
+    x, y = a.copy(), b.copy()
+    px, py = np.full(a.size, -1, np.int64), np.full(b.size, -1, np.int64)
+    # Climb the deeper end to the other's level, remembering the group below it.
+    for cur, below, lc in ((x, px, la), (y, py, lb)):
+        live = np.flatnonzero(lc > d)
+        while live.size:
+            below[live] = cur[live]
+            cur[live] = parent[cur[live]]
+            live = live[level[cur[live]] > d[live]]
+    # Then both together, until they are siblings (or one end was the other's
+    # ancestor: then they met already).
+    sib = x != y
+    live = np.flatnonzero(sib)
+    while live.size:
+        up_x, up_y = parent[x[live]], parent[y[live]]
+        step = up_x != up_y
+        live = live[step]
+        x[live], y[live] = up_x[step], up_y[step]
+    g = np.where(sib, parent[x], x)
+    v = np.where(sib, x, px)
+    w = np.where(sib, y, py)
+    return g, v, w
 
 
 def _gather_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
