@@ -392,26 +392,29 @@ class _Columns:
         ix = np.fromiter(map(scope_ix.setdefault, self.scope_of, count()), np.int64, n)
         # setdefault hands back the first index of each scope: that op made its group.
         distinct = np.flatnonzero(ix == np.arange(n))
-        made_by = dict(zip(scope_ix, distinct.tolist(), strict=True))
-        scope_group = np.empty(n, np.int64)
-        for scope, j in made_by.items():
-            k = gid.get(scope)
+        made: list[int] = []  # each distinct scope's group
+        add_made, get = made.append, gid.get
+        for scope, j in zip(scope_ix, distinct.tolist(), strict=True):
+            k = get(scope)
             if k is None:
-                missing = []
+                missing = [scope]
+                scope = scope.rpartition("/")[0]
                 while scope not in gid:
                     missing.append(scope)
-                    cut = scope.rfind("/")
-                    scope = scope[:cut] if cut >= 0 else ""
+                    scope = scope.rpartition("/")[0]
                 above = gid[scope]
                 for s in reversed(missing):
-                    k = gid[s] = len(gnames)
+                    gid[s] = len(gnames)
                     gnames.append(s)
                     gparent.append(above)
                     glevel.append(glevel[above] + 1)
                     gmade.append(j)
-                    above = k
-                k = above
-            scope_group[j] = k
+                    above = len(gnames) - 1
+                add_made(above)
+            else:
+                add_made(k)
+        scope_group = np.empty(n, np.int64)
+        scope_group[distinct] = made
         op_parent = scope_group[ix]
         self.gnames = gnames
         self.gparent = gparent
@@ -481,11 +484,14 @@ class _Columns:
         return list(map(pairs.__getitem__, map(slice, [0, *ends[:-1]], ends)))
 
     def _taken(self) -> set[str]:
-        """The names of every op and group (series names are added as they are made)."""
+        """The names of the ops and groups that a series name could equal: those holding
+        a "[", as every series name does (series names are added as they are made)."""
         taken = getattr(self, "_taken_cache", None)
         if taken is None:
-            taken = self._taken_cache = set(self.names)
-            taken.update(self.gnames)
+            taken = self._taken_cache = set[str]()
+            for names in (self.names, self.gnames):
+                at = np.fromiter(map(str.find, names, repeat("[")), np.int64, len(names))
+                taken.update(_take(names, np.flatnonzero(at >= 0)))
         return taken
 
     def _new_group(self, name: str, parent: int, kind: int) -> int:
@@ -664,19 +670,19 @@ class _Columns:
             slot = self.e_slot[idx]
             width = int(slot.max()) + 1
             upk, pinv = np.unique(sh_list[idx] * width + slot, return_inverse=True)
-            keys_by_id = list(self.shape_lists)
-            shape_ids: dict[Shape, int] = {}
-            table: list[Shape] = []
-            ushape = np.empty(upk.size, np.int64)
-            for i, key in enumerate(upk.tolist()):
-                li, sl = divmod(key, width)
-                lst = keys_by_id[li]
-                shape = lst[sl] if sl < len(lst) else None
-                si = shape_ids.get(shape)
-                if si is None:
-                    si = shape_ids[shape] = len(table)
-                    table.append(shape)
-                ushape[i] = si
+            # Each (shape list, slot) to its shape (None past the list's end), found in
+            # the shape lists laid end to end; shapes numbered by first occurrence.
+            li, sl = np.divmod(upk, width)
+            lists = list(self.shape_lists)
+            lens = np.fromiter(map(len, lists), np.int64, len(lists))
+            flat: list[Shape | None] = list(chain.from_iterable(lists))
+            flat.append(None)
+            at = np.where(sl < lens[li], (np.cumsum(lens) - lens)[li] + sl, len(flat) - 1)
+            shape_ids: dict[Shape | None, int] = {}
+            firsts = np.fromiter(map(shape_ids.setdefault, _take(flat, at), count()),
+                                 np.int64, upk.size)
+            ushape = np.unique(firsts, return_inverse=True)[1].reshape(-1)
+            table = list(shape_ids)
             esh = ushape[pinv.reshape(-1)]
             S = len(table)
             up, pfirst = np.unique(inv[idx] * S + esh, return_index=True)
