@@ -13,11 +13,11 @@ first occurrences in breadth-first order. The source is read once, into columns
 (``source_columns``): a serialized GraphDef from its wire format, an IR graph field by
 field over all nodes; inputs are resolved to op ids by one ``dict.get`` mapped over all
 of them, and only those naming an embedded node or no op are looked at one by one.
-Names are split into scope and leaf, and series leaves into stem and number, by C string
-methods mapped over all names. Python loops remain per input that names an embedded node,
-per member of a series candidate (its key), per embedding, and otherwise only where the
-work is per *distinct* thing (scopes, op types, shapes, template codes of the groups that
-share a signature, the few groups that can have a side panel).
+Names are split into scope and leaf by C string methods mapped over all names, and
+series leaves into stem and number by one scan of their UTF-8 bytes. Python loops remain
+per input that names an embedded node, per leaf with a digit inside, per embedding, and
+otherwise only where the work is per *distinct* thing (scopes, op types, shapes, template
+codes of the groups that share a signature, the few groups that can have a side panel).
 
 It applies every rule of the object pipeline (``normalize``, ``hierarchy``, ``series``,
 ``templates``, ``extraction``) for the graphs it accepts; for the rest
