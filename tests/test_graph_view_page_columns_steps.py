@@ -87,8 +87,10 @@ def test_metaedges_go_to_the_lowest_common_ancestor(
 
 
 @st.composite
-def memberships(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """(group, op) pairs, each pair once, in any order, and each pair's key (the op's)."""
+def memberships(draw: st.DrawFn,
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray | None]:
+    """(group, op) pairs, each pair once, in any order, each pair's key (the op's), and
+    what each pair counts (None: 1 each)."""
     n_ops = draw(st.integers(1, 30))
     groups = draw(st.integers(1, 8))
     # Keys small, or wide enough that (group, key, op) does not pack into an int64.
@@ -101,17 +103,20 @@ def memberships(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, in
     pg = np.array([g for g, _ in pairs], np.int64)
     po = np.array([ops[j] for _, j in pairs], np.int64)
     key = np.array([keys[j] for _, j in pairs], np.int64)
-    return pg, po, key, groups
+    count = (np.array(draw(st.lists(st.integers(1, 4), min_size=len(pairs),
+                                    max_size=len(pairs))), np.int64)
+             if draw(st.booleans()) else None)
+    return pg, po, key, groups, count
 
 
 @settings(max_examples=200, deadline=None)
 @given(memberships())
 def test_histograms_count_keys_in_order_of_first_op(
-        case: tuple[np.ndarray, np.ndarray, np.ndarray, int]) -> None:
-    pg, po, key, groups = case
+        case: tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray | None]) -> None:
+    pg, po, key, groups, count = case
     want: list[dict[int, int]] = [{} for _ in range(groups)]
     for i in np.argsort(po, kind="stable").tolist():
         h = want[int(pg[i])]
-        h[int(key[i])] = h.get(int(key[i]), 0) + 1
-    got = _Columns._histogram(pg, po, key, groups)
+        h[int(key[i])] = h.get(int(key[i]), 0) + (1 if count is None else int(count[i]))
+    got = _Columns._histogram(pg, po, key, groups, count)
     assert got == [list(h.items()) for h in want]

@@ -448,35 +448,40 @@ class _Columns:
         self.card = list(card.tolist())
         self.depth = list(depth.tolist())
         self.hist = self._histogram(pg, po, self.types[po], G)
-        dev = self.devices[po]
-        has = dev >= 0
-        self.dhist = self._histogram(pg[has], po[has], dev[has], G)
+        # Devices are few: most (group, op) rows collapse into one per (group, device).
+        self.dhist = self._subtree_histogram(self.devices, g_parent, G)
+
+    def _subtree_histogram(self, key: np.ndarray, g_parent: np.ndarray, G: int,
+                           ) -> list[list[tuple[int, int]]]:
+        """``_histogram`` of every group over the ops under it with a key (>= 0): the
+        ops counted per (op's group, key) first, then those rows for every group above:
+        fewer rows than one per (group, op under it) where keys repeat within groups."""
+        has = np.flatnonzero(key >= 0)
+        if not has.size:
+            return [[] for _ in range(G)]
+        rg, rk, rc, rf = _key_runs(self.op_parent[has], has, key[has], None)
+        up_g, up_k, up_c, up_f = [rg], [rk], [rc], [rf]
+        cur = g_parent[rg]
+        while (keep := cur >= 0).any():
+            rk, rc, rf, cur = rk[keep], rc[keep], rf[keep], cur[keep]
+            up_g.append(cur)
+            up_k.append(rk)
+            up_c.append(rc)
+            up_f.append(rf)
+            cur = g_parent[cur]
+        return self._histogram(np.concatenate(up_g), np.concatenate(up_f),
+                               np.concatenate(up_k), G, np.concatenate(up_c))
 
     @staticmethod
     def _histogram(pg: np.ndarray, po: np.ndarray, key: np.ndarray, G: int,
-                   ) -> list[list[tuple[int, int]]]:
+                   count: np.ndarray | None = None) -> list[list[tuple[int, int]]]:
         """Per group, (key, count) in order of the key's first op: a dict filled op by
-        op, as ``add_nodes`` does."""
+        op, as ``add_nodes`` does. Rows (group ``pg``, op ``po``, ``key``), each counting
+        1 or ``count`` (then ``po`` is the first op the row stands for)."""
         if not pg.size:
             return [[] for _ in range(G)]
-        width = int(key.max()) + 1
-        combo = pg * width + key
+        grp, keys, counts, first_op = _key_runs(pg, po, key, count)
         n = int(po.max()) + 1
-        bits = n.bit_length()
-        if G * width < 1 << (62 - bits):
-            # One sort of the values (group, key, op) in one int64: no index arrays.
-            packed = np.sort((combo << bits) | po)
-            c = packed >> bits
-            start = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
-            first_op = packed[start] & ((1 << bits) - 1)
-        else:
-            order = np.lexsort((po, combo))
-            c = combo[order]
-            start = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
-            first_op = po[order[start]]
-        counts = np.diff(np.r_[start, c.size])
-        grp = c[start] // width
-        keys = c[start] % width
         o2 = np.argsort(grp * n + first_op)  # distinct: an op has one key
         pairs = list(zip(keys[o2].tolist(), counts[o2].tolist(), strict=True))
         # grp[o2] ascends: each group's pairs are one slice of them.
@@ -1230,6 +1235,39 @@ class _Events:
         remap = np.full(size, -1, np.int64)
         remap[ordered] = np.arange(ordered.size)
         return ordered, remap
+
+
+def _key_runs(pg: np.ndarray, po: np.ndarray, key: np.ndarray, count: np.ndarray | None,
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (group, key) of rows (group, op, key), sorted: (group, key, total
+    count, first op); a row counts 1, or ``count``."""
+    width = int(key.max()) + 1
+    combo = pg * width + key
+    n = int(po.max()) + 1
+    bits = n.bit_length()
+    order = None
+    if int(pg.max() + 1) * width < 1 << (62 - bits):
+        # (group, key, op) in one int64: the smallest op of a run is its first.
+        packed = (combo << bits) | po
+        if count is None:
+            packed.sort()
+        else:
+            order = np.argsort(packed)
+            packed = packed[order]
+        c = packed >> bits
+        start = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+        first_op = packed[start] & ((1 << bits) - 1)
+    else:
+        order = np.lexsort((po, combo))
+        c = combo[order]
+        start = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+        first_op = po[order[start]]
+    if count is None:
+        counts = np.diff(np.r_[start, c.size])
+    else:
+        counts = np.add.reduceat(count[order], start)
+    u = c[start]
+    return u // width, u % width, counts, first_op
 
 
 def _group_levels(parent: np.ndarray) -> np.ndarray:
