@@ -143,7 +143,7 @@ def test_page_data_is_a_few_bytes_per_node() -> None:
     data = json.loads(block.group(1))
     assert "view" not in data and data["graph"]["nodes"] == len(view.nodes)
     blobs = html_page_data(html)
-    size = len(block.group(1)) + len(blobs["blob"]) + len(blobs["later"])
+    size = len(block.group(1)) + sum(len(blobs[k]) for k in ("blob", "chunks", "later"))
     assert size / len(view.nodes) < 50
     # The head, all the page reads before it draws, is the top level's few hundred bytes.
     assert len(json.dumps(data["graph"]["head"])) < 3000
@@ -220,7 +220,7 @@ def test_the_top_level_is_drawn_before_the_blobs_are_read(tmp_path: Path) -> Non
     assert set(boxes) == set(want.boxes)
     for name, box in want.boxes.items():
         assert boxes[name] == pytest.approx(list(box), abs=0.1 + 1e-9), name
-    cut = re.sub(r'<script type="application/octet-stream" id="graph-(near|blob|later)">'
+    cut = re.sub(r'<script type="application/octet-stream" id="graph-(near|blob|chunks|later)">'
                  r"[^<]*</script>", "", html)
     assert "application/octet-stream" not in cut
     (tmp_path / "cut.html").write_text(cut, encoding="utf-8")
@@ -240,8 +240,8 @@ def test_the_top_level_is_drawn_before_the_blobs_are_read(tmp_path: Path) -> Non
 
 
 def _cut_blobs(html: str) -> str:
-    """``html`` without its two blobs' blocks: only the head and the near part are read."""
-    cut = re.sub(r'<script type="application/octet-stream" id="graph-(blob|later)">'
+    """``html`` without its blobs' and chunks' blocks: only the head and the near part are read."""
+    cut = re.sub(r'<script type="application/octet-stream" id="graph-(blob|chunks|later)">'
                  r"[^<]*</script>", "", html)
     assert 'id="graph-blob"' not in cut and 'id="graph-near"' in cut
     return cut

@@ -49,8 +49,8 @@ __all__ = ["COLOUR_MODES", "embed_json", "page_to_html", "source_page_data", "so
 COLOUR_MODES = ("structure", "device", "compute_time", "none")
 #: The page data's compressed blobs (page_data.py), each in a block ``graph-<key>`` after the
 #: scripts, in this order: the near part first (the page reads it as soon as its block is
-#: parsed), then the first blob, then the second.
-BLOB_KEYS = ("near", "blob", "later")
+#: parsed), then the first blob (the tree), the chunks of the other columns, the second blob.
+BLOB_KEYS = ("near", "blob", "chunks", "later")
 #: Scripts and style sheets loaded after the viewer's own: they use its plugin interface.
 PLUGIN_SCRIPTS = ("stats.js", "export.js")
 PLUGIN_STYLES = ("plugins.css",)
