@@ -307,6 +307,7 @@
     return new Promise((done, failed) => {
       CHUNKS_DONE = [done, failed];
       if (!CHUNKS_LEFT) done();
+      runWaiting(); // (what waits asks for its chunks: they go first)
       pumpChunks();
     });
   }
