@@ -3,12 +3,13 @@
 The page (``assets/viewer.js``) must open graphs of a million nodes, so the view is not one
 JSON object per node (about 500 bytes per op) but columns: integer arrays indexed by node,
 by base edge, by metaedge and by embedding, and tables of the distinct strings, shape
-lists and attribute dicts they point into. The columns are packed into one binary blob
-with the tables' JSON, compressed with zlib (the browser's ``DecompressionStream
-("deflate")`` reads it) and base64-encoded. The page decodes the blob once and makes
+lists and attribute dicts they point into. The columns are packed into binary blobs
+(the tree with the tables' JSON; the other columns in chunks of rows; the edges and
+histograms), each compressed with zlib (the browser's ``DecompressionStream
+("deflate")`` reads it) and base64-encoded. The page decodes each once and makes
 objects only for the nodes of the groups that are open.
 
-The returned dict (format ``summarylib.graph.page``, version 2)::
+The returned dict (format ``summarylib.graph.page``, version 3)::
 
     {"format", "version", "options", "stats": {"ops", "edges", "groups"},
      "nodes": N, "devices": [sorted devices of ops], "has_time": bool,
@@ -16,6 +17,9 @@ The returned dict (format ``summarylib.graph.page``, version 2)::
      "tables_bytes": n, "later_bytes": n, "strings_first": n,
      "columns": {name: [dtype, byte offset, length, blob]},
      "blob": base64(zlib(tables JSON, padding, columns of blob 0)),
+     "chunk_rows": R, "chunk_columns": {name: [dtype, "node" | "me"]},
+     "chunk_index": [[me_lo, me_hi, start, length], ...],
+     "chunks": the chunks' base64(zlib(columns, each padded)), one after the other,
      "later": base64(zlib({"text": the rest of the strings} JSON, padding, columns of blob 1)),
      "head": {"rows", "dtypes", "columns", "strings", "shapes", "attrs", "names",
               "panels", "series", "xla"} or None,
@@ -40,19 +44,29 @@ every size fits int32), ``me_shapes``. Per histogram entry: ``hist_key`` (string
 names), ``e_slot``, ``e_flags`` (bit 0 control, bit 1 ref). Per embedding: ``emb_host``,
 ``emb_flags`` (bit 0 an out embedding, bit 1 the name is relative to the host's parent
 scope), ``emb_name``, ``emb_op``, ``emb_shapes``. ``time`` (float64, NaN for none) when
-any op has a compute time. Each integer column is stored in the narrowest type that holds
-its values (``uint8``, ``int8``, ``uint16``, ``int16`` or ``int32``). The columns of base
-edges, embeddings and histogram entries are in the second blob, ``later``, which the page
-inflates after the first. The string table (the distinct strings) holds first the
-``strings_first`` strings that the first blob's columns use (labels, op types, devices),
-then the others (embedded constants' names, histogram keys), each part numbered by first
-use in node order; it is one JSON string per blob, ``text`` in the first blob's tables
-and in the second blob's (its JSON comes first, ``later_bytes`` long), cut by the column
-``str_len`` (each entry's length in UTF-16 code units, JavaScript's), so that the page
-parses one string, not hundreds of thousands, and the first blob carries no more of them
-than it uses. The other tables: ``shapes`` (lists of shapes), ``attrs``
-(dicts), ``names`` ([[node, full name]]), ``extra``, ``panels`` ([[node, in names, out
-names]]), ``series`` ([[node, ids]]), ``xla`` ([[node, cluster]]).
+any op has a compute time. Each integer column is stored in the narrowest type that
+holds its values (``uint8``, ``int8``, ``uint16``, ``int16`` or ``int32``). The first
+blob holds the tree: ``kind``, ``nchild``, ``label`` and ``nme`` of every node (what
+finds a node by name, and searches) and ``str_len``, after the tables. The other
+per-node columns (``type`` to ``template``, ``time``) and the metaedge columns are in
+chunks: chunk ``k`` holds the node rows ``k * chunk_rows`` up to ``(k + 1) *
+chunk_rows`` (``chunk_rows`` is ``CHUNK_ROWS``) and the metaedge rows ``me_lo:me_hi`` of
+those nodes, compressed on its own, its columns in ``chunk_columns``' order, each
+aligned to 8 bytes, its base64 text ``chunks[start:start + length]``; so the page
+inflates first the chunks that a click waits for (the rows of the group, of its children
+and of the groups above it). The columns of base edges, embeddings and histogram entries
+(and ``nhist``, ``ndev``) are in the second blob, ``later``, which the page inflates
+after the chunks. The string table (the distinct strings) holds first the
+``strings_first`` strings that the first blob's and the chunks' columns use (labels, op
+types, devices), then the others (embedded constants' names, histogram keys), each part
+numbered by first use in node order; it is one JSON string per blob, ``text`` in the
+first blob's tables and in the second blob's (its JSON comes first, ``later_bytes``
+long), cut by the column ``str_len`` (each entry's length in UTF-16 code units,
+JavaScript's), so that the page parses one string, not hundreds of thousands, and the
+first blob carries no more of them than it uses. The other tables: ``shapes`` (lists of
+shapes), ``attrs`` (dicts), ``names`` ([[node, full name]]), ``extra``, ``panels``
+([[node, in names, out names]]), ``series`` ([[node, ids]]), ``xla`` ([[node,
+cluster]]).
 
 ``head`` is what drawing the top level needs, in plain JSON, so that the page draws it
 before it has read, inflated or parsed the blobs: the first ``rows`` rows (the root and

@@ -2,13 +2,15 @@
  *
  * Data: {title, colour, graph: page_data.view_to_page_data(...) but its blobs,
  * constants} (an optional layout: {group: {w, h, nodes, panel, edges, chunks}} is used as
- * given); the blobs (base64) in the blocks "graph-near", "graph-blob" and "graph-later"
- * after the scripts, so that the browser parses them after the first drawing. The top
- * level is drawn from the data's head (its rows of the columns, plain JSON) as this
- * script runs; the near part (the first levels of the tree), then the columns are
- * inflated once (DecompressionStream, in a worker made from a Blob URL of this script's
- * inflating functions), each as soon as its block is parsed; groups of the first levels
- * open from the near part before the rest is here. Nodes become objects only when they are
+ * given); the blobs (base64) in the blocks "graph-near", "graph-blob", "graph-chunks" and
+ * "graph-later" after the scripts, so that the browser parses them after the first
+ * drawing. The top level is drawn from the data's head (its rows of the columns, plain
+ * JSON) as this script runs; the near part (the first levels of the tree), the tree (the
+ * first blob), the chunks of the other columns and the edges are inflated once
+ * (DecompressionStream; the chunks and the edges in a worker made from a Blob URL of this
+ * script's inflating functions), each as soon as its block is parsed; groups of the first
+ * levels open from the near part before the rest is here, and a click on a deeper one
+ * waits for the chunks it needs, which go first. Nodes become objects only when they are
  * shown or asked for by name. A group of more than RANGE children is drawn as
  * ranges of RANGE children, groups of the page only. A group is laid out when it is
  * first opened, by layout.js (the port of layout.layout_group): in the page up to
@@ -1952,9 +1954,10 @@
   }
   function readBlobs() {
     startInflater();
-    // The first blob (the tree) is inflated in the worker, then the chunks (those a
-    // click waits for first), then the second blob.
-    const blob = whenParsed("blob").then(() => inflate("blob"));
+    // The near part and the first blob (the tree) are inflated in the page, then the
+    // chunks in the worker (those a click waits for first), then the second blob.
+    // (The first blob in the page too: the worker may take a while more to start.)
+    const blob = whenParsed("blob").then(() => inflate("blob", true));
     if (GD.near_index) {
       // (In the page: a worker takes a while to start while the page is being parsed.)
       decodeNear(whenParsed("near").then(() => inflate("near", true))).then((used) => {
