@@ -7,8 +7,8 @@
  * drawing. The top level is drawn from the data's head (its rows of the columns, plain
  * JSON) as this script runs; the near part (the first levels of the tree), the tree (the
  * first blob), the chunks of the other columns and the edges are inflated once
- * (DecompressionStream; the chunks and the edges in a worker made from a Blob URL of this
- * script's inflating functions), each as soon as its block is parsed; groups of the first
+ * (DecompressionStream; all but the near part in a worker made from a Blob URL of this
+ * script's inflating functions, started as it runs), each as soon as its block is parsed; groups of the first
  * levels open from the near part before the rest is here, and a click on a deeper one
  * waits for the chunks it needs, which go first. Nodes become objects only when they are
  * shown or asked for by name. A group of more than RANGE children is drawn as
@@ -100,11 +100,39 @@
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
     return new Response(stream).arrayBuffer();
   }
+  function treeArrays(nchild, kind, nme) {
+    // Parents, first children and name bases of the nodes of these rows, and where each
+    // one's metaedges start. Also the inflating worker's code (for the first blob).
+    const rows = nchild.length, parent = new Int32Array(rows), first = new Int32Array(rows);
+    const base = new Int32Array(rows), meOff = new Int32Array(rows + 1);
+    if (rows) parent[0] = -1;
+    let next = 1;
+    for (let i = 0; i < rows; i++) {
+      const k = nchild[i];
+      first[i] = next;
+      // Members of a series are named in the series' scope (its own base).
+      const b = (kind[i] & 3) === 2 ? base[i] : i;
+      for (let j = next, e = Math.min(next + k, rows); j < e; j++) { parent[j] = i; base[j] = b; }
+      next += k;
+      meOff[i + 1] = meOff[i] + nme[i];
+    }
+    return { parent, first, base, meOff };
+  }
   function inflaterMain() {
-    // The inflating worker: {id, b64} -> {id, buf} (transferred) or {id, error}.
+    // The inflating worker: {id, b64, tree?} -> {id, buf, tree?} (transferred) or {id,
+    // error}; tree: [typed array name, byte offset, length] of the columns nchild, kind
+    // and nme in the bytes, whose treeArrays it sends too (off the page's thread).
     self.onmessage = (ev) => {
-      inflateText(ev.data.b64).then((buf) => self.postMessage({ id: ev.data.id, buf: buf }, [buf]),
-        (e) => self.postMessage({ id: ev.data.id, error: String(e) }));
+      const m = ev.data;
+      inflateText(m.b64).then((buf) => {
+        const out = { id: m.id, buf: buf }, moved = [buf];
+        if (m.tree) {
+          const [nchild, kind, nme] = m.tree.map(([type, off, len]) => new self[type](buf, off, len));
+          out.tree = treeArrays(nchild, kind, nme);
+          for (const k of Object.keys(out.tree)) moved.push(out.tree[k].buffer);
+        }
+        self.postMessage(out, moved);
+      }, (e) => self.postMessage({ id: m.id, error: String(e) }));
     };
   }
   // The blobs are inflated in a worker (a Blob URL of the two functions above), so that
@@ -112,13 +140,14 @@
   // bytes are the same either way).
   let inflater = null, inflateSeq = 0;
   const INFLATING = new Map(); // request id -> [b64, resolve, reject]
-  function inflateAside(b64) {
+  let TREE = null; // the worker's treeArrays of the first blob
+  function inflateAside(b64, tree) {
     startInflater();
     if (!inflater) return inflateText(b64);
     return new Promise((done, failed) => {
       const id = ++inflateSeq;
       INFLATING.set(id, [b64, done, failed]);
-      inflater.postMessage({ id: id, b64: b64 });
+      inflater.postMessage({ id: id, b64: b64, tree: tree });
     });
   }
   function startInflater() {
@@ -127,13 +156,14 @@
     if (inflater === null) {
       inflater = false;
       try {
-        const code = "\"use strict\";\nconst inflateText = " + inflateText.toString() + ";\n(" +
-          inflaterMain.toString() + ")();\n";
+        const code = "\"use strict\";\nconst inflateText = " + inflateText.toString() +
+          ";\nconst treeArrays = " + treeArrays.toString() + ";\n(" + inflaterMain.toString() + ")();\n";
         inflater = new Worker(URL.createObjectURL(new Blob([code], { type: "text/javascript" })));
         inflater.onmessage = (ev) => {
           const m = ev.data, w = INFLATING.get(m.id);
           if (!w) return;
           INFLATING.delete(m.id);
+          if (m.tree) TREE = m.tree;
           if (m.error === undefined) w[1](m.buf); else w[2](new Error(m.error));
         };
         inflater.onerror = (ev) => {
@@ -161,11 +191,12 @@
     }
     return b64;
   }
-  async function inflate(key, here) {
+  async function inflate(key, here, tree) {
     // Blob ``key`` of the data (zlib), inflated in the page when ``here`` (a small one:
-    // a worker takes a while to start while the page is parsed), else in the worker.
+    // a worker takes a while to start while the page is parsed), else in the worker
+    // (which makes the tree's arrays too when asked: ``tree``, for inflateAside).
     const b64 = blockText(key);
-    return here ? inflateText(b64) : inflateAside(b64);
+    return here ? inflateText(b64) : inflateAside(b64, tree);
   }
   function columns(buf, part) {
     for (const k of Object.keys(GD.columns)) {
@@ -190,23 +221,14 @@
     for (let i = 0; i < N; i++) EMB_OFF[i + 1] += EMB_OFF[i];
     LATER_READY = true;
   }
-  function tree(rows) {
-    // Parents, first children and name bases of the first ``rows`` nodes.
-    PARENT_IX = new Int32Array(rows);
-    FIRST = new Int32Array(rows);
-    BASE = new Int32Array(rows);
-    PARENT_IX[0] = -1;
-    let next = 1;
-    const nchild = C.nchild, kind = C.kind; // (hoisted: C is a dictionary of columns)
-    for (let i = 0; i < rows; i++) {
-      const k = nchild[i];
-      FIRST[i] = next;
-      // Members of a series are named in the series' scope (its own base).
-      const base = (kind[i] & 3) === 2 ? BASE[i] : i;
-      for (let j = next, e = Math.min(next + k, rows); j < e; j++) { PARENT_IX[j] = i; BASE[j] = base; }
-      next += k;
-    }
-    ME_OFF = offsets(C.nme);
+  function tree(made) {
+    // Parents, first children and name bases of the rows of the node columns (``made``
+    // by the worker, else here), and the tables keyed by node.
+    const t = made || treeArrays(C.nchild, C.kind, C.nme);
+    PARENT_IX = t.parent;
+    FIRST = t.first;
+    BASE = t.base;
+    ME_OFF = t.meOff;
     NAME_EXC = new Map(TB.names);
     EXC_IX = new Map(TB.names.map(([i, nm]) => [nm, i]));
     EXTRA = new Set(TB.extra);
@@ -240,7 +262,7 @@
     TB = { shapes: sparse(tb.shapes), attrs: sparse(tb.attrs), names: tb.names, extra: [],
       panels: tb.panels, series: tb.series, xla: tb.xla };
     N = GD.nodes;
-    tree(rows);
+    tree(null);
     ROWS = rows;
     OPEN = open;
   }
@@ -266,7 +288,10 @@
     // with the rows the near part (or the head) had; decodeChunk fills in the others.
     const buf = await blob;
     timing.inflated = performance.now();
-    TB = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 0, GD.tables_bytes)));
+    const tb = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 0, GD.tables_bytes)));
+    // (A frame may come between: a click answered from the near part is drawn.)
+    await new Promise((done) => setTimeout(done, 0));
+    TB = tb;
     const part = C;
     C = {};
     columns(buf, 0);
@@ -281,7 +306,8 @@
     // The strings of the first blob; the others come with the second (decodeLater).
     STR = STR0 = stringTable(TB.text, C.str_len.subarray(0, GD.strings_first));
     TB.text = null;
-    tree(N);
+    tree(TREE && TREE.first.length === N ? TREE : null);
+    TREE = null;
     HAVE = new Uint8Array(ix.length);
     SKEL = true;
   }
@@ -1954,10 +1980,13 @@
   }
   function readBlobs() {
     startInflater();
-    // The near part and the first blob (the tree) are inflated in the page, then the
-    // chunks in the worker (those a click waits for first), then the second blob.
-    // (The first blob in the page too: the worker may take a while more to start.)
-    const blob = whenParsed("blob").then(() => inflate("blob", true));
+    // The near part is inflated in the page; the first blob (the tree), then the chunks
+    // (those a click waits for first), then the second blob in the worker.
+    // (The first blob in the worker: in the page it would hold back the near part.)
+    const blob = whenParsed("blob").then(() => inflate("blob", false, ["nchild", "kind", "nme"].map((k) => {
+      const [dtype, off, len] = GD.columns[k];
+      return [ARRAYS[dtype].name, off, len];
+    })));
     if (GD.near_index) {
       // (In the page: a worker takes a while to start while the page is being parsed.)
       decodeNear(whenParsed("near").then(() => inflate("near", true))).then((used) => {
