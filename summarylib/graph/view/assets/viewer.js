@@ -1980,16 +1980,14 @@
   }
   function readBlobs() {
     startInflater();
-    // The near part is inflated in the page; the first blob (the tree), then the chunks
-    // (those a click waits for first), then the second blob in the worker.
-    // (The first blob in the worker: in the page it would hold back the near part.)
-    const blob = whenParsed("blob").then(() => inflate("blob", false, ["nchild", "kind", "nme"].map((k) => {
-      const [dtype, off, len] = GD.columns[k];
-      return [ARRAYS[dtype].name, off, len];
-    })));
+    // The near part is inflated in the page; then, in the worker, the first blob (the
+    // tree), the chunks (those a click waits for first) and the second blob. (The first
+    // blob after the near part: on two busy cores it would hold back the near part, and
+    // the clicks that it answers.)
+    let near = Promise.resolve();
     if (GD.near_index) {
       // (In the page: a worker takes a while to start while the page is being parsed.)
-      decodeNear(whenParsed("near").then(() => inflate("near", true))).then((used) => {
+      near = decodeNear(whenParsed("near").then(() => inflate("near", true))).then((used) => {
         if (!used) return;
         api.timing.near = performance.now();
         if (!drawn) firstDraw();
@@ -1998,6 +1996,11 @@
     } else {
       whenParsed("near").then(() => { const b = document.getElementById("graph-near"); if (b) b.remove(); });
     }
+    const tree = ["nchild", "kind", "nme"].map((k) => {
+      const [dtype, off, len] = GD.columns[k];
+      return [ARRAYS[dtype].name, off, len];
+    });
+    const blob = near.then(() => whenParsed("blob")).then(() => inflate("blob", false, tree));
     decode(blob).then(() => {
       api.timing.tree = performance.now();
       const chunks = whenParsed("chunks").then(() => readChunks(blockText("chunks")));
