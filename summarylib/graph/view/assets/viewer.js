@@ -8,9 +8,9 @@
  * JSON) as this script runs; the near part (the first levels of the tree), the tree (the
  * first blob), the chunks of the other columns and the edges are inflated once
  * (DecompressionStream; all but the near part in a worker made from a Blob URL of this
- * script's inflating functions, started as it runs), each as soon as its block is parsed; groups of the first
- * levels open from the near part before the rest is here, and a click on a deeper one
- * waits for the chunks it needs, which go first. Nodes become objects only when they are
+ * script's inflating functions, started as it runs), each as soon as its block is
+ * parsed; groups of the first levels open from the near part before the rest is here,
+ * and a click on a deeper one waits for the chunks it needs, which go first. Nodes become objects only when they are
  * shown or asked for by name. A group of more than RANGE children is drawn as
  * ranges of RANGE children, groups of the page only. A group is laid out when it is
  * first opened, by layout.js (the port of layout.layout_group): in the page up to
@@ -31,11 +31,10 @@
  * "__proto__").
  *
  * window.summarylibViewer (for tests and notebooks): timing {scriptStart, head (the head
- * decoded; null without one), near (the near part decoded; null without one or when the
- * first blob came first), rendered (the top level drawn), inflated (the first blob),
- * tree (decoded: names, search), parsed (every chunk decoded), later (the second blob
- * decoded), frame (a frame after both)} in ms
- * since navigation start; expand(name), collapse(name), reveal(name) (until the node's
+ * decoded; null without one), near (the near part decoded; null without one), rendered
+ * (the top level drawn), inflated (the first blob), tree (decoded: names, search), parsed
+ * (every chunk decoded), later (the second blob decoded), frame (a frame after both)} in
+ * ms since navigation start; expand(name), collapse(name), reveal(name) (until the node's
  * row, and for expand and collapse its children's rows and metaedges, for reveal those of
  * the groups above it, are decoded: the head's or the near part's, else the chunks', these
  * three wait for them, in the order asked, and the chunks they wait for are inflated
