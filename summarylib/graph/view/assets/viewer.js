@@ -134,7 +134,7 @@
       }, (e) => self.postMessage({ id: m.id, error: String(e) }));
     };
   }
-  // The blobs are inflated in a worker (a Blob URL of the two functions above), so that
+  // The blobs are inflated in a worker (a Blob URL of the functions above), so that
   // the page can be panned and zoomed meanwhile; here when no worker can start (the
   // bytes are the same either way).
   let inflater = null, inflateSeq = 0;
