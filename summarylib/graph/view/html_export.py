@@ -5,7 +5,8 @@ The page holds three things, all inline: the view's compact data
 scripts (``assets/layout.js``, the port of ``layout.layout_group``; ``assets/viewer.js``;
 the plugins) and style sheets. The data is in a ``<script type="application/json">``
 block before the scripts, but for its compressed blobs (the near part, the first levels of
-the tree; the two blobs), which are in ``<script type="application/octet-stream">`` blocks
+the tree; the tree; the chunks of the other columns; the edges), which are in
+``<script type="application/octet-stream">`` blocks
 after them (the statistics' block too): the browser runs the viewer, which draws the top
 level from the data's head, before it parses the megabytes of the blobs, and reads the near
 part (small) as soon as its block is parsed. No geometry is embedded: the page lays out a group
