@@ -22,13 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import chain, compress, repeat
+from itertools import chain, compress, count
 from operator import attrgetter, eq, itemgetter
 from typing import Any
 
 import numpy as np
 
 from summarylib.graph.elements import DType, TensorSpec
+from summarylib.graph.view.equal_runs import group_runs
 from summarylib.graph.view.model import Shape
 from summarylib.graph.view.normalize import (
     _AttrMemo,
@@ -104,6 +105,48 @@ def _all_str(values: list[Any]) -> bool:
     return not values or set(map(type, values)) == {str}
 
 
+def _first_codes(values: Iterable[Any], size: int) -> np.ndarray:
+    """Per value, the index of the first value equal to it (a dict lookup each)."""
+    seen: dict[Any, int] = {}
+    codes = np.fromiter(map(seen.setdefault, values, count()), np.int64)
+    if codes.size != size:
+        raise TypeError("not a sized iterable")  # a mapping or output list that lies
+    return codes
+
+
+_SHAPE, _DTYPE = attrgetter("shape"), attrgetter("dtype")
+
+
+def _record_keys(attrs: list[Any], outputs: list[Any]
+                 ) -> tuple[np.ndarray, np.ndarray, list[tuple[tuple[Any, ...], tuple[Any, ...]]]]:
+    """Nodes grouped by their record key: (attribute names, identities of the attribute
+    values, output shapes, output dtypes), all in order. Returns (each node's group,
+    numbered in order of first occurrence; the first node of each group; each group's
+    (shapes, dtypes)). TypeError or AttributeError for attributes that are not a dict or
+    outputs that are not TensorSpecs.
+
+    Each field is coded over all nodes at once (a dict lookup per attribute and per
+    output), and nodes are grouped by those codes with numpy (``equal_runs``)."""
+    n = len(attrs)
+    n_attr = np.fromiter(map(len, attrs), np.int64, n)
+    m = int(n_attr.sum())
+    names = _first_codes(chain.from_iterable(attrs), m)
+    ids = np.fromiter(map(id, chain.from_iterable(map(dict.values, attrs))), np.int64)
+    if ids.size != m:
+        raise TypeError("attrs: not a dict")
+    n_out = np.fromiter(map(len, outputs), np.int64, n)
+    flat = list(chain.from_iterable(outputs))
+    if len(flat) != int(n_out.sum()):
+        raise TypeError("outputs: not a list")
+    shapes = _first_codes(map(_SHAPE, flat), len(flat))
+    dtypes = _first_codes(map(_DTYPE, flat), len(flat))
+    del flat
+    rec, firsts = group_runs([(n_attr, [names, ids]), (n_out, [shapes, dtypes])])
+    out_keys = [(tuple(map(_SHAPE, outputs[j])), tuple(map(_DTYPE, outputs[j])))
+                for j in firsts.tolist()]
+    return rec, firsts, out_keys
+
+
 def _ir_columns(nodes: list[Any]) -> SourceColumns | None:
     """The columns of IR nodes, or None when a node needs the per-node reader (a field
     of another type: that reader raises the view's error, or reads what it can)."""
@@ -126,24 +169,16 @@ def _ir_columns(nodes: list[Any]) -> SourceColumns | None:
         # Display records depend on the attribute values and the outputs' shapes and
         # dtypes only. Values are keyed by identity (the graph keeps them alive), so
         # equal values of different types (1, True, 1.0) never share a record.
-        values = list(map(tuple, map(map, repeat(id, n), map(dict.values, attrs))))
-        shape_of, dtype_of = attrgetter("shape"), attrgetter("dtype")
-        keys = list(zip(map(tuple, attrs), values,
-                        map(tuple, map(map, repeat(shape_of, n), outputs)),
-                        map(tuple, map(map, repeat(dtype_of, n), outputs)), strict=True))
-        key_ids: dict[Any, int] = {}
-        rec_l = [key_ids.setdefault(k, len(key_ids)) for k in keys]
+        rec_l, firsts, out_keys = _record_keys(attrs, outputs)
         # Which inputs need parsing; a non-string input raises TypeError here.
         parse_d = [i for i, s in enumerate(flat_d) if ":" in s or s[:1] == "^"]
         parse_c = [i for i, s in enumerate(flat_c) if ":" in s]
-    except (TypeError, AttributeError):
+    except (TypeError, AttributeError, OverflowError):
         return None  # not lists of strings, a mapping and TensorSpecs
     if (parse_d or parse_c) and not (_all_str(flat_d) and _all_str(flat_c)):
         return None  # a str subclass, or bytes: the per-node reader takes those
-    del values
     # Distinct keys by value where a value's text is its value's (not for floats: 0.0
     # and -0.0 are equal), with its type (1, True): one record per such key.
-    firsts = np.unique(np.array(rec_l, np.int64), return_index=True)[1]
     by_value: dict[Any, int] = {}
     rec_of_key = np.empty(firsts.size, np.int64)
     shape_cache: dict[Any, Shape] = {}
@@ -151,14 +186,13 @@ def _ir_columns(nodes: list[Any]) -> SourceColumns | None:
     for k, j in enumerate(firsts.tolist()):
         a = attrs[j]
         vkey = (tuple([(key, type(v), v) if type(v) in _BY_VALUE else (key, None, id(v))
-                       for key, v in a.items()]), keys[j][2], keys[j][3])
+                       for key, v in a.items()]), *out_keys[k])
         r = by_value.get(vkey)
         if r is None:
             r = by_value[vkey] = len(records)
             raw = ir_node(j, nodes[j], shape_cache)
             records.append((raw.attrs, raw.shapes, raw.xla))
         rec_of_key[k] = r
-    del keys
     # Data inputs, then control inputs ("^" + name), parsed where they need it.
     m_d, m_c = len(flat_d), len(flat_c)
     pname = flat_d + flat_c
@@ -182,7 +216,7 @@ def _ir_columns(nodes: list[Any]) -> SourceColumns | None:
             node, slot, control = node[keep], slot[keep], control[keep]
     in_start = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(node, minlength=n), out=in_start[1:])
-    return SourceColumns(names, ops, devices, rec_of_key[np.array(rec_l, np.int64)], records,
+    return SourceColumns(names, ops, devices, rec_of_key[rec_l], records,
                          in_start, pname, slot, control)
 
 
