@@ -11,7 +11,8 @@ dropped), flattened into one list with per-node offsets.
 An IR graph is read field by field over all nodes (one list per field, the inputs
 flattened, only the inputs with a ``:`` or ``^`` parsed one by one, the collapse a
 comparison of neighbours), and its display records are made once per distinct (attribute
-value identities, output shapes and dtypes). A node with a field of the wrong type, or
+names and values, output shapes and dtypes), the nodes grouped by numpy over codes of
+those fields (``equal_runs``). A node with a field of the wrong type, or
 attributes or outputs that are not a mapping and ``TensorSpec`` objects, sends the whole
 graph through the record-per-node reader, which raises ``build_view``'s error for it. A
 serialized GraphDef is read from its wire format, one record per node (its attr map's
@@ -105,46 +106,56 @@ def _all_str(values: list[Any]) -> bool:
     return not values or set(map(type, values)) == {str}
 
 
-def _first_codes(values: Iterable[Any], size: int) -> np.ndarray:
-    """Per value, the index of the first value equal to it (a dict lookup each)."""
+def _value_codes(values: list[Any], key: Any = None) -> np.ndarray:
+    """Per value, a code: equal for equal values (``key(value)`` where ``key`` is given:
+    equal keys), distinct otherwise. Values are looked up once per distinct object (ids
+    sorted with numpy), since a graph's values mostly repeat as shared objects."""
+    first, inv = np.unique(np.fromiter(map(id, values), np.int64, len(values)),
+                           return_index=True, return_inverse=True)[1:]
+    objects = map(values.__getitem__, first.tolist())
     seen: dict[Any, int] = {}
-    codes = np.fromiter(map(seen.setdefault, values, count()), np.int64)
-    if codes.size != size:
-        raise TypeError("not a sized iterable")  # a mapping or output list that lies
-    return codes
+    codes = np.fromiter(map(seen.setdefault, objects if key is None else map(key, objects),
+                            count()), np.int64, first.size)
+    return codes[inv.reshape(-1)]
+
+
+def _by_value_key(v: Any) -> tuple[type | None, Any]:
+    """A value's record key: by value (with its type: 1 and True differ) where its text
+    is a function of its value, else by identity (floats: 0.0 and -0.0 are equal but
+    shown differently; lists; arrays). The graph keeps every value alive."""
+    return (type(v), v) if type(v) in _BY_VALUE else (None, id(v))
 
 
 _SHAPE, _DTYPE = attrgetter("shape"), attrgetter("dtype")
 
 
-def _record_keys(attrs: list[Any], outputs: list[Any]
-                 ) -> tuple[np.ndarray, np.ndarray, list[tuple[tuple[Any, ...], tuple[Any, ...]]]]:
-    """Nodes grouped by their record key: (attribute names, identities of the attribute
-    values, output shapes, output dtypes), all in order. Returns (each node's group,
-    numbered in order of first occurrence; the first node of each group; each group's
-    (shapes, dtypes)). TypeError or AttributeError for attributes that are not a dict or
-    outputs that are not TensorSpecs.
+def _record_groups(attrs: list[Any], outputs: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes grouped by what their display record depends on: the attribute names, the
+    attribute values (by value where the text is a function of the value, with its type,
+    else by identity), the output shapes and dtypes, all in order. Returns (each node's
+    group, numbered in order of first occurrence; the first node of each group).
+    TypeError or AttributeError for attributes that are not a dict or outputs that are
+    not TensorSpecs.
 
     Each field is coded over all nodes at once (a dict lookup per attribute and per
-    output), and nodes are grouped by those codes with numpy (``equal_runs``)."""
+    output, a value's text key once per distinct value object), and nodes are grouped by
+    those codes with numpy (``equal_runs``)."""
     n = len(attrs)
     n_attr = np.fromiter(map(len, attrs), np.int64, n)
     m = int(n_attr.sum())
-    names = _first_codes(chain.from_iterable(attrs), m)
-    ids = np.fromiter(map(id, chain.from_iterable(map(dict.values, attrs))), np.int64)
-    if ids.size != m:
+    names = list(chain.from_iterable(attrs))
+    values = list(chain.from_iterable(map(dict.values, attrs)))
+    if len(names) != m or len(values) != m:
         raise TypeError("attrs: not a dict")
     n_out = np.fromiter(map(len, outputs), np.int64, n)
     flat = list(chain.from_iterable(outputs))
     if len(flat) != int(n_out.sum()):
         raise TypeError("outputs: not a list")
-    shapes = _first_codes(map(_SHAPE, flat), len(flat))
-    dtypes = _first_codes(map(_DTYPE, flat), len(flat))
-    del flat
-    rec, firsts = group_runs([(n_attr, [names, ids]), (n_out, [shapes, dtypes])])
-    out_keys = [(tuple(map(_SHAPE, outputs[j])), tuple(map(_DTYPE, outputs[j])))
-                for j in firsts.tolist()]
-    return rec, firsts, out_keys
+    runs = [(n_attr, [_value_codes(names), _value_codes(values, _by_value_key)]),
+            (n_out, [_value_codes(list(map(_SHAPE, flat))),
+                     _value_codes(list(map(_DTYPE, flat)))])]
+    del names, values, flat
+    return group_runs(runs)
 
 
 def _ir_columns(nodes: list[Any]) -> SourceColumns | None:
@@ -166,10 +177,8 @@ def _ir_columns(nodes: list[Any]) -> SourceColumns | None:
         flat_d = list(chain.from_iterable(data))
         flat_c = list(chain.from_iterable(ctl))
         del data, ctl
-        # Display records depend on the attribute values and the outputs' shapes and
-        # dtypes only. Values are keyed by identity (the graph keeps them alive), so
-        # equal values of different types (1, True, 1.0) never share a record.
-        rec_l, firsts, out_keys = _record_keys(attrs, outputs)
+        # Display records depend on the attributes and the outputs' shapes and dtypes.
+        rec, firsts = _record_groups(attrs, outputs)
         # Which inputs need parsing; a non-string input raises TypeError here.
         parse_d = [i for i, s in enumerate(flat_d) if ":" in s or s[:1] == "^"]
         parse_c = [i for i, s in enumerate(flat_c) if ":" in s]
@@ -177,22 +186,12 @@ def _ir_columns(nodes: list[Any]) -> SourceColumns | None:
         return None  # not lists of strings, a mapping and TensorSpecs
     if (parse_d or parse_c) and not (_all_str(flat_d) and _all_str(flat_c)):
         return None  # a str subclass, or bytes: the per-node reader takes those
-    # Distinct keys by value where a value's text is its value's (not for floats: 0.0
-    # and -0.0 are equal), with its type (1, True): one record per such key.
-    by_value: dict[Any, int] = {}
-    rec_of_key = np.empty(firsts.size, np.int64)
+    # One record per group, made from its first node.
     shape_cache: dict[Any, Shape] = {}
     records: list[Record] = []
-    for k, j in enumerate(firsts.tolist()):
-        a = attrs[j]
-        vkey = (tuple([(key, type(v), v) if type(v) in _BY_VALUE else (key, None, id(v))
-                       for key, v in a.items()]), *out_keys[k])
-        r = by_value.get(vkey)
-        if r is None:
-            r = by_value[vkey] = len(records)
-            raw = ir_node(j, nodes[j], shape_cache)
-            records.append((raw.attrs, raw.shapes, raw.xla))
-        rec_of_key[k] = r
+    for j in firsts.tolist():
+        raw = ir_node(j, nodes[j], shape_cache)
+        records.append((raw.attrs, raw.shapes, raw.xla))
     # Data inputs, then control inputs ("^" + name), parsed where they need it.
     m_d, m_c = len(flat_d), len(flat_c)
     pname = flat_d + flat_c
@@ -216,7 +215,7 @@ def _ir_columns(nodes: list[Any]) -> SourceColumns | None:
             node, slot, control = node[keep], slot[keep], control[keep]
     in_start = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(node, minlength=n), out=in_start[1:])
-    return SourceColumns(names, ops, devices, rec_of_key[rec_l], records,
+    return SourceColumns(names, ops, devices, rec, records,
                          in_start, pname, slot, control)
 
 
