@@ -53,7 +53,7 @@ from summarylib.graph.view.options import ViewOptions
 from summarylib.graph.view.page_data import encode_columns
 from summarylib.graph.view.rows import unique_rows
 from summarylib.graph.view.series import consecutive_runs, series_name, split_series_name
-from summarylib.graph.view.source_columns import _take, read_source
+from summarylib.graph.view.source_columns import SourceColumns, _take, read_source
 from summarylib.graph.view.templates import new_state
 
 __all__ = ["source_to_page_data"]
@@ -101,6 +101,17 @@ def source_to_page_data(source: Any, options: ViewOptions | Mapping[str, Any] | 
             return _Columns(source, opts).page_data(level)
         except _Declined:
             return None
+
+
+def _embeddings(cols: SourceColumns, idx: np.ndarray, renamed: dict[str, str]
+                ) -> list[Embedding]:
+    """The embeddings of source nodes ``idx`` (one new object each, as the view makes one
+    per use): shown name, op type and a copy of the output shapes."""
+    names = _take(cols.names, idx)
+    shown = list(map(renamed.get, names, names)) if renamed else names
+    shapes = list(map(list, map(itemgetter(1), map(cols.records.__getitem__,
+                                                     cols.rec[idx].tolist()))))
+    return list(map(Embedding, shown, _take(cols.ops, idx), shapes))
 
 
 def _split_runs(keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -240,9 +251,9 @@ class _Columns:
         index = dict(zip(names, range(n), strict=True))
         if len(index) != n:
             raise _Declined  # duplicate names
-        if any(e in index for e in embedded_names):
+        if not index.keys().isdisjoint(embedded_names):
             raise _Declined  # an embedded node named like an op
-        if "" in index or any(x[:1] == "/" for x in names):
+        if "" in index or any(map(str.startswith, names, repeat("/"))):
             raise _Declined  # the empty-named scope
         # Each name's scope and leaf (one C call per name); the scopes of the original
         # names: every proper "/" prefix.
@@ -255,7 +266,7 @@ class _Columns:
             while parent and parent not in scopes:
                 scopes.add(parent)
                 parent = parent.rpartition("/")[0]
-        renamed = {x: strict_name(x) for x in names if x in scopes}
+        renamed = {x: strict_name(x) for x in filter(scopes.__contains__, names)}
         if embedded_names:
             # TensorBoard does not see the scopes of the alphabetically last name here.
             last = max(names) if names else ""
@@ -271,8 +282,13 @@ class _Columns:
                 raise _Declined  # normalize._resolve_conflicts
         orig_index = index
         if renamed:
-            names = [renamed.get(x, x) for x in names]
-            index = dict(zip(names, range(n), strict=True))
+            names = list(map(renamed.get, names, names))
+            # The same mapping as dict(zip(names, range(n))): the ops' renames moved.
+            index = index.copy()
+            for x, shown in renamed.items():
+                j = index.pop(x, None)
+                if j is not None:
+                    index[shown] = j
             for x in renamed:
                 j = orig_index.get(x)
                 if j is not None:  # "a/b" is shown as "a/b/(b)"
@@ -311,14 +327,16 @@ class _Columns:
         at = _gather_ranges(starts, lens)
         dst = np.repeat(np.arange(n), lens)
         rank = at - np.repeat(starts, lens)
-        in_names = _take(cols.in_name, at)
         slot = cols.in_slot[at]
         flag = cols.in_ctl[at].astype(np.int64)
         for op, i in REF_EDGES:
             t = strings.get(op)
             if t is not None:
                 flag[(self.types[dst] == t) & (rank == i)] |= 2
-        src = np.fromiter(map(orig_get, in_names, repeat(-1)), np.int64, len(in_names))
+        # Looked up over every input (fewer objects than gathering the ops' input names
+        # first); the names themselves only for the inputs that name no op.
+        src = np.fromiter(map(orig_get, cols.in_name, repeat(-1)), np.int64,
+                          len(cols.in_name))[at]
         # The rest: embedded nodes (their edges replace the input's), renamed names, and
         # names of no op, one by one; each input's edges keep its place.
         embs: dict[int, list[list[Any]]] = {}
@@ -327,25 +345,42 @@ class _Columns:
         x_src: list[int] = []
         x_slot: list[int] = []
         x_flag: list[int] = []
-        embedded = in_emb.keys() | out_emb.keys()
-        miss = np.flatnonzero(src < 0).tolist()
-        for q in miss:
-            name = in_names[q]
-            if name not in embedded:
+        miss = np.flatnonzero(src < 0)
+        if in_emb and miss.size:
+            # Inputs naming an in-embedding (constants: many): their embeddings made
+            # over all of them at once; only those with inputs of their own one by one.
+            e_in = np.fromiter(map(in_emb.get, _take(cols.in_name, at[miss]), repeat(-1)),
+                               np.int64, miss.size)
+            hit = e_in >= 0
+            q_in, e_of = miss[hit], e_in[hit]
+            miss = miss[~hit]
+            embs_get = embs.get
+            for j, em in zip(dst[q_in].tolist(), _embeddings(cols, e_of, renamed), strict=True):
+                lst = embs_get(j)
+                if lst is None:
+                    embs[j] = [[0, em]]
+                else:
+                    lst.append([0, em])
+            fed = np.flatnonzero(cols.in_start[e_of + 1] > cols.in_start[e_of])
+            for q, emb in zip(q_in[fed].tolist(), e_of[fed].tolist(), strict=True):
+                j, fq = int(dst[q]), int(flag[q])
+                for k, (ename, eslot, ectl) in enumerate(cols.inputs(emb)):
+                    s = get(ename)
+                    if s >= 0 and s != j:
+                        x_at.append(q)
+                        x_sub.append(k)
+                        x_src.append(s)
+                        x_slot.append(eslot)
+                        x_flag.append((1 if ectl else 0) | (fq & 2))
+        for q, name in zip(miss.tolist(), _take(cols.in_name, at[miss]), strict=True):
+            if name not in out_emb:
                 if renamed:
                     src[q] = get(name)
                 continue
+            # An input naming an out-embedding: the embedding's inputs instead.
             j = int(dst[q])
             fq = int(flag[q])
-            got: list[tuple[int, int, int]] = []
-            emb = in_emb.get(name)
-            if emb is not None:
-                embs.setdefault(j, []).append([0, embedding(emb)])
-                for ename, eslot, ectl in cols.inputs(emb):
-                    got.append((get(ename), eslot, (1 if ectl else 0) | (fq & 2)))
-            else:
-                for ename, _, _ in cols.inputs(out_emb[name]):
-                    got.append((get(ename), int(slot[q]), fq))
+            got = [(get(ename), int(slot[q]), fq) for ename, _, _ in cols.inputs(out_emb[name])]
             for k, (s, sl, f) in enumerate(got):
                 if s >= 0 and s != j:
                     x_at.append(q)
