@@ -281,17 +281,16 @@ class _Columns:
             if shown in index or shown in scopes:
                 raise _Declined  # normalize._resolve_conflicts
         orig_index = index
+        # The renamed ops by their shown names: with the original names, the index of
+        # the names as shown (no shown name is an original one: declined above).
+        shown_index: dict[str, int] = {}
         if renamed:
-            names = list(map(renamed.get, names, names))
-            # The same mapping as dict(zip(names, range(n))): the ops' renames moved.
-            index = index.copy()
+            names = names.copy()
             for x, shown in renamed.items():
-                j = index.pop(x, None)
-                if j is not None:
-                    index[shown] = j
-            for x in renamed:
                 j = orig_index.get(x)
                 if j is not None:  # "a/b" is shown as "a/b/(b)"
+                    names[j] = shown
+                    shown_index[shown] = j
                     scope_of[j], leaves[j] = x, f"({leaves[j]})"
         self.scope_of = scope_of
         self.leaves = leaves
@@ -312,10 +311,11 @@ class _Columns:
             name = all_names[i]
             return Embedding(rn(name, name), all_ops[i], list(records[cols.rec[i]][1]))
 
-        orig_get, new_get = orig_index.get, index.get
+        orig_get, new_get = orig_index.get, shown_index.get
 
         def get(name: str) -> int:
-            # normalize: index[rn(name)]. An op's original name finds the op at once.
+            # normalize: the index of the shown names at rn(name). An op's original name
+            # finds the op at once; another name can only be a renamed op's shown one.
             s = orig_get(name)
             if s is None and renamed:
                 s = new_get(rn(name, name))
