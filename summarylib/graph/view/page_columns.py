@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from itertools import chain, count, repeat
-from operator import attrgetter, itemgetter
+from operator import attrgetter, itemgetter, methodcaller
 from typing import Any
 
 import numpy as np
@@ -261,8 +261,10 @@ class _Columns:
         scope_of: list[str] = list(map(itemgetter(0), parts))
         leaves: list[str] = list(map(itemgetter(2), parts))
         del parts
-        scopes: set[str] = set()
-        for parent in set(scope_of):
+        scopes = set(scope_of)
+        scopes.discard("")
+        for scope in list(scopes):  # most parents are some name's scope already
+            parent = scope.rpartition("/")[0]
             while parent and parent not in scopes:
                 scopes.add(parent)
                 parent = parent.rpartition("/")[0]
@@ -294,7 +296,10 @@ class _Columns:
                     scope_of[j], leaves[j] = x, f"({leaves[j]})"
         self.scope_of = scope_of
         self.leaves = leaves
-        if any(_ARRAY_INDEX_RE.match(x) for x in names if x[:1].isdigit() and "/" not in x):
+        # A name the regex matches is ASCII digits, maybe with a final newline (so has no
+        # "/"): only those names are matched, found by C string methods over all names.
+        if any(map(_ARRAY_INDEX_RE.match, chain(filter(str.isdigit, names), filter(
+                methodcaller("endswith", "\n"), names)))):
             raise _Declined  # JavaScript key order at the root
         self.renamed = renamed
         rn = renamed.get
