@@ -109,16 +109,21 @@ def _all_str(values: list[Any]) -> bool:
     return not values or set(map(type, values)) == {str}
 
 
-def _value_codes(values: list[Any], key: Any = None) -> np.ndarray:
-    """Per value, a code: equal for equal values (``key(value)`` where ``key`` is given:
-    equal keys), distinct otherwise. Values are looked up once per distinct object (ids
-    sorted with numpy), since a graph's values mostly repeat as shared objects."""
+def _codes(values: list[Any]) -> np.ndarray:
+    """Per value, the index of the first value equal to it (one dict lookup each)."""
+    seen: dict[Any, int] = {}
+    return np.fromiter(map(seen.setdefault, values, count()), np.int64, len(values))
+
+
+def _attr_value_codes(values: list[Any]) -> np.ndarray:
+    """Per attribute value, a code: equal where ``_by_value_key`` is. That key is made
+    once per distinct object (ids sorted with numpy): a graph's values mostly repeat as
+    shared objects, and hashing some of them by value runs Python code."""
     first, inv = np.unique(np.fromiter(map(id, values), np.int64, len(values)),
                            return_index=True, return_inverse=True)[1:]
-    objects = map(values.__getitem__, first.tolist())
     seen: dict[Any, int] = {}
-    codes = np.fromiter(map(seen.setdefault, objects if key is None else map(key, objects),
-                            count()), np.int64, first.size)
+    codes = np.fromiter(map(seen.setdefault, map(_by_value_key, map(
+        values.__getitem__, first.tolist())), count()), np.int64, first.size)
     return codes[inv.reshape(-1)]
 
 
@@ -140,9 +145,9 @@ def _record_groups(attrs: list[Any], outputs: list[Any]) -> tuple[np.ndarray, np
     TypeError or AttributeError for attributes that are not a dict or outputs that are
     not TensorSpecs.
 
-    Each field is coded over all nodes at once (a dict lookup per attribute and per
-    output, a value's text key once per distinct value object), and nodes are grouped by
-    those codes with numpy (``equal_runs``)."""
+    Each field is coded over all nodes at once (a dict lookup per attribute name, shape
+    and dtype, an attribute value's key once per distinct object), and nodes are grouped
+    by those codes with numpy (``equal_runs``)."""
     n = len(attrs)
     n_attr = np.fromiter(map(len, attrs), np.int64, n)
     m = int(n_attr.sum())
@@ -154,9 +159,8 @@ def _record_groups(attrs: list[Any], outputs: list[Any]) -> tuple[np.ndarray, np
     flat = list(chain.from_iterable(outputs))
     if len(flat) != int(n_out.sum()):
         raise TypeError("outputs: not a list")
-    runs = [(n_attr, [_value_codes(names), _value_codes(values, _by_value_key)]),
-            (n_out, [_value_codes(list(map(_SHAPE, flat))),
-                     _value_codes(list(map(_DTYPE, flat)))])]
+    runs = [(n_attr, [_codes(names), _attr_value_codes(values)]),
+            (n_out, [_codes(list(map(_SHAPE, flat))), _codes(list(map(_DTYPE, flat)))])]
     del names, values, flat
     return group_runs(runs)
 
