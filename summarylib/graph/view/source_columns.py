@@ -182,7 +182,8 @@ def _ir_columns(nodes: list[Any]) -> SourceColumns | None:
         n_data = np.fromiter(map(len, data), np.int64, n)
         n_ctl = np.fromiter(map(len, ctl), np.int64, n)
         flat_d = list(chain.from_iterable(data))
-        flat_c = list(chain.from_iterable(ctl))
+        # Few nodes have control inputs: only their lists are visited again.
+        flat_c = list(chain.from_iterable(_take(ctl, np.flatnonzero(n_ctl))))
         del data, ctl
         # Display records depend on the attributes and the outputs' shapes and dtypes.
         rec, firsts = _record_groups(attrs, outputs)
