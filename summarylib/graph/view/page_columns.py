@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from itertools import chain, count, repeat
-from operator import attrgetter, itemgetter
+from operator import attrgetter, itemgetter, methodcaller
 from typing import Any
 
 import numpy as np
@@ -53,7 +53,7 @@ from summarylib.graph.view.options import ViewOptions
 from summarylib.graph.view.page_data import encode_columns
 from summarylib.graph.view.rows import unique_rows
 from summarylib.graph.view.series import consecutive_runs, series_name, split_series_name
-from summarylib.graph.view.source_columns import _take, read_source
+from summarylib.graph.view.source_columns import SourceColumns, _take, read_source
 from summarylib.graph.view.templates import new_state
 
 __all__ = ["source_to_page_data"]
@@ -101,6 +101,17 @@ def source_to_page_data(source: Any, options: ViewOptions | Mapping[str, Any] | 
             return _Columns(source, opts).page_data(level)
         except _Declined:
             return None
+
+
+def _embeddings(cols: SourceColumns, idx: np.ndarray, renamed: dict[str, str]
+                ) -> list[Embedding]:
+    """The embeddings of source nodes ``idx`` (one new object each, as the view makes one
+    per use): shown name, op type and a copy of the output shapes."""
+    names = _take(cols.names, idx)
+    shown = list(map(renamed.get, names, names)) if renamed else names
+    shapes = list(map(list, map(itemgetter(1), map(cols.records.__getitem__,
+                                                     cols.rec[idx].tolist()))))
+    return list(map(Embedding, shown, _take(cols.ops, idx), shapes))
 
 
 def _split_runs(keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -240,9 +251,9 @@ class _Columns:
         index = dict(zip(names, range(n), strict=True))
         if len(index) != n:
             raise _Declined  # duplicate names
-        if any(e in index for e in embedded_names):
+        if not index.keys().isdisjoint(embedded_names):
             raise _Declined  # an embedded node named like an op
-        if "" in index or any(x[:1] == "/" for x in names):
+        if "" in index or any(map(str.startswith, names, repeat("/"))):
             raise _Declined  # the empty-named scope
         # Each name's scope and leaf (one C call per name); the scopes of the original
         # names: every proper "/" prefix.
@@ -250,12 +261,14 @@ class _Columns:
         scope_of: list[str] = list(map(itemgetter(0), parts))
         leaves: list[str] = list(map(itemgetter(2), parts))
         del parts
-        scopes: set[str] = set()
-        for parent in set(scope_of):
+        scopes = set(scope_of)
+        scopes.discard("")
+        for scope in list(scopes):  # most parents are some name's scope already
+            parent = scope.rpartition("/")[0]
             while parent and parent not in scopes:
                 scopes.add(parent)
                 parent = parent.rpartition("/")[0]
-        renamed = {x: strict_name(x) for x in names if x in scopes}
+        renamed = {x: strict_name(x) for x in filter(scopes.__contains__, names)}
         if embedded_names:
             # TensorBoard does not see the scopes of the alphabetically last name here.
             last = max(names) if names else ""
@@ -270,16 +283,23 @@ class _Columns:
             if shown in index or shown in scopes:
                 raise _Declined  # normalize._resolve_conflicts
         orig_index = index
+        # The renamed ops by their shown names: with the original names, the index of
+        # the names as shown (no shown name is an original one: declined above).
+        shown_index: dict[str, int] = {}
         if renamed:
-            names = [renamed.get(x, x) for x in names]
-            index = dict(zip(names, range(n), strict=True))
-            for x in renamed:
+            names = names.copy()
+            for x, shown in renamed.items():
                 j = orig_index.get(x)
                 if j is not None:  # "a/b" is shown as "a/b/(b)"
+                    names[j] = shown
+                    shown_index[shown] = j
                     scope_of[j], leaves[j] = x, f"({leaves[j]})"
         self.scope_of = scope_of
         self.leaves = leaves
-        if any(_ARRAY_INDEX_RE.match(x) for x in names if x[:1].isdigit() and "/" not in x):
+        # A name the regex matches is ASCII digits, maybe with a final newline (so has no
+        # "/"): only those names are matched, found by C string methods over all names.
+        if any(map(_ARRAY_INDEX_RE.match, chain(filter(str.isdigit, names), filter(
+                methodcaller("endswith", "\n"), names)))):
             raise _Declined  # JavaScript key order at the root
         self.renamed = renamed
         rn = renamed.get
@@ -296,10 +316,11 @@ class _Columns:
             name = all_names[i]
             return Embedding(rn(name, name), all_ops[i], list(records[cols.rec[i]][1]))
 
-        orig_get, new_get = orig_index.get, index.get
+        orig_get, new_get = orig_index.get, shown_index.get
 
         def get(name: str) -> int:
-            # normalize: index[rn(name)]. An op's original name finds the op at once.
+            # normalize: the index of the shown names at rn(name). An op's original name
+            # finds the op at once; another name can only be a renamed op's shown one.
             s = orig_get(name)
             if s is None and renamed:
                 s = new_get(rn(name, name))
@@ -311,14 +332,16 @@ class _Columns:
         at = _gather_ranges(starts, lens)
         dst = np.repeat(np.arange(n), lens)
         rank = at - np.repeat(starts, lens)
-        in_names = _take(cols.in_name, at)
         slot = cols.in_slot[at]
         flag = cols.in_ctl[at].astype(np.int64)
         for op, i in REF_EDGES:
             t = strings.get(op)
             if t is not None:
                 flag[(self.types[dst] == t) & (rank == i)] |= 2
-        src = np.fromiter(map(orig_get, in_names, repeat(-1)), np.int64, len(in_names))
+        # Looked up over every input (fewer objects than gathering the ops' input names
+        # first); the names themselves only for the inputs that name no op.
+        src = np.fromiter(map(orig_get, cols.in_name, repeat(-1)), np.int64,
+                          len(cols.in_name))[at]
         # The rest: embedded nodes (their edges replace the input's), renamed names, and
         # names of no op, one by one; each input's edges keep its place.
         embs: dict[int, list[list[Any]]] = {}
@@ -327,25 +350,42 @@ class _Columns:
         x_src: list[int] = []
         x_slot: list[int] = []
         x_flag: list[int] = []
-        embedded = in_emb.keys() | out_emb.keys()
-        miss = np.flatnonzero(src < 0).tolist()
-        for q in miss:
-            name = in_names[q]
-            if name not in embedded:
+        miss = np.flatnonzero(src < 0)
+        if in_emb and miss.size:
+            # Inputs naming an in-embedding (constants: many): their embeddings made
+            # over all of them at once; only those with inputs of their own one by one.
+            e_in = np.fromiter(map(in_emb.get, _take(cols.in_name, at[miss]), repeat(-1)),
+                               np.int64, miss.size)
+            hit = e_in >= 0
+            q_in, e_of = miss[hit], e_in[hit]
+            miss = miss[~hit]
+            embs_get = embs.get
+            for j, em in zip(dst[q_in].tolist(), _embeddings(cols, e_of, renamed), strict=True):
+                lst = embs_get(j)
+                if lst is None:
+                    embs[j] = [[0, em]]
+                else:
+                    lst.append([0, em])
+            fed = np.flatnonzero(cols.in_start[e_of + 1] > cols.in_start[e_of])
+            for q, emb in zip(q_in[fed].tolist(), e_of[fed].tolist(), strict=True):
+                j, fq = int(dst[q]), int(flag[q])
+                for k, (ename, eslot, ectl) in enumerate(cols.inputs(emb)):
+                    s = get(ename)
+                    if s >= 0 and s != j:
+                        x_at.append(q)
+                        x_sub.append(k)
+                        x_src.append(s)
+                        x_slot.append(eslot)
+                        x_flag.append((1 if ectl else 0) | (fq & 2))
+        for q, name in zip(miss.tolist(), _take(cols.in_name, at[miss]), strict=True):
+            if name not in out_emb:
                 if renamed:
                     src[q] = get(name)
                 continue
+            # An input naming an out-embedding: the embedding's inputs instead.
             j = int(dst[q])
             fq = int(flag[q])
-            got: list[tuple[int, int, int]] = []
-            emb = in_emb.get(name)
-            if emb is not None:
-                embs.setdefault(j, []).append([0, embedding(emb)])
-                for ename, eslot, ectl in cols.inputs(emb):
-                    got.append((get(ename), eslot, (1 if ectl else 0) | (fq & 2)))
-            else:
-                for ename, _, _ in cols.inputs(out_emb[name]):
-                    got.append((get(ename), int(slot[q]), fq))
+            got = [(get(ename), int(slot[q]), fq) for ename, _, _ in cols.inputs(out_emb[name])]
             for k, (s, sl, f) in enumerate(got):
                 if s >= 0 and s != j:
                     x_at.append(q)
