@@ -31,8 +31,8 @@ suffix too long for int64.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from itertools import chain, count, repeat
+from collections.abc import Iterable, Mapping
+from itertools import chain, count, filterfalse, repeat
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -40,6 +40,7 @@ import numpy as np
 
 from summarylib.graph._gc import gc_paused
 from summarylib.graph.view.extraction import extract_group
+from summarylib.graph.view.first_use import first_use_order
 from summarylib.graph.view.hierarchy import Tree
 from summarylib.graph.view.model import Embedding, GroupNode, Metaedge, OpNode, Shape
 from summarylib.graph.view.normalize import (
@@ -1197,15 +1198,8 @@ class _Events:
         """(universe ids in table order, universe id -> table index (-1: unused))."""
         if not self.uid:
             return np.zeros(0, np.int64), np.full(size, -1, np.int64)
-        pos = np.concatenate(self.pos)
-        sub = np.concatenate(self.sub)
-        uid = np.concatenate(self.uid)
-        seq = uid[np.lexsort((sub, pos))]
-        uniq, first = np.unique(seq, return_index=True)
-        ordered = uniq[np.argsort(first, kind="stable")]
-        remap = np.full(size, -1, np.int64)
-        remap[ordered] = np.arange(ordered.size)
-        return ordered, remap
+        return first_use_order(np.concatenate(self.pos), np.concatenate(self.sub),
+                               np.concatenate(self.uid), size)
 
 
 def _gather_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
@@ -1215,6 +1209,24 @@ def _gather_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
         return np.zeros(0, np.int64)
     offs = np.cumsum(lens) - lens
     return np.repeat(starts - offs, lens) + np.arange(total)
+
+
+def _intern_all(table: dict[Any, int], keys: Iterable[Any]) -> None:
+    """Number the keys not yet in ``table`` on from its size, in order of first
+    occurrence (as ``table.setdefault(k, len(table))`` per key would), in C: each key
+    is checked after the ones before it were added."""
+    table.update(zip(filterfalse(table.__contains__, keys), count(len(table))))
+
+
+def _flat_pairs(lists: list[list[tuple[int, int]]]) -> tuple[np.ndarray, np.ndarray]:
+    """Lists of integer pairs as one (pairs, 2) array, and each list's start in it (one
+    more start than lists: the end)."""
+    lens = np.fromiter(map(len, lists), np.int64, len(lists))
+    starts = np.zeros(len(lists) + 1, np.int64)
+    np.cumsum(lens, out=starts[1:])
+    flat = np.fromiter(chain.from_iterable(chain.from_iterable(lists)), np.int64,
+                       2 * int(starts[-1]))
+    return flat.reshape(-1, 2), starts
 
 
 def _encode(c: _Columns, level: int) -> dict[str, Any]:
@@ -1244,14 +1256,14 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
 
     # --- the string universe: our strings, then labels and embedding names ----------
     universe: dict[str, int] = dict(c.strings)
-    intern = universe.setdefault
     # Labels interned in op order (as one setdefault per op would), then looked up in C.
-    for leaf in dict.fromkeys(c.leaves):
-        if leaf not in universe:
-            universe[leaf] = len(universe)
+    _intern_all(universe, c.leaves)
     op_label = np.fromiter(map(universe.__getitem__, c.leaves), np.int64, n)
-    grp_label = np.fromiter((intern(x[x.rfind("/") + 1:], len(universe)) for x in c.gnames),
-                            np.int64, G)
+    # Group labels likewise, in group order.
+    grp_labels = list(map(itemgetter(2), map(str.rpartition, c.gnames, repeat("/"))))
+    _intern_all(universe, grp_labels)
+    grp_label = np.fromiter(map(universe.__getitem__, grp_labels), np.int64, G)
+    del grp_labels
     strings = _Events()
     strings.add(op_pos, 0, op_label)
     strings.add(grp_pos, 0, grp_label)
@@ -1279,13 +1291,9 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     local = [bool(hs) and p[0] == hs for p, hs in zip(e_parts, host_scope, strict=True)]
     e_shown = [p[2] if loc else x for p, x, loc in zip(e_parts, e_names, local, strict=True)]
     e_ops = list(map(attrgetter("op"), embeds))
-    for x in chain(dict.fromkeys(e_shown), dict.fromkeys(e_ops)):
-        if x not in universe:
-            universe[x] = len(universe)
+    _intern_all(universe, chain(e_shown, e_ops))
     e_shapes = list(map(tuple, map(attrgetter("shapes"), embeds)))
-    for key in dict.fromkeys(e_shapes):
-        if key not in shape_u:
-            shape_u[key] = len(shape_u)
+    _intern_all(shape_u, e_shapes)
     emb = np.empty((len(flat), 5), np.int64)
     if flat:
         emb[:, 0] = np.repeat(op_pos[np.array(hosts, np.int64)], n_per)
@@ -1308,14 +1316,12 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     if series_rows:
         sr = np.array(series_rows, np.int64)
         strings.add(grp_pos[sr], 1, [c.series_op[g] for g in series_rows])
-    glist = grp_order.tolist()
-    hist, dhist = c.hist, c.dhist
-    nhist = np.fromiter((len(h) for h in hist), np.int64, G)
-    ndev = np.fromiter((len(d) for d in dhist), np.int64, G)
-    hpairs = np.array(list(chain.from_iterable(hist[g] for g in glist)),
-                      np.int64).reshape(-1, 2)
-    dpairs = np.array(list(chain.from_iterable(dhist[g] for g in glist)),
-                      np.int64).reshape(-1, 2)
+    hpairs, hstart = _flat_pairs(c.hist)
+    dpairs, dstart = _flat_pairs(c.dhist)
+    nhist = np.diff(hstart)
+    ndev = np.diff(dstart)
+    hpairs = hpairs[_gather_ranges(hstart[grp_order], nhist[grp_order])]
+    dpairs = dpairs[_gather_ranges(dstart[grp_order], ndev[grp_order])]
     hist_key, hv = hpairs[:, 0], hpairs[:, 1]
     dev_key, dv = dpairs[:, 0], dpairs[:, 1]
     if hist_key.size:
@@ -1401,18 +1407,22 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     gk = np.where(gkind == 1, _KIND_SERIES | np.where(nonctl, _VERTICAL, 0), _KIND_META)
     gk[0] = _KIND_META
     kind[grp_pos] = gk
-    nchild[grp_pos] = [len(k) for k in c.kids]
-    for g, t in c.series_op.items():
-        typ[grp_pos[g]] = str_remap[t]
+    nchild[grp_pos] = np.fromiter(map(len, c.kids), np.int64, G)
+    if c.series_op:
+        sg = np.fromiter(c.series_op, np.int64, len(c.series_op))
+        typ[grp_pos[sg]] = str_remap[np.fromiter(c.series_op.values(), np.int64, sg.size)]
     card[grp_pos] = c.card
     depth[grp_pos] = c.depth
     template_ix = {t: i for i, t in enumerate(c.templates)}
-    for g, tid in c.template_of.items():
-        template[grp_pos[g]] = template_ix.get(tid, -1)
+    if c.template_of:
+        tg = np.fromiter(c.template_of, np.int64, len(c.template_of))
+        template[grp_pos[tg]] = np.fromiter(
+            map(template_ix.get, c.template_of.values(), repeat(-1)), np.int64, tg.size)
     nme_col[grp_pos] = nme
     nhist_col[grp_pos] = nhist
     ndev_col[grp_pos] = ndev
-    devices = sorted({universe_list[d] for d in np.unique(c.devices[has_dev]).tolist()})
+    devices = sorted({universe_list[d] for d in
+                      np.flatnonzero(np.bincount(c.devices[has_dev])).tolist()})
     xla = [[int(op_pos[j]), x] for j, x in sorted(c.xla.items(), key=lambda t: int(op_pos[t[0]]))]
     panels = []
     for g in sorted(c.panels, key=lambda g: int(grp_pos[g])):
@@ -1479,29 +1489,30 @@ def _rank_in_runs(p: np.ndarray) -> np.ndarray:
 def _names_table(c: _Columns, grp_order: np.ndarray, grp_pos: np.ndarray,
                  out: list[list[Any]]) -> None:
     """The nodes whose full name is not "base/label" (base: the name of the nearest
-    ancestor that is not a series). Only groups can be such nodes here: an op's name is
-    its scope group's name, "/", its label (names starting with "/" are declined), and
-    op series sit in that group, so an op's base is always that group."""
-    base_name: dict[int, str] = {}
-    rows = []
-    for g in grp_order.tolist():
-        p = c.gparent[g]
-        if p < 0:
-            continue
-        base = base_name.get(p)
-        if base is None:
-            base = base_name[p] = _base_of(c, p)
-        name = c.gnames[g]
-        lab = name[name.rfind("/") + 1:]
-        want = lab if not base else base + "/" + lab
-        if want != name:
-            rows.append([int(grp_pos[g]), name])
-    rows.sort(key=lambda r: r[0])
-    out.extend(rows)
-
-
-def _base_of(c: _Columns, g: int) -> str:
-    # Members of a series are named in the series' scope (its parent's name).
-    while g > 0 and c.gkind[g] == 1:
-        g = c.gparent[g]
-    return c.gnames[g]
+    ancestor that is not a series; "label" alone when the base is the root's empty name),
+    in page order. Only groups can be such nodes here: an op's name is its scope group's
+    name, "/", its label (names starting with "/" are declined), and op series sit in
+    that group, so an op's base is always that group."""
+    gparent = np.array(c.gparent, np.int64)
+    gkind = np.array(c.gkind, np.int64)
+    # Each group's base group: its parent, or the parent's nearest ancestor that is not
+    # a series (members of a series are named in the series' scope).
+    base = gparent.copy()
+    up = np.flatnonzero(base > 0)
+    up = up[gkind[base[up]] == 1]
+    while up.size:
+        base[up] = gparent[base[up]]
+        up = up[(base[up] > 0) & (gkind[np.maximum(base[up], 0)] == 1)]
+    gs = grp_order[gparent[grp_order] >= 0].tolist()
+    names = list(map(c.gnames.__getitem__, gs))
+    bases = list(map(c.gnames.__getitem__, base[gs].tolist()))
+    parts = list(map(str.rpartition, names, repeat("/")))
+    # name == base + "/" + label (label alone under an empty base): the head before the
+    # last "/" is the base, and there is a "/" exactly when the base is not empty.
+    bad = np.fromiter(map(str.__ne__, map(itemgetter(0), parts), bases), bool, len(gs))
+    has_sep = np.fromiter(map(len, map(itemgetter(1), parts)), np.int64, len(gs)) > 0
+    no_base = np.fromiter(map(len, bases), np.int64, len(gs)) == 0
+    bad |= has_sep == no_base
+    at = np.flatnonzero(bad).tolist()
+    pos = grp_pos[np.array(gs, np.int64)[at]].tolist() if at else []
+    out.extend([p, names[i]] for p, i in zip(pos, at, strict=True))
