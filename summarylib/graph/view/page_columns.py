@@ -32,7 +32,7 @@ suffix too long for int64.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from itertools import chain, count, filterfalse, repeat
+from itertools import chain, count, filterfalse, pairwise, repeat
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -791,6 +791,7 @@ class _Columns:
     # --- step 5: templates (smallest subtree first) -----------------------------------
 
     def _signature(self, g: int) -> str:
+        """templates.signature of group ``g``."""
         key = (self.depth[g], len(self.kids[g]), self.n_metaedges(g), tuple(self.hist[g]))
         sig = self._sig_memo.get(key)
         if sig is None:
@@ -800,6 +801,77 @@ class _Columns:
             sig = self._sig_memo[key] = (f"depth={key[0]} |V|={key[1]} |E|={key[2]} "
                                          f"[ops] {ops}")
         return sig
+
+    def _n_metaedges_all(self) -> np.ndarray:
+        """Every group's number of metaedges (``n_metaedges`` of each, at once)."""
+        out = np.zeros(len(self.gnames), np.int64)
+        bundled = self.me_start.size - 1  # groups when the metaedges were bundled
+        out[:bundled] = np.diff(self.me_start)
+        for g, lst in self.me_override.items():
+            out[g] = len(lst)
+        return out
+
+    def _hist_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """``_flat_pairs(self.hist)``, kept: a group's histogram is final once it is
+        made (series of groups are made with theirs), so only groups made since the last
+        call are flattened."""
+        got: tuple[np.ndarray, np.ndarray] | None = getattr(self, "_hist_cache", None)
+        G = len(self.hist)
+        if got is None:
+            got = _flat_pairs(self.hist)
+        elif got[1].size - 1 < G:
+            pairs, start = got
+            more, mstart = _flat_pairs(self.hist[start.size - 1:])
+            got = (np.concatenate([pairs, more]), np.r_[start[:-1], start[-1] + mstart])
+        self._hist_cache = got
+        return got
+
+    def _signature_ids(self, metas: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        """The signatures of groups ``metas``: each one's index in the list of distinct
+        signature strings, and that list.
+
+        Groups are compared in bulk, as rows of (depth, children, metaedges, then the
+        histogram as (op name rank, count) codes sorted by op name), one ``unique_rows``
+        per histogram length; :meth:`_signature` makes the string of one group per
+        distinct row, and rows whose strings coincide share an index.
+        """
+        k = metas.size
+        depth = np.array(self.depth, np.int64)[metas]
+        nkids = np.fromiter(map(len, self.kids), np.int64, len(self.kids))[metas]
+        nme = self._n_metaedges_all()[metas]
+        pairs, start = self._hist_pairs()
+        strings = self._string_list()
+        srank = np.empty(len(strings), np.int64)
+        srank[np.array(sorted(range(len(strings)), key=strings.__getitem__), np.int64)] = \
+            np.arange(len(strings))
+        lens = np.diff(start)[metas]
+        at = _gather_ranges(start[metas], lens)
+        owner = np.repeat(np.arange(k), lens)
+        rank, val = srank[pairs[at, 0]], pairs[at, 1]
+        o = np.lexsort((rank, owner))  # owner ascends already: sorts within each group
+        width = int(val.max()) + 1 if val.size else 1
+        if len(strings) * width >= 1 << 62:
+            raise _Declined  # counts beyond any graph this path reads
+        entry = rank[o] * width + val[o]
+        estart = np.zeros(k + 1, np.int64)
+        np.cumsum(lens, out=estart[1:])
+        sid = np.empty(k, np.int64)
+        reps: list[int] = []  # per row index: its first group (an index into metas)
+        for length in np.unique(lens).tolist():
+            sel = np.flatnonzero(lens == length)
+            hist = entry[_gather_ranges(estart[sel], np.full(sel.size, length, np.int64))]
+            rows = np.concatenate([np.stack([depth[sel], nkids[sel], nme[sel]], axis=1),
+                                   hist.reshape(sel.size, length)], axis=1)
+            uniq, inv = unique_rows(rows)
+            first = np.full(uniq.shape[0], sel.size, np.int64)
+            np.minimum.at(first, inv, np.arange(sel.size))
+            sid[sel] = len(reps) + inv
+            reps.extend(sel[first].tolist())
+        index: dict[str, int] = {}
+        remap = np.fromiter((index.setdefault(self._signature(g), len(index))
+                             for g in metas[np.array(reps, np.int64)].tolist()),
+                            np.int64, len(reps))
+        return remap[sid] if k else sid, list(index)
 
     def _string_list(self) -> list[str]:
         cached = getattr(self, "_strings_cache", None)
@@ -826,37 +898,74 @@ class _Columns:
             inner = self._label(int(kids[0]))
         return int(codes.code(("series", len(kids), inner)))
 
-    def _bucket_codes(self, sig: str, gs: list[int]) -> None:
+    def _group_labels(self, gs: np.ndarray, gkind: np.ndarray) -> np.ndarray:
+        """:meth:`_label` of groups ``gs`` (``gkind``: every group's kind): a metanode's
+        label is interned once per distinct code, a series' one by one."""
+        codes = self.codes
+        out = np.empty(gs.size, np.int64)
+        meta = gkind[gs] == 0
+        if meta.any():
+            of = np.fromiter(map(codes.of.__getitem__, gs[meta].tolist()), np.int64,
+                             int(np.count_nonzero(meta)))
+            u, inv = np.unique(of, return_inverse=True)
+            lab = np.array([codes.code(("meta", c)) for c in u.tolist()], np.int64)
+            out[meta] = lab[inv.reshape(-1)]
+        rest = np.flatnonzero(~meta)
+        if rest.size:
+            n = self.n_ops
+            out[rest] = [self._label(n + g) for g in gs[rest].tolist()]
+        return out
+
+    def _kid_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every group's children, concatenated in group order, and each group's start
+        there (one more start than groups: the end); cached until ``_kid_cache`` is
+        reset (when children change)."""
+        cached = getattr(self, "_kid_cache", None)
+        if cached is None:
+            lens = np.fromiter(map(len, self.kids), np.int64, len(self.kids))
+            start = np.zeros(lens.size + 1, np.int64)
+            np.cumsum(lens, out=start[1:])
+            flat = np.concatenate(self.kids) if self.kids else np.zeros(0, np.int64)
+            cached = (flat.astype(np.int64, copy=False), start)
+            self._kid_cache: tuple[np.ndarray, np.ndarray] | None = cached
+        return cached
+
+    def _bucket_codes(self, sig: str, gs: list[int], gkind: np.ndarray) -> None:
         """Set ``codes.of`` of groups ``gs`` (one signature, so the same numbers of
-        children and metaedges): equal (labels, edges) rows share one refinement."""
+        children and metaedges; ``gkind``: every group's kind): equal (labels, edges)
+        rows share one refinement."""
         n = self.n_ops
         k = len(gs)
         codes = self.codes
         if self._op_codes is None or self._op_codes.size != len(self.strings):
             self._op_codes = np.array([codes.code(("op", x)) for x in self._string_list()],
                                       np.int64)
-        V = len(self.kids[gs[0]])
-        kids = np.stack([self.kids[g] for g in gs]) if V else np.zeros((k, 0), np.int64)
+        flat, start = self._kid_table()
+        ga = np.array(gs, np.int64)
+        V = int(start[gs[0] + 1] - start[gs[0]])
+        kids = flat[_gather_ranges(start[ga], np.full(k, V, np.int64))].reshape(k, V)
         lab = np.empty_like(kids)
         opm = kids < n
         lab[opm] = self._op_codes[self.types[kids[opm]]]
         if not opm.all():
-            lab[~opm] = [self._label(u) for u in kids[~opm].tolist()]
+            lab[~opm] = self._group_labels(kids[~opm] - n, gkind)
         E = self.n_metaedges(gs[0])
         rows = np.empty((k, 3 * E), np.int64)
-        arr = [i for i, g in enumerate(gs) if g not in self.me_override]
+        over = self.me_override
+        arr = [i for i, g in enumerate(gs) if g not in over] if over else list(range(k))
         if arr and E:
             ai = np.array(arr, np.int64)
-            starts = self.me_start[np.array([gs[i] for i in arr], np.int64)]
+            starts = self.me_start[ga[ai]]
             idx = _gather_ranges(starts, np.full(len(arr), E, np.int64)).reshape(-1, E)
             me = self.me
             f = (me["reg"][idx] > 0).astype(np.int64) | ((me["ctl"][idx] > 0) * 2)
             rows[ai] = np.stack([self.cpos[me["v"][idx]], self.cpos[me["w"][idx]], f],
                                 axis=2).reshape(len(arr), 3 * E)
-        for i, g in enumerate(gs):
-            if g in self.me_override:
-                rows[i] = [x for v, w, f in self.me_flags(g)
-                           for x in (int(self.cpos[v]), int(self.cpos[w]), f)]
+        if len(arr) < k:
+            for i, g in enumerate(gs):
+                if g in over:
+                    rows[i] = [x for v, w, f in self.me_flags(g)
+                               for x in (int(self.cpos[v]), int(self.cpos[w]), f)]
         full = np.concatenate([lab, rows], axis=1)
         if full.shape[1]:
             uniq, inv = unique_rows(full)
@@ -867,79 +976,77 @@ class _Columns:
             labels, e = row[:V], row[V:]
             edges = tuple((e[i], e[i + 1], e[i + 2]) for i in range(0, 3 * E, 3))
             got.append(int(codes.group_code(sig, labels, edges)))
-        for g, c in zip(gs, inv.tolist(), strict=True):
-            codes.of[g] = got[c]
+        codes.of.update(zip(gs, map(got.__getitem__, inv.tolist()), strict=True))
 
     def _find_templates(self, changed: set[int] | None) -> dict[str, list[str]]:
-        """templates._by_height on group indices."""
+        """templates._by_height on group indices: metanodes bucketed by signature, the
+        buckets in order of depth and then of first member, members in index order."""
         codes = self.codes
         fresh = changed is None
         changed = set() if changed is None else changed
-        metas = [g for g in range(len(self.gnames)) if self.gkind[g] == 0]
-        levels: dict[int, list[int]] = {}
-        for g in metas:
-            levels.setdefault(self.depth[g], []).append(g)
+        gnames = self.gnames
+        self._kid_cache = None  # children may have changed
+        gkind = np.array(self.gkind, np.int64)
+        metas = np.flatnonzero(gkind == 0)
+        sid, sigs = self._signature_ids(metas)
+        depth = np.array(self.depth, np.int64)[metas]
+        _, first, inv = np.unique(sid, return_index=True, return_inverse=True)
+        order = np.lexsort((metas, first[inv.reshape(-1)], depth))
+        ms = metas[order].tolist()
+        bs = sid[order]
+        bounds = np.r_[0, np.flatnonzero(bs[1:] != bs[:-1]) + 1, bs.size].tolist()
+        bs_l = bs.tolist()
         out: dict[str, list[str]] = {}
         ids: dict[int, str] = {}
-        for depth in sorted(levels):
-            buckets: dict[str, list[int]] = {}
-            for g in levels[depth]:
-                buckets.setdefault(self._signature(g), []).append(g)
-            for sig, members in buckets.items():
-                if len(members) == 1:
-                    g = members[0]
-                    if fresh or g in changed or g not in codes.of:
-                        codes.of[g] = codes.code(("unique", self.gnames[g]))
-                        codes.unique.add(g)
-                    continue
+        for a, b in pairwise(bounds):
+            sig = sigs[bs_l[a]]
+            if b - a == 1:
+                g = ms[a]
+                if fresh or g in changed or g not in codes.of:
+                    codes.of[g] = codes.code(("unique", gnames[g]))
+                    codes.unique.add(g)
+                continue
+            members = ms[a:b]
+            if fresh:
+                todo = members
+            else:
                 todo = []
                 for g in members:
-                    if fresh or g in changed or g in codes.unique or g not in codes.of:
-                        if not fresh and g in codes.unique:
+                    if g in changed or g in codes.unique or g not in codes.of:
+                        if g in codes.unique:
                             p = self.gparent[g]
                             while p >= 0:
                                 changed.add(p)
                                 p = self.gparent[p]
                         codes.unique.discard(g)
                         todo.append(g)
-                if todo:
-                    self._bucket_codes(sig, todo)
-                classes: dict[int, list[int]] = {}
-                for g in members:
-                    classes.setdefault(codes.of[g], []).append(g)
-                for k, gs in enumerate(classes.values()):
-                    if len(gs) >= 2:
-                        tid = f"{sig}[{k}]"
-                        out[tid] = [self.gnames[x] for x in gs]
-                        for x in gs:
-                            ids[x] = tid
+            if todo:
+                self._bucket_codes(sig, todo, gkind)
+            classes: dict[int, list[int]] = {}
+            for g, c in zip(members, map(codes.of.__getitem__, members), strict=True):
+                classes.setdefault(c, []).append(g)
+            for k, gs in enumerate(classes.values()):
+                if len(gs) >= 2:
+                    tid = f"{sig}[{k}]"
+                    out[tid] = list(map(gnames.__getitem__, gs))
+                    ids.update(dict.fromkeys(gs, tid))
         self.template_of = ids
         return out
 
     # --- step 6: series of groups -----------------------------------------------------
 
     def _group_series(self) -> set[int] | None:
-        n = self.n_ops
         min_size = self.opts.series_min_size
         existing: set[str] | None = None
         made: list[int] = []
         self._new_parent: list[int] = []
         self._new_cpos: dict[int, int] = {}
         self._new_nonctl: list[bool] = []
-        for g in [x for x in range(len(self.gnames)) if self.gkind[x] == 0]:
-            clusters: dict[str, list[int]] = {}
-            for u in self.kids[g].tolist():
-                if u >= n and self.gkind[u - n] == 0:
-                    tid = self.template_of.get(u - n)
-                    if tid:
-                        clusters.setdefault(tid, []).append(u - n)
-            for members in clusters.values():
-                if len(members) < min_size:
-                    continue
-                for prefix, suffix, run in _long_group_runs(self.gnames, members, min_size):
-                    if existing is None:
-                        existing = self._taken()
-                    made.append(self._make_group_series(g, prefix, suffix, run, existing))
+        for g, members in self._template_clusters(min_size):
+            for prefix, suffix, run in _long_group_runs(self.gnames, members, min_size):
+                if existing is None:
+                    existing = self._taken()
+                made.append(self._make_group_series(g, prefix, suffix, run, existing))
         if not made:
             return None
         self.parent_u = np.r_[self.parent_u, np.array(self._new_parent, np.int64)]
@@ -954,6 +1061,38 @@ class _Columns:
                 changed.add(p)
                 p = self.gparent[p]
         return changed
+
+    def _template_clusters(self, min_size: int) -> list[tuple[int, list[int]]]:
+        """(metanode, its metanode children of one template) for every template that at
+        least ``min_size`` children of a metanode share: metanodes in index order, each
+        one's clusters in order of their first child, children in the view's order."""
+        n = self.n_ops
+        if not self.template_of:
+            return []
+        gkind = np.array(self.gkind, np.int64)
+        gparent = np.array(self.gparent, np.int64)
+        k = len(self.template_of)
+        tg = np.fromiter(self.template_of, np.int64, k)
+        tix: dict[str, int] = {}
+        tt = np.fromiter(map(tix.setdefault, self.template_of.values(), count()), np.int64, k)
+        p = gparent[tg]
+        keep = p >= 0
+        keep[keep] = gkind[p[keep]] == 0
+        tg, tt, p = tg[keep], tt[keep], p[keep]
+        if not tg.size:
+            return []
+        o = np.lexsort((self.cpos[n + tg], p))
+        tg, tt, p = tg[o], tt[o], p[o]
+        _, first, inv, cnt = np.unique(p * k + tt, return_index=True, return_inverse=True,
+                                       return_counts=True)
+        big = np.flatnonzero(cnt >= min_size)
+        if not big.size:
+            return []
+        big = big[np.argsort(first[big])]
+        by_cluster = np.argsort(inv.reshape(-1), kind="stable")
+        cstart = np.r_[0, np.cumsum(cnt)]
+        return [(int(p[first[c]]), tg[by_cluster[cstart[c]:cstart[c + 1]]].tolist())
+                for c in big.tolist()]
 
     def _make_group_series(self, g: int, prefix: str, suffix: str,
                            run: list[tuple[int, int]], existing: set[str]) -> int:
@@ -1047,7 +1186,7 @@ class _Columns:
         gkind = np.array(self.gkind, np.int64)
         parent = self.parent_u
         flag = np.zeros(G, bool)
-        flag[np.array([len(k) >= 15 for k in self.kids], bool)] = True
+        flag |= np.fromiter(map(len, self.kids), np.int64, len(self.kids)) >= 15
         noop = self.strings.get(_NOOP)
         if noop is not None:
             js = np.flatnonzero(self.types == noop)
@@ -1068,9 +1207,12 @@ class _Columns:
         touched[me["v"]] = True
         touched[me["w"]] = True
         sides = np.zeros(n, np.int64)
-        for j, lst in self.embs.items():
-            for f, _ in lst:
-                sides[j] |= 1 << f
+        if self.embs:
+            hosts = np.fromiter(self.embs, np.int64, len(self.embs))
+            per = np.fromiter(map(len, self.embs.values()), np.int64, hosts.size)
+            side = np.fromiter(map(itemgetter(0), chain.from_iterable(self.embs.values())),
+                               np.int64, int(per.sum()))
+            np.bitwise_or.at(sides, np.repeat(hosts, per), np.left_shift(1, side))
         lone = np.flatnonzero(((sides == 1) | (sides == 2)) & ~touched[:n])
         flag[parent[lone]] = True
         for g in self.me_override:
@@ -1088,7 +1230,7 @@ class _Columns:
     def _op_index(self) -> dict[str, int]:
         idx = getattr(self, "_op_index_cache", None)
         if idx is None:
-            idx = self._op_index_cache = {name: j for j, name in enumerate(self.names)}
+            idx = self._op_index_cache = dict(zip(self.names, range(self.n_ops), strict=True))
         return idx
 
     def _extract(self, g: int) -> dict[str, list[str]]:
@@ -1316,7 +1458,7 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     if series_rows:
         sr = np.array(series_rows, np.int64)
         strings.add(grp_pos[sr], 1, [c.series_op[g] for g in series_rows])
-    hpairs, hstart = _flat_pairs(c.hist)
+    hpairs, hstart = c._hist_pairs()
     dpairs, dstart = _flat_pairs(c.dhist)
     nhist = np.diff(hstart)
     ndev = np.diff(dstart)
