@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from itertools import chain, count, filterfalse, pairwise, repeat
-from operator import attrgetter, itemgetter
+from operator import attrgetter, getitem, itemgetter
 from typing import Any
 
 import numpy as np
@@ -1218,8 +1218,26 @@ class _Columns:
         for g in self.me_override:
             flag[g] = True
         flag &= gkind == 0
-        for g in np.flatnonzero(flag).tolist():
+        flagged = np.flatnonzero(flag).tolist()
+        self._root_index = self._ops_in_children(flagged)
+        for g in flagged:
             self.panels[g] = self._extract(g)
+
+    def _ops_in_children(self, groups: list[int]) -> dict[str, int]:
+        """{name: op} of the ops that sit in a metanode child of ``groups``, or in a series
+        there: where the root op ``child/(label)`` of such a child is, if it has one (an
+        op's group is the group of its scope, or a series in it)."""
+        n = self.n_ops
+        if not groups:
+            return {}
+        kids = np.concatenate([self.kids[g] for g in groups])
+        holds = np.zeros(len(self.gnames), bool)
+        holds[kids[kids >= n] - n] = True
+        gparent = np.array(self.gparent, np.int64)
+        series = np.array(self.gkind, np.int64) == 1
+        holds[series & (gparent >= 0)] |= holds[gparent[series & (gparent >= 0)]]
+        ops = np.flatnonzero(holds[self.op_parent]).tolist()
+        return dict(zip(map(self.names.__getitem__, ops), ops, strict=True))
 
     def _root_op_is(self, g: int, type_id: int) -> bool:
         name = self.gnames[g]
@@ -1260,7 +1278,7 @@ class _Columns:
                                              parent=gname)
                 if not self.gkind[k]:
                     root = f"{name}/({name.rsplit('/', 1)[-1]})"
-                    j = self._op_index().get(root)
+                    j = self._root_index.get(root)
                     if j is not None:
                         p = int(self.op_parent[j])
                         tree.nodes[root] = OpNode(root, strings[int(self.types[j])],
@@ -1430,8 +1448,12 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     e_parts = list(map(str.rpartition, e_names, repeat("/")))
     host_scope = list(chain.from_iterable(map(repeat, map(c.scope_of.__getitem__, hosts),
                                               n_per)))
-    local = [bool(hs) and p[0] == hs for p, hs in zip(e_parts, host_scope, strict=True)]
-    e_shown = [p[2] if loc else x for p, x, loc in zip(e_parts, e_names, local, strict=True)]
+    n_emb = len(flat)
+    local = np.fromiter(map(str.__eq__, map(itemgetter(0), e_parts), host_scope), bool, n_emb)
+    local &= np.fromiter(map(bool, host_scope), bool, n_emb)
+    # (full name, leaf)[local], in C.
+    leaves = map(itemgetter(2), e_parts)
+    e_shown: list[str] = list(map(getitem, zip(e_names, leaves, strict=True), local.tolist()))
     e_ops = list(map(attrgetter("op"), embeds))
     _intern_all(universe, chain(e_shown, e_ops))
     e_shapes = list(map(tuple, map(attrgetter("shapes"), embeds)))
@@ -1440,7 +1462,7 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     if flat:
         emb[:, 0] = np.repeat(op_pos[np.array(hosts, np.int64)], n_per)
         emb[:, 1] = np.fromiter(map(itemgetter(0), flat), np.int64, len(flat)) | (
-            np.array(local, bool) * 2)
+            local * 2)
         emb[:, 2] = np.fromiter(map(universe.__getitem__, e_shown), np.int64, len(flat))
         emb[:, 3] = np.fromiter(map(universe.__getitem__, e_ops), np.int64, len(flat))
         emb[:, 4] = np.fromiter(map(shape_u.__getitem__, e_shapes), np.int64, len(flat))
@@ -1634,20 +1656,26 @@ def _names_table(c: _Columns, grp_order: np.ndarray, grp_pos: np.ndarray,
     ancestor that is not a series; "label" alone when the base is the root's empty name),
     in page order. Only groups can be such nodes here: an op's name is its scope group's
     name, "/", its label (names starting with "/" are declined), and op series sit in
-    that group, so an op's base is always that group."""
+    that group, so an op's base is always that group. Likewise a scope group whose parent
+    is a scope group is named "parent/label" (the hierarchy makes a scope's parent from
+    its name): only series and the members of series need their names checked."""
     gparent = np.array(c.gparent, np.int64)
     gkind = np.array(c.gkind, np.int64)
-    # Each group's base group: its parent, or the parent's nearest ancestor that is not
-    # a series (members of a series are named in the series' scope).
-    base = gparent.copy()
-    up = np.flatnonzero(base > 0)
-    up = up[gkind[base[up]] == 1]
+    series = gkind == 1
+    check = np.flatnonzero(series | (series[gparent] & (gparent >= 0)))
+    if not check.size:
+        return
+    # Each checked group's base group: its parent, or the parent's nearest ancestor that
+    # is not a series (members of a series are named in the series' scope).
+    base = gparent[check]
+    up = np.flatnonzero((base > 0) & series[base])
     while up.size:
         base[up] = gparent[base[up]]
-        up = up[(base[up] > 0) & (gkind[np.maximum(base[up], 0)] == 1)]
-    gs = grp_order[gparent[grp_order] >= 0].tolist()
+        up = up[(base[up] > 0) & series[np.maximum(base[up], 0)]]
+    page = np.argsort(grp_pos[check], kind="stable")
+    gs, base = check[page].tolist(), base[page].tolist()
     names = list(map(c.gnames.__getitem__, gs))
-    bases = list(map(c.gnames.__getitem__, base[gs].tolist()))
+    bases = list(map(c.gnames.__getitem__, base))
     parts = list(map(str.rpartition, names, repeat("/")))
     # name == base + "/" + label (label alone under an empty base): the head before the
     # last "/" is the base, and there is a "/" exactly when the base is not empty.
@@ -1655,6 +1683,5 @@ def _names_table(c: _Columns, grp_order: np.ndarray, grp_pos: np.ndarray,
     has_sep = np.fromiter(map(len, map(itemgetter(1), parts)), np.int64, len(gs)) > 0
     no_base = np.fromiter(map(len, bases), np.int64, len(gs)) == 0
     bad |= has_sep == no_base
-    at = np.flatnonzero(bad).tolist()
-    pos = grp_pos[np.array(gs, np.int64)[at]].tolist() if at else []
-    out.extend([p, names[i]] for p, i in zip(pos, at, strict=True))
+    for i in np.flatnonzero(bad).tolist():
+        out.append([int(grp_pos[gs[i]]), names[i]])
