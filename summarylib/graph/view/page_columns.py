@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from itertools import chain, count, filterfalse, pairwise, repeat
-from operator import attrgetter, getitem, itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -919,9 +919,10 @@ class _Columns:
     def _kid_table(self) -> tuple[np.ndarray, np.ndarray]:
         """Every group's children, concatenated in group order, and each group's start
         there (one more start than groups: the end); cached until ``_kid_cache`` is
-        reset (when children change)."""
+        reset or groups are added (children change only when a series of groups is
+        made)."""
         cached = getattr(self, "_kid_cache", None)
-        if cached is None:
+        if cached is None or cached[1].size != len(self.kids) + 1:
             lens = np.fromiter(map(len, self.kids), np.int64, len(self.kids))
             start = np.zeros(lens.size + 1, np.int64)
             np.cumsum(lens, out=start[1:])
@@ -1395,15 +1396,16 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     n = c.n_ops
     G = len(c.gnames)
     # Breadth-first order of unified ids from the root, children in the view's order.
+    kid_flat, kid_start = c._kid_table()
+    nkids = np.diff(kid_start)
     parts = [np.array([n], np.int64)]
-    frontier = [0]
-    while frontier:
-        got = [c.kids[g] for g in frontier]
-        cat = np.concatenate(got) if got else np.zeros(0, np.int64)
+    frontier = np.zeros(1, np.int64)
+    while frontier.size:
+        cat = kid_flat[_gather_ranges(kid_start[frontier], nkids[frontier])]
         if not cat.size:
             break
         parts.append(cat)
-        frontier = (cat[cat >= n] - n).tolist()
+        frontier = cat[cat >= n] - n
     order = np.concatenate(parts)
     N = order.size
     pos = np.empty(n + G, np.int64)
@@ -1445,15 +1447,17 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     del per_host
     embeds = list(map(itemgetter(1), flat))
     e_names = list(map(attrgetter("name"), embeds))
-    e_parts = list(map(str.rpartition, e_names, repeat("/")))
-    host_scope = list(chain.from_iterable(map(repeat, map(c.scope_of.__getitem__, hosts),
-                                              n_per)))
     n_emb = len(flat)
-    local = np.fromiter(map(str.__eq__, map(itemgetter(0), e_parts), host_scope), bool, n_emb)
-    local &= np.fromiter(map(bool, host_scope), bool, n_emb)
-    # (full name, leaf)[local], in C.
-    leaves = map(itemgetter(2), e_parts)
-    e_shown: list[str] = list(map(getitem, zip(e_names, leaves, strict=True), local.tolist()))
+    # Local: the host's scope is not empty, the name starts with it and has its last "/"
+    # right after it. Then the name is shown from there on (a slice from 0 is the name).
+    scopes = list(map(c.scope_of.__getitem__, hosts))
+    scope_len = np.repeat(np.fromiter(map(len, scopes), np.int64, len(hosts)), n_per)
+    cut = np.fromiter(map(str.rfind, e_names, repeat("/")), np.int64, n_emb)
+    local = np.fromiter(map(str.startswith, e_names,
+                            chain.from_iterable(map(repeat, scopes, n_per))), bool, n_emb)
+    local &= (cut == scope_len) & (scope_len > 0)
+    e_shown: list[str] = list(map(str.__getitem__, e_names, map(
+        slice, np.where(local, cut + 1, 0).tolist(), repeat(None))))
     e_ops = list(map(attrgetter("op"), embeds))
     _intern_all(universe, chain(e_shown, e_ops))
     e_shapes = list(map(tuple, map(attrgetter("shapes"), embeds)))
@@ -1466,7 +1470,7 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
         emb[:, 2] = np.fromiter(map(universe.__getitem__, e_shown), np.int64, len(flat))
         emb[:, 3] = np.fromiter(map(universe.__getitem__, e_ops), np.int64, len(flat))
         emb[:, 4] = np.fromiter(map(shape_u.__getitem__, e_shapes), np.int64, len(flat))
-    del flat, embeds, e_names, e_parts, host_scope, local, e_shown, e_ops, e_shapes
+    del flat, embeds, e_names, scopes, scope_len, cut, local, e_shown, e_ops, e_shapes
     if emb.size:
         # Within a host: after its label, type and device (ranks 0-2), name then op.
         k = np.arange(len(emb))
@@ -1571,7 +1575,7 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     gk = np.where(gkind == 1, _KIND_SERIES | np.where(nonctl, _VERTICAL, 0), _KIND_META)
     gk[0] = _KIND_META
     kind[grp_pos] = gk
-    nchild[grp_pos] = np.fromiter(map(len, c.kids), np.int64, G)
+    nchild[grp_pos] = nkids
     if c.series_op:
         sg = np.fromiter(c.series_op, np.int64, len(c.series_op))
         typ[grp_pos[sg]] = str_remap[np.fromiter(c.series_op.values(), np.int64, sg.size)]
