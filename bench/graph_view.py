@@ -30,6 +30,10 @@ transformer layers, variables, numbered series, ``init``/``save`` hubs). Per gra
   most ops made at the first animation frame with a node drawn (what a click right after
   the first paint asks), until it is drawn and one frame has run, by the page's clock:
   the page may not have read its blobs yet (it answers from the near part);
+* deep click at first paint: the same for the deepest group of the graph (deeper than
+  the page's near part on the big graphs: it waits for the page's first blob, the tree,
+  and the chunks of columns that hold it, its children and the groups above it; the
+  groups above it stay closed, so no range of 1,000 is laid out on the way);
 * first search: once the page has read everything, the search box given the deepest
   op's path (a query across scopes), until its list is shown (less the box's 120 ms
   wait for more typing);
@@ -218,6 +222,18 @@ def click_at_paint(browser: Any, url: str, group: str, query: str, timeout_s: fl
         page.close()
 
 
+def deep_click_at_paint(browser: Any, url: str, group: str, timeout_s: float) -> float:
+    """In a fresh page: seconds from ``expand(group)`` made at the first paint until the
+    group is laid out and open (:data:`CLICK_AT_PAINT_JS`)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        page.add_init_script(f"window.__clickAt = {group!r};" + CLICK_AT_PAINT_JS)
+        page.goto(url, timeout=timeout_s * 1000)
+        return float(wait_until(page, "window.__clickAnswered", timeout_s * 1000)) / 1000
+    finally:
+        page.close()
+
+
 def html_export() -> Callable[..., str] | None:
     """``view_to_html``, or None when this checkout has no HTML export."""
     import summarylib.graph.view as gv
@@ -309,6 +325,7 @@ def main() -> None:
             edges = sum(len(n.inputs) + len(n.control_inputs) for n in graph)
             builds, exports, paints, expands, parts, heaps = [], [], [], [], [], []
             clicks: list[float] = []
+            deep_clicks: list[float] = []
             searches: list[float] = []
             fasts: list[float] = []
             fast_cpu: list[float] = []
@@ -353,6 +370,9 @@ def main() -> None:
                                    if isinstance(view.nodes[c], GroupNode)),
                                   key=lambda g: g.cardinality).name  # type: ignore[union-attr]
                     deepest = max(view.nodes, key=lambda n: (n.count("/"), n))
+                    deep_group = max((n for n in view.nodes.values()
+                                      if isinstance(n, GroupNode) and n.name),
+                                     key=lambda g: (g.name.count("/"), g.name)).name
                     path.write_text(text, encoding="utf-8")
                     if browser is None:
                         continue
@@ -371,6 +391,8 @@ def main() -> None:
                                                       args.tb_timeout)
                         clicks.append(click)
                         searches.append(found)
+                        deep_clicks.append(deep_click_at_paint(browser, path.as_uri(),
+                                                               deep_group, args.tb_timeout))
                     except Exception as e:  # playwright's TimeoutError: report it, go on
                         notes.append(f"{size}: our page: nothing drawn within "
                                      f"{args.tb_timeout:.0f} s ({type(e).__name__})")
@@ -389,12 +411,14 @@ def main() -> None:
                          ("yes" if all(same) else "NO") if same else "n/a",
                          fmt(builds), fmt(exports),
                          f"{page_bytes / 1e6:.1f} MB" if page_bytes else "n/a",
-                         f"{rss:.0f} MB", fmt(paints), fmt(clicks), fmt(expands), fmt(parts),
+                         f"{rss:.0f} MB", fmt(paints), fmt(clicks), fmt(deep_clicks),
+                         fmt(expands), fmt(parts),
                          fmt(searches), fmt(heaps, "MB"), fmt(tb_times)))
             medians[size] = {
                 "html": statistics.median(fasts) if fasts else None,
                 "paint": statistics.median(paints) if paints else None,
-                "expand": max(statistics.median(x) for x in (expands, parts, clicks) if x)
+                "expand": max(statistics.median(x)
+                              for x in (expands, parts, clicks, deep_clicks) if x)
                 if expands else None,
             }
     if to_html is None:
@@ -404,10 +428,11 @@ def main() -> None:
     print(f"graph view, median of {reps} (machine: {os.cpu_count()} CPUs)\n")
     print("| graph | nodes | edges | source_to_html | its CPU | its peak RSS | same "
           "| build_view | view_to_html | HTML size | peak RSS "
-          "| our first paint | click at first paint | expand largest group "
+          "| our first paint | click at first paint | deep click at first paint "
+          "| expand largest group "
           "| expand its first range | first search | page heap | TensorBoard render |")
     print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-          "---:|")
+          "---:|---:|")
     for r in rows:
         print(f"| {r[0]} | {r[1]:,} | {r[2]:,} | " + " | ".join(r[3:]) + " |")
     for n in notes:

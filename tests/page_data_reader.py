@@ -41,7 +41,7 @@ def html_page_data(html: str) -> dict[str, Any]:
                       re.S)
     assert block is not None
     data: dict[str, Any] = json.loads(block.group(1))["graph"]
-    for key in ("near", "blob", "later"):
+    for key in ("near", "blob", "chunks", "later"):
         found = re.search(rf'<script type="application/octet-stream" id="graph-{key}">'
                           r"([A-Za-z0-9+/=]*)</script>", html)
         assert found is not None, key
@@ -66,6 +66,24 @@ def blob_columns(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list[A
     tb = json.loads(raws[0][:data["tables_bytes"]])
     c = {k: np.frombuffer(raws[part], np.dtype(t).newbyteorder("<"), n, off).tolist()
          for k, (t, off, n, part) in data["columns"].items()}
+    # The chunked columns: chunk k holds node rows k * chunk_rows on and the metaedge
+    # rows [me_lo, me_hi) of those nodes, its columns one after the other, each aligned
+    # to 8 bytes.
+    rows, nodes = data["chunk_rows"], data["nodes"]
+    chunked: dict[str, list[Any]] = {k: [] for k in data["chunk_columns"]}
+    assert len(data["chunk_index"]) == -(-nodes // rows)
+    for k, (me_lo, me_hi, start, length) in enumerate(data["chunk_index"]):
+        raw = zlib.decompress(base64.b64decode(data["chunks"][start:start + length]))
+        off = 0
+        for name, (t, what) in data["chunk_columns"].items():
+            dt = np.dtype(t).newbyteorder("<")
+            off += -off % 8
+            n = me_hi - me_lo if what == "me" else min(nodes, (k + 1) * rows) - k * rows
+            chunked[name].extend(np.frombuffer(raw, dt, n, off).tolist())
+            off += n * dt.itemsize
+        assert off == len(raw)
+    assert not set(chunked) & set(c)
+    c.update(chunked)
     later = json.loads(raws[1][:data["later_bytes"]])
     assert len(c["str_len"]) >= data["strings_first"]
     tb["strings"] = split_text(tb.pop("text") + later["text"], c.pop("str_len"))

@@ -232,7 +232,8 @@ def test_html_is_one_self_contained_file() -> None:
     # Only our inline scripts (the data block, the layout, the viewer and its plugins); the
     # CSP pins each one that runs.
     scripts = re.findall(r"<script([^>]*)>(.*?)</script>", page, re.S)
-    blobs = ["near", "blob", "later"]  # (the near part's block is empty when it has none)
+    # (The near part's block is empty when it has none.)
+    blobs = ["near", "blob", "chunks", "later"]
     assert [a for a, _ in scripts] == [' type="application/json" id="graph-data"',
                                        ' id="graph-layout"', "", "", "",
                                        *[f' type="application/octet-stream" id="graph-{b}"'

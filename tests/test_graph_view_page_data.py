@@ -82,7 +82,10 @@ def _odd_graph() -> GraphView:
     return view
 
 
-def test_page_decodes_every_node_as_view_to_json(tmp_path: Path) -> None:
+def test_page_decodes_every_node_as_view_to_json(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # Chunks of five rows: the page fills its columns from many chunks.
+    monkeypatch.setattr(page_data, "CHUNK_ROWS", 5)
     for view in (_odd_graph(), build_view(gm.synthetic_graph(3, 2))):
         want = json_records(view)
         kinds = {r["kind"] for r in want.values()}
@@ -123,14 +126,18 @@ def _graphs(draw: st.DrawFn) -> Graph:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_graphs(), st.booleans())
-def test_page_data_round_trips_every_record(graph: Graph, timed: bool) -> None:
+@given(_graphs(), st.booleans(), st.sampled_from([1, 3, page_data.CHUNK_ROWS]))
+def test_page_data_round_trips_every_record(graph: Graph, timed: bool, rows: int) -> None:
     view = build_view(graph)
     if timed:
         for k, op in enumerate(n for n in view.nodes.values() if isinstance(n, OpNode)):
             op.compute_time_us = float(k) if k % 2 else None
             op.xla_cluster = "c" if k % 3 == 0 else None
-    assert read_page_data(view_to_page_data(view)) == json_records(view)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(page_data, "CHUNK_ROWS", rows)
+        data = view_to_page_data(view)
+    assert len(data["chunk_index"]) == -(-data["nodes"] // rows)
+    assert read_page_data(data) == json_records(view)
 
 
 def test_page_data_is_a_few_bytes_per_node() -> None:
@@ -143,7 +150,7 @@ def test_page_data_is_a_few_bytes_per_node() -> None:
     data = json.loads(block.group(1))
     assert "view" not in data and data["graph"]["nodes"] == len(view.nodes)
     blobs = html_page_data(html)
-    size = len(block.group(1)) + len(blobs["blob"]) + len(blobs["later"])
+    size = len(block.group(1)) + sum(len(blobs[k]) for k in ("blob", "chunks", "later"))
     assert size / len(view.nodes) < 50
     # The head, all the page reads before it draws, is the top level's few hundred bytes.
     assert len(json.dumps(data["graph"]["head"])) < 3000
@@ -220,7 +227,7 @@ def test_the_top_level_is_drawn_before_the_blobs_are_read(tmp_path: Path) -> Non
     assert set(boxes) == set(want.boxes)
     for name, box in want.boxes.items():
         assert boxes[name] == pytest.approx(list(box), abs=0.1 + 1e-9), name
-    cut = re.sub(r'<script type="application/octet-stream" id="graph-(near|blob|later)">'
+    cut = re.sub(r'<script type="application/octet-stream" id="graph-(near|blob|chunks|later)">'
                  r"[^<]*</script>", "", html)
     assert "application/octet-stream" not in cut
     (tmp_path / "cut.html").write_text(cut, encoding="utf-8")
@@ -240,8 +247,8 @@ def test_the_top_level_is_drawn_before_the_blobs_are_read(tmp_path: Path) -> Non
 
 
 def _cut_blobs(html: str) -> str:
-    """``html`` without its two blobs' blocks: only the head and the near part are read."""
-    cut = re.sub(r'<script type="application/octet-stream" id="graph-(blob|later)">'
+    """``html`` without its blobs' and chunks' blocks: only the head and the near part are read."""
+    cut = re.sub(r'<script type="application/octet-stream" id="graph-(blob|chunks|later)">'
                  r"[^<]*</script>", "", html)
     assert 'id="graph-blob"' not in cut and 'id="graph-near"' in cut
     return cut
@@ -287,6 +294,69 @@ def test_groups_of_the_first_levels_open_before_the_blobs_are_read(tmp_path: Pat
     assert len(errors) == 1  # the missing blob's
     scene = lay.compose(view, lay.layout_view(view, groups=["", "model", layer]),
                         {"", "model", layer})
+    assert set(boxes) == set(scene.boxes)
+    for name, box in scene.boxes.items():
+        assert boxes[name] == pytest.approx(list(box), abs=0.1 + 1e-9), name
+
+
+def _breadth_first(view: GraphView) -> list[str]:
+    """The names in the page's order: breadth-first from the root, children in order."""
+    order = [""]
+    for name in order:
+        order.extend(getattr(view.nodes[name], "children", []))
+    return order
+
+
+def _damage_chunks(html: str, keep: set[int]) -> str:
+    """``html`` with every chunk but those in ``keep`` made unreadable (its base64 text
+    replaced by as much of another text that inflates to nothing)."""
+    data = html_page_data(html)
+    text = data["chunks"]
+    for k, (_, _, start, length) in enumerate(data["chunk_index"]):
+        if k not in keep:
+            text = text[:start] + "A" * length + text[start + length:]
+    return html.replace(f'id="graph-chunks">{data["chunks"]}<', f'id="graph-chunks">{text}<')
+
+
+def test_a_deep_group_opens_from_its_own_chunks(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A click on a group deeper than the near part waits for the chunks that hold the
+    groups above it, it and its children only (here every other chunk is unreadable, so
+    the whole graph never comes), and is drawn as Python lays it out; a search needs the
+    first blob (the tree) only."""
+    monkeypatch.setattr(page_data, "CHUNK_ROWS", 4)
+    view = build_view(gm.synthetic_graph(3, 2))
+    data = view_to_page_data(view)
+    near = data["near_index"]
+    order = _breadth_first(view)
+    index = {name: i for i, name in enumerate(order)}
+    # The deepest group, below the near part's groups, and the groups above it.
+    deep = max((n for n in order[near["groups"]:] if not isinstance(view.nodes[n], OpNode)),
+               key=lambda n: (n.count("/"), n))
+    path = ["", *reversed(ancestors(view, deep)), deep]
+    assert path[0] == "" and len(path) >= 4 and index[path[-2]] >= near["groups"]
+    # What opening them needs: each one's row (its metaedges) and its children's rows.
+    rows = {index[c] for g in path for c in [g, *view.nodes[g].children]}  # type: ignore[union-attr]
+    keep = {r // 4 for r in rows}
+    assert len(keep) < len(data["chunk_index"]) // 2
+    (tmp_path / "deep.html").write_text(_damage_chunks(view_to_html(view), keep),
+                                        encoding="utf-8")
+    with chromium_page() as page:
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((tmp_path / "deep.html").as_uri())
+        wait_until(page, "window.summarylibViewer.timing.rendered")
+        for name in path[1:]:
+            page.evaluate(f"window.summarylibViewer.expand({name!r})")
+        wait_until(page, f"window.summarylibViewer.expanded().includes({deep!r})")
+        boxes = dict(page.evaluate("window.summarylibViewer.boxes()"))
+        page.wait_for_selector("#failed")  # the damaged chunks: the rest never comes
+        assert page.evaluate(f"window.summarylibViewer.nodeData({deep!r})") is None
+        # A search runs over every name: the tree is all it needs.
+        page.fill("#search", deep)
+        page.wait_for_selector(f"#results.open button[data-target={json.dumps(deep)}]")
+    assert len(errors) == 1  # the first damaged chunk's
+    scene = lay.compose(view, lay.layout_view(view, groups=path), set(path))
     assert set(boxes) == set(scene.boxes)
     for name, box in scene.boxes.items():
         assert boxes[name] == pytest.approx(list(box), abs=0.1 + 1e-9), name

@@ -5,7 +5,8 @@ The page holds three things, all inline: the view's compact data
 scripts (``assets/layout.js``, the port of ``layout.layout_group``; ``assets/viewer.js``;
 the plugins) and style sheets. The data is in a ``<script type="application/json">``
 block before the scripts, but for its compressed blobs (the near part, the first levels of
-the tree; the two blobs), which are in ``<script type="application/octet-stream">`` blocks
+the tree; the tree; the chunks of the other columns; the edges), which are in
+``<script type="application/octet-stream">`` blocks
 after them (the statistics' block too): the browser runs the viewer, which draws the top
 level from the data's head, before it parses the megabytes of the blobs, and reads the near
 part (small) as soon as its block is parsed. No geometry is embedded: the page lays out a group
@@ -49,8 +50,8 @@ __all__ = ["COLOUR_MODES", "embed_json", "page_to_html", "source_page_data", "so
 COLOUR_MODES = ("structure", "device", "compute_time", "none")
 #: The page data's compressed blobs (page_data.py), each in a block ``graph-<key>`` after the
 #: scripts, in this order: the near part first (the page reads it as soon as its block is
-#: parsed), then the first blob, then the second.
-BLOB_KEYS = ("near", "blob", "later")
+#: parsed), then the first blob (the tree), the chunks of the other columns, the second blob.
+BLOB_KEYS = ("near", "blob", "chunks", "later")
 #: Scripts and style sheets loaded after the viewer's own: they use its plugin interface.
 PLUGIN_SCRIPTS = ("stats.js", "export.js")
 PLUGIN_STYLES = ("plugins.css",)

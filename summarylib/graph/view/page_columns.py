@@ -31,15 +31,16 @@ suffix too long for int64.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from itertools import chain, count, repeat
-from operator import attrgetter, itemgetter
+from collections.abc import Iterable, Mapping
+from itertools import chain, count, filterfalse, pairwise, repeat
+from operator import attrgetter, itemgetter, methodcaller
 from typing import Any
 
 import numpy as np
 
 from summarylib.graph._gc import gc_paused
 from summarylib.graph.view.extraction import extract_group
+from summarylib.graph.view.first_use import first_use_order
 from summarylib.graph.view.hierarchy import Tree
 from summarylib.graph.view.model import Embedding, GroupNode, Metaedge, OpNode, Shape
 from summarylib.graph.view.normalize import (
@@ -53,7 +54,7 @@ from summarylib.graph.view.options import ViewOptions
 from summarylib.graph.view.page_data import encode_columns
 from summarylib.graph.view.rows import unique_rows
 from summarylib.graph.view.series import consecutive_runs, series_name, split_series_name
-from summarylib.graph.view.source_columns import _take, read_source
+from summarylib.graph.view.source_columns import SourceColumns, _take, read_source
 from summarylib.graph.view.templates import new_state
 
 __all__ = ["source_to_page_data"]
@@ -101,6 +102,17 @@ def source_to_page_data(source: Any, options: ViewOptions | Mapping[str, Any] | 
             return _Columns(source, opts).page_data(level)
         except _Declined:
             return None
+
+
+def _embeddings(cols: SourceColumns, idx: np.ndarray, renamed: dict[str, str]
+                ) -> list[Embedding]:
+    """The embeddings of source nodes ``idx`` (one new object each, as the view makes one
+    per use): shown name, op type and a copy of the output shapes."""
+    names = _take(cols.names, idx)
+    shown = list(map(renamed.get, names, names)) if renamed else names
+    shapes = list(map(list, map(itemgetter(1), map(cols.records.__getitem__,
+                                                     cols.rec[idx].tolist()))))
+    return list(map(Embedding, shown, _take(cols.ops, idx), shapes))
 
 
 def _split_runs(keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -240,9 +252,9 @@ class _Columns:
         index = dict(zip(names, range(n), strict=True))
         if len(index) != n:
             raise _Declined  # duplicate names
-        if any(e in index for e in embedded_names):
+        if not index.keys().isdisjoint(embedded_names):
             raise _Declined  # an embedded node named like an op
-        if "" in index or any(x[:1] == "/" for x in names):
+        if "" in index or any(map(str.startswith, names, repeat("/"))):
             raise _Declined  # the empty-named scope
         # Each name's scope and leaf (one C call per name); the scopes of the original
         # names: every proper "/" prefix.
@@ -250,12 +262,14 @@ class _Columns:
         scope_of: list[str] = list(map(itemgetter(0), parts))
         leaves: list[str] = list(map(itemgetter(2), parts))
         del parts
-        scopes: set[str] = set()
-        for parent in set(scope_of):
+        scopes = set(scope_of)
+        scopes.discard("")
+        for scope in list(scopes):  # most parents are some name's scope already
+            parent = scope.rpartition("/")[0]
             while parent and parent not in scopes:
                 scopes.add(parent)
                 parent = parent.rpartition("/")[0]
-        renamed = {x: strict_name(x) for x in names if x in scopes}
+        renamed = {x: strict_name(x) for x in filter(scopes.__contains__, names)}
         if embedded_names:
             # TensorBoard does not see the scopes of the alphabetically last name here.
             last = max(names) if names else ""
@@ -270,16 +284,23 @@ class _Columns:
             if shown in index or shown in scopes:
                 raise _Declined  # normalize._resolve_conflicts
         orig_index = index
+        # The renamed ops by their shown names: with the original names, the index of
+        # the names as shown (no shown name is an original one: declined above).
+        shown_index: dict[str, int] = {}
         if renamed:
-            names = [renamed.get(x, x) for x in names]
-            index = dict(zip(names, range(n), strict=True))
-            for x in renamed:
+            names = names.copy()
+            for x, shown in renamed.items():
                 j = orig_index.get(x)
                 if j is not None:  # "a/b" is shown as "a/b/(b)"
+                    names[j] = shown
+                    shown_index[shown] = j
                     scope_of[j], leaves[j] = x, f"({leaves[j]})"
         self.scope_of = scope_of
         self.leaves = leaves
-        if any(_ARRAY_INDEX_RE.match(x) for x in names if x[:1].isdigit() and "/" not in x):
+        # A name the regex matches is ASCII digits, maybe with a final newline (so has no
+        # "/"): only those names are matched, found by C string methods over all names.
+        if any(map(_ARRAY_INDEX_RE.match, chain(filter(str.isdigit, names), filter(
+                methodcaller("endswith", "\n"), names)))):
             raise _Declined  # JavaScript key order at the root
         self.renamed = renamed
         rn = renamed.get
@@ -296,10 +317,11 @@ class _Columns:
             name = all_names[i]
             return Embedding(rn(name, name), all_ops[i], list(records[cols.rec[i]][1]))
 
-        orig_get, new_get = orig_index.get, index.get
+        orig_get, new_get = orig_index.get, shown_index.get
 
         def get(name: str) -> int:
-            # normalize: index[rn(name)]. An op's original name finds the op at once.
+            # normalize: the index of the shown names at rn(name). An op's original name
+            # finds the op at once; another name can only be a renamed op's shown one.
             s = orig_get(name)
             if s is None and renamed:
                 s = new_get(rn(name, name))
@@ -311,14 +333,16 @@ class _Columns:
         at = _gather_ranges(starts, lens)
         dst = np.repeat(np.arange(n), lens)
         rank = at - np.repeat(starts, lens)
-        in_names = _take(cols.in_name, at)
         slot = cols.in_slot[at]
         flag = cols.in_ctl[at].astype(np.int64)
         for op, i in REF_EDGES:
             t = strings.get(op)
             if t is not None:
                 flag[(self.types[dst] == t) & (rank == i)] |= 2
-        src = np.fromiter(map(orig_get, in_names, repeat(-1)), np.int64, len(in_names))
+        # Looked up over every input (fewer objects than gathering the ops' input names
+        # first); the names themselves only for the inputs that name no op.
+        src = np.fromiter(map(orig_get, cols.in_name, repeat(-1)), np.int64,
+                          len(cols.in_name))[at]
         # The rest: embedded nodes (their edges replace the input's), renamed names, and
         # names of no op, one by one; each input's edges keep its place.
         embs: dict[int, list[list[Any]]] = {}
@@ -327,25 +351,42 @@ class _Columns:
         x_src: list[int] = []
         x_slot: list[int] = []
         x_flag: list[int] = []
-        embedded = in_emb.keys() | out_emb.keys()
-        miss = np.flatnonzero(src < 0).tolist()
-        for q in miss:
-            name = in_names[q]
-            if name not in embedded:
+        miss = np.flatnonzero(src < 0)
+        if in_emb and miss.size:
+            # Inputs naming an in-embedding (constants: many): their embeddings made
+            # over all of them at once; only those with inputs of their own one by one.
+            e_in = np.fromiter(map(in_emb.get, _take(cols.in_name, at[miss]), repeat(-1)),
+                               np.int64, miss.size)
+            hit = e_in >= 0
+            q_in, e_of = miss[hit], e_in[hit]
+            miss = miss[~hit]
+            embs_get = embs.get
+            for j, em in zip(dst[q_in].tolist(), _embeddings(cols, e_of, renamed), strict=True):
+                lst = embs_get(j)
+                if lst is None:
+                    embs[j] = [[0, em]]
+                else:
+                    lst.append([0, em])
+            fed = np.flatnonzero(cols.in_start[e_of + 1] > cols.in_start[e_of])
+            for q, emb in zip(q_in[fed].tolist(), e_of[fed].tolist(), strict=True):
+                j, fq = int(dst[q]), int(flag[q])
+                for k, (ename, eslot, ectl) in enumerate(cols.inputs(emb)):
+                    s = get(ename)
+                    if s >= 0 and s != j:
+                        x_at.append(q)
+                        x_sub.append(k)
+                        x_src.append(s)
+                        x_slot.append(eslot)
+                        x_flag.append((1 if ectl else 0) | (fq & 2))
+        for q, name in zip(miss.tolist(), _take(cols.in_name, at[miss]), strict=True):
+            if name not in out_emb:
                 if renamed:
                     src[q] = get(name)
                 continue
+            # An input naming an out-embedding: the embedding's inputs instead.
             j = int(dst[q])
             fq = int(flag[q])
-            got: list[tuple[int, int, int]] = []
-            emb = in_emb.get(name)
-            if emb is not None:
-                embs.setdefault(j, []).append([0, embedding(emb)])
-                for ename, eslot, ectl in cols.inputs(emb):
-                    got.append((get(ename), eslot, (1 if ectl else 0) | (fq & 2)))
-            else:
-                for ename, _, _ in cols.inputs(out_emb[name]):
-                    got.append((get(ename), int(slot[q]), fq))
+            got = [(get(ename), int(slot[q]), fq) for ename, _, _ in cols.inputs(out_emb[name])]
             for k, (s, sl, f) in enumerate(got):
                 if s >= 0 and s != j:
                     x_at.append(q)
@@ -783,6 +824,7 @@ class _Columns:
     # --- step 5: templates (smallest subtree first) -----------------------------------
 
     def _signature(self, g: int) -> str:
+        """templates.signature of group ``g``."""
         key = (self.depth[g], len(self.kids[g]), self.n_metaedges(g), tuple(self.hist[g]))
         sig = self._sig_memo.get(key)
         if sig is None:
@@ -792,6 +834,77 @@ class _Columns:
             sig = self._sig_memo[key] = (f"depth={key[0]} |V|={key[1]} |E|={key[2]} "
                                          f"[ops] {ops}")
         return sig
+
+    def _n_metaedges_all(self) -> np.ndarray:
+        """Every group's number of metaedges (``n_metaedges`` of each, at once)."""
+        out = np.zeros(len(self.gnames), np.int64)
+        bundled = self.me_start.size - 1  # groups when the metaedges were bundled
+        out[:bundled] = np.diff(self.me_start)
+        for g, lst in self.me_override.items():
+            out[g] = len(lst)
+        return out
+
+    def _hist_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """``_flat_pairs(self.hist)``, kept: a group's histogram is final once it is
+        made (series of groups are made with theirs), so only groups made since the last
+        call are flattened."""
+        got: tuple[np.ndarray, np.ndarray] | None = getattr(self, "_hist_cache", None)
+        G = len(self.hist)
+        if got is None:
+            got = _flat_pairs(self.hist)
+        elif got[1].size - 1 < G:
+            pairs, start = got
+            more, mstart = _flat_pairs(self.hist[start.size - 1:])
+            got = (np.concatenate([pairs, more]), np.r_[start[:-1], start[-1] + mstart])
+        self._hist_cache = got
+        return got
+
+    def _signature_ids(self, metas: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        """The signatures of groups ``metas``: each one's index in the list of distinct
+        signature strings, and that list.
+
+        Groups are compared in bulk, as rows of (depth, children, metaedges, then the
+        histogram as (op name rank, count) codes sorted by op name), one ``unique_rows``
+        per histogram length; :meth:`_signature` makes the string of one group per
+        distinct row, and rows whose strings coincide share an index.
+        """
+        k = metas.size
+        depth = np.array(self.depth, np.int64)[metas]
+        nkids = np.fromiter(map(len, self.kids), np.int64, len(self.kids))[metas]
+        nme = self._n_metaedges_all()[metas]
+        pairs, start = self._hist_pairs()
+        strings = self._string_list()
+        srank = np.empty(len(strings), np.int64)
+        srank[np.array(sorted(range(len(strings)), key=strings.__getitem__), np.int64)] = \
+            np.arange(len(strings))
+        lens = np.diff(start)[metas]
+        at = _gather_ranges(start[metas], lens)
+        owner = np.repeat(np.arange(k), lens)
+        rank, val = srank[pairs[at, 0]], pairs[at, 1]
+        o = np.lexsort((rank, owner))  # owner ascends already: sorts within each group
+        width = int(val.max()) + 1 if val.size else 1
+        if len(strings) * width >= 1 << 62:
+            raise _Declined  # counts beyond any graph this path reads
+        entry = rank[o] * width + val[o]
+        estart = np.zeros(k + 1, np.int64)
+        np.cumsum(lens, out=estart[1:])
+        sid = np.empty(k, np.int64)
+        reps: list[int] = []  # per row index: its first group (an index into metas)
+        for length in np.unique(lens).tolist():
+            sel = np.flatnonzero(lens == length)
+            hist = entry[_gather_ranges(estart[sel], np.full(sel.size, length, np.int64))]
+            rows = np.concatenate([np.stack([depth[sel], nkids[sel], nme[sel]], axis=1),
+                                   hist.reshape(sel.size, length)], axis=1)
+            uniq, inv = unique_rows(rows)
+            first = np.full(uniq.shape[0], sel.size, np.int64)
+            np.minimum.at(first, inv, np.arange(sel.size))
+            sid[sel] = len(reps) + inv
+            reps.extend(sel[first].tolist())
+        index: dict[str, int] = {}
+        remap = np.fromiter((index.setdefault(self._signature(g), len(index))
+                             for g in metas[np.array(reps, np.int64)].tolist()),
+                            np.int64, len(reps))
+        return remap[sid] if k else sid, list(index)
 
     def _string_list(self) -> list[str]:
         cached = getattr(self, "_strings_cache", None)
@@ -818,37 +931,75 @@ class _Columns:
             inner = self._label(int(kids[0]))
         return int(codes.code(("series", len(kids), inner)))
 
-    def _bucket_codes(self, sig: str, gs: list[int]) -> None:
+    def _group_labels(self, gs: np.ndarray, gkind: np.ndarray) -> np.ndarray:
+        """:meth:`_label` of groups ``gs`` (``gkind``: every group's kind): a metanode's
+        label is interned once per distinct code, a series' one by one."""
+        codes = self.codes
+        out = np.empty(gs.size, np.int64)
+        meta = gkind[gs] == 0
+        if meta.any():
+            of = np.fromiter(map(codes.of.__getitem__, gs[meta].tolist()), np.int64,
+                             int(np.count_nonzero(meta)))
+            u, inv = np.unique(of, return_inverse=True)
+            lab = np.array([codes.code(("meta", c)) for c in u.tolist()], np.int64)
+            out[meta] = lab[inv.reshape(-1)]
+        rest = np.flatnonzero(~meta)
+        if rest.size:
+            n = self.n_ops
+            out[rest] = [self._label(n + g) for g in gs[rest].tolist()]
+        return out
+
+    def _kid_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every group's children, concatenated in group order, and each group's start
+        there (one more start than groups: the end); cached until ``_kid_cache`` is
+        reset or groups are added (children change only when a series of groups is
+        made)."""
+        cached = getattr(self, "_kid_cache", None)
+        if cached is None or cached[1].size != len(self.kids) + 1:
+            lens = np.fromiter(map(len, self.kids), np.int64, len(self.kids))
+            start = np.zeros(lens.size + 1, np.int64)
+            np.cumsum(lens, out=start[1:])
+            flat = np.concatenate(self.kids) if self.kids else np.zeros(0, np.int64)
+            cached = (flat.astype(np.int64, copy=False), start)
+            self._kid_cache: tuple[np.ndarray, np.ndarray] | None = cached
+        return cached
+
+    def _bucket_codes(self, sig: str, gs: list[int], gkind: np.ndarray) -> None:
         """Set ``codes.of`` of groups ``gs`` (one signature, so the same numbers of
-        children and metaedges): equal (labels, edges) rows share one refinement."""
+        children and metaedges; ``gkind``: every group's kind): equal (labels, edges)
+        rows share one refinement."""
         n = self.n_ops
         k = len(gs)
         codes = self.codes
         if self._op_codes is None or self._op_codes.size != len(self.strings):
             self._op_codes = np.array([codes.code(("op", x)) for x in self._string_list()],
                                       np.int64)
-        V = len(self.kids[gs[0]])
-        kids = np.stack([self.kids[g] for g in gs]) if V else np.zeros((k, 0), np.int64)
+        flat, start = self._kid_table()
+        ga = np.array(gs, np.int64)
+        V = int(start[gs[0] + 1] - start[gs[0]])
+        kids = flat[_gather_ranges(start[ga], np.full(k, V, np.int64))].reshape(k, V)
         lab = np.empty_like(kids)
         opm = kids < n
         lab[opm] = self._op_codes[self.types[kids[opm]]]
         if not opm.all():
-            lab[~opm] = [self._label(u) for u in kids[~opm].tolist()]
+            lab[~opm] = self._group_labels(kids[~opm] - n, gkind)
         E = self.n_metaedges(gs[0])
         rows = np.empty((k, 3 * E), np.int64)
-        arr = [i for i, g in enumerate(gs) if g not in self.me_override]
+        over = self.me_override
+        arr = [i for i, g in enumerate(gs) if g not in over] if over else list(range(k))
         if arr and E:
             ai = np.array(arr, np.int64)
-            starts = self.me_start[np.array([gs[i] for i in arr], np.int64)]
+            starts = self.me_start[ga[ai]]
             idx = _gather_ranges(starts, np.full(len(arr), E, np.int64)).reshape(-1, E)
             me = self.me
             f = (me["reg"][idx] > 0).astype(np.int64) | ((me["ctl"][idx] > 0) * 2)
             rows[ai] = np.stack([self.cpos[me["v"][idx]], self.cpos[me["w"][idx]], f],
                                 axis=2).reshape(len(arr), 3 * E)
-        for i, g in enumerate(gs):
-            if g in self.me_override:
-                rows[i] = [x for v, w, f in self.me_flags(g)
-                           for x in (int(self.cpos[v]), int(self.cpos[w]), f)]
+        if len(arr) < k:
+            for i, g in enumerate(gs):
+                if g in over:
+                    rows[i] = [x for v, w, f in self.me_flags(g)
+                               for x in (int(self.cpos[v]), int(self.cpos[w]), f)]
         full = np.concatenate([lab, rows], axis=1)
         if full.shape[1]:
             uniq, inv = unique_rows(full)
@@ -859,79 +1010,77 @@ class _Columns:
             labels, e = row[:V], row[V:]
             edges = tuple((e[i], e[i + 1], e[i + 2]) for i in range(0, 3 * E, 3))
             got.append(int(codes.group_code(sig, labels, edges)))
-        for g, c in zip(gs, inv.tolist(), strict=True):
-            codes.of[g] = got[c]
+        codes.of.update(zip(gs, map(got.__getitem__, inv.tolist()), strict=True))
 
     def _find_templates(self, changed: set[int] | None) -> dict[str, list[str]]:
-        """templates._by_height on group indices."""
+        """templates._by_height on group indices: metanodes bucketed by signature, the
+        buckets in order of depth and then of first member, members in index order."""
         codes = self.codes
         fresh = changed is None
         changed = set() if changed is None else changed
-        metas = [g for g in range(len(self.gnames)) if self.gkind[g] == 0]
-        levels: dict[int, list[int]] = {}
-        for g in metas:
-            levels.setdefault(self.depth[g], []).append(g)
+        gnames = self.gnames
+        self._kid_cache = None  # children may have changed
+        gkind = np.array(self.gkind, np.int64)
+        metas = np.flatnonzero(gkind == 0)
+        sid, sigs = self._signature_ids(metas)
+        depth = np.array(self.depth, np.int64)[metas]
+        _, first, inv = np.unique(sid, return_index=True, return_inverse=True)
+        order = np.lexsort((metas, first[inv.reshape(-1)], depth))
+        ms = metas[order].tolist()
+        bs = sid[order]
+        bounds = np.r_[0, np.flatnonzero(bs[1:] != bs[:-1]) + 1, bs.size].tolist()
+        bs_l = bs.tolist()
         out: dict[str, list[str]] = {}
         ids: dict[int, str] = {}
-        for depth in sorted(levels):
-            buckets: dict[str, list[int]] = {}
-            for g in levels[depth]:
-                buckets.setdefault(self._signature(g), []).append(g)
-            for sig, members in buckets.items():
-                if len(members) == 1:
-                    g = members[0]
-                    if fresh or g in changed or g not in codes.of:
-                        codes.of[g] = codes.code(("unique", self.gnames[g]))
-                        codes.unique.add(g)
-                    continue
+        for a, b in pairwise(bounds):
+            sig = sigs[bs_l[a]]
+            if b - a == 1:
+                g = ms[a]
+                if fresh or g in changed or g not in codes.of:
+                    codes.of[g] = codes.code(("unique", gnames[g]))
+                    codes.unique.add(g)
+                continue
+            members = ms[a:b]
+            if fresh:
+                todo = members
+            else:
                 todo = []
                 for g in members:
-                    if fresh or g in changed or g in codes.unique or g not in codes.of:
-                        if not fresh and g in codes.unique:
+                    if g in changed or g in codes.unique or g not in codes.of:
+                        if g in codes.unique:
                             p = self.gparent[g]
                             while p >= 0:
                                 changed.add(p)
                                 p = self.gparent[p]
                         codes.unique.discard(g)
                         todo.append(g)
-                if todo:
-                    self._bucket_codes(sig, todo)
-                classes: dict[int, list[int]] = {}
-                for g in members:
-                    classes.setdefault(codes.of[g], []).append(g)
-                for k, gs in enumerate(classes.values()):
-                    if len(gs) >= 2:
-                        tid = f"{sig}[{k}]"
-                        out[tid] = [self.gnames[x] for x in gs]
-                        for x in gs:
-                            ids[x] = tid
+            if todo:
+                self._bucket_codes(sig, todo, gkind)
+            classes: dict[int, list[int]] = {}
+            for g, c in zip(members, map(codes.of.__getitem__, members), strict=True):
+                classes.setdefault(c, []).append(g)
+            for k, gs in enumerate(classes.values()):
+                if len(gs) >= 2:
+                    tid = f"{sig}[{k}]"
+                    out[tid] = list(map(gnames.__getitem__, gs))
+                    ids.update(dict.fromkeys(gs, tid))
         self.template_of = ids
         return out
 
     # --- step 6: series of groups -----------------------------------------------------
 
     def _group_series(self) -> set[int] | None:
-        n = self.n_ops
         min_size = self.opts.series_min_size
         existing: set[str] | None = None
         made: list[int] = []
         self._new_parent: list[int] = []
         self._new_cpos: dict[int, int] = {}
         self._new_nonctl: list[bool] = []
-        for g in [x for x in range(len(self.gnames)) if self.gkind[x] == 0]:
-            clusters: dict[str, list[int]] = {}
-            for u in self.kids[g].tolist():
-                if u >= n and self.gkind[u - n] == 0:
-                    tid = self.template_of.get(u - n)
-                    if tid:
-                        clusters.setdefault(tid, []).append(u - n)
-            for members in clusters.values():
-                if len(members) < min_size:
-                    continue
-                for prefix, suffix, run in _long_group_runs(self.gnames, members, min_size):
-                    if existing is None:
-                        existing = self._taken()
-                    made.append(self._make_group_series(g, prefix, suffix, run, existing))
+        for g, members in self._template_clusters(min_size):
+            for prefix, suffix, run in _long_group_runs(self.gnames, members, min_size):
+                if existing is None:
+                    existing = self._taken()
+                made.append(self._make_group_series(g, prefix, suffix, run, existing))
         if not made:
             return None
         self.parent_u = np.r_[self.parent_u, np.array(self._new_parent, np.int64)]
@@ -946,6 +1095,38 @@ class _Columns:
                 changed.add(p)
                 p = self.gparent[p]
         return changed
+
+    def _template_clusters(self, min_size: int) -> list[tuple[int, list[int]]]:
+        """(metanode, its metanode children of one template) for every template that at
+        least ``min_size`` children of a metanode share: metanodes in index order, each
+        one's clusters in order of their first child, children in the view's order."""
+        n = self.n_ops
+        if not self.template_of:
+            return []
+        gkind = np.array(self.gkind, np.int64)
+        gparent = np.array(self.gparent, np.int64)
+        k = len(self.template_of)
+        tg = np.fromiter(self.template_of, np.int64, k)
+        tix: dict[str, int] = {}
+        tt = np.fromiter(map(tix.setdefault, self.template_of.values(), count()), np.int64, k)
+        p = gparent[tg]
+        keep = p >= 0
+        keep[keep] = gkind[p[keep]] == 0
+        tg, tt, p = tg[keep], tt[keep], p[keep]
+        if not tg.size:
+            return []
+        o = np.lexsort((self.cpos[n + tg], p))
+        tg, tt, p = tg[o], tt[o], p[o]
+        _, first, inv, cnt = np.unique(p * k + tt, return_index=True, return_inverse=True,
+                                       return_counts=True)
+        big = np.flatnonzero(cnt >= min_size)
+        if not big.size:
+            return []
+        big = big[np.argsort(first[big])]
+        by_cluster = np.argsort(inv.reshape(-1), kind="stable")
+        cstart = np.r_[0, np.cumsum(cnt)]
+        return [(int(p[first[c]]), tg[by_cluster[cstart[c]:cstart[c + 1]]].tolist())
+                for c in big.tolist()]
 
     def _make_group_series(self, g: int, prefix: str, suffix: str,
                            run: list[tuple[int, int]], existing: set[str]) -> int:
@@ -1039,7 +1220,7 @@ class _Columns:
         gkind = np.array(self.gkind, np.int64)
         parent = self.parent_u
         flag = np.zeros(G, bool)
-        flag[np.array([len(k) >= 15 for k in self.kids], bool)] = True
+        flag |= np.fromiter(map(len, self.kids), np.int64, len(self.kids)) >= 15
         noop = self.strings.get(_NOOP)
         if noop is not None:
             js = np.flatnonzero(self.types == noop)
@@ -1060,16 +1241,37 @@ class _Columns:
         touched[me["v"]] = True
         touched[me["w"]] = True
         sides = np.zeros(n, np.int64)
-        for j, lst in self.embs.items():
-            for f, _ in lst:
-                sides[j] |= 1 << f
+        if self.embs:
+            hosts = np.fromiter(self.embs, np.int64, len(self.embs))
+            per = np.fromiter(map(len, self.embs.values()), np.int64, hosts.size)
+            side = np.fromiter(map(itemgetter(0), chain.from_iterable(self.embs.values())),
+                               np.int64, int(per.sum()))
+            np.bitwise_or.at(sides, np.repeat(hosts, per), np.left_shift(1, side))
         lone = np.flatnonzero(((sides == 1) | (sides == 2)) & ~touched[:n])
         flag[parent[lone]] = True
         for g in self.me_override:
             flag[g] = True
         flag &= gkind == 0
-        for g in np.flatnonzero(flag).tolist():
+        flagged = np.flatnonzero(flag).tolist()
+        self._root_index = self._ops_in_children(flagged)
+        for g in flagged:
             self.panels[g] = self._extract(g)
+
+    def _ops_in_children(self, groups: list[int]) -> dict[str, int]:
+        """{name: op} of the ops that sit in a metanode child of ``groups``, or in a series
+        there: where the root op ``child/(label)`` of such a child is, if it has one (an
+        op's group is the group of its scope, or a series in it)."""
+        n = self.n_ops
+        if not groups:
+            return {}
+        kids = np.concatenate([self.kids[g] for g in groups])
+        holds = np.zeros(len(self.gnames), bool)
+        holds[kids[kids >= n] - n] = True
+        gparent = np.array(self.gparent, np.int64)
+        series = np.array(self.gkind, np.int64) == 1
+        holds[series & (gparent >= 0)] |= holds[gparent[series & (gparent >= 0)]]
+        ops = np.flatnonzero(holds[self.op_parent]).tolist()
+        return dict(zip(map(self.names.__getitem__, ops), ops, strict=True))
 
     def _root_op_is(self, g: int, type_id: int) -> bool:
         name = self.gnames[g]
@@ -1080,7 +1282,7 @@ class _Columns:
     def _op_index(self) -> dict[str, int]:
         idx = getattr(self, "_op_index_cache", None)
         if idx is None:
-            idx = self._op_index_cache = {name: j for j, name in enumerate(self.names)}
+            idx = self._op_index_cache = dict(zip(self.names, range(self.n_ops), strict=True))
         return idx
 
     def _extract(self, g: int) -> dict[str, list[str]]:
@@ -1110,7 +1312,7 @@ class _Columns:
                                              parent=gname)
                 if not self.gkind[k]:
                     root = f"{name}/({name.rsplit('/', 1)[-1]})"
-                    j = self._op_index().get(root)
+                    j = self._root_index.get(root)
                     if j is not None:
                         p = int(self.op_parent[j])
                         tree.nodes[root] = OpNode(root, strings[int(self.types[j])],
@@ -1226,15 +1428,8 @@ class _Events:
         """(universe ids in table order, universe id -> table index (-1: unused))."""
         if not self.uid:
             return np.zeros(0, np.int64), np.full(size, -1, np.int64)
-        pos = np.concatenate(self.pos)
-        sub = np.concatenate(self.sub)
-        uid = np.concatenate(self.uid)
-        seq = uid[np.lexsort((sub, pos))]
-        uniq, first = np.unique(seq, return_index=True)
-        ordered = uniq[np.argsort(first, kind="stable")]
-        remap = np.full(size, -1, np.int64)
-        remap[ordered] = np.arange(ordered.size)
-        return ordered, remap
+        return first_use_order(np.concatenate(self.pos), np.concatenate(self.sub),
+                               np.concatenate(self.uid), size)
 
 
 def _key_runs(pg: np.ndarray, po: np.ndarray, key: np.ndarray, count: np.ndarray | None,
@@ -1325,21 +1520,40 @@ def _gather_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
     return np.repeat(starts - offs, lens) + np.arange(total)
 
 
+def _intern_all(table: dict[Any, int], keys: Iterable[Any]) -> None:
+    """Number the keys not yet in ``table`` on from its size, in order of first
+    occurrence (as ``table.setdefault(k, len(table))`` per key would), in C: each key
+    is checked after the ones before it were added."""
+    table.update(zip(filterfalse(table.__contains__, keys), count(len(table))))
+
+
+def _flat_pairs(lists: list[list[tuple[int, int]]]) -> tuple[np.ndarray, np.ndarray]:
+    """Lists of integer pairs as one (pairs, 2) array, and each list's start in it (one
+    more start than lists: the end)."""
+    lens = np.fromiter(map(len, lists), np.int64, len(lists))
+    starts = np.zeros(len(lists) + 1, np.int64)
+    np.cumsum(lens, out=starts[1:])
+    flat = np.fromiter(chain.from_iterable(chain.from_iterable(lists)), np.int64,
+                       2 * int(starts[-1]))
+    return flat.reshape(-1, 2), starts
+
+
 def _encode(c: _Columns, level: int) -> dict[str, Any]:
     """The page data of the columns: ``page_data._encode``'s output, computed per column
     (see that module's docstring for what each column holds)."""
     n = c.n_ops
     G = len(c.gnames)
     # Breadth-first order of unified ids from the root, children in the view's order.
+    kid_flat, kid_start = c._kid_table()
+    nkids = np.diff(kid_start)
     parts = [np.array([n], np.int64)]
-    frontier = [0]
-    while frontier:
-        got = [c.kids[g] for g in frontier]
-        cat = np.concatenate(got) if got else np.zeros(0, np.int64)
+    frontier = np.zeros(1, np.int64)
+    while frontier.size:
+        cat = kid_flat[_gather_ranges(kid_start[frontier], nkids[frontier])]
         if not cat.size:
             break
         parts.append(cat)
-        frontier = (cat[cat >= n] - n).tolist()
+        frontier = cat[cat >= n] - n
     order = np.concatenate(parts)
     N = order.size
     pos = np.empty(n + G, np.int64)
@@ -1352,14 +1566,14 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
 
     # --- the string universe: our strings, then labels and embedding names ----------
     universe: dict[str, int] = dict(c.strings)
-    intern = universe.setdefault
     # Labels interned in op order (as one setdefault per op would), then looked up in C.
-    for leaf in dict.fromkeys(c.leaves):
-        if leaf not in universe:
-            universe[leaf] = len(universe)
+    _intern_all(universe, c.leaves)
     op_label = np.fromiter(map(universe.__getitem__, c.leaves), np.int64, n)
-    grp_label = np.fromiter((intern(x[x.rfind("/") + 1:], len(universe)) for x in c.gnames),
-                            np.int64, G)
+    # Group labels likewise, in group order.
+    grp_labels = list(map(itemgetter(2), map(str.rpartition, c.gnames, repeat("/"))))
+    _intern_all(universe, grp_labels)
+    grp_label = np.fromiter(map(universe.__getitem__, grp_labels), np.int64, G)
+    del grp_labels
     strings = _Events()
     strings.add(op_pos, 0, op_label)
     strings.add(grp_pos, 0, grp_label)
@@ -1381,28 +1595,30 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     del per_host
     embeds = list(map(itemgetter(1), flat))
     e_names = list(map(attrgetter("name"), embeds))
-    e_parts = list(map(str.rpartition, e_names, repeat("/")))
-    host_scope = list(chain.from_iterable(map(repeat, map(c.scope_of.__getitem__, hosts),
-                                              n_per)))
-    local = [bool(hs) and p[0] == hs for p, hs in zip(e_parts, host_scope, strict=True)]
-    e_shown = [p[2] if loc else x for p, x, loc in zip(e_parts, e_names, local, strict=True)]
+    n_emb = len(flat)
+    # Local: the host's scope is not empty, the name starts with it and has its last "/"
+    # right after it. Then the name is shown from there on (a slice from 0 is the name).
+    scopes = list(map(c.scope_of.__getitem__, hosts))
+    scope_len = np.repeat(np.fromiter(map(len, scopes), np.int64, len(hosts)), n_per)
+    cut = np.fromiter(map(str.rfind, e_names, repeat("/")), np.int64, n_emb)
+    local = np.fromiter(map(str.startswith, e_names,
+                            chain.from_iterable(map(repeat, scopes, n_per))), bool, n_emb)
+    local &= (cut == scope_len) & (scope_len > 0)
+    e_shown: list[str] = list(map(str.__getitem__, e_names, map(
+        slice, np.where(local, cut + 1, 0).tolist(), repeat(None))))
     e_ops = list(map(attrgetter("op"), embeds))
-    for x in chain(dict.fromkeys(e_shown), dict.fromkeys(e_ops)):
-        if x not in universe:
-            universe[x] = len(universe)
+    _intern_all(universe, chain(e_shown, e_ops))
     e_shapes = list(map(tuple, map(attrgetter("shapes"), embeds)))
-    for key in dict.fromkeys(e_shapes):
-        if key not in shape_u:
-            shape_u[key] = len(shape_u)
+    _intern_all(shape_u, e_shapes)
     emb = np.empty((len(flat), 5), np.int64)
     if flat:
         emb[:, 0] = np.repeat(op_pos[np.array(hosts, np.int64)], n_per)
         emb[:, 1] = np.fromiter(map(itemgetter(0), flat), np.int64, len(flat)) | (
-            np.array(local, bool) * 2)
+            local * 2)
         emb[:, 2] = np.fromiter(map(universe.__getitem__, e_shown), np.int64, len(flat))
         emb[:, 3] = np.fromiter(map(universe.__getitem__, e_ops), np.int64, len(flat))
         emb[:, 4] = np.fromiter(map(shape_u.__getitem__, e_shapes), np.int64, len(flat))
-    del flat, embeds, e_names, e_parts, host_scope, local, e_shown, e_ops, e_shapes
+    del flat, embeds, e_names, scopes, scope_len, cut, local, e_shown, e_ops, e_shapes
     if emb.size:
         # Within a host: after its label, type and device (ranks 0-2), name then op.
         k = np.arange(len(emb))
@@ -1416,14 +1632,12 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     if series_rows:
         sr = np.array(series_rows, np.int64)
         strings.add(grp_pos[sr], 1, [c.series_op[g] for g in series_rows])
-    glist = grp_order.tolist()
-    hist, dhist = c.hist, c.dhist
-    nhist = np.fromiter((len(h) for h in hist), np.int64, G)
-    ndev = np.fromiter((len(d) for d in dhist), np.int64, G)
-    hpairs = np.array(list(chain.from_iterable(hist[g] for g in glist)),
-                      np.int64).reshape(-1, 2)
-    dpairs = np.array(list(chain.from_iterable(dhist[g] for g in glist)),
-                      np.int64).reshape(-1, 2)
+    hpairs, hstart = c._hist_pairs()
+    dpairs, dstart = _flat_pairs(c.dhist)
+    nhist = np.diff(hstart)
+    ndev = np.diff(dstart)
+    hpairs = hpairs[_gather_ranges(hstart[grp_order], nhist[grp_order])]
+    dpairs = dpairs[_gather_ranges(dstart[grp_order], ndev[grp_order])]
     hist_key, hv = hpairs[:, 0], hpairs[:, 1]
     dev_key, dv = dpairs[:, 0], dpairs[:, 1]
     if hist_key.size:
@@ -1509,18 +1723,22 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     gk = np.where(gkind == 1, _KIND_SERIES | np.where(nonctl, _VERTICAL, 0), _KIND_META)
     gk[0] = _KIND_META
     kind[grp_pos] = gk
-    nchild[grp_pos] = [len(k) for k in c.kids]
-    for g, t in c.series_op.items():
-        typ[grp_pos[g]] = str_remap[t]
+    nchild[grp_pos] = nkids
+    if c.series_op:
+        sg = np.fromiter(c.series_op, np.int64, len(c.series_op))
+        typ[grp_pos[sg]] = str_remap[np.fromiter(c.series_op.values(), np.int64, sg.size)]
     card[grp_pos] = c.card
     depth[grp_pos] = c.depth
     template_ix = {t: i for i, t in enumerate(c.templates)}
-    for g, tid in c.template_of.items():
-        template[grp_pos[g]] = template_ix.get(tid, -1)
+    if c.template_of:
+        tg = np.fromiter(c.template_of, np.int64, len(c.template_of))
+        template[grp_pos[tg]] = np.fromiter(
+            map(template_ix.get, c.template_of.values(), repeat(-1)), np.int64, tg.size)
     nme_col[grp_pos] = nme
     nhist_col[grp_pos] = nhist
     ndev_col[grp_pos] = ndev
-    devices = sorted({universe_list[d] for d in np.unique(c.devices[has_dev]).tolist()})
+    devices = sorted({universe_list[d] for d in
+                      np.flatnonzero(np.bincount(c.devices[has_dev])).tolist()})
     xla = [[int(op_pos[j]), x] for j, x in sorted(c.xla.items(), key=lambda t: int(op_pos[t[0]]))]
     panels = []
     for g in sorted(c.panels, key=lambda g: int(grp_pos[g])):
@@ -1587,29 +1805,35 @@ def _rank_in_runs(p: np.ndarray) -> np.ndarray:
 def _names_table(c: _Columns, grp_order: np.ndarray, grp_pos: np.ndarray,
                  out: list[list[Any]]) -> None:
     """The nodes whose full name is not "base/label" (base: the name of the nearest
-    ancestor that is not a series). Only groups can be such nodes here: an op's name is
-    its scope group's name, "/", its label (names starting with "/" are declined), and
-    op series sit in that group, so an op's base is always that group."""
-    base_name: dict[int, str] = {}
-    rows = []
-    for g in grp_order.tolist():
-        p = c.gparent[g]
-        if p < 0:
-            continue
-        base = base_name.get(p)
-        if base is None:
-            base = base_name[p] = _base_of(c, p)
-        name = c.gnames[g]
-        lab = name[name.rfind("/") + 1:]
-        want = lab if not base else base + "/" + lab
-        if want != name:
-            rows.append([int(grp_pos[g]), name])
-    rows.sort(key=lambda r: r[0])
-    out.extend(rows)
-
-
-def _base_of(c: _Columns, g: int) -> str:
-    # Members of a series are named in the series' scope (its parent's name).
-    while g > 0 and c.gkind[g] == 1:
-        g = c.gparent[g]
-    return c.gnames[g]
+    ancestor that is not a series; "label" alone when the base is the root's empty name),
+    in page order. Only groups can be such nodes here: an op's name is its scope group's
+    name, "/", its label (names starting with "/" are declined), and op series sit in
+    that group, so an op's base is always that group. Likewise a scope group whose parent
+    is a scope group is named "parent/label" (the hierarchy makes a scope's parent from
+    its name): only series and the members of series need their names checked."""
+    gparent = np.array(c.gparent, np.int64)
+    gkind = np.array(c.gkind, np.int64)
+    series = gkind == 1
+    check = np.flatnonzero(series | (series[gparent] & (gparent >= 0)))
+    if not check.size:
+        return
+    # Each checked group's base group: its parent, or the parent's nearest ancestor that
+    # is not a series (members of a series are named in the series' scope).
+    base = gparent[check]
+    up = np.flatnonzero((base > 0) & series[base])
+    while up.size:
+        base[up] = gparent[base[up]]
+        up = up[(base[up] > 0) & series[np.maximum(base[up], 0)]]
+    page = np.argsort(grp_pos[check], kind="stable")
+    gs, base = check[page].tolist(), base[page].tolist()
+    names = list(map(c.gnames.__getitem__, gs))
+    bases = list(map(c.gnames.__getitem__, base))
+    parts = list(map(str.rpartition, names, repeat("/")))
+    # name == base + "/" + label (label alone under an empty base): the head before the
+    # last "/" is the base, and there is a "/" exactly when the base is not empty.
+    bad = np.fromiter(map(str.__ne__, map(itemgetter(0), parts), bases), bool, len(gs))
+    has_sep = np.fromiter(map(len, map(itemgetter(1), parts)), np.int64, len(gs)) > 0
+    no_base = np.fromiter(map(len, bases), np.int64, len(gs)) == 0
+    bad |= has_sep == no_base
+    for i in np.flatnonzero(bad).tolist():
+        out.append([int(grp_pos[gs[i]]), names[i]])

@@ -3,12 +3,13 @@
 The page (``assets/viewer.js``) must open graphs of a million nodes, so the view is not one
 JSON object per node (about 500 bytes per op) but columns: integer arrays indexed by node,
 by base edge, by metaedge and by embedding, and tables of the distinct strings, shape
-lists and attribute dicts they point into. The columns are packed into one binary blob
-with the tables' JSON, compressed with zlib (the browser's ``DecompressionStream
-("deflate")`` reads it) and base64-encoded. The page decodes the blob once and makes
+lists and attribute dicts they point into. The columns are packed into binary blobs
+(the tree with the tables' JSON; the other columns in chunks of rows; the edges and
+histograms), each compressed with zlib (the browser's ``DecompressionStream
+("deflate")`` reads it) and base64-encoded. The page decodes each once and makes
 objects only for the nodes of the groups that are open.
 
-The returned dict (format ``summarylib.graph.page``, version 2)::
+The returned dict (format ``summarylib.graph.page``, version 3)::
 
     {"format", "version", "options", "stats": {"ops", "edges", "groups"},
      "nodes": N, "devices": [sorted devices of ops], "has_time": bool,
@@ -16,6 +17,9 @@ The returned dict (format ``summarylib.graph.page``, version 2)::
      "tables_bytes": n, "later_bytes": n, "strings_first": n,
      "columns": {name: [dtype, byte offset, length, blob]},
      "blob": base64(zlib(tables JSON, padding, columns of blob 0)),
+     "chunk_rows": R, "chunk_columns": {name: [dtype, "node" | "me"]},
+     "chunk_index": [[me_lo, me_hi, start, length], ...],
+     "chunks": the chunks' base64(zlib(columns, each padded)), one after the other,
      "later": base64(zlib({"text": the rest of the strings} JSON, padding, columns of blob 1)),
      "head": {"rows", "dtypes", "columns", "strings", "shapes", "attrs", "names",
               "panels", "series", "xla"} or None,
@@ -40,19 +44,29 @@ every size fits int32), ``me_shapes``. Per histogram entry: ``hist_key`` (string
 names), ``e_slot``, ``e_flags`` (bit 0 control, bit 1 ref). Per embedding: ``emb_host``,
 ``emb_flags`` (bit 0 an out embedding, bit 1 the name is relative to the host's parent
 scope), ``emb_name``, ``emb_op``, ``emb_shapes``. ``time`` (float64, NaN for none) when
-any op has a compute time. Each integer column is stored in the narrowest type that holds
-its values (``uint8``, ``int8``, ``uint16``, ``int16`` or ``int32``). The columns of base
-edges, embeddings and histogram entries are in the second blob, ``later``, which the page
-inflates after the first. The string table (the distinct strings) holds first the
-``strings_first`` strings that the first blob's columns use (labels, op types, devices),
-then the others (embedded constants' names, histogram keys), each part numbered by first
-use in node order; it is one JSON string per blob, ``text`` in the first blob's tables
-and in the second blob's (its JSON comes first, ``later_bytes`` long), cut by the column
-``str_len`` (each entry's length in UTF-16 code units, JavaScript's), so that the page
-parses one string, not hundreds of thousands, and the first blob carries no more of them
-than it uses. The other tables: ``shapes`` (lists of shapes), ``attrs``
-(dicts), ``names`` ([[node, full name]]), ``extra``, ``panels`` ([[node, in names, out
-names]]), ``series`` ([[node, ids]]), ``xla`` ([[node, cluster]]).
+any op has a compute time. Each integer column is stored in the narrowest type that
+holds its values (``uint8``, ``int8``, ``uint16``, ``int16`` or ``int32``). The first
+blob holds the tree: ``kind``, ``nchild``, ``label`` and ``nme`` of every node (what
+finds a node by name, and searches) and ``str_len``, after the tables. The other
+per-node columns (``type`` to ``template``, ``time``) and the metaedge columns are in
+chunks: chunk ``k`` holds the node rows ``k * chunk_rows`` up to ``(k + 1) *
+chunk_rows`` (``chunk_rows`` is ``CHUNK_ROWS``) and the metaedge rows ``me_lo:me_hi`` of
+those nodes, compressed on its own, its columns in ``chunk_columns``' order, each
+aligned to 8 bytes, its base64 text ``chunks[start:start + length]``; so the page
+inflates first the chunks that a click waits for (the rows of the group, of its children
+and of the groups above it). The columns of base edges, embeddings and histogram entries
+(and ``nhist``, ``ndev``) are in the second blob, ``later``, which the page inflates
+after the chunks. The string table (the distinct strings) holds first the
+``strings_first`` strings that the first blob's and the chunks' columns use (labels, op
+types, devices), then the others (embedded constants' names, histogram keys), each part
+numbered by first use in node order; it is one JSON string per blob, ``text`` in the
+first blob's tables and in the second blob's (its JSON comes first, ``later_bytes``
+long), cut by the column ``str_len`` (each entry's length in UTF-16 code units,
+JavaScript's), so that the page parses one string, not hundreds of thousands, and the
+first blob carries no more of them than it uses. The other tables: ``shapes`` (lists of
+shapes), ``attrs`` (dicts), ``names`` ([[node, full name]]), ``extra``, ``panels``
+([[node, in names, out names]]), ``series`` ([[node, ids]]), ``xla`` ([[node,
+cluster]]).
 
 ``head`` is what drawing the top level needs, in plain JSON, so that the page draws it
 before it has read, inflated or parsed the blobs: the first ``rows`` rows (the root and
@@ -95,7 +109,7 @@ from summarylib.graph.view.model import GraphView, GroupNode, OpNode
 __all__ = ["FORMAT", "VERSION", "encode_columns", "view_to_page_data"]
 
 FORMAT = "summarylib.graph.page"
-VERSION = 2
+VERSION = 3
 
 _KIND_OP, _KIND_META, _KIND_SERIES, _VERTICAL = 0, 1, 2, 4
 
@@ -113,8 +127,14 @@ _HEAD_NODE = ("kind", "nchild", "label", "type", "device", "attrs", "shapes", "c
 _HEAD_EDGE = ("me_v", "me_w", "me_reg", "me_ctl", "me_ref", "me_size", "me_shapes")
 #: The columns of the second blob ("later").
 _LATER = frozenset({"e_src", "e_dst", "e_slot", "e_flags", "emb_host", "emb_flags",
-                    "emb_name", "emb_op", "emb_shapes", "hist_key", "hist_val", "dev_key",
-                    "dev_val"})
+                    "emb_name", "emb_op", "emb_shapes", "nhist", "hist_key", "hist_val",
+                    "ndev", "dev_key", "dev_val"})
+#: The columns of the first blob: the tree (names and search need these only) and the
+#: string table's lengths. The other columns come in chunks of rows.
+_SKELETON = frozenset({"kind", "nchild", "label", "nme", "str_len"})
+#: Node rows per chunk (and the metaedges of those nodes): a click on a group waits for
+#: the chunks holding the group, its children and the groups above it only.
+CHUNK_ROWS = 16_384
 
 
 def _narrow(arr: np.ndarray) -> np.ndarray:
@@ -404,8 +424,8 @@ def encode_columns(columns: list[tuple[str, np.ndarray]], tables: dict[str, Any]
 def _pack(columns: dict[str, np.ndarray], tables: dict[str, Any], level: int
           ) -> dict[str, Any]:
     """The columns and tables as the page reads them: ``tables_bytes``, ``columns`` (the
-    directory), ``blob``, ``later``, ``head``, ``near_index`` and ``near`` (see the
-    module docstring)."""
+    directory), ``blob``, ``chunk_rows``, ``chunk_columns``, ``chunk_index``, ``chunks``,
+    ``later``, ``head``, ``near_index`` and ``near`` (see the module docstring)."""
     # The strings that the first blob's columns use first (the rest, embedded constants'
     # names and histogram keys, go in the second blob), as one text and their lengths (a
     # column): the page parses one JSON string, not one per entry, and slices the
@@ -418,25 +438,70 @@ def _pack(columns: dict[str, np.ndarray], tables: dict[str, Any], level: int
     # ASCII JSON: lone surrogates and every non-ASCII character stay \u escapes.
     tables_bytes = _ascii_json(blob_tables)
     later_bytes = _ascii_json({"text": "".join(strings[first:])})
-    # Two blobs: what opening groups needs, and the rest (edges, embeddings and
-    # histograms: for edges into open groups, cards and colours), which the page
-    # inflates after the first.
     narrowed = {cname: _narrow(arr) for cname, arr in columns.items()}
     narrowed["str_len"] = _narrow(lengths)
-    directory, (blob, later) = _blobs(narrowed, [tables_bytes, later_bytes],
-                                      lambda cname: 1 if cname in _LATER else 0, level)
+    # The first blob is the tree (what finds a node by name, and searches), the string
+    # table and the tables; the rest of what opening groups needs comes in chunks of
+    # CHUNK_ROWS rows, each inflated on its own, so that the page inflates first the
+    # chunks that a click waits for; the second blob has the edges, embeddings and
+    # histograms (for edges into open groups, cards and colours).
+    skeleton = {c: a for c, a in narrowed.items() if c in _SKELETON}
+    later = {c: a for c, a in narrowed.items() if c in _LATER}
+    chunked = {c: a for c, a in narrowed.items() if c not in _SKELETON and c not in _LATER}
+    directory, (blob, later_blob) = _blobs({**skeleton, **later}, [tables_bytes, later_bytes],
+                                           lambda cname: 1 if cname in _LATER else 0, level)
+    chunk_columns, chunk_index, chunks = _chunks(chunked, narrowed["nme"], level)
     near_index, near = _near(narrowed, tables, level)
     return {
         "tables_bytes": len(tables_bytes),
         "later_bytes": len(later_bytes),
         "strings_first": first,
         "columns": directory,
+        "chunk_rows": CHUNK_ROWS,
+        "chunk_columns": chunk_columns,
+        "chunk_index": chunk_index,
         "head": _head(narrowed, tables),
         "near_index": near_index,
         "near": near,
         "blob": blob,
-        "later": later,
+        "chunks": chunks,
+        "later": later_blob,
     }
+
+
+def _chunks(columns: dict[str, np.ndarray], nme: np.ndarray, level: int
+            ) -> tuple[dict[str, list[str]], list[list[int]], str]:
+    """The chunked columns: their directory ``{name: [dtype, "node" | "me"]}`` (in packing
+    order), the index ``[[me_lo, me_hi, start, length]]`` (chunk ``k`` holds node rows
+    ``k * CHUNK_ROWS`` up to the next chunk's and the metaedge rows ``me_lo:me_hi`` of
+    those nodes, its base64 text ``start:start + length`` of the chunks' text) and that
+    text: each chunk zlib-compressed and base64-encoded on its own, one after the other."""
+    me_off = np.concatenate([[0], np.cumsum(nme, dtype=np.int64)])
+    n = int(nme.size)
+    directory = {c: [a.dtype.name, "me" if c.startswith("me_") else "node"]
+                 for c, a in columns.items()}
+    index: list[list[int]] = []
+    texts: list[str] = []
+    at = 0
+    for lo in range(0, n, CHUNK_ROWS):
+        hi = min(n, lo + CHUNK_ROWS)
+        me_lo, me_hi = int(me_off[lo]), int(me_off[hi])
+        parts: list[bytes] = []
+        size = 0
+        for cname, arr in columns.items():
+            part = arr[me_lo:me_hi] if directory[cname][1] == "me" else arr[lo:hi]
+            pad = -size % 8  # (typed arrays need aligned offsets)
+            if pad:
+                parts.append(b"\0" * pad)
+                size += pad
+            data = part.tobytes()
+            parts.append(data)
+            size += len(data)
+        text = base64.b64encode(zlib.compress(b"".join(parts), level)).decode("ascii")
+        index.append([me_lo, me_hi, at, len(text)])
+        texts.append(text)
+        at += len(text)
+    return directory, index, "".join(texts)
 
 
 #: The columns holding string indices: of the first blob, and of the second.

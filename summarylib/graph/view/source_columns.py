@@ -11,24 +11,27 @@ dropped), flattened into one list with per-node offsets.
 An IR graph is read field by field over all nodes (one list per field, the inputs
 flattened, only the inputs with a ``:`` or ``^`` parsed one by one, the collapse a
 comparison of neighbours), and its display records are made once per distinct (attribute
-value identities, output shapes and dtypes). A node with a field of the wrong type, or
+names and values, output shapes and dtypes), the nodes grouped by numpy over codes of
+those fields (``equal_runs``). A node with a field of the wrong type, or
 attributes or outputs that are not a mapping and ``TensorSpec`` objects, sends the whole
 graph through the record-per-node reader, which raises ``build_view``'s error for it. A
-serialized GraphDef is read from its wire format, one record per node (its attr map's
-text made once per distinct attr-map bytes).
+serialized GraphDef is read from its wire format into the same columns (its attr map's
+text made once per distinct attr-map bytes, the inputs parsed and collapsed as an IR
+graph's are).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import chain, compress, repeat
+from itertools import chain, compress, count
 from operator import attrgetter, eq, itemgetter
 from typing import Any
 
 import numpy as np
 
 from summarylib.graph.elements import DType, TensorSpec
+from summarylib.graph.view.equal_runs import group_runs
 from summarylib.graph.view.model import Shape
 from summarylib.graph.view.normalize import (
     _AttrMemo,
@@ -85,7 +88,9 @@ def read_source(source: Any) -> SourceColumns:
     if isinstance(source, Graph):
         got = _ir_columns(source.nodes)
         return got if got is not None else _raw_columns(_ir_raws(source))
-    return _raw_columns(_raws(source))
+    if source.HasField("library"):
+        return _raw_columns(_source_nodes(source))
+    return _wire_columns(source.SerializeToString())
 
 
 def _take(values: list[Any], idx: np.ndarray) -> list[Any]:
@@ -102,6 +107,62 @@ _FIELDS = attrgetter("name", "op", "device", "inputs", "control_inputs", "attrs"
 
 def _all_str(values: list[Any]) -> bool:
     return not values or set(map(type, values)) == {str}
+
+
+def _codes(values: list[Any]) -> np.ndarray:
+    """Per value, the index of the first value equal to it (one dict lookup each)."""
+    seen: dict[Any, int] = {}
+    return np.fromiter(map(seen.setdefault, values, count()), np.int64, len(values))
+
+
+def _attr_value_codes(values: list[Any]) -> np.ndarray:
+    """Per attribute value, a code: equal where ``_by_value_key`` is. That key is made
+    once per distinct object (ids sorted with numpy): a graph's values mostly repeat as
+    shared objects, and hashing some of them by value runs Python code."""
+    first, inv = np.unique(np.fromiter(map(id, values), np.int64, len(values)),
+                           return_index=True, return_inverse=True)[1:]
+    seen: dict[Any, int] = {}
+    codes = np.fromiter(map(seen.setdefault, map(_by_value_key, map(
+        values.__getitem__, first.tolist())), count()), np.int64, first.size)
+    return codes[inv.reshape(-1)]
+
+
+def _by_value_key(v: Any) -> tuple[type | None, Any]:
+    """A value's record key: by value (with its type: 1 and True differ) where its text
+    is a function of its value, else by identity (floats: 0.0 and -0.0 are equal but
+    shown differently; lists; arrays). The graph keeps every value alive."""
+    return (type(v), v) if type(v) in _BY_VALUE else (None, id(v))
+
+
+_SHAPE, _DTYPE = attrgetter("shape"), attrgetter("dtype")
+
+
+def _record_groups(attrs: list[Any], outputs: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes grouped by what their display record depends on: the attribute names, the
+    attribute values (by value where the text is a function of the value, with its type,
+    else by identity), the output shapes and dtypes, all in order. Returns (each node's
+    group, numbered in order of first occurrence; the first node of each group).
+    TypeError or AttributeError for attributes that are not a dict or outputs that are
+    not TensorSpecs.
+
+    Each field is coded over all nodes at once (a dict lookup per attribute name, shape
+    and dtype, an attribute value's key once per distinct object), and nodes are grouped
+    by those codes with numpy (``equal_runs``)."""
+    n = len(attrs)
+    n_attr = np.fromiter(map(len, attrs), np.int64, n)
+    m = int(n_attr.sum())
+    names = list(chain.from_iterable(attrs))
+    values = list(chain.from_iterable(map(dict.values, attrs)))
+    if len(names) != m or len(values) != m:
+        raise TypeError("attrs: not a dict")
+    n_out = np.fromiter(map(len, outputs), np.int64, n)
+    flat = list(chain.from_iterable(outputs))
+    if len(flat) != int(n_out.sum()):
+        raise TypeError("outputs: not a list")
+    runs = [(n_attr, [_codes(names), _attr_value_codes(values)]),
+            (n_out, [_codes(list(map(_SHAPE, flat))), _codes(list(map(_DTYPE, flat)))])]
+    del names, values, flat
+    return group_runs(runs)
 
 
 def _ir_columns(nodes: list[Any]) -> SourceColumns | None:
@@ -121,44 +182,38 @@ def _ir_columns(nodes: list[Any]) -> SourceColumns | None:
         n_data = np.fromiter(map(len, data), np.int64, n)
         n_ctl = np.fromiter(map(len, ctl), np.int64, n)
         flat_d = list(chain.from_iterable(data))
-        flat_c = list(chain.from_iterable(ctl))
+        # Few nodes have control inputs: only their lists are visited again.
+        flat_c = list(chain.from_iterable(_take(ctl, np.flatnonzero(n_ctl))))
         del data, ctl
-        # Display records depend on the attribute values and the outputs' shapes and
-        # dtypes only. Values are keyed by identity (the graph keeps them alive), so
-        # equal values of different types (1, True, 1.0) never share a record.
-        values = list(map(tuple, map(map, repeat(id, n), map(dict.values, attrs))))
-        shape_of, dtype_of = attrgetter("shape"), attrgetter("dtype")
-        keys = list(zip(map(tuple, attrs), values,
-                        map(tuple, map(map, repeat(shape_of, n), outputs)),
-                        map(tuple, map(map, repeat(dtype_of, n), outputs)), strict=True))
-        key_ids: dict[Any, int] = {}
-        rec_l = [key_ids.setdefault(k, len(key_ids)) for k in keys]
+        # Display records depend on the attributes and the outputs' shapes and dtypes.
+        rec, firsts = _record_groups(attrs, outputs)
         # Which inputs need parsing; a non-string input raises TypeError here.
         parse_d = [i for i, s in enumerate(flat_d) if ":" in s or s[:1] == "^"]
         parse_c = [i for i, s in enumerate(flat_c) if ":" in s]
-    except (TypeError, AttributeError):
+    except (TypeError, AttributeError, OverflowError):
         return None  # not lists of strings, a mapping and TensorSpecs
     if (parse_d or parse_c) and not (_all_str(flat_d) and _all_str(flat_c)):
         return None  # a str subclass, or bytes: the per-node reader takes those
-    del values
-    # Distinct keys by value where a value's text is its value's (not for floats: 0.0
-    # and -0.0 are equal), with its type (1, True): one record per such key.
-    firsts = np.unique(np.array(rec_l, np.int64), return_index=True)[1]
-    by_value: dict[Any, int] = {}
-    rec_of_key = np.empty(firsts.size, np.int64)
+    # One record per group, made from its first node.
     shape_cache: dict[Any, Shape] = {}
     records: list[Record] = []
-    for k, j in enumerate(firsts.tolist()):
-        a = attrs[j]
-        vkey = (tuple([(key, type(v), v) if type(v) in _BY_VALUE else (key, None, id(v))
-                       for key, v in a.items()]), keys[j][2], keys[j][3])
-        r = by_value.get(vkey)
-        if r is None:
-            r = by_value[vkey] = len(records)
-            raw = ir_node(j, nodes[j], shape_cache)
-            records.append((raw.attrs, raw.shapes, raw.xla))
-        rec_of_key[k] = r
-    del keys
+    for j in firsts.tolist():
+        raw = ir_node(j, nodes[j], shape_cache)
+        records.append((raw.attrs, raw.shapes, raw.xla))
+    in_start, pname, slot, control = _input_columns(n_data, n_ctl, flat_d, flat_c,
+                                                    parse_d, parse_c)
+    return SourceColumns(names, ops, devices, rec, records, in_start, pname, slot, control)
+
+
+def _input_columns(n_data: np.ndarray, n_ctl: np.ndarray, flat_d: list[str],
+                   flat_c: list[str], parse_d: list[int], parse_c: list[int]
+                   ) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
+    """The collapsed inputs of every node as (in_start, in_name, in_slot, in_ctl) (see
+    :class:`SourceColumns`): node ``j``'s ``n_data[j]`` data inputs (in ``flat_d``, node
+    after node), then its ``n_ctl[j]`` control inputs (``flat_c``, names without ``^``);
+    ``parse_d`` and ``parse_c`` index the inputs that need parsing (a ``:``, or a data
+    input starting with ``^``)."""
+    n = n_data.size
     # Data inputs, then control inputs ("^" + name), parsed where they need it.
     m_d, m_c = len(flat_d), len(flat_c)
     pname = flat_d + flat_c
@@ -169,10 +224,12 @@ def _ir_columns(nodes: list[Any]) -> SourceColumns | None:
         pname[i], slot[i], control[i], _ = parse_input(flat_d[i])
     for i in parse_c:
         pname[m_d + i], slot[m_d + i], control[m_d + i], _ = parse_input("^" + flat_c[i])
-    node = np.concatenate([np.repeat(np.arange(n), n_data), np.repeat(np.arange(n), n_ctl)])
-    order = np.argsort(node, kind="stable")
-    pname = _take(pname, order)
-    node, slot, control = node[order], slot[order], control[order]
+    node = np.repeat(np.arange(n), n_data)
+    if m_c:  # each node's control inputs after its data inputs
+        node = np.concatenate([node, np.repeat(np.arange(n), n_ctl)])
+        order = np.argsort(node, kind="stable")
+        pname = _take(pname, order)
+        node, slot, control = node[order], slot[order], control[order]
     # The collapse: an input naming the same node as the node's previous input goes.
     if node.size > 1:
         same = np.fromiter(map(eq, pname[1:], pname[:-1]), bool, node.size - 1)
@@ -182,8 +239,7 @@ def _ir_columns(nodes: list[Any]) -> SourceColumns | None:
             node, slot, control = node[keep], slot[keep], control[keep]
     in_start = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(node, minlength=n), out=in_start[1:])
-    return SourceColumns(names, ops, devices, rec_of_key[np.array(rec_l, np.int64)], records,
-                         in_start, pname, slot, control)
+    return in_start, pname, slot, control
 
 
 def _raw_columns(raws: Iterable[_Raw]) -> SourceColumns:
@@ -221,20 +277,6 @@ def _raw_columns(raws: Iterable[_Raw]) -> SourceColumns:
                          in_name, np.array(in_slot, np.int64), np.array(in_ctl, bool))
 
 
-def _raws(source: Any) -> Any:
-    """normalize._source_nodes, with the records of nodes whose attributes and outputs
-    repeat made once: IR nodes keyed by their attrs and output specs (values of types
-    whose equality is identity of display text only), GraphDef nodes by the bytes of
-    their attr map."""
-    from summarylib.graph.ir import Graph
-
-    if isinstance(source, Graph):
-        return _ir_raws(source)
-    if source.HasField("library"):
-        return _source_nodes(source)
-    return _wire_raws(source.SerializeToString())
-
-
 def _varint(b: bytes, i: int) -> tuple[int, int]:
     x = b[i]
     i += 1
@@ -265,42 +307,69 @@ def _skip(b: bytes, i: int, wire: int) -> int:
     raise ValueError(f"build_view: a NodeDef has a field of wire type {wire}")
 
 
-def _wire_raws(data: bytes) -> Any:
-    """The NodeDefs of a serialized GraphDef (without a function library) as records,
-    read from the wire format: name, op, inputs and device decoded here, the attr map's
-    records made once per distinct attr-map bytes (through a parsed NodeDef holding only
-    the attr map, so the text is ``_AttrMemo``'s)."""
+def _wire_columns(data: bytes) -> SourceColumns:
+    """The columns of a serialized GraphDef (without a function library), read from the
+    wire format: name, op, inputs and device decoded here (keys and lengths under 128
+    read inline), one display record per distinct attr-map bytes (made through a parsed
+    NodeDef holding only the attr map, so the text is ``_AttrMemo``'s), the inputs
+    parsed and collapsed over all nodes at once."""
     from summarylib.proto import node_def_pb2
 
     memo = _AttrMemo()
-    by_bytes: dict[bytes, tuple[dict[str, str], list[Shape], str | None]] = {}
     node_def = node_def_pb2.NodeDef
+    by_bytes: dict[bytes, int] = {}
+    records: list[Record] = []
+    no_attrs = -1
+    names: list[str] = []
+    ops: list[str] = []
+    devices: list[str] = []
+    rec_l: list[int] = []
+    counts: list[int] = []
+    flat: list[str] = []
+    add_input = flat.append
     end = len(data)
     i = 0
     while i < end:
-        key, i = _varint(data, i)
-        field, wire = key >> 3, key & 7
-        if field != 1 or wire != 2:
-            i = _skip(data, i, wire)
+        key = data[i]
+        i += 1
+        if key > 127:
+            key, i = _varint(data, i - 1)
+        if key != 10:  # not field 1 (node), length-delimited
+            i = _skip(data, i, key & 7)
             continue
-        size, i = _varint(data, i)
+        size = data[i]
+        i += 1
+        if size > 127:
+            size, i = _varint(data, i - 1)
         j, stop = i, i + size
         i = stop
         name = op = device = ""
-        inputs: list[str] = []
-        attr_at: list[tuple[int, int]] = []
+        before = len(flat)
+        # The attr map's entries: [a0, a1) when they lie together (they do as written).
+        a0 = a1 = -1
+        parts: list[bytes] = []
         while j < stop:
             at = j
-            key, j = _varint(data, j)
-            field, wire = key >> 3, key & 7
-            if wire != 2 or field > 5:
-                j = _skip(data, j, wire)
+            key = data[j]
+            j += 1
+            if key > 127:
+                key, j = _varint(data, j - 1)
+            if key & 7 != 2:
+                j = _skip(data, j, key & 7)
                 continue
-            n, j = _varint(data, j)
-            if field == 5:
-                attr_at.append((at, j + n))
-            elif field == 3:
-                inputs.append(data[j:j + n].decode("utf-8"))
+            n = data[j]
+            j += 1
+            if n > 127:
+                n, j = _varint(data, j - 1)
+            field = key >> 3
+            if field == 3:
+                add_input(data[j:j + n].decode("utf-8"))
+            elif field == 5:
+                if at != a1:
+                    if a0 >= 0:
+                        parts.append(data[a0:a1])
+                    a0 = at
+                a1 = j + n
             elif field == 1:
                 name = data[j:j + n].decode("utf-8")
             elif field == 2:
@@ -308,22 +377,33 @@ def _wire_raws(data: bytes) -> Any:
             elif field == 4:
                 device = data[j:j + n].decode("utf-8")
             j += n
-        if attr_at:
-            raw_attrs = b"".join([data[a:b] for a, b in attr_at])
-            hit = by_bytes.get(raw_attrs)
-            if hit is None:
-                nd = node_def()
-                nd.ParseFromString(raw_attrs)
-                r = memo.node(nd)
-                hit = (r.attrs, r.shapes, r.xla)
-                if len(raw_attrs) < 4096:  # not every constant's tensor content
-                    by_bytes[raw_attrs] = hit
-        else:
-            hit = _NO_ATTRS
-        yield _Raw(name, op, _collapse(inputs), device, hit[0], hit[1], hit[2])
-
-
-_NO_ATTRS: tuple[dict[str, str], list[Shape], str | None] = ({}, [], None)
+        names.append(name)
+        ops.append(op)
+        devices.append(device)
+        counts.append(len(flat) - before)
+        if a0 < 0:
+            if no_attrs < 0:
+                no_attrs = len(records)
+                records.append(({}, [], None))
+            rec_l.append(no_attrs)
+            continue
+        raw_attrs = b"".join([*parts, data[a0:a1]]) if parts else data[a0:a1]
+        r = by_bytes.get(raw_attrs)
+        if r is None:
+            nd = node_def()
+            nd.ParseFromString(raw_attrs)
+            got = memo.node(nd)
+            r = len(records)
+            records.append((got.attrs, got.shapes, got.xla))
+            if len(raw_attrs) < 4096:  # not every constant's tensor content
+                by_bytes[raw_attrs] = r
+        rec_l.append(r)
+    parse = [k for k, s in enumerate(flat) if ":" in s or s[:1] == "^"]
+    n_nodes = len(names)
+    in_start, pname, slot, control = _input_columns(
+        np.array(counts, np.int64), np.zeros(n_nodes, np.int64), flat, [], parse, [])
+    return SourceColumns(names, ops, devices, np.array(rec_l, np.int64), records, in_start,
+                         pname, slot, control)
 
 
 def _ir_raws(graph: Any) -> Any:

@@ -2,13 +2,15 @@
  *
  * Data: {title, colour, graph: page_data.view_to_page_data(...) but its blobs,
  * constants} (an optional layout: {group: {w, h, nodes, panel, edges, chunks}} is used as
- * given); the blobs (base64) in the blocks "graph-near", "graph-blob" and "graph-later"
- * after the scripts, so that the browser parses them after the first drawing. The top
- * level is drawn from the data's head (its rows of the columns, plain JSON) as this
- * script runs; the near part (the first levels of the tree), then the columns are
- * inflated once (DecompressionStream, in a worker made from a Blob URL of this script's
- * inflating functions), each as soon as its block is parsed; groups of the first levels
- * open from the near part before the rest is here. Nodes become objects only when they are
+ * given); the blobs (base64) in the blocks "graph-near", "graph-blob", "graph-chunks" and
+ * "graph-later" after the scripts, so that the browser parses them after the first
+ * drawing. The top level is drawn from the data's head (its rows of the columns, plain
+ * JSON) as this script runs; the near part (the first levels of the tree), the tree (the
+ * first blob), the chunks of the other columns and the edges are inflated once
+ * (DecompressionStream; all but the near part in a worker made from a Blob URL of this
+ * script's inflating functions, started as it runs), each as soon as its block is
+ * parsed; groups of the first levels open from the near part before the rest is here,
+ * and a click on a deeper one waits for the chunks it needs, which go first. Nodes become objects only when they are
  * shown or asked for by name. A group of more than RANGE children is drawn as
  * ranges of RANGE children, groups of the page only. A group is laid out when it is
  * first opened, by layout.js (the port of layout.layout_group): in the page up to
@@ -29,14 +31,15 @@
  * "__proto__").
  *
  * window.summarylibViewer (for tests and notebooks): timing {scriptStart, head (the head
- * decoded; null without one), near (the near part decoded; null without one or when the
- * first blob came first), rendered (the top level drawn), inflated (the first blob),
- * parsed (decoded), later (the second blob decoded), frame (a frame after both)} in ms
- * since navigation start; expand(name), collapse(name), reveal(name) (until the node's
- * row, and for expand and collapse its children's rows and metaedges, are decoded: the
- * head's or the near part's, else the first blob's, these three wait for them, in the
- * order asked; until the first blob is decoded, layoutOf but the root's, nodeInfo and
- * nodeData answer null), zoomTo(name), setColour(mode), expanded() -> [names], boxes() ->
+ * decoded; null without one), near (the near part decoded; null without one), rendered
+ * (the top level drawn), inflated (the first blob), tree (decoded: names, search), parsed
+ * (every chunk decoded), later (the second blob decoded), frame (a frame after both)} in
+ * ms since navigation start; expand(name), collapse(name), reveal(name) (until the node's
+ * row, and for expand and collapse its children's rows and metaedges, for reveal those of
+ * the groups above it, are decoded: the head's or the near part's, else the chunks', these
+ * three wait for them, in the order asked, and the chunks they wait for are inflated
+ * first; until every chunk is decoded, layoutOf but the root's, nodeInfo and nodeData
+ * answer null), zoomTo(name), setColour(mode), expanded() -> [names], boxes() ->
  * [[name, [x, y, w, h]], ...] (centre-based, layout pixels, the root as ""), pending(),
  * layoutOf(name) (a group's layout in layout_to_json's form, made now if needed; a big
  * group's of its ranges, as layout.layout_view's), nodeData(name) (view_to_json's record
@@ -53,7 +56,7 @@
   const SVGNS = "http://www.w3.org/2000/svg";
   const data = JSON.parse(document.getElementById("graph-data").textContent);
   let T_PARSED = performance.now();
-  const timing = { scriptStart: T0, head: null, parsed: T_PARSED, near: null, inflated: null,
+  const timing = { scriptStart: T0, head: null, parsed: T_PARSED, near: null, inflated: null, tree: null,
     rendered: null, later: null, frame: null };
   const K = data.constants;
   const GD = data.graph; // page_data.view_to_page_data: a header and the compressed columns
@@ -96,29 +99,70 @@
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
     return new Response(stream).arrayBuffer();
   }
+  function treeArrays(nchild, kind, nme) {
+    // Parents, first children and name bases of the nodes of these rows, and where each
+    // one's metaedges start. Also the inflating worker's code (for the first blob).
+    const rows = nchild.length, parent = new Int32Array(rows), first = new Int32Array(rows);
+    const base = new Int32Array(rows), meOff = new Int32Array(rows + 1);
+    if (rows) parent[0] = -1;
+    let next = 1;
+    for (let i = 0; i < rows; i++) {
+      const k = nchild[i];
+      first[i] = next;
+      // Members of a series are named in the series' scope (its own base).
+      const b = (kind[i] & 3) === 2 ? base[i] : i;
+      for (let j = next, e = Math.min(next + k, rows); j < e; j++) { parent[j] = i; base[j] = b; }
+      next += k;
+      meOff[i + 1] = meOff[i] + nme[i];
+    }
+    return { parent, first, base, meOff };
+  }
   function inflaterMain() {
-    // The inflating worker: {id, b64} -> {id, buf} (transferred) or {id, error}.
+    // The inflating worker: {id, b64, tree?} -> {id, buf, tree?} (transferred) or {id,
+    // error}; tree: [typed array name, byte offset, length] of the columns nchild, kind
+    // and nme in the bytes, whose treeArrays it sends too (off the page's thread).
     self.onmessage = (ev) => {
-      inflateText(ev.data.b64).then((buf) => self.postMessage({ id: ev.data.id, buf: buf }, [buf]),
-        (e) => self.postMessage({ id: ev.data.id, error: String(e) }));
+      const m = ev.data;
+      inflateText(m.b64).then((buf) => {
+        const out = { id: m.id, buf: buf }, moved = [buf];
+        if (m.tree) {
+          const [nchild, kind, nme] = m.tree.map(([type, off, len]) => new self[type](buf, off, len));
+          out.tree = treeArrays(nchild, kind, nme);
+          for (const k of Object.keys(out.tree)) moved.push(out.tree[k].buffer);
+        }
+        self.postMessage(out, moved);
+      }, (e) => self.postMessage({ id: m.id, error: String(e) }));
     };
   }
-  // The blobs are inflated in a worker (a Blob URL of the two functions above), so that
+  // The blobs are inflated in a worker (a Blob URL of the functions above), so that
   // the page can be panned and zoomed meanwhile; here when no worker can start (the
   // bytes are the same either way).
   let inflater = null, inflateSeq = 0;
   const INFLATING = new Map(); // request id -> [b64, resolve, reject]
-  function inflateAside(b64) {
+  let TREE = null; // the worker's treeArrays of the first blob
+  function inflateAside(b64, tree) {
+    startInflater();
+    if (!inflater) return inflateText(b64);
+    return new Promise((done, failed) => {
+      const id = ++inflateSeq;
+      INFLATING.set(id, [b64, done, failed]);
+      inflater.postMessage({ id: id, b64: b64, tree: tree });
+    });
+  }
+  function startInflater() {
+    // (Started as the script runs: a worker takes a while to start while the page is
+    // parsed, and the first blob should not wait for it.)
     if (inflater === null) {
       inflater = false;
       try {
-        const code = "\"use strict\";\nconst inflateText = " + inflateText.toString() + ";\n(" +
-          inflaterMain.toString() + ")();\n";
+        const code = "\"use strict\";\nconst inflateText = " + inflateText.toString() +
+          ";\nconst treeArrays = " + treeArrays.toString() + ";\n(" + inflaterMain.toString() + ")();\n";
         inflater = new Worker(URL.createObjectURL(new Blob([code], { type: "text/javascript" })));
         inflater.onmessage = (ev) => {
           const m = ev.data, w = INFLATING.get(m.id);
           if (!w) return;
           INFLATING.delete(m.id);
+          if (m.tree) TREE = m.tree;
           if (m.error === undefined) w[1](m.buf); else w[2](new Error(m.error));
         };
         inflater.onerror = (ev) => {
@@ -133,17 +177,10 @@
         inflater = false; // no workers: inflate here
       }
     }
-    if (!inflater) return inflateText(b64);
-    return new Promise((done, failed) => {
-      const id = ++inflateSeq;
-      INFLATING.set(id, [b64, done, failed]);
-      inflater.postMessage({ id: id, b64: b64 });
-    });
   }
-  async function inflate(key, here) {
-    // Blob ``key`` of the data: base64, zlib (page_data.py), in its own block after the
-    // scripts (html_export.py), read once the parser has gone past it; in the page when
-    // ``here`` (a small one: a worker takes a while to start while the page is parsed).
+  function blockText(key) {
+    // Block ``key`` of the data: base64 (page_data.py), in its own block after the
+    // scripts (html_export.py), read once the parser has gone past it.
     let b64 = GD[key];
     GD[key] = null;
     if (typeof b64 !== "string") {
@@ -151,7 +188,14 @@
       b64 = block.textContent;
       block.remove();
     }
-    return here ? inflateText(b64) : inflateAside(b64);
+    return b64;
+  }
+  async function inflate(key, here, tree) {
+    // Blob ``key`` of the data (zlib), inflated in the page when ``here`` (a small one:
+    // a worker takes a while to start while the page is parsed), else in the worker
+    // (which makes the tree's arrays too when asked: ``tree``, for inflateAside).
+    const b64 = blockText(key);
+    return here ? inflateText(b64) : inflateAside(b64, tree);
   }
   function columns(buf, part) {
     for (const k of Object.keys(GD.columns)) {
@@ -168,29 +212,22 @@
     const rest = stringTable(JSON.parse(new TextDecoder().decode(new Uint8Array(b, 0, GD.later_bytes))).text,
       C.str_len.subarray(first));
     STR = (k) => (k < first ? STR0(k) : rest(k - first));
+    HIST_OFF = offsets(C.nhist);
+    DEV_OFF = offsets(C.ndev);
     EMB_OFF = new Int32Array(N + 1);
     const host = C.emb_host;
     for (let e = 0; e < host.length; e++) EMB_OFF[host[e] + 1]++;
     for (let i = 0; i < N; i++) EMB_OFF[i + 1] += EMB_OFF[i];
     LATER_READY = true;
   }
-  function tree(rows) {
-    // Parents, first children and name bases of the first ``rows`` nodes.
-    PARENT_IX = new Int32Array(rows);
-    FIRST = new Int32Array(rows);
-    BASE = new Int32Array(rows);
-    PARENT_IX[0] = -1;
-    let next = 1;
-    const nchild = C.nchild, kind = C.kind; // (hoisted: C is a dictionary of columns)
-    for (let i = 0; i < rows; i++) {
-      const k = nchild[i];
-      FIRST[i] = next;
-      // Members of a series are named in the series' scope (its own base).
-      const base = (kind[i] & 3) === 2 ? BASE[i] : i;
-      for (let j = next, e = Math.min(next + k, rows); j < e; j++) { PARENT_IX[j] = i; BASE[j] = base; }
-      next += k;
-    }
-    ME_OFF = offsets(C.nme);
+  function tree(made) {
+    // Parents, first children and name bases of the rows of the node columns (``made``
+    // by the worker, else here), and the tables keyed by node.
+    const t = made || treeArrays(C.nchild, C.kind, C.nme);
+    PARENT_IX = t.parent;
+    FIRST = t.first;
+    BASE = t.base;
+    ME_OFF = t.meOff;
     NAME_EXC = new Map(TB.names);
     EXC_IX = new Map(TB.names.map(([i, nm]) => [nm, i]));
     EXTRA = new Set(TB.extra);
@@ -205,7 +242,11 @@
   // the groups of the first levels open, before the blobs are read; decode() then swaps
   // in the whole columns (FULL). ROWS: the rows of the node columns here; OPEN: the
   // first OPEN nodes have their children and metaedges here (so groups among them open).
-  let FULL = false, ROWS = 0, OPEN = 0;
+  // SKEL: the first blob is decoded (every node's kind, children, label and metaedge
+  // count: names and search need no more), with the other columns whole but filled only
+  // for the rows of the chunks decoded (HAVE[k]; page_data.py's chunks) and the rows
+  // the near part or head had; a click asks for the chunks it waits for first (want()).
+  let FULL = false, ROWS = 0, OPEN = 0, SKEL = false, HAVE = null;
   function stringTable(text, lengths) {
     // page_data's strings: one text, cut at the lengths (UTF-16 code units) of its entries.
     const off = offsets(lengths), str = (k) => text.slice(off[k], off[k + 1]);
@@ -220,7 +261,7 @@
     TB = { shapes: sparse(tb.shapes), attrs: sparse(tb.attrs), names: tb.names, extra: [],
       panels: tb.panels, series: tb.series, xla: tb.xla };
     N = GD.nodes;
-    tree(rows);
+    tree(null);
     ROWS = rows;
     OPEN = open;
   }
@@ -231,7 +272,7 @@
   }
   async function decodeNear(blob) {
     const buf = await blob, ix = GD.near_index;
-    if (FULL) return false; // (the first blob came first)
+    if (SKEL) return false; // (the first blob came first)
     const tb = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 0, ix.tables_bytes)));
     const cols = {};
     for (const k of Object.keys(ix.columns)) {
@@ -242,18 +283,95 @@
     return true;
   }
   async function decode(blob) {
+    // The first blob: the tree and the tables. The chunked columns are made whole here,
+    // with the rows the near part (or the head) had; decodeChunk fills in the others.
     const buf = await blob;
     timing.inflated = performance.now();
-    TB = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 0, GD.tables_bytes)));
+    const tb = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 0, GD.tables_bytes)));
+    // (A frame may come between: a click answered from the near part is drawn.)
+    await new Promise((done) => setTimeout(done, 0));
+    TB = tb;
+    const part = C;
     C = {};
     columns(buf, 0);
+    N = GD.nodes;
+    const ix = GD.chunk_index, edges = ix.length ? ix[ix.length - 1][1] : 0;
+    for (const k of Object.keys(GD.chunk_columns)) {
+      const [dtype, what] = GD.chunk_columns[k];
+      C[k] = new ARRAYS[dtype](what === "me" ? edges : N);
+      if (k === "time") C[k].fill(NaN);
+      if (part && part[k]) C[k].set(part[k]);
+    }
     // The strings of the first blob; the others come with the second (decodeLater).
     STR = STR0 = stringTable(TB.text, C.str_len.subarray(0, GD.strings_first));
     TB.text = null;
-    N = GD.nodes;
-    tree(N);
-    HIST_OFF = offsets(C.nhist);
-    DEV_OFF = offsets(C.ndev);
+    tree(TREE && TREE.first.length === N ? TREE : null);
+    TREE = null;
+    HAVE = new Uint8Array(ix.length);
+    SKEL = true;
+  }
+  function decodeChunk(k, buf) {
+    // Chunk k (page_data.py): node rows k * chunk_rows on and their metaedges, the
+    // columns one after the other, each aligned to 8 bytes.
+    const R = GD.chunk_rows, [meLo, meHi] = GD.chunk_index[k], lo = k * R, hi = Math.min(N, lo + R);
+    let off = 0;
+    for (const name of Object.keys(GD.chunk_columns)) {
+      const [dtype, what] = GD.chunk_columns[name], A = ARRAYS[dtype];
+      off += (8 - (off % 8)) % 8;
+      const n = what === "me" ? meHi - meLo : hi - lo;
+      C[name].set(new A(buf, off, n), what === "me" ? meLo : lo);
+      off += n * A.BYTES_PER_ELEMENT;
+    }
+    HAVE[k] = 1;
+  }
+  // The chunks: inflated in the worker, one or two at a time (so that one a click asks
+  // for jumps the queue), in row order otherwise.
+  let CHUNK_TEXT = null, CHUNK_QUEUE = [], CHUNKS_LEFT = 0, CHUNKS_FLYING = 0, CHUNKS_DONE = null;
+  function readChunks(text) {
+    CHUNK_TEXT = text;
+    CHUNK_QUEUE = GD.chunk_index.map((_, k) => k);
+    CHUNKS_LEFT = CHUNK_QUEUE.length;
+    return new Promise((done, failed) => {
+      CHUNKS_DONE = [done, failed];
+      if (!CHUNKS_LEFT) done();
+      runWaiting(); // (what waits asks for its chunks: they go first)
+      pumpChunks();
+    });
+  }
+  function pumpChunks() {
+    while (CHUNK_TEXT !== null && CHUNKS_FLYING < 2 && CHUNK_QUEUE.length) {
+      const k = CHUNK_QUEUE.shift(), [, , start, length] = GD.chunk_index[k];
+      CHUNKS_FLYING++;
+      inflateAside(CHUNK_TEXT.slice(start, start + length)).then((buf) => {
+        CHUNKS_FLYING--;
+        decodeChunk(k, buf);
+        if (--CHUNKS_LEFT === 0) { CHUNK_TEXT = null; CHUNKS_DONE[0](); return; }
+        runWaiting();
+        pumpChunks();
+      }, (e) => {
+        // (The page says it could not read its graph; the other chunks are still read.)
+        CHUNKS_FLYING--;
+        CHUNKS_DONE[1](e);
+        pumpChunks();
+      });
+    }
+  }
+  function want(k) {
+    // Chunk k is waited for: it is inflated next.
+    const at = CHUNK_QUEUE.indexOf(k);
+    if (at > 0) { CHUNK_QUEUE.splice(at, 1); CHUNK_QUEUE.unshift(k); }
+  }
+  function rowsHere(lo, hi) {
+    // Rows [lo, hi) of every column but the second blob's are here (asking for the
+    // chunks that hold those not here).
+    if (FULL || hi <= ROWS) return true;
+    if (!SKEL) return false;
+    const R = GD.chunk_rows;
+    let ok = true;
+    for (let k = Math.floor(Math.max(lo, ROWS) / R); k * R < hi; k++) if (!HAVE[k]) { want(k); ok = false; }
+    return ok;
+  }
+  function finishChunks() {
     FULL = true;
     ROWS = OPEN = N;
   }
@@ -286,7 +404,7 @@
         const nm = nameOf(j);
         if (nm === name) return j;
         const kd = kindOf(j);
-        if (j < OPEN && (kd === 2 || (kd === 1 && name.startsWith(nm + "/")))) stack.push(j);
+        if ((SKEL || j < OPEN) && (kd === 2 || (kd === 1 && name.startsWith(nm + "/")))) stack.push(j);
       }
     }
     return -1;
@@ -302,10 +420,10 @@
       // Names that do not extend their group's (page_data's "names") and what is below.
       for (const [nm, i] of EXC_IX) {
         if (nm === name) { k = i; break; }
-        if (kindOf(i) && i < OPEN && name.startsWith(nm + "/") && (k = descend(name, i)) >= 0) break;
+        if (kindOf(i) && (SKEL || i < OPEN) && name.startsWith(nm + "/") && (k = descend(name, i)) >= 0) break;
       }
     }
-    if (k < 0 && !FULL) return -1; // (perhaps in the rest of the graph)
+    if (k < 0 && !SKEL) return -1; // (perhaps in the rest of the graph)
     if (k < 0) {
       if (!ALL_IX) {
         ALL_IX = new Map();
@@ -1422,6 +1540,14 @@
     }
     draw();
   }
+  function goTo(name, select) {
+    // Opens the groups down to the node and shows its card (once they are here).
+    whenHere(() => revealable(name), () => {
+      reveal(name);
+      showCard(NODE.get(name));
+      if (select) for (const cb of SELECT_HANDLERS) cb(name);
+    });
+  }
   function reveal(name) {
     if (!NODE.has(name)) return;
     const ancestors = [];
@@ -1437,25 +1563,42 @@
     draw();
   }
   // Before the whole graph is read (the top level is drawn from the head, the first
-  // levels of the tree come in the near part), an action waits until what it needs is
-  // here: a node's row, and for a group its children's rows and its metaedges. The
-  // actions run in the order they were asked: one that waits holds back those after it.
-  // A search waits for the whole graph, on its own (WAITING_FULL).
+  // levels of the tree come in the near part, the tree in the first blob, the rest in
+  // chunks), an action waits until what it needs is here: a node's row, and for a group
+  // its children's rows and its metaedges (the chunks holding them are inflated first).
+  // The actions run in the order they were asked: one that waits holds back those after
+  // it. A search waits for the tree (the first blob), on its own (WAITING_FULL).
   const QUEUED = [], WAITING_FULL = [];
   function canOpen(k) {
-    // Node k's children and metaedges are here (true for an op: it has none).
+    // Node k's row, and its children's rows and its metaedges, are here (asking for the
+    // chunks that hold those that are not).
     if (FULL) return true;
-    if (k >= N) return VIRT[k - N].g < OPEN;
-    return k < OPEN || (k < ROWS && kindOf(k) === 0);
+    if (k >= N) return canOpen(VIRT[k - N].g);
+    if (k < OPEN) return true;
+    if (!SKEL) return k < ROWS && kindOf(k) === 0;
+    if (kindOf(k) === 0) return rowsHere(k, k + 1);
+    // A group's metaedges are in the chunk of its own row (the near part's groups aside).
+    const c = Math.floor(k / GD.chunk_rows), mine = HAVE[c] === 1;
+    if (!mine) want(c);
+    return rowsHere(FIRST[k], FIRST[k] + C.nchild[k]) && mine;
   }
   function here(name) { const k = indexOf(name); return k >= 0 && canOpen(k); }
+  function revealable(name) {
+    // The node's row and what opening every group above it needs are here.
+    const k = indexOf(name);
+    if (k < 0) return false;
+    let ok = k >= N || rowsHere(k, k + 1);
+    for (let p = k >= N ? VIRT[k - N].g : PARENT_IX[k]; p >= 0; p = PARENT_IX[p]) ok = canOpen(p) && ok;
+    return ok;
+  }
   function whenHere(ready, fn) {
     if (!QUEUED.length && (FULL || ready())) fn(); else QUEUED.push([ready, fn]);
   }
-  function whenFull(fn) { if (FULL) fn(); else WAITING_FULL.push(fn); }
+  // (A search needs the tree only: the first blob.)
+  function whenTree(fn) { if (SKEL) fn(); else WAITING_FULL.push(fn); }
   function runWaiting() {
     while (QUEUED.length && (FULL || QUEUED[0][0]())) QUEUED.shift()[1]();
-    if (FULL) for (const fn of WAITING_FULL.splice(0)) fn();
+    if (SKEL) for (const fn of WAITING_FULL.splice(0)) fn();
   }
   svg.addEventListener("click", (ev) => {
     if (drag && drag.moved) return;
@@ -1579,7 +1722,7 @@
     return out;
   }
   function runSearch() {
-    if (!FULL) { whenFull(runSearch); return; }
+    if (!SKEL) { whenTree(runSearch); return; }
     const q = search.value.trim().toLowerCase();
     results.replaceChildren();
     if (!q) { results.classList.remove("open"); return; }
@@ -1599,7 +1742,7 @@
   search.addEventListener("keydown", (ev) => {
     if (ev.key === "Enter") {
       runSearch();
-      whenFull(() => {
+      whenTree(() => {
         const first = results.querySelector("button");
         if (first) pick(first.getAttribute("data-target"));
       });
@@ -1607,9 +1750,7 @@
   });
   function pick(name) {
     results.classList.remove("open");
-    reveal(name);
-    showCard(NODE.get(name));
-    for (const cb of SELECT_HANDLERS) cb(name);
+    goTo(name, true);
   }
   results.addEventListener("click", (ev) => {
     const b = ev.target.closest("button");
@@ -1713,11 +1854,7 @@
   card.addEventListener("click", (ev) => {
     if (ev.target.classList.contains("close")) { card.classList.remove("open"); return; }
     const a = ev.target.closest(".link");
-    if (a) {
-      const nm = a.getAttribute("data-target");
-      reveal(nm);
-      showCard(NODE.get(nm));
-    }
+    if (a) goTo(a.getAttribute("data-target"), false);
   });
   document.addEventListener("keydown", (ev) => {
     if (ev.key === "Escape") { card.classList.remove("open"); results.classList.remove("open"); }
@@ -1743,7 +1880,7 @@
     },
     collapse(name) { whenHere(() => here(name), () => { if (name && expanded.has(name)) toggle(name); }); },
     // (The node's row is here: so are its ancestors' children and metaedges.)
-    reveal(name) { whenHere(() => indexOf(name) >= 0, () => reveal(name)); },
+    reveal(name) { whenHere(() => revealable(name), () => reveal(name)); },
     zoomTo(name) { zoomTo(name); },
     setColour(mode) { colourSelect.value = mode; colourMode = mode; render(); },
     expanded() { return Array.from(expanded); },
@@ -1841,13 +1978,15 @@
     });
   }
   function readBlobs() {
-    // The second blob is inflated (in the worker) while the first is decoded here.
-    const blob = whenParsed("blob").then(() => inflate("blob"));
-    const later = blob.then(() => whenParsed("later")).then(() => inflate("later"));
-    later.catch(() => {}); // (reported when it is decoded)
+    startInflater();
+    // The near part is inflated in the page; then, in the worker, the first blob (the
+    // tree), the chunks (those a click waits for first) and the second blob. (The first
+    // blob after the near part: on two busy cores it would hold back the near part, and
+    // the clicks that it answers.)
+    let near = Promise.resolve();
     if (GD.near_index) {
       // (In the page: a worker takes a while to start while the page is being parsed.)
-      decodeNear(whenParsed("near").then(() => inflate("near", true))).then((used) => {
+      near = decodeNear(whenParsed("near").then(() => inflate("near", true))).then((used) => {
         if (!used) return;
         api.timing.near = performance.now();
         if (!drawn) firstDraw();
@@ -1856,11 +1995,23 @@
     } else {
       whenParsed("near").then(() => { const b = document.getElementById("graph-near"); if (b) b.remove(); });
     }
+    const tree = ["nchild", "kind", "nme"].map((k) => {
+      const [dtype, off, len] = GD.columns[k];
+      return [ARRAYS[dtype].name, off, len];
+    });
+    const blob = near.then(() => whenParsed("blob")).then(() => inflate("blob", false, tree));
     decode(blob).then(() => {
-      api.timing.parsed = T_PARSED = performance.now();
-      if (!drawn) firstDraw();
+      api.timing.tree = performance.now();
+      const chunks = whenParsed("chunks").then(() => readChunks(blockText("chunks")));
       runWaiting();
-      LATER = decodeLater(later);
+      // (Without a head or near part: once the top level's chunks are here, first.)
+      if (!drawn) { if (canOpen(0)) firstDraw(); else QUEUED.unshift([() => canOpen(0), firstDraw]); }
+      return chunks;
+    }).then(() => {
+      finishChunks();
+      api.timing.parsed = T_PARSED = performance.now();
+      runWaiting();
+      LATER = decodeLater(whenParsed("later").then(() => inflate("later")));
       Promise.all([drawn, LATER]).then(() => {
         if (scene) { scene = compose(); draw(); }
         api.timing.later = performance.now();
