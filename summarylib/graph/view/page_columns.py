@@ -13,11 +13,11 @@ first occurrences in breadth-first order. The source is read once, into columns
 (``source_columns``): a serialized GraphDef from its wire format, an IR graph field by
 field over all nodes; inputs are resolved to op ids by one ``dict.get`` mapped over all
 of them, and only those naming an embedded node or no op are looked at one by one.
-Names are split into scope and leaf, and series leaves into stem and number, by C string
-methods mapped over all names. Python loops remain per input that names an embedded node,
-per member of a series candidate (its key), per embedding, and otherwise only where the
-work is per *distinct* thing (scopes, op types, shapes, template codes of the groups that
-share a signature, the few groups that can have a side panel).
+Names are split into scope and leaf by C string methods mapped over all names, and
+series leaves into stem and number by one scan of their UTF-8 bytes. Python loops remain
+per input that names an embedded node, per leaf with a digit inside, per embedding, and
+otherwise only where the work is per *distinct* thing (scopes, op types, shapes, template
+codes of the groups that share a signature, the few groups that can have a side panel).
 
 It applies every rule of the object pipeline (``normalize``, ``hierarchy``, ``series``,
 ``templates``, ``extraction``) for the graphs it accepts; for the rest
@@ -433,26 +433,29 @@ class _Columns:
         ix = np.fromiter(map(scope_ix.setdefault, self.scope_of, count()), np.int64, n)
         # setdefault hands back the first index of each scope: that op made its group.
         distinct = np.flatnonzero(ix == np.arange(n))
-        made_by = dict(zip(scope_ix, distinct.tolist(), strict=True))
-        scope_group = np.empty(n, np.int64)
-        for scope, j in made_by.items():
-            k = gid.get(scope)
+        made: list[int] = []  # each distinct scope's group
+        add_made, get = made.append, gid.get
+        for scope, j in zip(scope_ix, distinct.tolist(), strict=True):
+            k = get(scope)
             if k is None:
-                missing = []
+                missing = [scope]
+                scope = scope.rpartition("/")[0]
                 while scope not in gid:
                     missing.append(scope)
-                    cut = scope.rfind("/")
-                    scope = scope[:cut] if cut >= 0 else ""
+                    scope = scope.rpartition("/")[0]
                 above = gid[scope]
                 for s in reversed(missing):
-                    k = gid[s] = len(gnames)
+                    gid[s] = len(gnames)
                     gnames.append(s)
                     gparent.append(above)
                     glevel.append(glevel[above] + 1)
                     gmade.append(j)
-                    above = k
-                k = above
-            scope_group[j] = k
+                    above = len(gnames) - 1
+                add_made(above)
+            else:
+                add_made(k)
+        scope_group = np.empty(n, np.int64)
+        scope_group[distinct] = made
         op_parent = scope_group[ix]
         self.gnames = gnames
         self.gparent = gparent
@@ -486,39 +489,55 @@ class _Columns:
         self.card = list(card.tolist())
         self.depth = list(depth.tolist())
         self.hist = self._histogram(pg, po, self.types[po], G)
-        dev = self.devices[po]
-        has = dev >= 0
-        self.dhist = self._histogram(pg[has], po[has], dev[has], G)
+        # Devices are few: most (group, op) rows collapse into one per (group, device).
+        self.dhist = self._subtree_histogram(self.devices, g_parent, G)
+
+    def _subtree_histogram(self, key: np.ndarray, g_parent: np.ndarray, G: int,
+                           ) -> list[list[tuple[int, int]]]:
+        """``_histogram`` of every group over the ops under it with a key (>= 0): the
+        ops counted per (op's group, key) first, then those rows for every group above:
+        fewer rows than one per (group, op under it) where keys repeat within groups."""
+        has = np.flatnonzero(key >= 0)
+        if not has.size:
+            return [[] for _ in range(G)]
+        rg, rk, rc, rf = _key_runs(self.op_parent[has], has, key[has], None)
+        up_g, up_k, up_c, up_f = [rg], [rk], [rc], [rf]
+        cur = g_parent[rg]
+        while (keep := cur >= 0).any():
+            rk, rc, rf, cur = rk[keep], rc[keep], rf[keep], cur[keep]
+            up_g.append(cur)
+            up_k.append(rk)
+            up_c.append(rc)
+            up_f.append(rf)
+            cur = g_parent[cur]
+        return self._histogram(np.concatenate(up_g), np.concatenate(up_f),
+                               np.concatenate(up_k), G, np.concatenate(up_c))
 
     @staticmethod
     def _histogram(pg: np.ndarray, po: np.ndarray, key: np.ndarray, G: int,
-                   ) -> list[list[tuple[int, int]]]:
+                   count: np.ndarray | None = None) -> list[list[tuple[int, int]]]:
         """Per group, (key, count) in order of the key's first op: a dict filled op by
-        op, as ``add_nodes`` does."""
-        out: list[list[tuple[int, int]]] = [[] for _ in range(G)]
+        op, as ``add_nodes`` does. Rows (group ``pg``, op ``po``, ``key``), each counting
+        1 or ``count`` (then ``po`` is the first op the row stands for)."""
         if not pg.size:
-            return out
-        width = int(key.max()) + 1
-        combo = pg * width + key
-        order = np.lexsort((po, combo))
-        c = combo[order]
-        start = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
-        counts = np.diff(np.r_[start, c.size])
-        first_op = po[order][start]
-        grp = c[start] // width
-        keys = c[start] % width
-        o2 = np.lexsort((first_op, grp))
-        for g, k, v in zip(grp[o2].tolist(), keys[o2].tolist(), counts[o2].tolist(),
-                           strict=True):
-            out[g].append((k, v))
-        return out
+            return [[] for _ in range(G)]
+        grp, keys, counts, first_op = _key_runs(pg, po, key, count)
+        n = int(po.max()) + 1
+        o2 = np.argsort(grp * n + first_op)  # distinct: an op has one key
+        pairs = list(zip(keys[o2].tolist(), counts[o2].tolist(), strict=True))
+        # grp[o2] ascends: each group's pairs are one slice of them.
+        ends = np.cumsum(np.bincount(grp, minlength=G)).tolist()
+        return list(map(pairs.__getitem__, map(slice, [0, *ends[:-1]], ends)))
 
     def _taken(self) -> set[str]:
-        """The names of every op and group (series names are added as they are made)."""
+        """The names of the ops and groups that a series name could equal: those holding
+        a "[", as every series name does (series names are added as they are made)."""
         taken = getattr(self, "_taken_cache", None)
         if taken is None:
-            taken = self._taken_cache = set(self.names)
-            taken.update(self.gnames)
+            taken = self._taken_cache = set[str]()
+            for names in (self.names, self.gnames):
+                at = np.fromiter(map(str.find, names, repeat("[")), np.int64, len(names))
+                taken.update(_take(names, np.flatnonzero(at >= 0)))
         return taken
 
     def _new_group(self, name: str, parent: int, kind: int) -> int:
@@ -540,59 +559,55 @@ class _Columns:
         empty = self.strings.get("")
         cand = np.ones(n, bool) if empty is None else self.types != empty
         js = np.flatnonzero(cand)
+        if not js.size:
+            return
         names = self.names
-        prefixes: dict[tuple[str, str], int] = {}
-        pre_l, ids_l = _series_keys(self.leaves if js.size == n else _take(self.leaves, js),
-                                    prefixes)
-        pre = np.array(pre_l, np.int64)
-        ids = np.array(ids_l, object if ids_l and max(ids_l) >= 1 << 62 else np.int64)
-        if ids.dtype == object:
-            raise _Declined  # a numeric suffix too long for int64
+        pre, ids, prefix_of = _series_keys(
+            self.leaves if js.size == n else _take(self.leaves, js))
         parent = self.op_parent[js]
         typ = self.types[js]
-        # Members sorted by (group, type, prefix, id), stable in op order.
-        order = np.lexsort((js, ids, pre, typ, parent))
-        keys = np.stack([parent[order], typ[order], pre[order]], axis=1)
-        same = np.ones(order.size, bool)
-        if order.size:
-            same[1:] = (keys[1:] != keys[:-1]).any(axis=1)
-        run = _split_runs(np.cumsum(same), ids[order])
-        if not run.size:
-            return
+        T = int(typ.max()) + 1
+        P = int(pre.max()) + 1
+        gt = parent * T + typ
+        gtp = gt * P + pre
+        # Members sorted by (group, type, prefix, id), stable in op order (js ascends).
+        order = np.lexsort((ids, gtp))
+        kk = gtp[order]
+        run = _split_runs(kk, ids[order])
         sizes = np.bincount(run)
         long_runs = np.flatnonzero(sizes >= min_size)
         if not long_runs.size:
             return
         starts = np.r_[0, np.cumsum(sizes)[:-1]]
         # Creation order within a group: op type by its first op, then (prefix,
-        # suffix) by its first op, then ascending id: first ops of each cluster.
-        # js ascends, so a key's first index is its first op.
-        T = int(typ.max()) + 1
-        P = int(pre.max()) + 1
-        gt = parent * T + typ
-        u_gt, f_gt = np.unique(gt, return_index=True)
-        first_type = dict(zip(u_gt.tolist(), js[f_gt].tolist(), strict=True))
-        gtp = gt * P + pre
-        u_gtp, f_gtp = np.unique(gtp, return_index=True)
-        first_pre = dict(zip(u_gtp.tolist(), js[f_gtp].tolist(), strict=True))
-        prefix_of = {v: k for k, v in prefixes.items()}
-        made = []
-        for r in long_runs.tolist():
-            s0 = int(starts[r])
-            members = order[s0:s0 + int(sizes[r])]
-            g, t, p = (int(parent[members[0]]), int(typ[members[0]]), int(pre[members[0]]))
-            made.append((g, first_type[g * T + t], first_pre[(g * T + t) * P + p],
-                         int(ids[members[0]]), t, p, members))
-        made.sort(key=lambda m: m[:4])
+        # suffix) by its first op, then ascending id: the first ops of the clusters
+        # (sorted runs of one (group, type) and of one (group, type, prefix)).
+        js_o = js[order]
+        new_gtp = np.ones(kk.size, bool)
+        new_gtp[1:] = kk[1:] != kk[:-1]
+        gt_o = kk // P
+        new_gt = np.ones(kk.size, bool)
+        new_gt[1:] = gt_o[1:] != gt_o[:-1]
+        first_pre = np.minimum.reduceat(js_o, np.flatnonzero(new_gtp))
+        first_type = np.minimum.reduceat(js_o, np.flatnonzero(new_gt))
+        s0 = starts[long_runs]
+        r_fp = first_pre[np.cumsum(new_gtp)[s0] - 1]
+        r_ft = first_type[np.cumsum(new_gt)[s0] - 1]
+        r_g, r_t, r_p = parent[order[s0]], typ[order[s0]], pre[order[s0]]
+        r_id = ids[order[s0]]
+        made = np.lexsort((r_id, r_fp, r_ft, r_g))
+        ends = (s0 + sizes[long_runs])
         existing = self._taken()
         member_j: list[np.ndarray] = []
         member_k: list[int] = []
-        for g, _, _, _, t, p, members in made:
-            js_m = js[members]
+        for g, t, p, a, b in zip(r_g[made].tolist(), r_t[made].tolist(),
+                                 r_p[made].tolist(), s0[made].tolist(),
+                                 ends[made].tolist(), strict=True):
+            js_m = js_o[a:b]
             first = names[int(js_m[0])]
             scope = first[:first.rfind("/")] if "/" in first else ""
             prefix, suffix = prefix_of[p]
-            idl = ids[members].tolist()
+            idl = ids[order[a:b]].tolist()
             name = series_name(scope, prefix, suffix, idl[0], idl[-1])
             if name in existing:
                 raise _Declined
@@ -646,22 +661,16 @@ class _Columns:
         order = np.lexsort((sub, key, parent))
         order = order[parent[order] >= 0]  # not the root
         p = parent[order]
-        counts = np.bincount(p, minlength=G)
-        splits = np.cumsum(counts)[:-1]
-        self.kids: list[np.ndarray] = np.split(order, splits)
+        ends = np.cumsum(np.bincount(p, minlength=G)).tolist()
+        # Views into one array (np.split makes the same views, slower).
+        self.kids: list[np.ndarray] = list(map(order.__getitem__,
+                                               map(slice, [0, *ends[:-1]], ends)))
         self.parent_u = parent  # group index of each unified id's parent (-1: root)
         #: Each unified id's position among its parent's children.
         self.cpos = np.zeros(n + G, np.int64)
         self.cpos[order] = _rank_in_runs(p)
 
     # --- step 4: metaedges ------------------------------------------------------------
-
-    def _ancestors(self, g: int) -> tuple[int, ...]:
-        path = []
-        while g >= 0:
-            path.append(g)
-            g = self.gparent[g]
-        return tuple(reversed(path))
 
     def _metaedges(self) -> None:
         n = self.n_ops
@@ -676,29 +685,13 @@ class _Columns:
             G = len(self.gnames)
             pair = ps[diff] * G + pd[diff]
             upairs, inv = np.unique(pair, return_inverse=True)
-            lg = np.empty(upairs.size, np.int64)
-            lv = np.empty(upairs.size, np.int64)
-            lw = np.empty(upairs.size, np.int64)
-            anc: dict[int, tuple[int, ...]] = {}
-            for i, pr in enumerate(upairs.tolist()):
-                a_g, b_g = divmod(pr, G)
-                a = anc.get(a_g) or anc.setdefault(a_g, self._ancestors(a_g))
-                b = anc.get(b_g) or anc.setdefault(b_g, self._ancestors(b_g))
-                m = min(len(a), len(b))
-                k = 1
-                while k < m and a[k] == b[k]:
-                    k += 1
-                if k == len(a):
-                    lg[i], lv[i], lw[i] = a[-1], -1, n + b[k]
-                elif k == len(b):
-                    lg[i], lv[i], lw[i] = b[-1], n + a[k], -1
-                else:
-                    lg[i], lv[i], lw[i] = a[k - 1], n + a[k], n + b[k]
+            lg, lv, lw = _bundle_pairs(np.array(self.gparent, np.int64), upairs // G,
+                                       upairs % G)
             inv = inv.reshape(-1)
             g[diff] = lg[inv]
             cv, cw = lv[inv], lw[inv]
-            v[diff] = np.where(cv >= 0, cv, v[diff])
-            w[diff] = np.where(cw >= 0, cw, w[diff])
+            v[diff] = np.where(cv >= 0, n + cv, v[diff])
+            w[diff] = np.where(cw >= 0, n + cw, w[diff])
         U = n + len(self.gnames)
         combo = v * U + w
         uniq, first, inv = np.unique(combo, return_index=True, return_inverse=True)
@@ -723,19 +716,19 @@ class _Columns:
             slot = self.e_slot[idx]
             width = int(slot.max()) + 1
             upk, pinv = np.unique(sh_list[idx] * width + slot, return_inverse=True)
-            keys_by_id = list(self.shape_lists)
-            shape_ids: dict[Shape, int] = {}
-            table: list[Shape] = []
-            ushape = np.empty(upk.size, np.int64)
-            for i, key in enumerate(upk.tolist()):
-                li, sl = divmod(key, width)
-                lst = keys_by_id[li]
-                shape = lst[sl] if sl < len(lst) else None
-                si = shape_ids.get(shape)
-                if si is None:
-                    si = shape_ids[shape] = len(table)
-                    table.append(shape)
-                ushape[i] = si
+            # Each (shape list, slot) to its shape (None past the list's end), found in
+            # the shape lists laid end to end; shapes numbered by first occurrence.
+            li, sl = np.divmod(upk, width)
+            lists = list(self.shape_lists)
+            lens = np.fromiter(map(len, lists), np.int64, len(lists))
+            flat: list[Shape | None] = list(chain.from_iterable(lists))
+            flat.append(None)
+            at = np.where(sl < lens[li], (np.cumsum(lens) - lens)[li] + sl, len(flat) - 1)
+            shape_ids: dict[Shape | None, int] = {}
+            firsts = np.fromiter(map(shape_ids.setdefault, _take(flat, at), count()),
+                                 np.int64, upk.size)
+            ushape = np.unique(firsts, return_inverse=True)[1].reshape(-1)
+            table = list(shape_ids)
             esh = ushape[pinv.reshape(-1)]
             S = len(table)
             up, pfirst = np.unique(inv[idx] * S + esh, return_index=True)
@@ -766,6 +759,7 @@ class _Columns:
                    "sl": me_sl[order]}
         starts = np.r_[0, np.cumsum(counts)]
         self.me_start = starts
+        self._nme: list[int] = counts.tolist()  # n_metaedges, called once per group
         #: Groups whose metaedges were rebuilt in Python (group series): index -> list.
         self.me_override: dict[int, list[Metaedge]] = {}
 
@@ -807,12 +801,11 @@ class _Columns:
                     me["ref"][a:b].tolist(), me["size"][a:b].tolist(), strict=True)]
 
     def n_metaedges(self, g: int) -> int:
-        over = self.me_override.get(g)
-        if over is not None:
-            return len(over)
-        if g >= self.me_start.size - 1:
-            return 0
-        return int(self.me_start[g + 1] - self.me_start[g])
+        over = self.me_override
+        if over and g in over:
+            return len(over[g])
+        nme = self._nme
+        return nme[g] if g < len(nme) else 0
 
     def me_flags(self, g: int) -> list[tuple[int, int, int]]:
         """(v, w, 1 regular | 2 control) of group ``g``'s metaedges (unified ids)."""
@@ -1340,29 +1333,65 @@ _DIGITS = "0123456789"
 _NO_DIGITS = str.maketrans("", "", _DIGITS)
 
 
-def _series_keys(leaves: list[str], prefixes: dict[tuple[str, str], int],
-                 ) -> tuple[list[int], list[int]]:
-    """``split_series_name`` of every leaf, as (prefix-and-suffix id in ``prefixes``, id):
-    the trailing digits cut off in C for all leaves at once; a leaf whose rest holds a
-    digit (so also a number before a final newline, which the rule's ``$`` lets through)
-    or that ends in ``*`` goes through the rule itself."""
+def _series_keys(leaves: list[str]) -> tuple[np.ndarray, np.ndarray, list[tuple[str, str]]]:
+    """``split_series_name`` of every leaf, as (its (prefix, suffix) key's index among
+    the keys in order of first occurrence, its id, those keys). Raises _Declined for an
+    id of 2**62 or more.
+
+    The trailing digits of all leaves are found at once in their UTF-8 bytes (no
+    multi-byte character holds the byte of an ASCII digit or of ``*``): a leaf ending in
+    digits with no digit before them is (rest, number); one with no digit at all and no
+    final ``*`` is (leaf, 0); the rest (a digit inside, so also a number before a final
+    newline, which the rule's ``$`` lets through, or a final ``*``) go through the rule
+    itself."""
+    n = len(leaves)
+    ids = np.zeros(n, np.int64)
+    if not n:
+        return ids, ids, []
+    enc = list(map(str.encode, leaves, repeat("utf-8"), repeat("surrogatepass")))
+    raw = np.frombuffer(b"".join(enc), np.uint8)
+    end = np.cumsum(np.fromiter(map(len, enc), np.int64, n))
+    del enc
+    start = end - np.diff(np.r_[0, end])
+    digit = (raw >= 48) & (raw <= 57)
+    before = np.r_[0, np.cumsum(digit)]
+    # The last byte at or before each byte that is not a digit: the tail of digits of a
+    # leaf starts after it (or at the leaf's start).
+    last_other = np.maximum.accumulate(np.where(digit, -1, np.arange(raw.size)))
+    tail = np.maximum(last_other[np.maximum(end - 1, 0)] + 1, start) if raw.size else start
+    tail = np.where(end > start, tail, start)
+    clean = before[tail] == before[start]
+    numbered = clean & (tail < end)
+    star = (end > start) & (raw[np.maximum(end - 1, 0)] == 42) if raw.size else end < 0
+    by_rule = np.flatnonzero(~numbered & (star | ~clean)).tolist()
     stems = list(map(str.rstrip, leaves, repeat(_DIGITS)))
-    keys: list[tuple[str, str]] = []
-    ids: list[int] = []
-    add_key, add_id = keys.append, ids.append
-    clean = list(map(str.__eq__, stems, map(str.translate, stems, repeat(_NO_DIGITS))))
-    for leaf, stem, ok in zip(leaves, stems, clean, strict=True):
-        if ok and len(stem) < len(leaf):
-            add_key((stem, ""))
-            add_id(int(leaf[len(stem):]))
-        elif leaf[-1:] == "*" or not ok:
-            prefix, ident, suffix = split_series_name(leaf)
-            add_key((prefix, suffix))
-            add_id(ident)
-        else:
-            add_key((leaf, ""))
-            add_id(0)
-    return [prefixes.setdefault(k, len(prefixes)) for k in keys], ids
+    big = 1 << 62
+    # A number of up to 18 digits, summed in int64; longer ones (rare) by int().
+    width = end - tail
+    short = numbered & (width <= 18)
+    at = np.flatnonzero(short)
+    if at.size:
+        pos = _gather_ranges(tail[at], width[at])
+        power = np.repeat(end[at], width[at]) - 1 - pos
+        val = (raw[pos] - 48).astype(np.int64) * (10 ** np.arange(19, dtype=np.int64))[power]
+        ids[at] = np.add.reduceat(val, np.r_[0, np.cumsum(width[at])[:-1]])
+    for i in np.flatnonzero(numbered & ~short).tolist():
+        ident = int(leaves[i][len(stems[i]):])
+        if ident >= big:
+            raise _Declined  # a numeric suffix too long for int64
+        ids[i] = ident
+    # A key (prefix, "") is interned as the prefix alone (most keys), others as tuples.
+    keys: list[Any] = stems
+    for i in by_rule:
+        prefix, ident, suffix = split_series_name(leaves[i])
+        if ident >= big:
+            raise _Declined
+        keys[i] = prefix if not suffix else (prefix, suffix)
+        ids[i] = ident
+    interned: dict[Any, int] = {}
+    first = np.fromiter(map(interned.setdefault, keys, count()), np.int64, n)
+    pre = np.unique(first, return_inverse=True)[1].reshape(-1)
+    return pre, ids, [k if isinstance(k, tuple) else (k, "") for k in interned]
 
 
 def _long_group_runs(gnames: list[str], members: list[int], min_size: int,
@@ -1401,6 +1430,85 @@ class _Events:
             return np.zeros(0, np.int64), np.full(size, -1, np.int64)
         return first_use_order(np.concatenate(self.pos), np.concatenate(self.sub),
                                np.concatenate(self.uid), size)
+
+
+def _key_runs(pg: np.ndarray, po: np.ndarray, key: np.ndarray, count: np.ndarray | None,
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (group, key) of rows (group, op, key), sorted: (group, key, total
+    count, first op); a row counts 1, or ``count``."""
+    width = int(key.max()) + 1
+    combo = pg * width + key
+    n = int(po.max()) + 1
+    bits = n.bit_length()
+    order = None
+    if int(pg.max() + 1) * width < 1 << (62 - bits):
+        # (group, key, op) in one int64: the smallest op of a run is its first.
+        packed = (combo << bits) | po
+        if count is None:
+            packed.sort()
+        else:
+            order = np.argsort(packed)
+            packed = packed[order]
+        c = packed >> bits
+        start = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+        first_op = packed[start] & ((1 << bits) - 1)
+    else:
+        order = np.lexsort((po, combo))
+        c = combo[order]
+        start = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+        first_op = po[order[start]]
+    if count is None:
+        counts = np.diff(np.r_[start, c.size])
+    else:
+        counts = np.add.reduceat(count[order], start)
+    u = c[start]
+    return u // width, u % width, counts, first_op
+
+
+def _group_levels(parent: np.ndarray) -> np.ndarray:
+    """Each group's depth below the root (the root, ``parent`` -1, is at 0)."""
+    level = np.zeros(parent.size, np.int64)
+    up = parent.copy()
+    live = np.flatnonzero(up >= 0)
+    while live.size:
+        level[live] += 1
+        up[live] = parent[up[live]]
+        live = live[up[live] >= 0]
+    return level
+
+
+def _bundle_pairs(parent: np.ndarray, a: np.ndarray, b: np.ndarray,
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where an edge from a child of group ``a`` to a child of group ``b`` (``a != b``)
+    is bundled: (the group holding the metaedge, the group standing for the source end,
+    the group standing for the destination end), per pair; an end is -1 where it is the
+    op itself (``a`` contains ``b``, or ``b`` contains ``a``). The metaedge lies in the
+    lowest common ancestor, between its children on the paths down to ``a`` and ``b``."""
+    level = _group_levels(parent)
+    la, lb = level[a], level[b]
+    d = np.minimum(la, lb)
+    x, y = a.copy(), b.copy()
+    px, py = np.full(a.size, -1, np.int64), np.full(b.size, -1, np.int64)
+    # Climb the deeper end to the other's level, remembering the group below it.
+    for cur, below, lc in ((x, px, la), (y, py, lb)):
+        live = np.flatnonzero(lc > d)
+        while live.size:
+            below[live] = cur[live]
+            cur[live] = parent[cur[live]]
+            live = live[level[cur[live]] > d[live]]
+    # Then both together, until they are siblings (or one end was the other's
+    # ancestor: then they met already).
+    sib = x != y
+    live = np.flatnonzero(sib)
+    while live.size:
+        up_x, up_y = parent[x[live]], parent[y[live]]
+        step = up_x != up_y
+        live = live[step]
+        x[live], y[live] = up_x[step], up_y[step]
+    g = np.where(sib, parent[x], x)
+    v = np.where(sib, x, px)
+    w = np.where(sib, y, py)
+    return g, v, w
 
 
 def _gather_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
