@@ -2,6 +2,7 @@
 
     python bench/compiled_jax.py            # ~2 min on 2 cores
     python bench/compiled_jax.py --quick
+    python bench/compiled_jax.py --model large   # a step ~5x longer (~7 min)
 
 A jitted MLP training step (JAX's CPU backend, which dispatches asynchronously like an
 accelerator) that logs loss and accuracy every step and a histogram of every parameter
@@ -50,6 +51,8 @@ import summarylib as sl
 from summarylib.integrations.jax import jit
 
 HIST_EVERY = 100
+#: The MLP's layer sizes and batch, by ``--model``.
+MODELS = {"small": ((64, 256, 256, 10), 128), "large": ((128, 512, 512, 10), 256)}
 
 
 def init(key: Any, sizes: tuple[int, ...]) -> list[tuple[Any, Any]]:
@@ -149,12 +152,18 @@ def make_modes() -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--model", choices=list(MODELS), default="small",
+                    help="the MLP's size: 'small' (a step of about a millisecond here, "
+                         "where logging's fixed cost per step shows most) or 'large'")
     args = ap.parse_args()
     rounds, block = (6, 100) if args.quick else (20, 200)
+    sizes, batch = MODELS[args.model]
+    if args.model != "small":
+        block = HIST_EVERY  # every block holds one histogram step, as the small's two
     key = jax.random.PRNGKey(0)
-    params0 = init(key, (64, 256, 256, 10))
-    x = jax.random.normal(key, (128, 64))
-    y = jax.random.randint(key, (128,), 0, 10)
+    params0 = init(key, sizes)
+    x = jax.random.normal(key, (batch, sizes[0]))
+    y = jax.random.randint(key, (batch,), 0, sizes[-1])
     modes = make_modes()
     tmp = Path(tempfile.mkdtemp())
     ratios: dict[str, list[float]] = {m: [] for m in modes}
@@ -183,8 +192,8 @@ def main() -> None:
             w.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"jax {jax.__version__}, {rounds} rounds of {block} steps per mode, "
-          f"histograms every {HIST_EVERY} steps")
+    print(f"jax {jax.__version__}, model {args.model} {sizes} batch {batch}, {rounds} rounds "
+          f"of {block} steps per mode, histograms every {HIST_EVERY} steps")
     print(f"{'mode':<10} {'steps/s':>10} {'÷ none (median of rounds)':>28}")
     for m in modes:
         print(f"{m:<10} {statistics.median(rates[m]):>10.0f} "

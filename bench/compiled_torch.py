@@ -3,6 +3,7 @@
     python bench/compiled_torch.py            # ~3 min on 2 cores
     python bench/compiled_torch.py --quick
     python bench/compiled_torch.py --quick --threads 1   # one intra-op thread
+    python bench/compiled_torch.py --model large   # a step several times longer
 
 An MLP training step compiled with ``torch.compile`` (inductor, CPU) that logs loss and
 accuracy every step and a histogram of every parameter every 100 steps. Modes:
@@ -34,6 +35,7 @@ Short blocks of every mode alternate over rounds; each mode's rate is divided by
 from __future__ import annotations
 
 import argparse
+import itertools
 import shutil
 import statistics
 import sys
@@ -52,14 +54,16 @@ from torch._dynamo.utils import counters
 import summarylib as sl
 
 HIST_EVERY = 100
+#: The MLP's layer sizes and batch, by ``--model``.
+MODELS = {"small": ((64, 256, 256, 10), 128), "large": ((128, 512, 512, 10), 256)}
 
 
-def make_model() -> torch.nn.Module:
+def make_model(sizes: tuple[int, ...] = MODELS["small"][0]) -> torch.nn.Module:
     torch.manual_seed(0)
-    return torch.nn.Sequential(
-        torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256), torch.nn.ReLU(),
-        torch.nn.Linear(256, 10),
-    )
+    layers: list[torch.nn.Module] = []
+    for a, b in itertools.pairwise(sizes):
+        layers += [torch.nn.Linear(a, b), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers[:-1])
 
 
 def train_fns(model: torch.nn.Module, writer: Any) -> dict[str, Any]:
@@ -119,6 +123,9 @@ def graph_breaks(fn: Any, *args: Any) -> tuple[int, int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--model", choices=list(MODELS), default="small",
+                    help="the MLP's size: 'small' (where logging's fixed cost per step "
+                         "shows most) or 'large' (a step several times longer)")
     ap.add_argument("--threads", type=int, default=None,
                     help="torch's intra-op threads (default: torch's own choice); on a "
                          "loaded machine one thread keeps OpenMP's waits out of the timing")
@@ -127,7 +134,10 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore")
     rounds, block = (5, 100) if args.quick else (15, 200)
-    model = make_model()
+    sizes, batch = MODELS[args.model]
+    if args.model != "small":
+        block = HIST_EVERY  # every block holds one histogram step
+    model = make_model(sizes)
     tmp = Path(tempfile.mkdtemp())
     methods_writer = sl.SummaryWriter(str(tmp / "methods"))
     fns = train_fns(model, methods_writer)
@@ -139,8 +149,8 @@ def main() -> None:
         loss.backward()
         opt.step()
         return loss.detach(), acc
-    x = torch.randn(128, 64)
-    y = torch.randint(0, 10, (128,))
+    x = torch.randn(batch, sizes[0])
+    y = torch.randint(0, sizes[-1], (batch,))
     try:
         from torch.utils.tensorboard import SummaryWriter
 
@@ -215,7 +225,8 @@ def main() -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"torch {torch.__version__}, inductor on the CPU ({torch.get_num_threads()} "
-          f"threads), {rounds} rounds of {block} steps")
+          f"threads), model {args.model} {sizes} batch {batch}, {rounds} rounds of {block} "
+          "steps")
     print(f"graph breaks (graphs): summarylib ops inside the step "
           f"{breaks_ours[0]} ({breaks_ours[1]}), torch's add_scalar(loss.item()) inside it "
           f"{breaks_torch[0]} ({breaks_torch[1]}), SummaryWriter.add_* inside it "

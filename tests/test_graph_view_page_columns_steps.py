@@ -15,10 +15,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from summarylib.graph.view.page_columns import (
-    _bundle_pairs,
-    _Columns,
-    _Declined,
-    _series_keys,
+    Declined,
+    bundle_pairs,
+    key_histograms,
+    series_keys,
 )
 from summarylib.graph.view.series import split_series_name
 
@@ -36,10 +36,10 @@ _LONG = st.text(st.sampled_from("0123456789"), min_size=17, max_size=22)
 def test_series_keys_are_the_rule_leaf_by_leaf(leaves: list[str]) -> None:
     rule = [split_series_name(x) for x in leaves]
     if any(ident >= 1 << 62 for _, ident, _ in rule):
-        with pytest.raises(_Declined):
-            _series_keys(list(leaves))
+        with pytest.raises(Declined):
+            series_keys(list(leaves))
         return
-    pre, ids, keys = _series_keys(list(leaves))
+    pre, ids, keys = series_keys(list(leaves))
     # Keys in order of first occurrence, each leaf's the rule's (prefix, suffix).
     assert keys == list(dict.fromkeys((p, s) for p, _, s in rule))
     assert [keys[k] for k in pre.tolist()] == [(p, s) for p, _, s in rule]
@@ -71,7 +71,7 @@ def _path(parent: np.ndarray, g: int) -> list[int]:
 def test_metaedges_go_to_the_lowest_common_ancestor(
         case: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
     parent, a, b = case
-    g, v, w = _bundle_pairs(parent, a, b)
+    g, v, w = bundle_pairs(parent, a, b)
     for i, (x, y) in enumerate(zip(a.tolist(), b.tolist(), strict=True)):
         pa, pb = _path(parent, x), _path(parent, y)
         k = 1
@@ -118,5 +118,5 @@ def test_histograms_count_keys_in_order_of_first_op(
     for i in np.argsort(po, kind="stable").tolist():
         h = want[int(pg[i])]
         h[int(key[i])] = h.get(int(key[i]), 0) + (1 if count is None else int(count[i]))
-    got = _Columns._histogram(pg, po, key, groups, count)
+    got = key_histograms(pg, po, key, groups, count)
     assert got == [list(h.items()) for h in want]

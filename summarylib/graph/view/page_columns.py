@@ -57,13 +57,15 @@ from summarylib.graph.view.series import consecutive_runs, series_name, split_se
 from summarylib.graph.view.source_columns import SourceColumns, _take, read_source
 from summarylib.graph.view.templates import new_state
 
-__all__ = ["source_to_page_data"]
+__all__ = ["Declined", "bundle_pairs", "key_histograms", "series_keys", "source_to_page_data"]
 
 _NOOP = "NoOp"
 
 
-class _Declined(Exception):
-    """The graph uses something this path does not reproduce (see the module docstring)."""
+class Declined(Exception):
+    """The graph uses something this path does not reproduce (see the module docstring);
+    raised by the steps (``series_keys`` for a number too large to keep), caught by
+    :func:`source_to_page_data`, which then returns None."""
 
 
 def source_to_page_data(source: Any, options: ViewOptions | Mapping[str, Any] | None = None,
@@ -100,7 +102,7 @@ def source_to_page_data(source: Any, options: ViewOptions | Mapping[str, Any] | 
     with gc_paused():
         try:
             return _Columns(source, opts).page_data(level)
-        except _Declined:
+        except Declined:
             return None
 
 
@@ -188,7 +190,7 @@ class _Columns:
         kind_of: dict[str, int] = {}
         for op in dict.fromkeys(all_ops):
             if _ARRAY_INDEX_RE.match(op):
-                raise _Declined  # js_key_order of op types
+                raise Declined  # js_key_order of op types
             kind_of[op] = (1 if is_hidden(op) else 2 if is_in(op) else 3 if is_out(op) else 0)
         kinds = np.fromiter(map(kind_of.__getitem__, all_ops), np.int64, len(all_ops))
         self.hidden = int(np.count_nonzero(kinds == 1))
@@ -251,11 +253,11 @@ class _Columns:
         n = len(names)
         index = dict(zip(names, range(n), strict=True))
         if len(index) != n:
-            raise _Declined  # duplicate names
+            raise Declined  # duplicate names
         if not index.keys().isdisjoint(embedded_names):
-            raise _Declined  # an embedded node named like an op
+            raise Declined  # an embedded node named like an op
         if "" in index or any(map(str.startswith, names, repeat("/"))):
-            raise _Declined  # the empty-named scope
+            raise Declined  # the empty-named scope
         # Each name's scope and leaf (one C call per name); the scopes of the original
         # names: every proper "/" prefix.
         parts = list(map(str.rpartition, names, repeat("/")))
@@ -282,7 +284,7 @@ class _Columns:
                     renamed[e] = strict_name(e)
         for shown in renamed.values():
             if shown in index or shown in scopes:
-                raise _Declined  # normalize._resolve_conflicts
+                raise Declined  # normalize._resolve_conflicts
         orig_index = index
         # The renamed ops by their shown names: with the original names, the index of
         # the names as shown (no shown name is an original one: declined above).
@@ -301,7 +303,7 @@ class _Columns:
         # "/"): only those names are matched, found by C string methods over all names.
         if any(map(_ARRAY_INDEX_RE.match, chain(filter(str.isdigit, names), filter(
                 methodcaller("endswith", "\n"), names)))):
-            raise _Declined  # JavaScript key order at the root
+            raise Declined  # JavaScript key order at the root
         self.renamed = renamed
         rn = renamed.get
         self.names = names
@@ -488,13 +490,13 @@ class _Columns:
         np.maximum.at(depth, pg, height)
         self.card = list(card.tolist())
         self.depth = list(depth.tolist())
-        self.hist = self._histogram(pg, po, self.types[po], G)
+        self.hist = key_histograms(pg, po, self.types[po], G)
         # Devices are few: most (group, op) rows collapse into one per (group, device).
         self.dhist = self._subtree_histogram(self.devices, g_parent, G)
 
     def _subtree_histogram(self, key: np.ndarray, g_parent: np.ndarray, G: int,
                            ) -> list[list[tuple[int, int]]]:
-        """``_histogram`` of every group over the ops under it with a key (>= 0): the
+        """``key_histograms`` of every group over the ops under it with a key (>= 0): the
         ops counted per (op's group, key) first, then those rows for every group above:
         fewer rows than one per (group, op under it) where keys repeat within groups."""
         has = np.flatnonzero(key >= 0)
@@ -510,24 +512,8 @@ class _Columns:
             up_c.append(rc)
             up_f.append(rf)
             cur = g_parent[cur]
-        return self._histogram(np.concatenate(up_g), np.concatenate(up_f),
+        return key_histograms(np.concatenate(up_g), np.concatenate(up_f),
                                np.concatenate(up_k), G, np.concatenate(up_c))
-
-    @staticmethod
-    def _histogram(pg: np.ndarray, po: np.ndarray, key: np.ndarray, G: int,
-                   count: np.ndarray | None = None) -> list[list[tuple[int, int]]]:
-        """Per group, (key, count) in order of the key's first op: a dict filled op by
-        op, as ``add_nodes`` does. Rows (group ``pg``, op ``po``, ``key``), each counting
-        1 or ``count`` (then ``po`` is the first op the row stands for)."""
-        if not pg.size:
-            return [[] for _ in range(G)]
-        grp, keys, counts, first_op = _key_runs(pg, po, key, count)
-        n = int(po.max()) + 1
-        o2 = np.argsort(grp * n + first_op)  # distinct: an op has one key
-        pairs = list(zip(keys[o2].tolist(), counts[o2].tolist(), strict=True))
-        # grp[o2] ascends: each group's pairs are one slice of them.
-        ends = np.cumsum(np.bincount(grp, minlength=G)).tolist()
-        return list(map(pairs.__getitem__, map(slice, [0, *ends[:-1]], ends)))
 
     def _taken(self) -> set[str]:
         """The names of the ops and groups that a series name could equal: those holding
@@ -562,7 +548,7 @@ class _Columns:
         if not js.size:
             return
         names = self.names
-        pre, ids, prefix_of = _series_keys(
+        pre, ids, prefix_of = series_keys(
             self.leaves if js.size == n else _take(self.leaves, js))
         parent = self.op_parent[js]
         typ = self.types[js]
@@ -610,7 +596,7 @@ class _Columns:
             idl = ids[order[a:b]].tolist()
             name = series_name(scope, prefix, suffix, idl[0], idl[-1])
             if name in existing:
-                raise _Declined
+                raise Declined
             existing.add(name)
             k = self._new_group(name, g, 1)
             self.series_op[k] = t
@@ -685,7 +671,7 @@ class _Columns:
             G = len(self.gnames)
             pair = ps[diff] * G + pd[diff]
             upairs, inv = np.unique(pair, return_inverse=True)
-            lg, lv, lw = _bundle_pairs(np.array(self.gparent, np.int64), upairs // G,
+            lg, lv, lw = bundle_pairs(np.array(self.gparent, np.int64), upairs // G,
                                        upairs % G)
             inv = inv.reshape(-1)
             g[diff] = lg[inv]
@@ -884,7 +870,7 @@ class _Columns:
         o = np.lexsort((rank, owner))  # owner ascends already: sorts within each group
         width = int(val.max()) + 1 if val.size else 1
         if len(strings) * width >= 1 << 62:
-            raise _Declined  # counts beyond any graph this path reads
+            raise Declined  # counts beyond any graph this path reads
         entry = rank[o] * width + val[o]
         estart = np.zeros(k + 1, np.int64)
         np.cumsum(lens, out=estart[1:])
@@ -1135,7 +1121,7 @@ class _Columns:
         scope = first[:first.rfind("/")] if "/" in first else ""
         name = series_name(scope, prefix, suffix, run[0][0], run[-1][0])
         if name in existing:
-            raise _Declined
+            raise Declined
         existing.add(name)
         s = self._new_group(name, g, 1)
         self.series_op[s] = self.sid("group")
@@ -1333,9 +1319,25 @@ _DIGITS = "0123456789"
 _NO_DIGITS = str.maketrans("", "", _DIGITS)
 
 
-def _series_keys(leaves: list[str]) -> tuple[np.ndarray, np.ndarray, list[tuple[str, str]]]:
+def key_histograms(pg: np.ndarray, po: np.ndarray, key: np.ndarray, G: int,
+               count: np.ndarray | None = None) -> list[list[tuple[int, int]]]:
+    """Per group, (key, count) in order of the key's first op: a dict filled op by
+    op, as ``add_nodes`` does. Rows (group ``pg``, op ``po``, ``key``), each counting
+    1 or ``count`` (then ``po`` is the first op the row stands for)."""
+    if not pg.size:
+        return [[] for _ in range(G)]
+    grp, keys, counts, first_op = _key_runs(pg, po, key, count)
+    n = int(po.max()) + 1
+    o2 = np.argsort(grp * n + first_op)  # distinct: an op has one key
+    pairs = list(zip(keys[o2].tolist(), counts[o2].tolist(), strict=True))
+    # grp[o2] ascends: each group's pairs are one slice of them.
+    ends = np.cumsum(np.bincount(grp, minlength=G)).tolist()
+    return list(map(pairs.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+
+
+def series_keys(leaves: list[str]) -> tuple[np.ndarray, np.ndarray, list[tuple[str, str]]]:
     """``split_series_name`` of every leaf, as (its (prefix, suffix) key's index among
-    the keys in order of first occurrence, its id, those keys). Raises _Declined for an
+    the keys in order of first occurrence, its id, those keys). Raises Declined for an
     id of 2**62 or more.
 
     The trailing digits of all leaves are found at once in their UTF-8 bytes (no
@@ -1378,14 +1380,14 @@ def _series_keys(leaves: list[str]) -> tuple[np.ndarray, np.ndarray, list[tuple[
     for i in np.flatnonzero(numbered & ~short).tolist():
         ident = int(leaves[i][len(stems[i]):])
         if ident >= big:
-            raise _Declined  # a numeric suffix too long for int64
+            raise Declined  # a numeric suffix too long for int64
         ids[i] = ident
     # A key (prefix, "") is interned as the prefix alone (most keys), others as tuples.
     keys: list[Any] = stems
     for i in by_rule:
         prefix, ident, suffix = split_series_name(leaves[i])
         if ident >= big:
-            raise _Declined
+            raise Declined
         keys[i] = prefix if not suffix else (prefix, suffix)
         ids[i] = ident
     interned: dict[Any, int] = {}
@@ -1477,7 +1479,7 @@ def _group_levels(parent: np.ndarray) -> np.ndarray:
     return level
 
 
-def _bundle_pairs(parent: np.ndarray, a: np.ndarray, b: np.ndarray,
+def bundle_pairs(parent: np.ndarray, a: np.ndarray, b: np.ndarray,
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Where an edge from a child of group ``a`` to a child of group ``b`` (``a != b``)
     is bundled: (the group holding the metaedge, the group standing for the source end,
