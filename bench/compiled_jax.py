@@ -24,9 +24,10 @@ every 100 steps. Modes:
 * ``metrics``: the step returns a metrics dict and the loop hands the arrays to
   ``sl.scalar`` (Levanter's pattern done by hand: the best a user can do today).
 
-Short blocks of every mode alternate over many rounds; each mode's rate is divided by
-the ``none`` block of the same round, and the median of those ratios is printed (a shared
-2-core machine's load drifts faster than separate long runs could tell apart).
+Short blocks of every mode alternate over many rounds (each round starting with the next
+mode); each mode's rate is divided by the ``none`` block of the same round, and the median
+of those ratios is printed (a shared 2-core machine's load drifts faster than separate long
+runs could tell apart).
 """
 
 from __future__ import annotations
@@ -174,9 +175,14 @@ def main() -> None:
         for m, fn in modes.items():  # compile everything first
             with writers[m].as_default():
                 jax.block_until_ready(fn(params0, x, y, 0))
-        for _ in range(rounds):
+        names = list(modes)
+        for r in range(rounds):
             got = {}
-            for m, fn in modes.items():
+            # Each round starts with another mode: a block's place in the round changes
+            # its rate by a few percent (the first block of a round ran ~4 % slower than
+            # the same block later), which would otherwise favour or penalise one mode.
+            for m in names[r % len(names):] + names[:r % len(names)]:
+                fn = modes[m]
                 p = params0
                 with writers[m].as_default():
                     t0 = time.perf_counter()
