@@ -1259,18 +1259,6 @@ class _Columns:
         ops = np.flatnonzero(holds[self.op_parent]).tolist()
         return dict(zip(map(self.names.__getitem__, ops), ops, strict=True))
 
-    def _root_op_is(self, g: int, type_id: int) -> bool:
-        name = self.gnames[g]
-        j = self._op_index().get(f"{name}/({name.rsplit('/', 1)[-1]})")
-        return (j is not None and int(self.op_parent[j]) == g
-                and int(self.types[j]) == type_id)
-
-    def _op_index(self) -> dict[str, int]:
-        idx = getattr(self, "_op_index_cache", None)
-        if idx is None:
-            idx = self._op_index_cache = dict(zip(self.names, range(self.n_ops), strict=True))
-        return idx
-
     def _extract(self, g: int) -> dict[str, list[str]]:
         """``extract_group`` on a tree of group ``g``, its children and their root ops."""
         n = self.n_ops
