@@ -347,7 +347,7 @@ def main() -> None:
                         if browser is not None:
                             path.write_text(fast_text, encoding="utf-8")
                             paints.append(first_paint(browser, path.as_uri(), "[data-name]",
-                                                      args.tb_timeout))
+                                                      args.tb_timeout)[0])
                         continue
                     t = time.perf_counter()
                     view = build_view(graph)

@@ -57,8 +57,7 @@ def log_with_writer(writer: sl.SummaryWriter, tag: str, n: int) -> None:
 
 def writer_settings(writer: sl.SummaryWriter) -> dict[str, object]:
     """What an unpickled writer looks like in the child."""
-    res = writer._resource
-    assert res is not None
+    assert not writer.closed
     settings = writer.settings
     out: dict[str, object] = {
         name: getattr(settings, name)
