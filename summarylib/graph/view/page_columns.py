@@ -608,8 +608,10 @@ class _Columns:
         if taken is None:
             taken = self._taken_cache = set[str]()
             for names in (self.names, self.gnames):
-                at = np.fromiter(map(str.find, names, repeat("[")), np.int64, len(names))
-                taken.update(_take(names, np.flatnonzero(at >= 0)))
+                if "[" in "".join(names):  # one C pass: most graphs have none
+                    at = np.fromiter(map(str.find, names, repeat("[")), np.int64,
+                                     len(names))
+                    taken.update(_take(names, np.flatnonzero(at >= 0)))
         return taken
 
     def _new_group(self, name: str, parent: int, kind: int) -> int:
@@ -634,8 +636,11 @@ class _Columns:
         if not js.size:
             return
         names = self.names
-        pre, ids, prefix_of = series_keys(
-            self.leaves if js.size == n else _take(self.leaves, js))
+        # Leaves repeat (the same leaf in every block): split once per distinct one.
+        distinct, _, leaf = _string_codes(self.leaves if js.size == n
+                                          else _take(self.leaves, js))
+        pre, ids, prefix_of = series_keys(distinct)
+        pre, ids = pre[leaf], ids[leaf]
         parent = self.op_parent[js]
         typ = self.types[js]
         T = int(typ.max()) + 1
