@@ -31,6 +31,7 @@ suffix too long for int64.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Mapping
 from itertools import chain, count, filterfalse, pairwise, repeat
 from operator import attrgetter, itemgetter, methodcaller
@@ -325,7 +326,11 @@ class _Columns:
         hk = kinds[hp[named]]
         reg_x = named[hk == 0]
         x_names = _take(scope_list, reg_x)
-        renamed = dict(zip(x_names, map(strict_name, x_names), strict=True))
+        # strict_name of an op: its name, then its leaf in parentheses.
+        js = reg_of[hp[reg_x]]
+        x_leaves = _take(leaves, js)
+        x_shown = list(map("{}/({})".format, x_names, x_leaves))
+        renamed = dict(zip(x_names, x_shown, strict=True))
         emb_x = _take(scope_list, named[hk >= 2])
         if emb_x:
             # TensorBoard does not see the scopes of the alphabetically last name here.
@@ -342,21 +347,18 @@ class _Columns:
             raise Declined  # normalize._resolve_conflicts
         # The renamed ops by their shown names: with the original names, the index of
         # the names as shown (no shown name is an original one: declined above).
-        shown_index: dict[str, int] = {}
-        js = reg_of[hp[reg_x]]
-        if js.size:
+        js_l = js.tolist()
+        shown_index = dict(zip(x_shown, js_l, strict=True))
+        if js_l:
             if everything:
                 names = names.copy()
-            x_codes = np.empty(js.size, np.int64)
-            for t, (j, x) in enumerate(zip(js.tolist(), x_names, strict=True)):
-                shown = renamed[x]
-                names[j] = shown
-                shown_index[shown] = j
-                scope_of[j], leaves[j] = x, f"({leaves[j]})"
-                first_x = scope_at[x]
-                x_codes[t] = first_x if first_x >= 0 else n + t
-            # "a/b" now has scope "a/b": the scopes whose ops changed find their first
-            # op again.
+            # Set item by item in C ("a/b" is shown as "a/b/(b)", in scope "a/b").
+            for column, values in ((names, x_shown), (scope_of, x_names),
+                                   (leaves, map("({})".format, x_leaves))):
+                deque(map(column.__setitem__, js_l, values), 0)
+            first_x = np.fromiter(map(scope_at.__getitem__, x_names), np.int64, js.size)
+            x_codes = np.where(first_x >= 0, first_x, n + np.arange(js.size))
+            # The scopes whose ops changed find their first op again.
             old = six[js]
             six[js] = x_codes
             touched = np.flatnonzero(np.isin(six, np.r_[old, x_codes]))
