@@ -725,7 +725,6 @@ class _Columns:
         n0 = made.size  # scope groups; the rest are series, appended in creation order
         parent = np.empty(n + G, np.int64)
         key = np.empty(n + G, np.int64)
-        sub = np.zeros(n + G, np.int64)
         parent[:n] = self.op_parent
         key[:n] = 2 * np.arange(n) + 1
         mj = self.member_j
@@ -736,8 +735,10 @@ class _Columns:
         key[n:n + n0] = 2 * made
         big = 2 * n + 2
         key[n + n0:] = big + np.arange(G - n0)
-        sub[n:] = np.arange(G)
-        order = np.lexsort((sub, key, parent))
+        # (parent, key) packed into one int64 (below 2**62 for any graph that fits in
+        # memory), sorted stably: ties keep index order (ops first, then groups).
+        width = big + G  # every key is below it
+        order = np.argsort((parent + 1) * width + key, kind="stable")
         order = order[parent[order] >= 0]  # not the root
         p = parent[order]
         ends = np.cumsum(np.bincount(p, minlength=G)).tolist()
