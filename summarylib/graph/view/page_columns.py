@@ -11,10 +11,15 @@ order, groups are numbered as they are made, every node has one *unified* id (op
 histograms from sorted (group, key) pairs, and the page's string and shape tables from
 first occurrences in breadth-first order. The source is read once, into columns
 (``source_columns``): a serialized GraphDef from its wire format, an IR graph field by
-field over all nodes; inputs are resolved to op ids by one ``dict.get`` mapped over all
-of them, and only those naming an embedded node or no op are looked at one by one.
-Names are split into scope and leaf by C string methods mapped over all names, and
-series leaves into stem and number by one scan of their UTF-8 bytes. Python loops remain
+field over all nodes. Op types and devices become codes (one dict lookup per node), so
+kinds, type and device ids and the string table's first uses are numpy work per distinct
+string. One dict holds every node by name: inputs are resolved by one ``dict.get`` mapped
+over all of them (an op, an embedded node or nothing), and only those naming an embedded
+node with inputs, a summary or no op are looked at one by one. Names are split into
+scope and leaf by C string methods mapped over all names; the scopes are numbered by
+their first op once (the hierarchy's groups are made from that), and the names that are
+also scopes found by one lookup per distinct scope. Series leaves are split into stem and
+number once per distinct leaf, by one scan of their UTF-8 bytes. Python loops remain
 per input that names an embedded node, per leaf with a digit inside, per embedding, and
 otherwise only where the work is per *distinct* thing (scopes, op types, shapes, template
 codes of the groups that share a signature, the few groups that can have a side panel).
