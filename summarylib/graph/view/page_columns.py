@@ -63,7 +63,8 @@ from summarylib.graph.view.series import consecutive_runs, series_name, split_se
 from summarylib.graph.view.source_columns import SourceColumns, _take, read_source
 from summarylib.graph.view.templates import new_state
 
-__all__ = ["Declined", "bundle_pairs", "key_histograms", "series_keys", "source_to_page_data"]
+__all__ = ["Declined", "bundle_pairs", "key_histograms", "series_keys", "small_unique",
+           "source_to_page_data", "string_codes"]
 
 _NOOP = "NoOp"
 
@@ -123,7 +124,7 @@ def _embeddings(cols: SourceColumns, idx: np.ndarray, renamed: dict[str, str]
     return list(map(Embedding, shown, _take(cols.ops, idx), shapes))
 
 
-def _string_codes(values: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+def string_codes(values: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(the distinct values in order of first occurrence, the index of each one's first
     occurrence, each value's index among the distinct ones): one dict lookup per value."""
     first: dict[str, int] = {}
@@ -206,8 +207,8 @@ class _Columns:
         N = len(all_names)
         # Op types and devices as codes (one dict lookup per node each): what follows is
         # per distinct string, and numpy indexing.
-        op_list, op_first, op_code = _string_codes(cols.ops)
-        dev_list, _, dev_code = _string_codes(cols.devices)
+        op_list, op_first, op_code = string_codes(cols.ops)
+        dev_list, _, dev_code = string_codes(cols.devices)
         # What each op type is (0 regular, 1 hidden, 2 embedded in, 3 embedded out).
         kind_of = np.zeros(len(op_list), np.int64)
         for t, op in enumerate(op_list):
@@ -644,7 +645,7 @@ class _Columns:
             return
         names = self.names
         # Leaves repeat (the same leaf in every block): split once per distinct one.
-        distinct, _, leaf = _string_codes(self.leaves if js.size == n
+        distinct, _, leaf = string_codes(self.leaves if js.size == n
                                           else _take(self.leaves, js))
         pre, ids, prefix_of = series_keys(distinct)
         pre, ids = pre[leaf], ids[leaf]
@@ -800,7 +801,7 @@ class _Columns:
             idx = np.flatnonzero(take)
             slot = self.e_slot[idx]
             width = int(slot.max()) + 1
-            upk, pinv = np.unique(sh_list[idx] * width + slot, return_inverse=True)
+            upk, pinv = small_unique(sh_list[idx] * width + slot)
             # Each (shape list, slot) to its shape (None past the list's end), found in
             # the shape lists laid end to end; shapes numbered by first occurrence.
             li, sl = np.divmod(upk, width)
@@ -1598,6 +1599,21 @@ def bundle_pairs(parent: np.ndarray, a: np.ndarray, b: np.ndarray,
     v = np.where(sib, x, px)
     w = np.where(sib, y, py)
     return g, v, w
+
+
+def small_unique(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of non-negative integers; where they
+    span little (below four times their number) by a table instead of a sort."""
+    top = int(values.max()) + 1 if values.size else 0
+    if top > 4 * values.size:
+        uniq, inv = np.unique(values, return_inverse=True)
+        return uniq, inv.reshape(-1)
+    present = np.zeros(top, bool)
+    present[values] = True
+    uniq = np.flatnonzero(present)
+    rank = np.zeros(top, np.int64)
+    rank[uniq] = np.arange(uniq.size)
+    return uniq, rank[values]
 
 
 def _gather_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
