@@ -212,3 +212,57 @@ def test_cli_writes_the_views_page(tmp_path: Path) -> None:
 def test_1m_page_is_the_views() -> None:
     g = gm.synthetic_graph(gm._layers_for(1_000_000, 4), 4)
     _same(g)
+
+
+# Names that repeat, scopes that are names, the empty name, a leading "/", JavaScript
+# array indices at the root and below, and a renamed op's shown name.
+_DUP_NAMES = ["c", "c", "a", "a/b", "a/c", "s", "0", "7\n", "", "/x", "/x/y", "a/(a)", "b/1", "b"]
+_DUP_OPS = ["Const", "Const", "ScalarSummary", "Relu", "Identity", "NoOp"]
+
+
+@st.composite
+def graph_defs(draw: st.DrawFn) -> bytes:
+    """A GraphDef (not an IR graph: only these can repeat a name) whose embedded nodes,
+    hidden ops and ops may share names, with inputs naming any of them or nothing."""
+    from summarylib.proto import graph_pb2
+
+    gd = graph_pb2.GraphDef()
+    for _ in range(draw(st.integers(1, 12))):
+        node = gd.node.add()
+        node.name = draw(st.sampled_from(_DUP_NAMES))
+        node.op = draw(st.sampled_from(_DUP_OPS))
+        node.device = draw(st.sampled_from(["", "/cpu:0", "/gpu:0"]))
+        for _ in range(draw(st.integers(0, 3))):
+            node.input.append(draw(st.sampled_from(["^", ""])) + draw(st.sampled_from(
+                [*_DUP_NAMES, "nowhere", "c/(c)", "a:1"])))
+    return gd.SerializeToString()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph_defs(), st.sampled_from([OPTIONS[0], OPTIONS[5]]))
+@example(b"", OPTIONS[0])
+def test_graph_defs_with_repeated_names_give_the_views_page_or_are_declined(
+        source: bytes, opts: ViewOptions) -> None:
+    page = source_to_page_data(source, opts)
+    if page is not None:
+        assert page == view_to_page_data(build_view(source, opts))
+
+
+def test_embedded_nodes_sharing_a_name_are_not_declined() -> None:
+    from summarylib.proto import graph_pb2
+
+    gd = graph_pb2.GraphDef()
+    # Constants named alike (the last one is embedded where "c" is read), a constant
+    # and a summary named alike (the constant wins), a hidden op named like an op.
+    for name, op, inputs in [("c", "Const", []), ("c", "Const", ["x"]), ("x", "Relu", []),
+                             ("y", "Relu", ["c", "k"]), ("k", "Const", []),
+                             ("k", "ScalarSummary", ["y"]), ("y", "Identity", ["x"]),
+                             ("z", "Relu", ["y", "k", "c"])]:
+        node = gd.node.add()
+        node.name, node.op = name, op
+        node.input.extend(inputs)
+    source = gd.SerializeToString()
+    opts = ViewOptions(hidden_ops=("Identity",))
+    page = source_to_page_data(source, opts)
+    assert page is not None
+    assert page == view_to_page_data(build_view(source, opts))

@@ -19,6 +19,8 @@ from summarylib.graph.view.page_columns import (
     bundle_pairs,
     key_histograms,
     series_keys,
+    small_unique,
+    string_codes,
 )
 from summarylib.graph.view.series import split_series_name
 
@@ -120,3 +122,23 @@ def test_histograms_count_keys_in_order_of_first_op(
         h[int(key[i])] = h.get(int(key[i]), 0) + (1 if count is None else int(count[i]))
     got = key_histograms(pg, po, key, groups, count)
     assert got == [list(h.items()) for h in want]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=30), st.integers(0, 3))
+def test_small_unique_is_numpys_unique(values: list[int], scale: int) -> None:
+    # scale spreads the values: dense ones take the table, sparse ones the sort.
+    a = np.array(values, np.int64) * (1 + 50 * scale)
+    uniq, inv = small_unique(a)
+    want_u, want_i = np.unique(a, return_inverse=True)
+    assert uniq.tolist() == want_u.tolist() and inv.tolist() == want_i.reshape(-1).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["", "a", "b", "Const", "\u0661", "a "]), max_size=30))
+def test_string_codes_number_values_by_first_occurrence(values: list[str]) -> None:
+    distinct, first, code = string_codes(values)
+    want = list(dict.fromkeys(values))
+    assert distinct == want
+    assert first.tolist() == [values.index(v) for v in want]
+    assert code.tolist() == [want.index(v) for v in values]

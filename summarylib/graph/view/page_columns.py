@@ -11,10 +11,15 @@ order, groups are numbered as they are made, every node has one *unified* id (op
 histograms from sorted (group, key) pairs, and the page's string and shape tables from
 first occurrences in breadth-first order. The source is read once, into columns
 (``source_columns``): a serialized GraphDef from its wire format, an IR graph field by
-field over all nodes; inputs are resolved to op ids by one ``dict.get`` mapped over all
-of them, and only those naming an embedded node or no op are looked at one by one.
-Names are split into scope and leaf by C string methods mapped over all names, and
-series leaves into stem and number by one scan of their UTF-8 bytes. Python loops remain
+field over all nodes. Op types and devices become codes (one dict lookup per node), so
+kinds, type and device ids and the string table's first uses are numpy work per distinct
+string. One dict holds every node by name: inputs are resolved by one ``dict.get`` mapped
+over all of them (an op, an embedded node or nothing), and only those naming an embedded
+node with inputs, a summary or no op are looked at one by one. Names are split into
+scope and leaf by C string methods mapped over all names; the scopes are numbered by
+their first op once (the hierarchy's groups are made from that), and the names that are
+also scopes found by one lookup per distinct scope. Series leaves are split into stem and
+number once per distinct leaf, by one scan of their UTF-8 bytes. Python loops remain
 per input that names an embedded node, per leaf with a digit inside, per embedding, and
 otherwise only where the work is per *distinct* thing (scopes, op types, shapes, template
 codes of the groups that share a signature, the few groups that can have a side panel).
@@ -31,6 +36,7 @@ suffix too long for int64.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Mapping
 from itertools import chain, count, filterfalse, pairwise, repeat
 from operator import attrgetter, itemgetter, methodcaller
@@ -57,7 +63,8 @@ from summarylib.graph.view.series import consecutive_runs, series_name, split_se
 from summarylib.graph.view.source_columns import SourceColumns, _take, read_source
 from summarylib.graph.view.templates import new_state
 
-__all__ = ["Declined", "bundle_pairs", "key_histograms", "series_keys", "source_to_page_data"]
+__all__ = ["Declined", "bundle_pairs", "key_histograms", "series_keys", "small_unique",
+           "source_to_page_data", "string_codes"]
 
 _NOOP = "NoOp"
 
@@ -112,9 +119,20 @@ def _embeddings(cols: SourceColumns, idx: np.ndarray, renamed: dict[str, str]
     per use): shown name, op type and a copy of the output shapes."""
     names = _take(cols.names, idx)
     shown = list(map(renamed.get, names, names)) if renamed else names
-    shapes = list(map(list, map(itemgetter(1), map(cols.records.__getitem__,
-                                                     cols.rec[idx].tolist()))))
+    by_record = list(map(itemgetter(1), cols.records))
+    shapes = list(map(list, _take(by_record, cols.rec[idx])))
     return list(map(Embedding, shown, _take(cols.ops, idx), shapes))
+
+
+def string_codes(values: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(the distinct values in order of first occurrence, the index of each one's first
+    occurrence, each value's index among the distinct ones): one dict lookup per value."""
+    first: dict[str, int] = {}
+    at = np.fromiter(map(first.setdefault, values, count()), np.int64, len(values))
+    firsts = np.fromiter(first.values(), np.int64, len(first))
+    code = np.zeros(len(values), np.int64)
+    code[firsts] = np.arange(firsts.size)
+    return list(first), firsts, code[at]
 
 
 def _split_runs(keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -185,44 +203,51 @@ class _Columns:
         is_out = _Matcher(opts.embed_patterns("out"))
         is_hidden = _Matcher(opts.hidden_ops, full=True)
         cols = read_source(source)
-        all_names, all_ops = cols.names, cols.ops
+        all_names = cols.names
+        N = len(all_names)
+        # Op types and devices as codes (one dict lookup per node each): what follows is
+        # per distinct string, and numpy indexing.
+        op_list, op_first, op_code = string_codes(cols.ops)
+        dev_list, _, dev_code = string_codes(cols.devices)
         # What each op type is (0 regular, 1 hidden, 2 embedded in, 3 embedded out).
-        kind_of: dict[str, int] = {}
-        for op in dict.fromkeys(all_ops):
+        kind_of = np.zeros(len(op_list), np.int64)
+        for t, op in enumerate(op_list):
             if _ARRAY_INDEX_RE.match(op):
                 raise Declined  # js_key_order of op types
-            kind_of[op] = (1 if is_hidden(op) else 2 if is_in(op) else 3 if is_out(op) else 0)
-        kinds = np.fromiter(map(kind_of.__getitem__, all_ops), np.int64, len(all_ops))
+            kind_of[t] = (1 if is_hidden(op) else 2 if is_in(op) else 3 if is_out(op) else 0)
+        kinds = kind_of[op_code]
         self.hidden = int(np.count_nonzero(kinds == 1))
         reg = np.flatnonzero(kinds == 0)
-        everything = reg.size == len(all_ops)
+        n = reg.size
+        everything = n == N
         names = all_names if everything else _take(all_names, reg)
-        ops = all_ops if everything else _take(all_ops, reg)
-        devs = cols.devices if everything else _take(cols.devices, reg)
         rec = cols.rec if everything else cols.rec[reg]
-        # Embedded nodes, in source order: the last of a name wins, as in a dict.
-        in_emb: dict[str, int] = {}
-        out_emb: dict[str, int] = {}
-        outs_of: dict[str, list[int]] = {}
-        embedded_names: list[str] = []
-        for i in np.flatnonzero(kinds >= 2).tolist():
-            name = all_names[i]
-            embedded_names.append(name)
-            if kinds[i] == 2:
-                in_emb[name] = i
-            else:
-                out_emb[name] = i
-                for iname in cols.in_name[cols.in_start[i]:cols.in_start[i + 1]]:
-                    outs_of.setdefault(iname, []).append(i)
-        # Strings interned as the view's reading does: each op's type, then its device.
+        typ = op_code if everything else op_code[reg]
+        dev = dev_code if everything else dev_code[reg]
+        #: Each source node's index among the regular ops (-1: not one).
+        reg_of = np.full(N, -1, np.int64)
+        reg_of[reg] = np.arange(n)
+        # Strings interned as the view's reading does: each op's type, then its device
+        # (not an empty one), in op order: each distinct one at its first op. An op
+        # type's nodes are all regular or all not, so its first node is its first op.
         sid, shape_list = self.sid, self.shape_list
-        for s in dict.fromkeys(chain.from_iterable(zip(ops, [d or None for d in devs],
-                                                       strict=True))):
-            if s is not None:
-                sid(s)
+        t_first = reg_of[op_first]
+        d_first = np.full(len(dev_list), n, np.int64)
+        np.minimum.at(d_first, dev, np.arange(n))
+        no_dev = dev_list.index("") if "" in dev_list else -1
+        if no_dev >= 0:
+            d_first[no_dev] = n
+        t_at = np.flatnonzero(kind_of == 0)
+        d_at = np.flatnonzero(d_first < n)
+        firsts = np.r_[2 * t_first[t_at], 2 * d_first[d_at] + 1]
+        both = [op_list[t] for t in t_at.tolist()] + [dev_list[d] for d in d_at.tolist()]
+        for k in np.argsort(firsts, kind="stable").tolist():
+            sid(both[k])
         strings = self.strings
-        dev_id = {d: strings[d] for d in dict.fromkeys(devs) if d}
-        dev_id[""] = -1
+        type_sid = np.full(len(op_list), -1, np.int64)
+        type_sid[t_at] = [strings[op_list[t]] for t in t_at.tolist()]
+        dev_sid = np.full(len(dev_list), -1, np.int64)
+        dev_sid[d_at] = [strings[dev_list[d]] for d in d_at.tolist()]
         # Records in order of first use: their attribute dicts and shape lists interned.
         attr_dicts, attr_list = self.attr_dicts, self.attr_list
         records = cols.records
@@ -250,76 +275,131 @@ class _Columns:
             rec_shape[r] = si
             if x is not None:
                 xla_rec[r] = x
-        n = len(names)
-        index = dict(zip(names, range(n), strict=True))
-        if len(index) != n:
-            raise Declined  # duplicate names
-        if not index.keys().isdisjoint(embedded_names):
-            raise Declined  # an embedded node named like an op
-        if "" in index or any(map(str.startswith, names, repeat("/"))):
-            raise Declined  # the empty-named scope
+        # Every node by name (one dict for ops and embedded nodes: an input is looked up
+        # once). Names repeat only where some are declined or embedded nodes share one:
+        # then the ops' names are checked, and the last embedded node of a name wins
+        # (per kind: ``in_exact``, as in a dict), hidden nodes left out.
+        pos_of = dict(zip(all_names, count()))
+        in_exact: dict[str, int] | None = None
+        if len(pos_of) != N:
+            index = dict(zip(names, reg.tolist(), strict=True))
+            if len(index) != n:
+                raise Declined  # duplicate names
+            emb = np.flatnonzero(kinds >= 2)
+            emb_names = _take(all_names, emb)
+            if not index.keys().isdisjoint(emb_names):
+                raise Declined  # an embedded node named like an op
+            pos_of = dict(zip(emb_names, emb.tolist(), strict=True))
+            pos_of.update(index)
+            del index
+            in_at = np.flatnonzero(kinds == 2)
+            in_exact = dict(zip(_take(all_names, in_at), in_at.tolist(), strict=True))
+        pos_get = pos_of.get
+
+        def orig_get(name: str) -> int | None:
+            # The op (regular index) named ``name``, or None.
+            p = pos_get(name)
+            return None if p is None or kinds[p] != 0 else int(reg_of[p])
+
         # Each name's scope and leaf (one C call per name); the scopes of the original
-        # names: every proper "/" prefix.
+        # names, each numbered by its first op (``scope_at``: one dict lookup per name),
+        # then every proper "/" prefix of them added (at -1).
         parts = list(map(str.rpartition, names, repeat("/")))
         scope_of: list[str] = list(map(itemgetter(0), parts))
         leaves: list[str] = list(map(itemgetter(2), parts))
         del parts
-        scopes = set(scope_of)
-        scopes.discard("")
-        for scope in list(scopes):  # most parents are some name's scope already
+        scope_at: dict[str, int] = {}
+        six = np.fromiter(map(scope_at.setdefault, scope_of, count()), np.int64, n)
+        direct = list(scope_at)
+        root = scope_at.get("")
+        # A name starting with "/": its scope does (when not empty), or it is "/leaf".
+        root_ops = np.flatnonzero(six == root) if root is not None else six[:0]
+        root_names = _take(names, root_ops)
+        if "" in root_names or any(map(str.startswith, chain(direct, root_names),
+                                       repeat("/"))):
+            raise Declined  # the empty-named scope
+        for scope in direct:  # most parents are some name's scope already
             parent = scope.rpartition("/")[0]
-            while parent and parent not in scopes:
-                scopes.add(parent)
+            while parent and parent not in scope_at:
+                scope_at[parent] = -1
                 parent = parent.rpartition("/")[0]
-        renamed = {x: strict_name(x) for x in filter(scopes.__contains__, names)}
-        if embedded_names:
+        # Names that are scopes: one lookup per scope.
+        scope_list = list(scope_at)
+        if root is not None:
+            scope_list.remove("")
+        hp = np.fromiter(map(pos_get, scope_list, repeat(-1)), np.int64, len(scope_list))
+        named = np.flatnonzero(hp >= 0)
+        hk = kinds[hp[named]]
+        reg_x = named[hk == 0]
+        x_names = _take(scope_list, reg_x)
+        # strict_name of an op: its name, then its leaf in parentheses.
+        js = reg_of[hp[reg_x]]
+        x_leaves = _take(leaves, js)
+        x_shown = list(map("{}/({})".format, x_names, x_leaves))
+        renamed = dict(zip(x_names, x_shown, strict=True))
+        emb_x = _take(scope_list, named[hk >= 2])
+        if emb_x:
             # TensorBoard does not see the scopes of the alphabetically last name here.
             last = max(names) if names else ""
-            for e in embedded_names:
-                if e in scopes:
-                    prefix = e + "/"
-                    if last.startswith(prefix) and sum(
-                            1 for x in names if x.startswith(prefix)) == 1:
-                        continue
-                    renamed[e] = strict_name(e)
-        for shown in renamed.values():
-            if shown in index or shown in scopes:
-                raise Declined  # normalize._resolve_conflicts
-        orig_index = index
+            for e in emb_x:
+                prefix = e + "/"
+                if last.startswith(prefix) and sum(
+                        1 for x in names if x.startswith(prefix)) == 1:
+                    continue
+                renamed[e] = strict_name(e)
+        shown_all = list(renamed.values())
+        sp = np.fromiter(map(pos_get, shown_all, repeat(-1)), np.int64, len(shown_all))
+        if any(map(scope_at.__contains__, shown_all)) or (kinds[sp[sp >= 0]] == 0).any():
+            raise Declined  # normalize._resolve_conflicts
         # The renamed ops by their shown names: with the original names, the index of
         # the names as shown (no shown name is an original one: declined above).
-        shown_index: dict[str, int] = {}
-        if renamed:
-            names = names.copy()
-            for x, shown in renamed.items():
-                j = orig_index.get(x)
-                if j is not None:  # "a/b" is shown as "a/b/(b)"
-                    names[j] = shown
-                    shown_index[shown] = j
-                    scope_of[j], leaves[j] = x, f"({leaves[j]})"
+        js_l = js.tolist()
+        shown_index = dict(zip(x_shown, js_l, strict=True))
+        if js_l:
+            if everything:
+                names = names.copy()
+            # Set item by item in C ("a/b" is shown as "a/b/(b)", in scope "a/b").
+            for column, values in ((names, x_shown), (scope_of, x_names),
+                                   (leaves, map("({})".format, x_leaves))):
+                deque(map(column.__setitem__, js_l, values), 0)
+            first_x = np.fromiter(map(scope_at.__getitem__, x_names), np.int64, js.size)
+            x_codes = np.where(first_x >= 0, first_x, n + np.arange(js.size))
+            # The scopes whose ops changed find their first op again.
+            old = six[js]
+            six[js] = x_codes
+            touched = np.flatnonzero(np.isin(six, np.r_[old, x_codes]))
+            code = six[touched]
+            u, fi = np.unique(code, return_index=True)
+            six[touched] = touched[fi][np.searchsorted(u, code)]
+        #: Each op's scope by its first op (the op that makes the scope's group).
+        self.scope_first = six
         self.scope_of = scope_of
         self.leaves = leaves
         # A name the regex matches is ASCII digits, maybe with a final newline (so has no
-        # "/"): only those names are matched, found by C string methods over all names.
-        if any(map(_ARRAY_INDEX_RE.match, chain(filter(str.isdigit, names), filter(
-                methodcaller("endswith", "\n"), names)))):
+        # "/", and is at the root; a renamed one is shown with "/").
+        if any(map(_ARRAY_INDEX_RE.match, filterfalse(renamed.__contains__, chain(
+                filter(str.isdigit, root_names),
+                filter(methodcaller("endswith", "\n"), root_names))))):
             raise Declined  # JavaScript key order at the root
         self.renamed = renamed
         rn = renamed.get
         self.names = names
         self.n_ops = n
-        self.types = np.fromiter(map(strings.__getitem__, ops), np.int64, n)
-        self.devices = np.fromiter(map(dev_id.__getitem__, devs), np.int64, n)
+        self.types = type_sid[typ]
+        self.devices = dev_sid[dev]
         self.attrs: np.ndarray = rec_attr[rec]
         self.shapes: np.ndarray = rec_shape[rec]
-        self.xla = {j: xla_rec[r] for j, r in enumerate(rec.tolist()) if r in xla_rec} \
-            if xla_rec else {}
+        self.xla: dict[int, str] = {}
+        if xla_rec:
+            xj = np.flatnonzero(np.isin(rec, np.fromiter(xla_rec, np.int64, len(xla_rec))))
+            self.xla = dict(zip(xj.tolist(), map(xla_rec.__getitem__, rec[xj].tolist()),
+                                strict=True))
 
         def embedding(i: int) -> Embedding:
             name = all_names[i]
-            return Embedding(rn(name, name), all_ops[i], list(records[cols.rec[i]][1]))
+            return Embedding(rn(name, name), cols.ops[i], list(records[cols.rec[i]][1]))
 
-        orig_get, new_get = orig_index.get, shown_index.get
+        new_get = shown_index.get
 
         def get(name: str) -> int:
             # normalize: the index of the shown names at rn(name). An op's original name
@@ -329,6 +409,13 @@ class _Columns:
                 s = new_get(rn(name, name))
             return -1 if s is None else s
 
+        # Summaries (out-embeddings), in source order: the last of a name wins.
+        out_emb: dict[str, int] = {}
+        outs_of: dict[str, list[int]] = {}
+        for i in np.flatnonzero(kinds == 3).tolist():
+            out_emb[all_names[i]] = i
+            for iname in cols.in_name[cols.in_start[i]:cols.in_start[i + 1]]:
+                outs_of.setdefault(iname, []).append(i)
         # The inputs of the ops, in op then input order: most name an op directly.
         starts = cols.in_start[reg]
         lens = cols.in_start[reg + 1] - starts
@@ -338,13 +425,15 @@ class _Columns:
         slot = cols.in_slot[at]
         flag = cols.in_ctl[at].astype(np.int64)
         for op, i in REF_EDGES:
-            t = strings.get(op)
-            if t is not None:
-                flag[(self.types[dst] == t) & (rank == i)] |= 2
+            ref_t = strings.get(op)
+            if ref_t is not None:
+                flag[(self.types[dst] == ref_t) & (rank == i)] |= 2
         # Looked up over every input (fewer objects than gathering the ops' input names
         # first); the names themselves only for the inputs that name no op.
-        src = np.fromiter(map(orig_get, cols.in_name, repeat(-1)), np.int64,
-                          len(cols.in_name))[at]
+        found = np.fromiter(map(pos_get, cols.in_name, repeat(-1)), np.int64,
+                            len(cols.in_name))[at]
+        fkind = np.where(found >= 0, kinds[found], -1)
+        src = np.where(fkind == 0, reg_of[found], -1)
         # The rest: embedded nodes (their edges replace the input's), renamed names, and
         # names of no op, one by one; each input's edges keep its place.
         embs: dict[int, list[list[Any]]] = {}
@@ -354,11 +443,17 @@ class _Columns:
         x_slot: list[int] = []
         x_flag: list[int] = []
         miss = np.flatnonzero(src < 0)
-        if in_emb and miss.size:
+        if miss.size and (kind_of == 2).any():
             # Inputs naming an in-embedding (constants: many): their embeddings made
             # over all of them at once; only those with inputs of their own one by one.
-            e_in = np.fromiter(map(in_emb.get, _take(cols.in_name, at[miss]), repeat(-1)),
-                               np.int64, miss.size)
+            mk = fkind[miss]
+            if in_exact is None:
+                e_in = np.where(mk == 2, found[miss], -1)
+            else:
+                e_in = np.full(miss.size, -1, np.int64)
+                ek = np.flatnonzero(mk >= 2)
+                e_in[ek] = np.fromiter(map(in_exact.get, _take(cols.in_name, at[miss[ek]]),
+                                           repeat(-1)), np.int64, ek.size)
             hit = e_in >= 0
             q_in, e_of = miss[hit], e_in[hit]
             miss = miss[~hit]
@@ -411,7 +506,7 @@ class _Columns:
             e_src, e_dst, e_slot, e_flag = e_src[o], e_dst[o], e_slot[o], e_flag[o]
         # Summaries reading an op: its out-embeddings, after its in-embeddings.
         for host, summaries in outs_of.items():
-            at_host = orig_index.get(host)
+            at_host = orig_get(host)
             if at_host is not None:
                 embs.setdefault(at_host, []).extend([1, embedding(s)] for s in summaries)
         self.embs = dict(sorted(embs.items()))
@@ -431,13 +526,12 @@ class _Columns:
         gmade = [-1]  # the op before which the group was made (-1: the root)
         # The distinct scopes in order of their first op: groups are made there, missing
         # ancestors first.
-        scope_ix: dict[str, int] = {}
-        ix = np.fromiter(map(scope_ix.setdefault, self.scope_of, count()), np.int64, n)
-        # setdefault hands back the first index of each scope: that op made its group.
+        ix = self.scope_first
+        # Each scope's first op made its group.
         distinct = np.flatnonzero(ix == np.arange(n))
         made: list[int] = []  # each distinct scope's group
         add_made, get = made.append, gid.get
-        for scope, j in zip(scope_ix, distinct.tolist(), strict=True):
+        for scope, j in zip(_take(self.scope_of, distinct), distinct.tolist(), strict=True):
             k = get(scope)
             if k is None:
                 missing = [scope]
@@ -522,8 +616,10 @@ class _Columns:
         if taken is None:
             taken = self._taken_cache = set[str]()
             for names in (self.names, self.gnames):
-                at = np.fromiter(map(str.find, names, repeat("[")), np.int64, len(names))
-                taken.update(_take(names, np.flatnonzero(at >= 0)))
+                if "[" in "".join(names):  # one C pass: most graphs have none
+                    at = np.fromiter(map(str.find, names, repeat("[")), np.int64,
+                                     len(names))
+                    taken.update(_take(names, np.flatnonzero(at >= 0)))
         return taken
 
     def _new_group(self, name: str, parent: int, kind: int) -> int:
@@ -548,8 +644,11 @@ class _Columns:
         if not js.size:
             return
         names = self.names
-        pre, ids, prefix_of = series_keys(
-            self.leaves if js.size == n else _take(self.leaves, js))
+        # Leaves repeat (the same leaf in every block): split once per distinct one.
+        distinct, _, leaf = string_codes(self.leaves if js.size == n
+                                          else _take(self.leaves, js))
+        pre, ids, prefix_of = series_keys(distinct)
+        pre, ids = pre[leaf], ids[leaf]
         parent = self.op_parent[js]
         typ = self.types[js]
         T = int(typ.max()) + 1
@@ -632,7 +731,6 @@ class _Columns:
         n0 = made.size  # scope groups; the rest are series, appended in creation order
         parent = np.empty(n + G, np.int64)
         key = np.empty(n + G, np.int64)
-        sub = np.zeros(n + G, np.int64)
         parent[:n] = self.op_parent
         key[:n] = 2 * np.arange(n) + 1
         mj = self.member_j
@@ -643,8 +741,10 @@ class _Columns:
         key[n:n + n0] = 2 * made
         big = 2 * n + 2
         key[n + n0:] = big + np.arange(G - n0)
-        sub[n:] = np.arange(G)
-        order = np.lexsort((sub, key, parent))
+        # (parent, key) packed into one int64 (below 2**62 for any graph that fits in
+        # memory), sorted stably: ties keep index order (ops first, then groups).
+        width = big + G  # every key is below it
+        order = np.argsort((parent + 1) * width + key, kind="stable")
         order = order[parent[order] >= 0]  # not the root
         p = parent[order]
         ends = np.cumsum(np.bincount(p, minlength=G)).tolist()
@@ -701,7 +801,7 @@ class _Columns:
             idx = np.flatnonzero(take)
             slot = self.e_slot[idx]
             width = int(slot.max()) + 1
-            upk, pinv = np.unique(sh_list[idx] * width + slot, return_inverse=True)
+            upk, pinv = small_unique(sh_list[idx] * width + slot)
             # Each (shape list, slot) to its shape (None past the list's end), found in
             # the shape lists laid end to end; shapes numbered by first occurrence.
             li, sl = np.divmod(upk, width)
@@ -1499,6 +1599,21 @@ def bundle_pairs(parent: np.ndarray, a: np.ndarray, b: np.ndarray,
     v = np.where(sib, x, px)
     w = np.where(sib, y, py)
     return g, v, w
+
+
+def small_unique(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of non-negative integers; where they
+    span little (below four times their number) by a table instead of a sort."""
+    top = int(values.max()) + 1 if values.size else 0
+    if top > 4 * values.size:
+        uniq, inv = np.unique(values, return_inverse=True)
+        return uniq, inv.reshape(-1)
+    present = np.zeros(top, bool)
+    present[values] = True
+    uniq = np.flatnonzero(present)
+    rank = np.zeros(top, np.int64)
+    rank[uniq] = np.arange(uniq.size)
+    return uniq, rank[values]
 
 
 def _gather_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
