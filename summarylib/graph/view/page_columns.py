@@ -32,7 +32,7 @@ suffix too long for int64.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from itertools import chain, count, filterfalse, pairwise, repeat
+from itertools import chain, count, pairwise, repeat
 from operator import attrgetter, itemgetter, methodcaller
 from typing import Any
 
@@ -42,6 +42,7 @@ from summarylib.graph._gc import gc_paused
 from summarylib.graph.view.extraction import extract_group
 from summarylib.graph.view.first_use import first_use_order
 from summarylib.graph.view.hierarchy import Tree
+from summarylib.graph.view.interning import intern_ids
 from summarylib.graph.view.model import Embedding, GroupNode, Metaedge, OpNode, Shape
 from summarylib.graph.view.normalize import (
     _ARRAY_INDEX_RE,
@@ -1012,44 +1013,74 @@ class _Columns:
         depth = np.array(self.depth, np.int64)[metas]
         _, first, inv = np.unique(sid, return_index=True, return_inverse=True)
         order = np.lexsort((metas, first[inv.reshape(-1)], depth))
-        ms = metas[order].tolist()
+        ms_a = metas[order]
+        ms = ms_a.tolist()
         bs = sid[order]
-        bounds = np.r_[0, np.flatnonzero(bs[1:] != bs[:-1]) + 1, bs.size].tolist()
-        bs_l = bs.tolist()
-        out: dict[str, list[str]] = {}
-        ids: dict[int, str] = {}
-        for a, b in pairwise(bounds):
-            sig = sigs[bs_l[a]]
+        bstart = np.flatnonzero(np.r_[True, bs[1:] != bs[:-1]]) if bs.size else bs
+        bounds = np.r_[bstart, bs.size].tolist()
+        bs_l = bs[bstart].tolist()
+        of, unique = codes.of, codes.unique
+        if not fresh:
+            # A member's own entries in ``of`` and ``unique`` change only when its bucket
+            # is handled, so they are read for all members at once; ``changed`` grows by
+            # the ancestors of members that were unique, which are deeper (so in later
+            # buckets: buckets go by depth, as a signature holds the depth).
+            chg = np.zeros(len(gnames), bool)
+            chg[list(changed)] = True
+            has_of = np.fromiter(map(of.__contains__, ms), bool, len(ms))
+            was_unique = np.fromiter(map(unique.__contains__, ms), bool, len(ms))
+        for bi, (a, b) in enumerate(pairwise(bounds)):
             if b - a == 1:
                 g = ms[a]
-                if fresh or g in changed or g not in codes.of:
-                    codes.of[g] = codes.code(("unique", gnames[g]))
-                    codes.unique.add(g)
+                if fresh or chg[g] or not has_of[a]:
+                    of[g] = codes.code(("unique", gnames[g]))
+                    unique.add(g)
                 continue
-            members = ms[a:b]
             if fresh:
-                todo = members
+                todo = ms[a:b]
             else:
-                todo = []
-                for g in members:
-                    if g in changed or g in codes.unique or g not in codes.of:
-                        if g in codes.unique:
-                            p = self.gparent[g]
-                            while p >= 0:
-                                changed.add(p)
-                                p = self.gparent[p]
-                        codes.unique.discard(g)
-                        todo.append(g)
+                need = chg[ms_a[a:b]] | was_unique[a:b] | ~has_of[a:b]
+                for i in np.flatnonzero(was_unique[a:b]).tolist():
+                    g = ms[a + i]
+                    p = self.gparent[g]
+                    while p >= 0:
+                        changed.add(p)
+                        chg[p] = True
+                        p = self.gparent[p]
+                    unique.discard(g)
+                todo = ms_a[a:b][need].tolist()
             if todo:
-                self._bucket_codes(sig, todo, gkind)
-            classes: dict[int, list[int]] = {}
-            for g, c in zip(members, map(codes.of.__getitem__, members), strict=True):
-                classes.setdefault(c, []).append(g)
-            for k, gs in enumerate(classes.values()):
-                if len(gs) >= 2:
-                    tid = f"{sig}[{k}]"
-                    out[tid] = list(map(gnames.__getitem__, gs))
-                    ids.update(dict.fromkeys(gs, tid))
+                self._bucket_codes(sigs[bs_l[bi]], todo, gkind)
+        out: dict[str, list[str]] = {}
+        ids: dict[int, str] = {}
+        # The classes of each bucket of two or more: members of one code, numbered in
+        # order of their first member; those of two or more members are templates.
+        blen = np.asarray(bounds[1:], np.int64) - np.asarray(bounds[:-1], np.int64)
+        multi = np.repeat(blen >= 2, blen)
+        if multi.any():
+            mm = ms_a[multi]
+            bix = np.repeat(np.arange(blen.size), blen)[multi]
+            code = np.fromiter(map(of.__getitem__, mm.tolist()), np.int64, mm.size)
+            key = bix * (int(code.max()) + 1) + code
+            _, cfirst, cinv, ccount = np.unique(key, return_index=True, return_inverse=True,
+                                                return_counts=True)
+            cinv = cinv.reshape(-1)
+            # Classes in member order: by bucket, then by first member.
+            corder = np.argsort(cfirst, kind="stable")
+            cbucket = bix[cfirst[corder]]
+            k_in = _rank_in_runs(cbucket)
+            keep = ccount[corder] >= 2
+            crank = np.empty_like(corder)
+            crank[corder] = np.arange(corder.size)
+            by_class = np.argsort(crank[cinv], kind="stable")
+            cstart = np.r_[0, np.cumsum(ccount[corder])].tolist()
+            members = mm[by_class].tolist()
+            for c_i, bkt, k in zip(np.flatnonzero(keep).tolist(), cbucket[keep].tolist(),
+                                   k_in[keep].tolist(), strict=True):
+                gs = members[cstart[c_i]:cstart[c_i + 1]]
+                tid = f"{sigs[bs_l[bkt]]}[{k}]"
+                out[tid] = list(map(gnames.__getitem__, gs))
+                ids.update(dict.fromkeys(gs, tid))
         self.template_of = ids
         return out
 
@@ -1317,10 +1348,14 @@ def key_histograms(pg: np.ndarray, po: np.ndarray, key: np.ndarray, G: int,
     grp, keys, counts, first_op = _key_runs(pg, po, key, count)
     n = int(po.max()) + 1
     o2 = np.argsort(grp * n + first_op)  # distinct: an op has one key
-    pairs = list(zip(keys[o2].tolist(), counts[o2].tolist(), strict=True))
+    flat = np.stack([keys[o2], counts[o2]], axis=1)
+    pairs = list(zip(*flat.T.tolist(), strict=True))
     # grp[o2] ascends: each group's pairs are one slice of them.
-    ends = np.cumsum(np.bincount(grp, minlength=G)).tolist()
-    return list(map(pairs.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+    start = np.zeros(G + 1, np.int64)
+    np.cumsum(np.bincount(grp, minlength=G), out=start[1:])
+    ends = start[1:].tolist()
+    return _Histograms(map(pairs.__getitem__, map(slice, [0, *ends[:-1]], ends)),
+                       (flat, start))
 
 
 def series_keys(leaves: list[str]) -> tuple[np.ndarray, np.ndarray, list[tuple[str, str]]]:
@@ -1510,16 +1545,28 @@ def _gather_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
     return np.repeat(starts - offs, lens) + np.arange(total)
 
 
-def _intern_all(table: dict[Any, int], keys: Iterable[Any]) -> None:
-    """Number the keys not yet in ``table`` on from its size, in order of first
-    occurrence (as ``table.setdefault(k, len(table))`` per key would), in C: each key
-    is checked after the ones before it were added."""
-    table.update(zip(filterfalse(table.__contains__, keys), count(len(table))))
+class _Histograms(list[list[tuple[int, int]]]):
+    """``key_histograms``' lists, with the same pairs as arrays (``flat``: the pairs of
+    the first lists, as ``_flat_pairs`` gives them), so that ``_flat_pairs`` does not
+    walk a million tuples to make them again. Those lists are final once made: a list
+    appended later (a series made after the histograms) is flattened on its own."""
+
+    def __init__(self, lists: Iterable[list[tuple[int, int]]],
+                 flat: tuple[np.ndarray, np.ndarray]) -> None:
+        super().__init__(lists)
+        self.flat = flat
 
 
 def _flat_pairs(lists: list[list[tuple[int, int]]]) -> tuple[np.ndarray, np.ndarray]:
     """Lists of integer pairs as one (pairs, 2) array, and each list's start in it (one
     more start than lists: the end)."""
+    known = getattr(lists, "flat", None)
+    if known is not None and known[1].size - 1 <= len(lists):
+        pairs, start = known
+        if start.size - 1 == len(lists):
+            return pairs, start
+        more, mstart = _flat_pairs(lists[start.size - 1:])
+        return np.concatenate([pairs, more]), np.r_[start[:-1], start[-1] + mstart]
     lens = np.fromiter(map(len, lists), np.int64, len(lists))
     starts = np.zeros(len(lists) + 1, np.int64)
     np.cumsum(lens, out=starts[1:])
@@ -1556,14 +1603,11 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
 
     # --- the string universe: our strings, then labels and embedding names ----------
     universe: dict[str, int] = dict(c.strings)
-    # Labels interned in op order (as one setdefault per op would), then looked up in C.
-    _intern_all(universe, c.leaves)
-    op_label = np.fromiter(map(universe.__getitem__, c.leaves), np.int64, n)
-    # Group labels likewise, in group order.
-    grp_labels = list(map(itemgetter(2), map(str.rpartition, c.gnames, repeat("/"))))
-    _intern_all(universe, grp_labels)
-    grp_label = np.fromiter(map(universe.__getitem__, grp_labels), np.int64, G)
-    del grp_labels
+    # Labels numbered in op order (as one setdefault per op would), then group labels
+    # in group order.
+    op_label = intern_ids(universe, c.leaves)
+    grp_label = intern_ids(
+        universe, list(map(itemgetter(2), map(str.rpartition, c.gnames, repeat("/")))))
     strings = _Events()
     strings.add(op_pos, 0, op_label)
     strings.add(grp_pos, 0, grp_label)
@@ -1579,36 +1623,33 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     # it lies in the host's scope, which is when its own scope is the host's.
     hosts = np.fromiter(c.embs, np.int64, len(c.embs))
     hosts = hosts[np.argsort(op_pos[hosts], kind="stable")].tolist()
-    per_host = [c.embs[j] for j in hosts]
+    per_host = list(map(c.embs.__getitem__, hosts))
     n_per = list(map(len, per_host))
     flat = list(chain.from_iterable(per_host))
     del per_host
     embeds = list(map(itemgetter(1), flat))
     e_names = list(map(attrgetter("name"), embeds))
     n_emb = len(flat)
-    # Local: the host's scope is not empty, the name starts with it and has its last "/"
-    # right after it. Then the name is shown from there on (a slice from 0 is the name).
+    # Local: the host's scope is not empty and is the name's own scope (before its last
+    # "/"). Then the name is shown from after that "/" on.
+    e_parts = list(map(str.rpartition, e_names, repeat("/")))
     scopes = list(map(c.scope_of.__getitem__, hosts))
-    scope_len = np.repeat(np.fromiter(map(len, scopes), np.int64, len(hosts)), n_per)
-    cut = np.fromiter(map(str.rfind, e_names, repeat("/")), np.int64, n_emb)
-    local = np.fromiter(map(str.startswith, e_names,
+    local = np.fromiter(map(str.__eq__, map(itemgetter(0), e_parts),
                             chain.from_iterable(map(repeat, scopes, n_per))), bool, n_emb)
-    local &= (cut == scope_len) & (scope_len > 0)
-    e_shown: list[str] = list(map(str.__getitem__, e_names, map(
-        slice, np.where(local, cut + 1, 0).tolist(), repeat(None))))
-    e_ops = list(map(attrgetter("op"), embeds))
-    _intern_all(universe, chain(e_shown, e_ops))
-    e_shapes = list(map(tuple, map(attrgetter("shapes"), embeds)))
-    _intern_all(shape_u, e_shapes)
+    local &= np.repeat(np.fromiter(map(bool, scopes), bool, len(hosts)), n_per)
+    e_shown: list[str] = list(map(itemgetter(2), e_parts))
+    del e_parts
+    for i in np.flatnonzero(~local).tolist():
+        e_shown[i] = e_names[i]
     emb = np.empty((len(flat), 5), np.int64)
     if flat:
         emb[:, 0] = np.repeat(op_pos[np.array(hosts, np.int64)], n_per)
         emb[:, 1] = np.fromiter(map(itemgetter(0), flat), np.int64, len(flat)) | (
             local * 2)
-        emb[:, 2] = np.fromiter(map(universe.__getitem__, e_shown), np.int64, len(flat))
-        emb[:, 3] = np.fromiter(map(universe.__getitem__, e_ops), np.int64, len(flat))
-        emb[:, 4] = np.fromiter(map(shape_u.__getitem__, e_shapes), np.int64, len(flat))
-    del flat, embeds, e_names, scopes, scope_len, cut, local, e_shown, e_ops, e_shapes
+        emb[:, 2] = intern_ids(universe, e_shown)
+        emb[:, 3] = intern_ids(universe, list(map(attrgetter("op"), embeds)))
+        emb[:, 4] = intern_ids(shape_u, list(map(tuple, map(attrgetter("shapes"), embeds))))
+    del flat, embeds, e_names, scopes, local, e_shown
     if emb.size:
         # Within a host: after its label, type and device (ranks 0-2), name then op.
         k = np.arange(len(emb))
@@ -1674,6 +1715,18 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     if total:
         shapes_ev.add(me_pos, _rank_in_runs(me_pos), me_cols["sl"])
     str_order, str_remap = strings.table(len(universe))
+    # The strings of the columns label, type and device first (page_data's
+    # _strings_first, which then has nothing to do): one list of the table is made,
+    # not two.
+    in_first = np.zeros(len(universe), bool)
+    for used_ids in (op_label, grp_label, c.types, c.devices[has_dev]):
+        in_first[used_ids] = True
+    if c.series_op:
+        in_first[np.fromiter(c.series_op.values(), np.int64, len(c.series_op))] = True
+    first_part = in_first[str_order]
+    if not first_part[:int(first_part.sum())].all():
+        str_order = np.concatenate([str_order[first_part], str_order[~first_part]])
+        str_remap[str_order] = np.arange(str_order.size)
     shp_order, shp_remap = shapes_ev.table(len(shape_u))
     universe_list = list(universe)
     shape_list = list(shape_u)
@@ -1762,7 +1815,7 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
         np.float64 if name in float_cols else np.uint8 if name in byte_cols else np.int32))
         for name, arr in columns]
     tables = {
-        "strings": [universe_list[u] for u in str_order.tolist()],
+        "strings": list(map(universe_list.__getitem__, str_order.tolist())),
         "shapes": [[None if s is None else list(s) for s in shape_list[k]]
                    for k in shp_order.tolist()],
         "attrs": [c.attr_list[a] for a in attr_order.tolist()],
