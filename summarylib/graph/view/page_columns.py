@@ -32,7 +32,7 @@ suffix too long for int64.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from itertools import chain, count, pairwise, repeat
+from itertools import chain, count, filterfalse, pairwise, repeat
 from operator import attrgetter, itemgetter, methodcaller
 from typing import Any
 
@@ -42,7 +42,6 @@ from summarylib.graph._gc import gc_paused
 from summarylib.graph.view.extraction import extract_group
 from summarylib.graph.view.first_use import first_use_order
 from summarylib.graph.view.hierarchy import Tree
-from summarylib.graph.view.interning import intern_ids
 from summarylib.graph.view.model import Embedding, GroupNode, Metaedge, OpNode, Shape
 from summarylib.graph.view.normalize import (
     _ARRAY_INDEX_RE,
@@ -1348,8 +1347,9 @@ def key_histograms(pg: np.ndarray, po: np.ndarray, key: np.ndarray, G: int,
     grp, keys, counts, first_op = _key_runs(pg, po, key, count)
     n = int(po.max()) + 1
     o2 = np.argsort(grp * n + first_op)  # distinct: an op has one key
-    flat = np.stack([keys[o2], counts[o2]], axis=1)
-    pairs = list(zip(*flat.T.tolist(), strict=True))
+    k, v = keys[o2], counts[o2]
+    pairs = list(zip(k.tolist(), v.tolist(), strict=True))
+    flat = np.stack([k, v], axis=1)
     # grp[o2] ascends: each group's pairs are one slice of them.
     start = np.zeros(G + 1, np.int64)
     np.cumsum(np.bincount(grp, minlength=G), out=start[1:])
@@ -1545,6 +1545,13 @@ def _gather_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
     return np.repeat(starts - offs, lens) + np.arange(total)
 
 
+def _intern_all(table: dict[Any, int], keys: Iterable[Any]) -> None:
+    """Number the keys not yet in ``table`` on from its size, in order of first
+    occurrence (as ``table.setdefault(k, len(table))`` per key would), in C: each key
+    is checked after the ones before it were added."""
+    table.update(zip(filterfalse(table.__contains__, keys), count(len(table))))
+
+
 class _Histograms(list[list[tuple[int, int]]]):
     """``key_histograms``' lists, with the same pairs as arrays (``flat``: the pairs of
     the first lists, as ``_flat_pairs`` gives them), so that ``_flat_pairs`` does not
@@ -1605,9 +1612,12 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     universe: dict[str, int] = dict(c.strings)
     # Labels numbered in op order (as one setdefault per op would), then group labels
     # in group order.
-    op_label = intern_ids(universe, c.leaves)
-    grp_label = intern_ids(
-        universe, list(map(itemgetter(2), map(str.rpartition, c.gnames, repeat("/")))))
+    _intern_all(universe, c.leaves)
+    op_label = np.fromiter(map(universe.__getitem__, c.leaves), np.int64, n)
+    grp_labels = list(map(itemgetter(2), map(str.rpartition, c.gnames, repeat("/"))))
+    _intern_all(universe, grp_labels)
+    grp_label = np.fromiter(map(universe.__getitem__, grp_labels), np.int64, G)
+    del grp_labels
     strings = _Events()
     strings.add(op_pos, 0, op_label)
     strings.add(grp_pos, 0, grp_label)
@@ -1637,18 +1647,23 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     local = np.fromiter(map(str.__eq__, map(itemgetter(0), e_parts),
                             chain.from_iterable(map(repeat, scopes, n_per))), bool, n_emb)
     local &= np.repeat(np.fromiter(map(bool, scopes), bool, len(hosts)), n_per)
-    e_shown: list[str] = list(map(itemgetter(2), e_parts))
+    # (Picked with object arrays: pointer copies, whichever side most names are on.)
+    e_shown: list[str] = np.where(local, np.array(list(map(itemgetter(2), e_parts)), object),
+                                  np.array(e_names, object)).tolist() if n_emb else []
     del e_parts
-    for i in np.flatnonzero(~local).tolist():
-        e_shown[i] = e_names[i]
     emb = np.empty((len(flat), 5), np.int64)
     if flat:
         emb[:, 0] = np.repeat(op_pos[np.array(hosts, np.int64)], n_per)
         emb[:, 1] = np.fromiter(map(itemgetter(0), flat), np.int64, len(flat)) | (
             local * 2)
-        emb[:, 2] = intern_ids(universe, e_shown)
-        emb[:, 3] = intern_ids(universe, list(map(attrgetter("op"), embeds)))
-        emb[:, 4] = intern_ids(shape_u, list(map(tuple, map(attrgetter("shapes"), embeds))))
+        e_ops = list(map(attrgetter("op"), embeds))
+        _intern_all(universe, chain(e_shown, e_ops))
+        e_shapes = list(map(tuple, map(attrgetter("shapes"), embeds)))
+        _intern_all(shape_u, e_shapes)
+        emb[:, 2] = np.fromiter(map(universe.__getitem__, e_shown), np.int64, n_emb)
+        emb[:, 3] = np.fromiter(map(universe.__getitem__, e_ops), np.int64, n_emb)
+        emb[:, 4] = np.fromiter(map(shape_u.__getitem__, e_shapes), np.int64, n_emb)
+        del e_ops, e_shapes
     del flat, embeds, e_names, scopes, local, e_shown
     if emb.size:
         # Within a host: after its label, type and device (ranks 0-2), name then op.
@@ -1659,7 +1674,8 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
         strings.add(emb[:, 0], 4 + 2 * rank, emb[:, 3])
         shapes_ev.add(emb[:, 0], 1 + rank, emb[:, 4])
     # Groups: series op, histogram keys, device keys; metaedges.
-    series_rows = [g for g in grp_order.tolist() if c.gkind[g] == 1]
+    gkind = np.array(c.gkind, np.int64)
+    series_rows = grp_order[gkind[grp_order] == 1].tolist()
     if series_rows:
         sr = np.array(series_rows, np.int64)
         strings.add(grp_pos[sr], 1, [c.series_op[g] for g in series_rows])
@@ -1761,7 +1777,6 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
         attrs[op_pos] = np.where(c.attrs >= 0, attr_remap[np.maximum(c.attrs, 0)], -1)
     del attr_pos
     shapes[op_pos] = shp_remap[c.shapes]
-    gkind = np.array(c.gkind, np.int64)
     nonctl = np.asarray(c.nonctl, bool)
     gk = np.where(gkind == 1, _KIND_SERIES | np.where(nonctl, _VERTICAL, 0), _KIND_META)
     gk[0] = _KIND_META
