@@ -867,11 +867,17 @@ class _Columns:
         at = _gather_ranges(start[metas], lens)
         owner = np.repeat(np.arange(k), lens)
         rank, val = srank[pairs[at, 0]], pairs[at, 1]
-        o = np.lexsort((rank, owner))  # owner ascends already: sorts within each group
         width = int(val.max()) + 1 if val.size else 1
         if len(strings) * width >= 1 << 62:
             raise Declined  # counts beyond any graph this path reads
-        entry = rank[o] * width + val[o]
+        entry = rank * width + val
+        span = len(strings) * width
+        if k * span < 1 << 62:
+            # (owner, entry) in one int64, sorted: a group's entries by op name (a group
+            # has each op name once), the groups in order.
+            entry = np.sort(owner * span + entry) % span
+        else:
+            entry = entry[np.lexsort((rank, owner))]
         estart = np.zeros(k + 1, np.int64)
         np.cumsum(lens, out=estart[1:])
         sid = np.empty(k, np.int64)
@@ -919,7 +925,8 @@ class _Columns:
 
     def _group_labels(self, gs: np.ndarray, gkind: np.ndarray) -> np.ndarray:
         """:meth:`_label` of groups ``gs`` (``gkind``: every group's kind): a metanode's
-        label is interned once per distinct code, a series' one by one."""
+        label is interned once per distinct code, a series of ops' once per distinct
+        (length, op type), other series' one by one."""
         codes = self.codes
         out = np.empty(gs.size, np.int64)
         meta = gkind[gs] == 0
@@ -932,7 +939,21 @@ class _Columns:
         rest = np.flatnonzero(~meta)
         if rest.size:
             n = self.n_ops
-            out[rest] = [self._label(n + g) for g in gs[rest].tolist()]
+            flat, start = self._kid_table()
+            rg = gs[rest]
+            size = start[rg + 1] - start[rg]
+            head = flat[np.minimum(start[rg], max(flat.size - 1, 0))] if flat.size else size
+            of_ops = (size > 0) & (head < n)
+            if of_ops.any():
+                strings = self._string_list()
+                S = len(strings)
+                u, inv = np.unique(size[of_ops] * S + self.types[head[of_ops]],
+                                   return_inverse=True)
+                lab = np.array([codes.code(("series", ln, strings[t]))
+                                for ln, t in zip((u // S).tolist(), (u % S).tolist(),
+                                                 strict=True)], np.int64)
+                out[rest[of_ops]] = lab[inv.reshape(-1)]
+            out[rest[~of_ops]] = [self._label(n + g) for g in rg[~of_ops].tolist()]
         return out
 
     def _kid_table(self) -> tuple[np.ndarray, np.ndarray]:
@@ -972,20 +993,19 @@ class _Columns:
         E = self.n_metaedges(gs[0])
         rows = np.empty((k, 3 * E), np.int64)
         over = self.me_override
-        arr = [i for i, g in enumerate(gs) if g not in over] if over else list(range(k))
-        if arr and E:
-            ai = np.array(arr, np.int64)
+        is_over = (np.fromiter(map(over.__contains__, gs), bool, k) if over
+                   else np.zeros(k, bool))
+        ai = np.flatnonzero(~is_over)
+        if ai.size and E:
             starts = self.me_start[ga[ai]]
-            idx = _gather_ranges(starts, np.full(len(arr), E, np.int64)).reshape(-1, E)
+            idx = _gather_ranges(starts, np.full(ai.size, E, np.int64)).reshape(-1, E)
             me = self.me
             f = (me["reg"][idx] > 0).astype(np.int64) | ((me["ctl"][idx] > 0) * 2)
             rows[ai] = np.stack([self.cpos[me["v"][idx]], self.cpos[me["w"][idx]], f],
-                                axis=2).reshape(len(arr), 3 * E)
-        if len(arr) < k:
-            for i, g in enumerate(gs):
-                if g in over:
-                    rows[i] = [x for v, w, f in self.me_flags(g)
-                               for x in (int(self.cpos[v]), int(self.cpos[w]), f)]
+                                axis=2).reshape(ai.size, 3 * E)
+        for i in np.flatnonzero(is_over).tolist():
+            rows[i] = [x for v, w, f in self.me_flags(gs[i])
+                       for x in (int(self.cpos[v]), int(self.cpos[w]), f)]
         full = np.concatenate([lab, rows], axis=1)
         if full.shape[1]:
             uniq, inv = unique_rows(full)
