@@ -1739,15 +1739,19 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
         for g_i in np.flatnonzero(over).tolist():
             g = int(grp_order[g_i])
             o = int(offs[g_i])
-            for r, m in enumerate(c.me_override[g]):
-                key = tuple(m.shapes)
-                sk = shape_u.get(key)
-                if sk is None:
-                    sk = shape_u[key] = len(shape_u)
-                for col, val in (("v", m.v), ("w", m.w), ("reg", m.regular),
-                                 ("ctl", m.control), ("ref", m.ref), ("size", m.size),
-                                 ("sl", sk)):
-                    me_cols[col][o + r] = val
+            lst = c.me_override[g]
+            size = len(lst)
+            if not size:
+                continue
+            # (One pass per field over the group's metaedge objects.)
+            for col, field in (("v", "v"), ("w", "w"), ("reg", "regular"), ("ctl", "control"),
+                               ("ref", "ref"), ("size", "size")):
+                me_cols[col][o:o + size] = np.fromiter(map(attrgetter(field), lst),
+                                                       me_cols[col].dtype, size)
+            keys = list(map(tuple, map(attrgetter("shapes"), lst)))
+            _intern_all(shape_u, keys)
+            me_cols["sl"][o:o + size] = np.fromiter(map(shape_u.__getitem__, keys), np.int64,
+                                                    size)
     if total:
         shapes_ev.add(me_pos, _rank_in_runs(me_pos), me_cols["sl"])
     str_order, str_remap = strings.table(len(universe))
