@@ -967,11 +967,17 @@ class _Columns:
         at = _gather_ranges(start[metas], lens)
         owner = np.repeat(np.arange(k), lens)
         rank, val = srank[pairs[at, 0]], pairs[at, 1]
-        o = np.lexsort((rank, owner))  # owner ascends already: sorts within each group
         width = int(val.max()) + 1 if val.size else 1
         if len(strings) * width >= 1 << 62:
             raise Declined  # counts beyond any graph this path reads
-        entry = rank[o] * width + val[o]
+        entry = rank * width + val
+        span = len(strings) * width
+        if k * span < 1 << 62:
+            # (owner, entry) in one int64, sorted: a group's entries by op name (a group
+            # has each op name once), the groups in order.
+            entry = np.sort(owner * span + entry) % span
+        else:
+            entry = entry[np.lexsort((rank, owner))]
         estart = np.zeros(k + 1, np.int64)
         np.cumsum(lens, out=estart[1:])
         sid = np.empty(k, np.int64)
@@ -1019,7 +1025,8 @@ class _Columns:
 
     def _group_labels(self, gs: np.ndarray, gkind: np.ndarray) -> np.ndarray:
         """:meth:`_label` of groups ``gs`` (``gkind``: every group's kind): a metanode's
-        label is interned once per distinct code, a series' one by one."""
+        label is interned once per distinct code, a series of ops' once per distinct
+        (length, op type), other series' one by one."""
         codes = self.codes
         out = np.empty(gs.size, np.int64)
         meta = gkind[gs] == 0
@@ -1032,7 +1039,21 @@ class _Columns:
         rest = np.flatnonzero(~meta)
         if rest.size:
             n = self.n_ops
-            out[rest] = [self._label(n + g) for g in gs[rest].tolist()]
+            flat, start = self._kid_table()
+            rg = gs[rest]
+            size = start[rg + 1] - start[rg]
+            head = flat[np.minimum(start[rg], max(flat.size - 1, 0))] if flat.size else size
+            of_ops = (size > 0) & (head < n)
+            if of_ops.any():
+                strings = self._string_list()
+                S = len(strings)
+                u, inv = np.unique(size[of_ops] * S + self.types[head[of_ops]],
+                                   return_inverse=True)
+                lab = np.array([codes.code(("series", ln, strings[t]))
+                                for ln, t in zip((u // S).tolist(), (u % S).tolist(),
+                                                 strict=True)], np.int64)
+                out[rest[of_ops]] = lab[inv.reshape(-1)]
+            out[rest[~of_ops]] = [self._label(n + g) for g in rg[~of_ops].tolist()]
         return out
 
     def _kid_table(self) -> tuple[np.ndarray, np.ndarray]:
@@ -1072,20 +1093,19 @@ class _Columns:
         E = self.n_metaedges(gs[0])
         rows = np.empty((k, 3 * E), np.int64)
         over = self.me_override
-        arr = [i for i, g in enumerate(gs) if g not in over] if over else list(range(k))
-        if arr and E:
-            ai = np.array(arr, np.int64)
+        is_over = (np.fromiter(map(over.__contains__, gs), bool, k) if over
+                   else np.zeros(k, bool))
+        ai = np.flatnonzero(~is_over)
+        if ai.size and E:
             starts = self.me_start[ga[ai]]
-            idx = _gather_ranges(starts, np.full(len(arr), E, np.int64)).reshape(-1, E)
+            idx = _gather_ranges(starts, np.full(ai.size, E, np.int64)).reshape(-1, E)
             me = self.me
             f = (me["reg"][idx] > 0).astype(np.int64) | ((me["ctl"][idx] > 0) * 2)
             rows[ai] = np.stack([self.cpos[me["v"][idx]], self.cpos[me["w"][idx]], f],
-                                axis=2).reshape(len(arr), 3 * E)
-        if len(arr) < k:
-            for i, g in enumerate(gs):
-                if g in over:
-                    rows[i] = [x for v, w, f in self.me_flags(g)
-                               for x in (int(self.cpos[v]), int(self.cpos[w]), f)]
+                                axis=2).reshape(ai.size, 3 * E)
+        for i in np.flatnonzero(is_over).tolist():
+            rows[i] = [x for v, w, f in self.me_flags(gs[i])
+                       for x in (int(self.cpos[v]), int(self.cpos[w]), f)]
         full = np.concatenate([lab, rows], axis=1)
         if full.shape[1]:
             uniq, inv = unique_rows(full)
@@ -1112,44 +1132,74 @@ class _Columns:
         depth = np.array(self.depth, np.int64)[metas]
         _, first, inv = np.unique(sid, return_index=True, return_inverse=True)
         order = np.lexsort((metas, first[inv.reshape(-1)], depth))
-        ms = metas[order].tolist()
+        ms_a = metas[order]
+        ms = ms_a.tolist()
         bs = sid[order]
-        bounds = np.r_[0, np.flatnonzero(bs[1:] != bs[:-1]) + 1, bs.size].tolist()
-        bs_l = bs.tolist()
-        out: dict[str, list[str]] = {}
-        ids: dict[int, str] = {}
-        for a, b in pairwise(bounds):
-            sig = sigs[bs_l[a]]
+        bstart = np.flatnonzero(np.r_[True, bs[1:] != bs[:-1]]) if bs.size else bs
+        bounds = np.r_[bstart, bs.size].tolist()
+        bs_l = bs[bstart].tolist()
+        of, unique = codes.of, codes.unique
+        if not fresh:
+            # A member's own entries in ``of`` and ``unique`` change only when its bucket
+            # is handled, so they are read for all members at once; ``changed`` grows by
+            # the ancestors of members that were unique, which are deeper (so in later
+            # buckets: buckets go by depth, as a signature holds the depth).
+            chg = np.zeros(len(gnames), bool)
+            chg[list(changed)] = True
+            has_of = np.fromiter(map(of.__contains__, ms), bool, len(ms))
+            was_unique = np.fromiter(map(unique.__contains__, ms), bool, len(ms))
+        for bi, (a, b) in enumerate(pairwise(bounds)):
             if b - a == 1:
                 g = ms[a]
-                if fresh or g in changed or g not in codes.of:
-                    codes.of[g] = codes.code(("unique", gnames[g]))
-                    codes.unique.add(g)
+                if fresh or chg[g] or not has_of[a]:
+                    of[g] = codes.code(("unique", gnames[g]))
+                    unique.add(g)
                 continue
-            members = ms[a:b]
             if fresh:
-                todo = members
+                todo = ms[a:b]
             else:
-                todo = []
-                for g in members:
-                    if g in changed or g in codes.unique or g not in codes.of:
-                        if g in codes.unique:
-                            p = self.gparent[g]
-                            while p >= 0:
-                                changed.add(p)
-                                p = self.gparent[p]
-                        codes.unique.discard(g)
-                        todo.append(g)
+                need = chg[ms_a[a:b]] | was_unique[a:b] | ~has_of[a:b]
+                for i in np.flatnonzero(was_unique[a:b]).tolist():
+                    g = ms[a + i]
+                    p = self.gparent[g]
+                    while p >= 0:
+                        changed.add(p)
+                        chg[p] = True
+                        p = self.gparent[p]
+                    unique.discard(g)
+                todo = ms_a[a:b][need].tolist()
             if todo:
-                self._bucket_codes(sig, todo, gkind)
-            classes: dict[int, list[int]] = {}
-            for g, c in zip(members, map(codes.of.__getitem__, members), strict=True):
-                classes.setdefault(c, []).append(g)
-            for k, gs in enumerate(classes.values()):
-                if len(gs) >= 2:
-                    tid = f"{sig}[{k}]"
-                    out[tid] = list(map(gnames.__getitem__, gs))
-                    ids.update(dict.fromkeys(gs, tid))
+                self._bucket_codes(sigs[bs_l[bi]], todo, gkind)
+        out: dict[str, list[str]] = {}
+        ids: dict[int, str] = {}
+        # The classes of each bucket of two or more: members of one code, numbered in
+        # order of their first member; those of two or more members are templates.
+        blen = np.asarray(bounds[1:], np.int64) - np.asarray(bounds[:-1], np.int64)
+        multi = np.repeat(blen >= 2, blen)
+        if multi.any():
+            mm = ms_a[multi]
+            bix = np.repeat(np.arange(blen.size), blen)[multi]
+            code = np.fromiter(map(of.__getitem__, mm.tolist()), np.int64, mm.size)
+            key = bix * (int(code.max()) + 1) + code
+            _, cfirst, cinv, ccount = np.unique(key, return_index=True, return_inverse=True,
+                                                return_counts=True)
+            cinv = cinv.reshape(-1)
+            # Classes in member order: by bucket, then by first member.
+            corder = np.argsort(cfirst, kind="stable")
+            cbucket = bix[cfirst[corder]]
+            k_in = _rank_in_runs(cbucket)
+            keep = ccount[corder] >= 2
+            crank = np.empty_like(corder)
+            crank[corder] = np.arange(corder.size)
+            by_class = np.argsort(crank[cinv], kind="stable")
+            cstart = np.r_[0, np.cumsum(ccount[corder])].tolist()
+            members = mm[by_class].tolist()
+            for c_i, bkt, k in zip(np.flatnonzero(keep).tolist(), cbucket[keep].tolist(),
+                                   k_in[keep].tolist(), strict=True):
+                gs = members[cstart[c_i]:cstart[c_i + 1]]
+                tid = f"{sigs[bs_l[bkt]]}[{k}]"
+                out[tid] = list(map(gnames.__getitem__, gs))
+                ids.update(dict.fromkeys(gs, tid))
         self.template_of = ids
         return out
 
@@ -1417,10 +1467,15 @@ def key_histograms(pg: np.ndarray, po: np.ndarray, key: np.ndarray, G: int,
     grp, keys, counts, first_op = _key_runs(pg, po, key, count)
     n = int(po.max()) + 1
     o2 = np.argsort(grp * n + first_op)  # distinct: an op has one key
-    pairs = list(zip(keys[o2].tolist(), counts[o2].tolist(), strict=True))
+    k, v = keys[o2], counts[o2]
+    pairs = list(zip(k.tolist(), v.tolist(), strict=True))
+    flat = np.stack([k, v], axis=1)
     # grp[o2] ascends: each group's pairs are one slice of them.
-    ends = np.cumsum(np.bincount(grp, minlength=G)).tolist()
-    return list(map(pairs.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+    start = np.zeros(G + 1, np.int64)
+    np.cumsum(np.bincount(grp, minlength=G), out=start[1:])
+    ends = start[1:].tolist()
+    return _Histograms(map(pairs.__getitem__, map(slice, [0, *ends[:-1]], ends)),
+                       (flat, start))
 
 
 def series_keys(leaves: list[str]) -> tuple[np.ndarray, np.ndarray, list[tuple[str, str]]]:
@@ -1632,9 +1687,28 @@ def _intern_all(table: dict[Any, int], keys: Iterable[Any]) -> None:
     table.update(zip(filterfalse(table.__contains__, keys), count(len(table))))
 
 
+class _Histograms(list[list[tuple[int, int]]]):
+    """``key_histograms``' lists, with the same pairs as arrays (``flat``: the pairs of
+    the first lists, as ``_flat_pairs`` gives them), so that ``_flat_pairs`` does not
+    walk a million tuples to make them again. Those lists are final once made: a list
+    appended later (a series made after the histograms) is flattened on its own."""
+
+    def __init__(self, lists: Iterable[list[tuple[int, int]]],
+                 flat: tuple[np.ndarray, np.ndarray]) -> None:
+        super().__init__(lists)
+        self.flat = flat
+
+
 def _flat_pairs(lists: list[list[tuple[int, int]]]) -> tuple[np.ndarray, np.ndarray]:
     """Lists of integer pairs as one (pairs, 2) array, and each list's start in it (one
     more start than lists: the end)."""
+    known = getattr(lists, "flat", None)
+    if known is not None and known[1].size - 1 <= len(lists):
+        pairs, start = known
+        if start.size - 1 == len(lists):
+            return pairs, start
+        more, mstart = _flat_pairs(lists[start.size - 1:])
+        return np.concatenate([pairs, more]), np.r_[start[:-1], start[-1] + mstart]
     lens = np.fromiter(map(len, lists), np.int64, len(lists))
     starts = np.zeros(len(lists) + 1, np.int64)
     np.cumsum(lens, out=starts[1:])
@@ -1671,10 +1745,10 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
 
     # --- the string universe: our strings, then labels and embedding names ----------
     universe: dict[str, int] = dict(c.strings)
-    # Labels interned in op order (as one setdefault per op would), then looked up in C.
+    # Labels numbered in op order (as one setdefault per op would), then group labels
+    # in group order.
     _intern_all(universe, c.leaves)
     op_label = np.fromiter(map(universe.__getitem__, c.leaves), np.int64, n)
-    # Group labels likewise, in group order.
     grp_labels = list(map(itemgetter(2), map(str.rpartition, c.gnames, repeat("/"))))
     _intern_all(universe, grp_labels)
     grp_label = np.fromiter(map(universe.__getitem__, grp_labels), np.int64, G)
@@ -1694,36 +1768,38 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     # it lies in the host's scope, which is when its own scope is the host's.
     hosts = np.fromiter(c.embs, np.int64, len(c.embs))
     hosts = hosts[np.argsort(op_pos[hosts], kind="stable")].tolist()
-    per_host = [c.embs[j] for j in hosts]
+    per_host = list(map(c.embs.__getitem__, hosts))
     n_per = list(map(len, per_host))
     flat = list(chain.from_iterable(per_host))
     del per_host
     embeds = list(map(itemgetter(1), flat))
     e_names = list(map(attrgetter("name"), embeds))
     n_emb = len(flat)
-    # Local: the host's scope is not empty, the name starts with it and has its last "/"
-    # right after it. Then the name is shown from there on (a slice from 0 is the name).
+    # Local: the host's scope is not empty and is the name's own scope (before its last
+    # "/"). Then the name is shown from after that "/" on.
+    e_parts = list(map(str.rpartition, e_names, repeat("/")))
     scopes = list(map(c.scope_of.__getitem__, hosts))
-    scope_len = np.repeat(np.fromiter(map(len, scopes), np.int64, len(hosts)), n_per)
-    cut = np.fromiter(map(str.rfind, e_names, repeat("/")), np.int64, n_emb)
-    local = np.fromiter(map(str.startswith, e_names,
+    local = np.fromiter(map(str.__eq__, map(itemgetter(0), e_parts),
                             chain.from_iterable(map(repeat, scopes, n_per))), bool, n_emb)
-    local &= (cut == scope_len) & (scope_len > 0)
-    e_shown: list[str] = list(map(str.__getitem__, e_names, map(
-        slice, np.where(local, cut + 1, 0).tolist(), repeat(None))))
-    e_ops = list(map(attrgetter("op"), embeds))
-    _intern_all(universe, chain(e_shown, e_ops))
-    e_shapes = list(map(tuple, map(attrgetter("shapes"), embeds)))
-    _intern_all(shape_u, e_shapes)
+    local &= np.repeat(np.fromiter(map(bool, scopes), bool, len(hosts)), n_per)
+    # (Picked with object arrays: pointer copies, whichever side most names are on.)
+    e_shown: list[str] = np.where(local, np.array(list(map(itemgetter(2), e_parts)), object),
+                                  np.array(e_names, object)).tolist() if n_emb else []
+    del e_parts
     emb = np.empty((len(flat), 5), np.int64)
     if flat:
         emb[:, 0] = np.repeat(op_pos[np.array(hosts, np.int64)], n_per)
         emb[:, 1] = np.fromiter(map(itemgetter(0), flat), np.int64, len(flat)) | (
             local * 2)
-        emb[:, 2] = np.fromiter(map(universe.__getitem__, e_shown), np.int64, len(flat))
-        emb[:, 3] = np.fromiter(map(universe.__getitem__, e_ops), np.int64, len(flat))
-        emb[:, 4] = np.fromiter(map(shape_u.__getitem__, e_shapes), np.int64, len(flat))
-    del flat, embeds, e_names, scopes, scope_len, cut, local, e_shown, e_ops, e_shapes
+        e_ops = list(map(attrgetter("op"), embeds))
+        _intern_all(universe, chain(e_shown, e_ops))
+        e_shapes = list(map(tuple, map(attrgetter("shapes"), embeds)))
+        _intern_all(shape_u, e_shapes)
+        emb[:, 2] = np.fromiter(map(universe.__getitem__, e_shown), np.int64, n_emb)
+        emb[:, 3] = np.fromiter(map(universe.__getitem__, e_ops), np.int64, n_emb)
+        emb[:, 4] = np.fromiter(map(shape_u.__getitem__, e_shapes), np.int64, n_emb)
+        del e_ops, e_shapes
+    del flat, embeds, e_names, scopes, local, e_shown
     if emb.size:
         # Within a host: after its label, type and device (ranks 0-2), name then op.
         k = np.arange(len(emb))
@@ -1733,7 +1809,8 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
         strings.add(emb[:, 0], 4 + 2 * rank, emb[:, 3])
         shapes_ev.add(emb[:, 0], 1 + rank, emb[:, 4])
     # Groups: series op, histogram keys, device keys; metaedges.
-    series_rows = [g for g in grp_order.tolist() if c.gkind[g] == 1]
+    gkind = np.array(c.gkind, np.int64)
+    series_rows = grp_order[gkind[grp_order] == 1].tolist()
     if series_rows:
         sr = np.array(series_rows, np.int64)
         strings.add(grp_pos[sr], 1, [c.series_op[g] for g in series_rows])
@@ -1777,18 +1854,34 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
         for g_i in np.flatnonzero(over).tolist():
             g = int(grp_order[g_i])
             o = int(offs[g_i])
-            for r, m in enumerate(c.me_override[g]):
-                key = tuple(m.shapes)
-                sk = shape_u.get(key)
-                if sk is None:
-                    sk = shape_u[key] = len(shape_u)
-                for col, val in (("v", m.v), ("w", m.w), ("reg", m.regular),
-                                 ("ctl", m.control), ("ref", m.ref), ("size", m.size),
-                                 ("sl", sk)):
-                    me_cols[col][o + r] = val
+            lst = c.me_override[g]
+            size = len(lst)
+            if not size:
+                continue
+            # (One pass per field over the group's metaedge objects.)
+            for col, field in (("v", "v"), ("w", "w"), ("reg", "regular"), ("ctl", "control"),
+                               ("ref", "ref"), ("size", "size")):
+                me_cols[col][o:o + size] = np.fromiter(map(attrgetter(field), lst),
+                                                       me_cols[col].dtype, size)
+            keys = list(map(tuple, map(attrgetter("shapes"), lst)))
+            _intern_all(shape_u, keys)
+            me_cols["sl"][o:o + size] = np.fromiter(map(shape_u.__getitem__, keys), np.int64,
+                                                    size)
     if total:
         shapes_ev.add(me_pos, _rank_in_runs(me_pos), me_cols["sl"])
     str_order, str_remap = strings.table(len(universe))
+    # The strings of the columns label, type and device first (page_data's
+    # _strings_first, which then has nothing to do): one list of the table is made,
+    # not two.
+    in_first = np.zeros(len(universe), bool)
+    for used_ids in (op_label, grp_label, c.types, c.devices[has_dev]):
+        in_first[used_ids] = True
+    if c.series_op:
+        in_first[np.fromiter(c.series_op.values(), np.int64, len(c.series_op))] = True
+    first_part = in_first[str_order]
+    if not first_part[:int(first_part.sum())].all():
+        str_order = np.concatenate([str_order[first_part], str_order[~first_part]])
+        str_remap[str_order] = np.arange(str_order.size)
     shp_order, shp_remap = shapes_ev.table(len(shape_u))
     universe_list = list(universe)
     shape_list = list(shape_u)
@@ -1823,7 +1916,6 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
         attrs[op_pos] = np.where(c.attrs >= 0, attr_remap[np.maximum(c.attrs, 0)], -1)
     del attr_pos
     shapes[op_pos] = shp_remap[c.shapes]
-    gkind = np.array(c.gkind, np.int64)
     nonctl = np.asarray(c.nonctl, bool)
     gk = np.where(gkind == 1, _KIND_SERIES | np.where(nonctl, _VERTICAL, 0), _KIND_META)
     gk[0] = _KIND_META
@@ -1877,7 +1969,7 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
         np.float64 if name in float_cols else np.uint8 if name in byte_cols else np.int32))
         for name, arr in columns]
     tables = {
-        "strings": [universe_list[u] for u in str_order.tolist()],
+        "strings": list(map(universe_list.__getitem__, str_order.tolist())),
         "shapes": [[None if s is None else list(s) for s in shape_list[k]]
                    for k in shp_order.tolist()],
         "attrs": [c.attr_list[a] for a in attr_order.tolist()],

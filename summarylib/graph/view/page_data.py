@@ -432,12 +432,14 @@ def _pack(columns: dict[str, np.ndarray], tables: dict[str, Any], level: int
     # entries it shows.
     columns, strings, first = _strings_first(columns, tables["strings"])
     tables = dict(tables, strings=strings)
-    lengths = _string_lengths(strings)
     blob_tables = {k: v for k, v in tables.items() if k != "strings"}
-    blob_tables["text"] = "".join(strings[:first])
+    blob_tables["text"] = first_text = "".join(strings[:first])
+    later_text = "".join(strings[first:])
+    # (One scan of each text tells whether every string is ASCII.)
+    lengths = _string_lengths(strings, first_text.isascii() and later_text.isascii())
     # ASCII JSON: lone surrogates and every non-ASCII character stay \u escapes.
     tables_bytes = _ascii_json(blob_tables)
-    later_bytes = _ascii_json({"text": "".join(strings[first:])})
+    later_bytes = _ascii_json({"text": later_text})
     narrowed = {cname: _narrow(arr) for cname, arr in columns.items()}
     narrowed["str_len"] = _narrow(lengths)
     # The first blob is the tree (what finds a node by name, and searches), the string
@@ -531,10 +533,13 @@ def _strings_first(columns: dict[str, np.ndarray], strings: list[str]
     return out, [strings[i] for i in order.tolist()], first
 
 
-def _string_lengths(strings: list[str]) -> np.ndarray:
+def _string_lengths(strings: list[str], ascii: bool | None = None) -> np.ndarray:
     """The length of each string in UTF-16 code units (JavaScript's: a character beyond
-    the BMP counts two; a lone surrogate, which JSON keeps as an escape, one)."""
-    if all(map(str.isascii, strings)):
+    the BMP counts two; a lone surrogate, which JSON keeps as an escape, one).
+    ``ascii``: whether every string is known to be ASCII (None: not known)."""
+    if ascii is None:
+        ascii = all(map(str.isascii, strings))
+    if ascii:
         return np.fromiter(map(len, strings), np.int64, len(strings))
     return np.fromiter((len(x.encode("utf-16-le", "surrogatepass")) // 2 for x in strings),
                        np.int64, len(strings))
