@@ -140,8 +140,11 @@ CHUNK_ROWS = 16_384
 def _narrow(arr: np.ndarray) -> np.ndarray:
     """``arr`` little-endian in the narrowest integer type that holds its values (less
     for the page to inflate and hold); floats that are not all int32 integers as they
-    are (float64)."""
-    if not arr.size or (arr.dtype.kind == "f" and not (
+    are (float64). An empty column is uint8, whatever its type was (so the two routes
+    to the page data, which may hold an empty column in different types, agree)."""
+    if not arr.size:
+        return np.zeros(0, np.dtype("<u1"))
+    if (arr.dtype.kind == "f" and not (
             np.isfinite(arr).all() and (arr == np.round(arr)).all()
             and np.abs(arr).max() < 2**31)):
         return arr.astype(arr.dtype.newbyteorder("<"), copy=False)
