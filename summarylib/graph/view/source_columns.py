@@ -25,7 +25,7 @@ length-delimited) sends it to the field-by-field loop.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, count
 from operator import attrgetter, eq, itemgetter
@@ -96,7 +96,7 @@ def read_source(source: Any) -> SourceColumns:
     return _wire_columns(source.SerializeToString())
 
 
-def _take(values: list[Any], idx: np.ndarray) -> list[Any]:
+def _take(values: Sequence[Any], idx: np.ndarray) -> list[Any]:
     """``[values[i] for i in idx]`` in C (itemgetter of one index returns no tuple)."""
     if idx.size == 0:
         return []
@@ -137,10 +137,10 @@ def _by_value_key(v: Any) -> tuple[type | None, Any]:
     return (type(v), v) if type(v) in _BY_VALUE else (None, id(v))
 
 
-_SHAPE, _DTYPE = attrgetter("shape"), attrgetter("dtype")
+_SHAPE_DTYPE = attrgetter("shape", "dtype")
 
 
-def _record_groups(attrs: list[Any], outputs: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+def _record_groups(attrs: Sequence[Any], outputs: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     """Nodes grouped by what their display record depends on: the attribute names, the
     attribute values (by value where the text is a function of the value, with its type,
     else by identity), the output shapes and dtypes, all in order. Returns (each node's
@@ -162,8 +162,9 @@ def _record_groups(attrs: list[Any], outputs: list[Any]) -> tuple[np.ndarray, np
     flat = list(chain.from_iterable(outputs))
     if len(flat) != int(n_out.sum()):
         raise TypeError("outputs: not a list")
+    # One code per output for its (shape, dtype) pair: one visit of each TensorSpec.
     runs = [(n_attr, [_codes(names), _attr_value_codes(values)]),
-            (n_out, [_codes(list(map(_SHAPE, flat))), _codes(list(map(_DTYPE, flat)))])]
+            (n_out, [_codes(list(map(_SHAPE_DTYPE, flat)))])]
     del names, values, flat
     return group_runs(runs)
 
@@ -177,8 +178,10 @@ def _ir_columns(nodes: list[Any]) -> SourceColumns | None:
     # One pass over the nodes (at a million nodes, each visit of a node is a cache miss),
     # then one list per field.
     fields = list(map(_FIELDS, nodes))
-    names, ops, devices, data, ctl, attrs, outputs = map(list, zip(*fields, strict=True))
+    names_t, ops_t, devices_t, data, ctl, attrs, outputs = zip(*fields, strict=True)
     del fields
+    names, ops, devices = list(names_t), list(ops_t), list(devices_t)
+    del names_t, ops_t, devices_t
     if not (_all_str(names) and _all_str(ops) and _all_str(devices)):
         return None
     try:
