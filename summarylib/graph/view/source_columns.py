@@ -467,15 +467,16 @@ def _wire_columns(data: bytes) -> SourceColumns:
 
 def _node_spans(data: bytes) -> tuple[np.ndarray, np.ndarray]:
     """[start, stop) of every node's bytes (GraphDef field 1), in file order; other
-    top-level fields are skipped."""
-    starts: list[int] = []
-    stops: list[int] = []
-    add_start, add_stop = starts.append, stops.append
+    top-level fields are skipped. The loop keeps only where each node's tag is; numpy
+    reads the lengths again from there."""
+    tags: list[int] = []
+    add = tags.append
     end = len(data)
     i = 0
     while i < end:
         key = data[i]
         if key == 10:  # field 1 (node), length-delimited
+            add(i)
             size = data[i + 1]
             i += 2
             if size > 127:
@@ -485,9 +486,7 @@ def _node_spans(data: bytes) -> tuple[np.ndarray, np.ndarray]:
                     i += 1
                 else:
                     size, i = _varint(data, i - 1)
-            add_start(i)
             i += size
-            add_stop(i)
             continue
         i += 1
         if key > 127:
@@ -495,7 +494,9 @@ def _node_spans(data: bytes) -> tuple[np.ndarray, np.ndarray]:
         i = _skip(data, i, key & 7)
     if i != end:
         raise ValueError("build_view: the GraphDef's last field runs past its end")
-    return np.array(starts, np.int64), np.array(stops, np.int64)
+    heads = _field_heads(np.frombuffer(data, np.uint8), np.array(tags, np.int64))
+    assert heads is not None  # every tag is 10: field 1, length-delimited
+    return heads[1], heads[2]
 
 
 def _node_fields(data: bytes, starts: np.ndarray, stops: np.ndarray
@@ -504,65 +505,84 @@ def _node_fields(data: bytes, starts: np.ndarray, stops: np.ndarray
     [start, stop) of its value), found one field of every node per round; None when a
     field is not length-delimited or its tag takes more than one byte."""
     buf = np.frombuffer(data, np.uint8)
-    last = buf.size - 1
     act = np.flatnonzero(starts < stops)
     cur = starts[act]
     parts: list[tuple[np.ndarray, ...]] = []
     while act.size > _FEW:
-        tag = buf[cur]
-        if ((tag & 7) != 2).any() or (tag > 127).any():
+        heads = _field_heads(buf, cur)
+        if heads is None:
             return None
-        # The value's length: a varint of up to 10 bytes after the tag.
-        size = np.zeros(act.size, np.int64)
-        used = np.zeros(act.size, np.int64)
-        more = np.ones(act.size, bool)
-        for k in range(10):
-            byte = buf[np.minimum(cur + 1 + k, last)].astype(np.int64)
-            size |= np.where(more, (byte & 127) << (7 * k), 0)
-            used += more
-            more &= byte > 127
-            if not more.any():
-                break
-        else:
-            return None
-        hdr_end = cur + 1 + used
-        end = hdr_end + size
+        field, v0, v1 = heads
         stop = stops[act]
-        if (end > stop).any():
+        if (v1 > stop).any():
             raise ValueError("build_view: a NodeDef's field runs past the node's end")
-        parts.append((act, (tag >> 3).astype(np.int64), cur, hdr_end, end))
-        go = end < stop
-        act, cur = act[go], end[go]
-    if act.size:  # the long tail (a node with thousands of inputs), field by field
-        got = _fields_loop(data, act.tolist(), cur.tolist(), stops[act].tolist())
+        parts.append((act, field, cur, v0, v1))
+        go = v1 < stop
+        act, cur = act[go], v1[go]
+    if act.size:  # the long tail (a node with thousands of inputs)
+        got = _tail_tags(data, cur.tolist(), stops[act].tolist())
         if got is None:
             return None
-        parts.append(got)
+        tags, counts = got
+        heads = _field_heads(buf, tags)
+        if heads is None:
+            return None
+        parts.append((np.repeat(act, counts), heads[0], tags, heads[1], heads[2]))
     if not parts:
         return tuple(np.zeros(0, np.int64) for _ in range(5))
     return tuple(np.concatenate(c) for c in zip(*parts, strict=True))
 
 
-def _fields_loop(data: bytes, nodes: list[int], cur: list[int], stops: list[int]
-                 ) -> tuple[np.ndarray, ...] | None:
-    """What :func:`_node_fields` finds, for the fields of ``nodes`` from ``cur`` on."""
-    out: tuple[list[int], ...] = ([], [], [], [], [])
-    node_l, field_l, tag_l, v0_l, v1_l = out
-    for j, i, stop in zip(nodes, cur, stops, strict=True):
+def _field_heads(buf: np.ndarray, tags: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Of the fields whose tags are at ``tags``: (field number, [start, stop) of the
+    value); None when one is not length-delimited or its tag takes more than a byte."""
+    tag = buf[tags]
+    if ((tag & 7) != 2).any() or (tag > 127).any():
+        return None
+    # The value's length: a varint of up to 10 bytes after the tag.
+    last = buf.size - 1
+    size = np.zeros(tags.size, np.int64)
+    used = np.zeros(tags.size, np.int64)
+    more = np.ones(tags.size, bool)
+    for k in range(10):
+        byte = buf[np.minimum(tags + 1 + k, last)].astype(np.int64)
+        size |= np.where(more, (byte & 127) << (7 * k), 0)
+        used += more
+        more &= byte > 127
+        if not more.any():
+            break
+    else:
+        return None
+    v0 = tags + 1 + used
+    return (tag >> 3).astype(np.int64), v0, v0 + size
+
+
+def _tail_tags(data: bytes, cur: list[int], stops: list[int]
+               ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The offsets of the tags of the fields in ``[cur[k], stops[k])`` for each k, and
+    how many each range has: a Python step per field (a length under 128 read inline).
+    None where :func:`_field_heads` would say None."""
+    tags: list[int] = []
+    add = tags.append
+    counts: list[int] = []
+    for i, stop in zip(cur, stops, strict=True):
+        before = len(tags)
         while i < stop:
             key = data[i]
             if key > 127 or key & 7 != 2:
                 return None
-            size, v0 = _varint(data, i + 1)
-            if v0 + size > stop:
-                raise ValueError("build_view: a NodeDef's field runs past the node's end")
-            node_l.append(j)
-            field_l.append(key >> 3)
-            tag_l.append(i)
-            v0_l.append(v0)
-            i = v0 + size
-            v1_l.append(i)
-    return tuple(np.array(c, np.int64) for c in out)
+            add(i)
+            size = data[i + 1]
+            if size < 128:
+                i += 2 + size
+            else:
+                size, i = _varint(data, i + 1)
+                i += size
+        if i != stop:
+            raise ValueError("build_view: a NodeDef's field runs past the node's end")
+        counts.append(len(tags) - before)
+    return np.array(tags, np.int64), np.array(counts, np.int64)
 
 
 def _slices_text(data: bytes) -> Any:
