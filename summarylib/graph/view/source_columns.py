@@ -15,14 +15,17 @@ names and values, output shapes and dtypes), the nodes grouped by numpy over cod
 those fields (``equal_runs``). A node with a field of the wrong type, or
 attributes or outputs that are not a mapping and ``TensorSpec`` objects, sends the whole
 graph through the record-per-node reader, which raises ``build_view``'s error for it. A
-serialized GraphDef is read from its wire format into the same columns (its attr map's
-text made once per distinct attr-map bytes, the inputs parsed and collapsed as an IR
-graph's are).
+serialized GraphDef is read from its wire format into the same columns: the nodes found
+by a Python loop, their fields by numpy one field of every node per round, the strings
+sliced from the bytes read once as Latin-1 (decoded one by one where not ASCII), its attr
+map's text made once per distinct attr-map bytes, the inputs parsed and collapsed as an
+IR graph's are; a field the scan does not handle (a two-byte tag, a wire type other than
+length-delimited) sends it to the field-by-field loop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, count
 from operator import attrgetter, eq, itemgetter
@@ -93,7 +96,7 @@ def read_source(source: Any) -> SourceColumns:
     return _wire_columns(source.SerializeToString())
 
 
-def _take(values: list[Any], idx: np.ndarray) -> list[Any]:
+def _take(values: Sequence[Any], idx: np.ndarray) -> list[Any]:
     """``[values[i] for i in idx]`` in C (itemgetter of one index returns no tuple)."""
     if idx.size == 0:
         return []
@@ -134,10 +137,10 @@ def _by_value_key(v: Any) -> tuple[type | None, Any]:
     return (type(v), v) if type(v) in _BY_VALUE else (None, id(v))
 
 
-_SHAPE, _DTYPE = attrgetter("shape"), attrgetter("dtype")
+_SHAPE_DTYPE = attrgetter("shape", "dtype")
 
 
-def _record_groups(attrs: list[Any], outputs: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+def _record_groups(attrs: Sequence[Any], outputs: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     """Nodes grouped by what their display record depends on: the attribute names, the
     attribute values (by value where the text is a function of the value, with its type,
     else by identity), the output shapes and dtypes, all in order. Returns (each node's
@@ -159,8 +162,9 @@ def _record_groups(attrs: list[Any], outputs: list[Any]) -> tuple[np.ndarray, np
     flat = list(chain.from_iterable(outputs))
     if len(flat) != int(n_out.sum()):
         raise TypeError("outputs: not a list")
+    # One code per output for its (shape, dtype) pair: one visit of each TensorSpec.
     runs = [(n_attr, [_codes(names), _attr_value_codes(values)]),
-            (n_out, [_codes(list(map(_SHAPE, flat))), _codes(list(map(_DTYPE, flat)))])]
+            (n_out, [_codes(list(map(_SHAPE_DTYPE, flat)))])]
     del names, values, flat
     return group_runs(runs)
 
@@ -174,8 +178,10 @@ def _ir_columns(nodes: list[Any]) -> SourceColumns | None:
     # One pass over the nodes (at a million nodes, each visit of a node is a cache miss),
     # then one list per field.
     fields = list(map(_FIELDS, nodes))
-    names, ops, devices, data, ctl, attrs, outputs = map(list, zip(*fields, strict=True))
+    names_t, ops_t, devices_t, data, ctl, attrs, outputs = zip(*fields, strict=True)
     del fields
+    names, ops, devices = list(names_t), list(ops_t), list(devices_t)
+    del names_t, ops_t, devices_t
     if not (_all_str(names) and _all_str(ops) and _all_str(devices)):
         return None
     try:
@@ -307,9 +313,10 @@ def _skip(b: bytes, i: int, wire: int) -> int:
     raise ValueError(f"build_view: a NodeDef has a field of wire type {wire}")
 
 
-def _wire_columns(data: bytes) -> SourceColumns:
-    """The columns of a serialized GraphDef (without a function library), read from the
-    wire format: name, op, inputs and device decoded here (keys and lengths under 128
+def _wire_loop_columns(data: bytes) -> SourceColumns:
+    """:func:`_wire_columns` field by field in Python, for what its numpy scan leaves out
+    (a field that is not length-delimited, a tag of two bytes, a repeated name, op or
+    device): name, op, inputs and device decoded here (keys and lengths under 128
     read inline), one display record per distinct attr-map bytes (made through a parsed
     NodeDef holding only the attr map, so the text is ``_AttrMemo``'s), the inputs
     parsed and collapsed over all nodes at once."""
@@ -404,6 +411,258 @@ def _wire_columns(data: bytes) -> SourceColumns:
         np.array(counts, np.int64), np.zeros(n_nodes, np.int64), flat, [], parse, [])
     return SourceColumns(names, ops, devices, np.array(rec_l, np.int64), records, in_start,
                          pname, slot, control)
+
+
+#: Attr maps of at least this many bytes (a constant's tensor) are not keyed by their
+#: bytes: each such node makes its own record.
+_BIG_ATTRS = 4096
+
+#: The field scan goes on field by field in Python once this few nodes have fields left.
+_FEW = 32
+
+
+def _wire_columns(data: bytes) -> SourceColumns:
+    """The columns of a serialized GraphDef (without a function library), read from the
+    wire format. A Python loop finds the nodes (one step each); their fields are found
+    with numpy, one field of every node per round (a field's offset follows from the
+    previous field's length), and the strings are decoded by ``map`` over slices. Nodes
+    share a display record when their attr map entries have the same bytes (made once
+    per distinct bytes through a parsed NodeDef holding only the attr map, so the text
+    is ``_AttrMemo``'s); the inputs are parsed and collapsed as an IR graph's are.
+    A field the scan does not handle sends the graph to :func:`_wire_loop_columns`."""
+    starts, stops = _node_spans(data)
+    got = _node_fields(data, starts, stops)
+    if got is None:
+        return _wire_loop_columns(data)
+    node, field, tag_at, v0, v1 = got
+    n = starts.size
+    text = _slices_text(data)
+    # Name, op and device: at most one each per node (else the loop reads them).
+    single: list[list[str]] = []
+    for f in (1, 2, 4):
+        sel = np.flatnonzero(field == f)
+        at = node[sel]
+        if np.bincount(at, minlength=n).max(initial=0) > 1:
+            return _wire_loop_columns(data)
+        a = np.zeros(n, np.int64)
+        b = np.zeros(n, np.int64)
+        a[at], b[at] = v0[sel], v1[sel]
+        single.append(text(a, b))
+    names, ops, devices = single
+    # Inputs in file order (the scan finds them round by round).
+    sel = np.flatnonzero(field == 3)
+    sel = sel[np.argsort(tag_at[sel], kind="stable")]
+    counts = np.bincount(node[sel], minlength=n)
+    i0, i1 = v0[sel], v1[sel]
+    flat = text(i0, i1)
+    parse = _wire_parse_index(data, i0, i1).tolist()
+    got_records = _wire_records(data, n, node, field, tag_at, v1)
+    if got_records is None:
+        return _wire_loop_columns(data)
+    rec, records = got_records
+    in_start, pname, slot, control = _input_columns(
+        counts, np.zeros(n, np.int64), flat, [], parse, [])
+    return SourceColumns(names, ops, devices, rec, records, in_start, pname, slot, control)
+
+
+def _node_spans(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """[start, stop) of every node's bytes (GraphDef field 1), in file order; other
+    top-level fields are skipped. The loop keeps only where each node's tag is; numpy
+    reads the lengths again from there."""
+    tags: list[int] = []
+    add = tags.append
+    end = len(data)
+    i = 0
+    while i < end:
+        key = data[i]
+        if key == 10:  # field 1 (node), length-delimited
+            add(i)
+            size = data[i + 1]
+            i += 2
+            if size > 127:
+                b = data[i]
+                if b < 128:  # two bytes: the common size of a node
+                    size = (size & 127) | b << 7
+                    i += 1
+                else:
+                    size, i = _varint(data, i - 1)
+            i += size
+            continue
+        i += 1
+        if key > 127:
+            key, i = _varint(data, i - 1)
+        i = _skip(data, i, key & 7)
+    if i != end:
+        raise ValueError("build_view: the GraphDef's last field runs past its end")
+    heads = _field_heads(np.frombuffer(data, np.uint8), np.array(tags, np.int64))
+    assert heads is not None  # every tag is 10: field 1, length-delimited
+    return heads[1], heads[2]
+
+
+def _node_fields(data: bytes, starts: np.ndarray, stops: np.ndarray
+                 ) -> tuple[np.ndarray, ...] | None:
+    """Every field of every node as arrays (node, field number, offset of its tag,
+    [start, stop) of its value), found one field of every node per round; None when a
+    field is not length-delimited or its tag takes more than one byte."""
+    buf = np.frombuffer(data, np.uint8)
+    act = np.flatnonzero(starts < stops)
+    cur = starts[act]
+    parts: list[tuple[np.ndarray, ...]] = []
+    while act.size > _FEW:
+        heads = _field_heads(buf, cur)
+        if heads is None:
+            return None
+        field, v0, v1 = heads
+        stop = stops[act]
+        if (v1 > stop).any():
+            raise ValueError("build_view: a NodeDef's field runs past the node's end")
+        parts.append((act, field, cur, v0, v1))
+        go = v1 < stop
+        act, cur = act[go], v1[go]
+    if act.size:  # the long tail (a node with thousands of inputs)
+        got = _tail_tags(data, cur.tolist(), stops[act].tolist())
+        if got is None:
+            return None
+        tags, counts = got
+        heads = _field_heads(buf, tags)
+        if heads is None:
+            return None
+        parts.append((np.repeat(act, counts), heads[0], tags, heads[1], heads[2]))
+    if not parts:
+        return tuple(np.zeros(0, np.int64) for _ in range(5))
+    return tuple(np.concatenate(c) for c in zip(*parts, strict=True))
+
+
+def _field_heads(buf: np.ndarray, tags: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Of the fields whose tags are at ``tags``: (field number, [start, stop) of the
+    value); None when one is not length-delimited or its tag takes more than a byte."""
+    tag = buf[tags]
+    if ((tag & 7) != 2).any() or (tag > 127).any():
+        return None
+    # The value's length: a varint of up to 10 bytes after the tag.
+    last = buf.size - 1
+    size = np.zeros(tags.size, np.int64)
+    used = np.zeros(tags.size, np.int64)
+    more = np.ones(tags.size, bool)
+    for k in range(10):
+        byte = buf[np.minimum(tags + 1 + k, last)].astype(np.int64)
+        size |= np.where(more, (byte & 127) << (7 * k), 0)
+        used += more
+        more &= byte > 127
+        if not more.any():
+            break
+    else:
+        return None
+    v0 = tags + 1 + used
+    return (tag >> 3).astype(np.int64), v0, v0 + size
+
+
+def _tail_tags(data: bytes, cur: list[int], stops: list[int]
+               ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The offsets of the tags of the fields in ``[cur[k], stops[k])`` for each k, and
+    how many each range has: a Python step per field (a length under 128 read inline).
+    None where :func:`_field_heads` would say None."""
+    tags: list[int] = []
+    add = tags.append
+    counts: list[int] = []
+    for i, stop in zip(cur, stops, strict=True):
+        before = len(tags)
+        while i < stop:
+            key = data[i]
+            if key > 127 or key & 7 != 2:
+                return None
+            add(i)
+            size = data[i + 1]
+            if size < 128:
+                i += 2 + size
+            else:
+                size, i = _varint(data, i + 1)
+                i += size
+        if i != stop:
+            raise ValueError("build_view: a NodeDef's field runs past the node's end")
+        counts.append(len(tags) - before)
+    return np.array(tags, np.int64), np.array(counts, np.int64)
+
+
+def _slices_text(data: bytes) -> Any:
+    """A function of two offset arrays: the UTF-8 text of ``data[a:b]`` for each pair.
+    The bytes are read once as Latin-1 (one character a byte) and sliced; where the
+    slices are not all ASCII (the only text both encodings agree on) they are decoded
+    one by one."""
+    latin = data.decode("latin-1")
+
+    def text(a: np.ndarray, b: np.ndarray) -> list[str]:
+        lo, hi = a.tolist(), b.tolist()
+        got = list(map(latin.__getitem__, map(slice, lo, hi)))
+        if "".join(got).isascii():
+            return got
+        return list(map(bytes.decode, map(data.__getitem__, map(slice, lo, hi))))
+    return text
+
+
+def _wire_parse_index(data: bytes, i0: np.ndarray, i1: np.ndarray) -> np.ndarray:
+    """Which inputs (values ``data[i0[k]:i1[k]]``, in file order) need parsing: a ``:``
+    among their bytes, or a first byte ``^`` (UTF-8 never uses these bytes inside a
+    multi-byte character)."""
+    if not i0.size:
+        return np.zeros(0, np.int64)
+    buf = np.frombuffer(data, np.uint8)
+    need = np.zeros(i0.size, bool)
+    nonempty = i1 > i0
+    need[nonempty] = buf[i0[nonempty]] == ord("^")
+    colons = np.flatnonzero(buf[i0[0]:i1[-1]] == ord(":")) + i0[0]
+    k = np.searchsorted(i0, colons, "right") - 1
+    need[k[colons < i1[k]]] = True
+    return np.flatnonzero(need)
+
+
+def _wire_records(data: bytes, n: int, node: np.ndarray, field: np.ndarray,
+                  tag_at: np.ndarray, v1: np.ndarray
+                  ) -> tuple[np.ndarray, list[Record]] | None:
+    """Each node's display record (numbered in order of first use) and the records: one
+    per distinct bytes of a node's attr map entries, one per node whose entries take
+    ``_BIG_ATTRS`` bytes or more. None when a node's entries do not lie together."""
+    from summarylib.proto import node_def_pb2
+
+    sel = np.flatnonzero(field == 5)
+    sel = sel[np.argsort(tag_at[sel], kind="stable")]
+    at, e0, e1 = node[sel], tag_at[sel], v1[sel]
+    a0 = np.zeros(n, np.int64)
+    a1 = np.zeros(n, np.int64)
+    total = np.bincount(at, e1 - e0, minlength=n).astype(np.int64)
+    if at.size:
+        first = np.r_[True, at[1:] != at[:-1]]
+        lastm = np.r_[at[1:] != at[:-1], True]
+        a0[at[first]] = e0[first]
+        a1[at[lastm]] = e1[lastm]
+    if (a1 - a0 != total).any():
+        return None  # entries not side by side: the loop joins them
+    big = total >= _BIG_ATTRS
+    small = np.flatnonzero(~big)
+    keys = list(map(data.__getitem__, map(slice, a0[small].tolist(), a1[small].tolist())))
+    # Per small node, the index (among the small nodes) of the first with its bytes.
+    seen: dict[bytes, int] = {}
+    first_of = np.fromiter(map(seen.setdefault, keys, count()), np.int64, small.size)
+    del keys, seen
+    is_first = first_of == np.arange(small.size)
+    big_idx = np.flatnonzero(big)
+    code = np.empty(n, np.int64)
+    code[small] = (np.cumsum(is_first) - 1)[first_of]
+    code[big_idx] = int(is_first.sum()) + np.arange(big_idx.size)
+    firsts = np.concatenate([small[is_first], big_idx])
+    order = np.argsort(firsts, kind="stable")
+    rank = np.empty(order.size, np.int64)
+    rank[order] = np.arange(order.size)
+    memo = _AttrMemo()
+    node_def = node_def_pb2.NodeDef
+    records: list[Record] = []
+    for j in firsts[order].tolist():
+        nd = node_def()
+        nd.ParseFromString(data[a0[j]:a1[j]])
+        got = memo.node(nd)
+        records.append((got.attrs, got.shapes, got.xla))
+    return rank[code], records
 
 
 def _ir_raws(graph: Any) -> Any:
