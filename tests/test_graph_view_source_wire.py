@@ -9,6 +9,8 @@ record-per-node reader (``_AttrMemo`` over parsed NodeDefs), node by node.
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -105,3 +107,101 @@ def test_a_node_with_thousands_of_inputs_reads_in_order() -> None:
     cols = read_source(gd)
     assert cols.inputs(100) == [(f"v{i}", 0, True) for i in range(100)] * 30
     assert cols.inputs(5) == [("v4", 2, False)]
+
+
+def _chunks(data: bytes) -> list[tuple[int, bytes]]:
+    """A message's fields as (field number, the field's bytes), in order (the varint and
+    length-delimited wire types: all a NodeDef holds)."""
+    out, i = [], 0
+    while i < len(data):
+        start = i
+        key = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            key |= (b & 127) << shift
+            shift += 7
+            if b < 128:
+                break
+        value = shift = 0
+        while True:  # the varint value, or the length
+            b = data[i]
+            i += 1
+            value |= (b & 127) << shift
+            shift += 7
+            if b < 128:
+                break
+        if key & 7 == 2:
+            i += value
+        out.append((key >> 3, data[start:i]))
+    return out
+
+
+@st.composite
+def scrambled(draw: st.DrawFn) -> bytes:
+    """A serialized GraphDef whose NodeDefs have their fields in another order (fields of
+    one number keep theirs: inputs and attr entries are ordered) and sometimes a name
+    given twice (a parser keeps the last): bytes no serializer writes, that parse to the
+    same message."""
+    gd = draw(graph_defs())
+    out = b""
+    for nd in gd.node:
+        chunks = _chunks(nd.SerializeToString())
+        if draw(st.booleans()):
+            chunks.insert(0, (1, b"\x0a\x05bogus"))
+        # Any interleaving of the fields that keeps each number's fields in order.
+        taken: dict[int, Any] = {}
+        for f, c in chunks:
+            taken.setdefault(f, []).append(c)
+        taken = {f: iter(cs) for f, cs in taken.items()}
+        order = draw(st.permutations([f for f, _ in chunks]))
+        body = b"".join(next(taken[f]) for f in order)
+        out += b"\x0a" + _varint(len(body)) + body
+    if gd.HasField("versions"):
+        out += b"\x22" + _varint(gd.versions.ByteSize()) + gd.versions.SerializeToString()
+    return out
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 127
+        n >>= 7
+        out.append(b | (128 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+@settings(max_examples=60, deadline=None)
+@given(scrambled())
+def test_bytes_in_any_field_order_read_as_they_parse(data: bytes) -> None:
+    gd = graph_pb2.GraphDef.FromString(data)
+    cols = read_source(gd, data)
+    raws = list(_source_nodes(gd))
+    assert len(cols.names) == len(raws) == len(gd.node)
+    for j, raw in enumerate(raws):
+        assert (cols.names[j], cols.ops[j], cols.devices[j]) == (raw.name, raw.op, raw.device)
+        attrs, shapes, xla = cols.records[int(cols.rec[j])]
+        assert (list(attrs.items()), shapes, xla) == (list(raw.attrs.items()), raw.shapes,
+                                                      raw.xla)
+        assert cols.inputs(j) == raw.inputs
+
+
+def test_a_serialized_graph_def_gives_the_views_page() -> None:
+    from summarylib.graph.view import build_view
+    from summarylib.graph.view.page_columns import source_to_page_data
+    from summarylib.graph.view.page_data import view_to_page_data
+
+    gd = graph_pb2.GraphDef()
+    for i in range(30):
+        gd.node.add(name=f"layer_{i // 10}/op{i}", op="Add" if i % 3 else "Const",
+                    input=[f"layer_{(i - 1) // 10}/op{i - 1}"] if i else [])
+    # The same graph, each NodeDef's fields reversed and its name given twice.
+    data = b"".join(
+        b"\x0a" + _varint(len(body)) + body for body in (
+            b"\x0a\x05bogus" + b"".join(c for _, c in reversed(_chunks(n.SerializeToString())))
+            for n in gd.node))
+    assert graph_pb2.GraphDef.FromString(data) == gd
+    page = source_to_page_data(data)
+    assert page is not None
+    assert page == view_to_page_data(build_view(gd)) == source_to_page_data(gd)

@@ -101,14 +101,19 @@ def source_to_page_data(source: Any, options: ViewOptions | Mapping[str, Any] | 
         return None
     from summarylib.graph.ir import Graph
 
+    serialized = None
     if not isinstance(source, Graph):
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            # The bytes parse (a bad source raises as build_view does), and are then read
+            # as they are: serializing the parsed message again costs as much as reading.
+            serialized = bytes(source)
         gd = _graph_def(source)
         if gd.HasField("library") and len(gd.library.function):
             return None
         source = gd
     with gc_paused():
         try:
-            return _Columns(source, opts).page_data(level)
+            return _Columns(source, opts, serialized).page_data(level)
         except Declined:
             return None
 
@@ -157,13 +162,15 @@ def _first_order(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class _Columns:
     """The whole pipeline on integer ids (see the module docstring)."""
 
-    def __init__(self, source: Any, opts: ViewOptions) -> None:
+    def __init__(self, source: Any, opts: ViewOptions, serialized: bytes | None = None
+                 ) -> None:
+        # ``serialized``: the bytes a GraphDef ``source`` was parsed from (see read_source).
         self.opts = opts
         self.strings: dict[str, int] = {}
         self.shape_lists: dict[tuple[Shape, ...], int] = {}
         self.attr_dicts: dict[tuple[tuple[str, str], ...], int] = {}
         self.attr_list: list[dict[str, str]] = []
-        self._normalize(source)
+        self._normalize(source, serialized)
         self._hierarchy()
         if opts.series:
             self._op_series()
@@ -197,12 +204,12 @@ class _Columns:
 
     # --- step 1: normalize ----------------------------------------------------------
 
-    def _normalize(self, source: Any) -> None:
+    def _normalize(self, source: Any, serialized: bytes | None = None) -> None:
         opts = self.opts
         is_in = _Matcher(opts.embed_patterns("in"))
         is_out = _Matcher(opts.embed_patterns("out"))
         is_hidden = _Matcher(opts.hidden_ops, full=True)
-        cols = read_source(source)
+        cols = read_source(source, serialized)
         all_names = cols.names
         N = len(all_names)
         # Op types and devices as codes (one dict lookup per node each): what follows is

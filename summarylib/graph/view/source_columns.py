@@ -83,9 +83,14 @@ class SourceColumns:
                         self.in_ctl[a:b].tolist(), strict=True))
 
 
-def read_source(source: Any) -> SourceColumns:
+def read_source(source: Any, serialized: bytes | None = None) -> SourceColumns:
     """``source`` (an IR graph, or a ``GraphDef`` message) as columns; ValueError, as
-    ``build_view`` raises it, for a node it cannot read."""
+    ``build_view`` raises it, for a node it cannot read.
+
+    ``serialized``: the bytes a ``GraphDef`` ``source`` was parsed from, when the caller
+    has them: read instead of serializing the message again. They need not be the
+    message's canonical serialization (fields in any order, a field given twice: the
+    last wins), as a parser reads them."""
     from summarylib.graph.ir import Graph
 
     if isinstance(source, Graph):
@@ -93,7 +98,8 @@ def read_source(source: Any) -> SourceColumns:
         return got if got is not None else _raw_columns(_ir_raws(source))
     if source.HasField("library"):
         return _raw_columns(_source_nodes(source))
-    return _wire_columns(source.SerializeToString())
+    return _wire_columns(serialized if serialized is not None
+                         else source.SerializeToString())
 
 
 def _take(values: Sequence[Any], idx: np.ndarray) -> list[Any]:
