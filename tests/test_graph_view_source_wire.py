@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from summarylib.graph.view.normalize import _source_nodes
-from summarylib.graph.view.source_columns import read_source
+from summarylib.graph.view.source_columns import SourceColumns, read_source
 from summarylib.proto import graph_pb2, node_def_pb2
 
 # Names with the characters inputs are parsed by (":", "^"), non-ASCII, and empty.
@@ -80,10 +80,8 @@ def graph_defs(draw: st.DrawFn) -> graph_pb2.GraphDef:
     return gd
 
 
-@settings(max_examples=80, deadline=None)
-@given(graph_defs())
-def test_every_node_reads_as_its_parsed_node_def_reads(gd: graph_pb2.GraphDef) -> None:
-    cols = read_source(gd)
+def _assert_reads_as_parsed(cols: SourceColumns, gd: graph_pb2.GraphDef) -> None:
+    """Every node of ``cols`` is what the record-per-node reader makes of ``gd``'s."""
     raws = list(_source_nodes(gd))
     assert len(cols.names) == len(raws) == len(gd.node)
     for j, raw in enumerate(raws):
@@ -92,6 +90,13 @@ def test_every_node_reads_as_its_parsed_node_def_reads(gd: graph_pb2.GraphDef) -
         assert (list(attrs.items()), shapes, xla) == (list(raw.attrs.items()), raw.shapes,
                                                       raw.xla)
         assert cols.inputs(j) == raw.inputs
+
+
+@settings(max_examples=80, deadline=None)
+@given(graph_defs())
+def test_every_node_reads_as_its_parsed_node_def_reads(gd: graph_pb2.GraphDef) -> None:
+    cols = read_source(gd)
+    _assert_reads_as_parsed(cols, gd)
     # Records are numbered in order of first use.
     firsts = [int(r) for r in cols.rec]
     assert sorted(set(firsts)) == list(range(len(cols.records)))
@@ -177,14 +182,7 @@ def _varint(n: int) -> bytes:
 def test_bytes_in_any_field_order_read_as_they_parse(data: bytes) -> None:
     gd = graph_pb2.GraphDef.FromString(data)
     cols = read_source(gd, data)
-    raws = list(_source_nodes(gd))
-    assert len(cols.names) == len(raws) == len(gd.node)
-    for j, raw in enumerate(raws):
-        assert (cols.names[j], cols.ops[j], cols.devices[j]) == (raw.name, raw.op, raw.device)
-        attrs, shapes, xla = cols.records[int(cols.rec[j])]
-        assert (list(attrs.items()), shapes, xla) == (list(raw.attrs.items()), raw.shapes,
-                                                      raw.xla)
-        assert cols.inputs(j) == raw.inputs
+    _assert_reads_as_parsed(cols, gd)
 
 
 def test_a_serialized_graph_def_gives_the_views_page() -> None:
