@@ -114,28 +114,26 @@ def test_a_node_with_thousands_of_inputs_reads_in_order() -> None:
     assert cols.inputs(5) == [("v4", 2, False)]
 
 
+def _read_varint(data: bytes, i: int) -> tuple[int, int]:
+    """The varint at ``data[i]`` and the offset after it."""
+    value = shift = 0
+    while True:
+        b = data[i]
+        i += 1
+        value |= (b & 127) << shift
+        shift += 7
+        if b < 128:
+            return value, i
+
+
 def _chunks(data: bytes) -> list[tuple[int, bytes]]:
     """A message's fields as (field number, the field's bytes), in order (the varint and
     length-delimited wire types: all a NodeDef holds)."""
     out, i = [], 0
     while i < len(data):
         start = i
-        key = shift = 0
-        while True:
-            b = data[i]
-            i += 1
-            key |= (b & 127) << shift
-            shift += 7
-            if b < 128:
-                break
-        value = shift = 0
-        while True:  # the varint value, or the length
-            b = data[i]
-            i += 1
-            value |= (b & 127) << shift
-            shift += 7
-            if b < 128:
-                break
+        key, i = _read_varint(data, i)
+        value, i = _read_varint(data, i)  # the varint value, or the length
         if key & 7 == 2:
             i += value
         out.append((key >> 3, data[start:i]))
