@@ -304,3 +304,80 @@ def test_video_and_mesh_write_each_execution_as_the_eager_calls(tmp_path: Path,
     assert [(s, t) for s, t, _ in want] == [
         (i, t) for i in range(3) for t in ("clip", "shape_VERTEX", "shape_FACE", "shape_COLOR")]
     assert _value_bytes(tmp_path / "compiled") == want
+
+
+def test_leaving_as_default_includes_the_callbacks_of_the_block(tmp_path: Path) -> None:
+    # TensorFlow's rule: the block's events are in the file when the block is left. On
+    # the callback route the ops run on summarylib's thread after the callbacks handed
+    # them over (a histogram of millions of values takes a while there); the exit waits
+    # for them as flush() does.
+    @jax.jit
+    def run(x: Any, base: Any) -> Any:
+        def body(j: Any, c: Any) -> Any:
+            sl.histogram("big", jnp.sin(jnp.arange(2_000_000.0) * c), step=base + j)
+            sl.scalar("loop", c, step=base + j)
+            return c + 1.0
+        return jax.lax.fori_loop(0, 2, body, x)
+
+    for k in range(2):
+        logdir = tmp_path / str(k)
+        writer = sl.create_file_writer(str(logdir))
+        with writer.as_default():
+            run(jnp.float32(1.0), 10 * k)
+        # Read while the writer is still open: only the block's exit has written.
+        assert _series(logdir, "loop") == [(10 * k, 1.0), (10 * k + 1, 2.0)]
+        assert [s for s, _ in _histograms(logdir, "big")] == [10 * k, 10 * k + 1]
+        writer.close()
+
+
+def test_a_function_of_ours_called_inside_traced_code_is_traced_into_it(
+        tmp_path: Path) -> None:
+    @jit
+    def inner(x: Any, s: Any) -> Any:
+        sl.scalar("inner", jnp.sum(x), step=s)
+        return x + 1.0
+
+    @jax.jit
+    def outer_plain(x: Any, s: Any) -> Any:  # the callback route inside
+        return inner(x, s) * 2.0
+
+    @jit
+    def outer_ours(x: Any, s: Any) -> Any:  # the fast route inside
+        sl.scalar("outer", jnp.max(x), step=s)
+        return inner(x, s + 100) * 2.0
+
+    with sl.create_file_writer(str(tmp_path)) as writer, writer.as_default():
+        x = jnp.ones(3, jnp.float32)
+        expected_inner, expected_outer = [], []
+        for i in range(3):
+            expected_inner.append((i, float(np.sum(np.asarray(x)))))
+            x = outer_plain(x, i)
+        for i in range(3):
+            expected_outer.append((i, float(np.max(np.asarray(x)))))
+            expected_inner.append((i + 100, float(np.sum(np.asarray(x)))))
+            x = outer_ours(x, i)
+        # Traced but never executed: nothing is written, nothing raises.
+        assert jax.eval_shape(inner, x, 7).shape == (3,)
+    assert _series(tmp_path, "inner") == expected_inner
+    assert _series(tmp_path, "outer") == expected_outer
+
+
+def test_transformations_of_a_function_of_ours(tmp_path: Path) -> None:
+    @jit
+    def loss(x: Any, s: Any) -> Any:
+        y = jnp.sum(x * x)
+        sl.scalar("loss", y, step=s)
+        return y
+
+    with sl.create_file_writer(str(tmp_path)) as writer, writer.as_default():
+        # Differentiated at the top level the values are concrete: written per call.
+        assert np.asarray(jax.grad(loss)(jnp.ones(3), 1)).tolist() == [2.0, 2.0, 2.0]
+        value, _ = jax.value_and_grad(loss)(jnp.full(3, 2.0), 2)
+        assert float(value) == 12.0
+        # Batched, or differentiated inside compiled code: the op's own error, at the
+        # call (not a failure of the writer thread later).
+        with pytest.raises(TypeError, match=r"scalar: .*'loss'.*BatchTracer"):
+            jax.vmap(loss, in_axes=(0, None))(jnp.ones((2, 3)), 3)
+        with pytest.raises(TypeError, match=r"scalar: .*'loss'"):
+            jax.jit(jax.grad(loss))(jnp.ones(3), 4)
+    assert _series(tmp_path, "loss") == [(1, 3.0), (2, 12.0)]

@@ -34,7 +34,12 @@ def step_fn(x, step):
     sl.histogram("values", x, step=step, buckets=4)
     return x * 2.0
 
-for route, compiled in [("collected", jit(step_fn)), ("callback", jax.jit(step_fn))]:
+sharded = NamedSharding(mesh, PartitionSpec("data"))
+# Ours with shardings, called inside plain jax.jit: kept as a nested jax.jit (callbacks).
+nested = jit(step_fn, in_shardings=(sharded, None), out_shardings=sharded)
+routes = [("collected", jit(step_fn)), ("callback", jax.jit(step_fn)),
+          ("nested", jax.jit(lambda x, s: nested(x, s) + 0.0))]
+for route, compiled in routes:
     y = x
     with sl.create_file_writer(sys.argv[1] + "/" + route).as_default() as writer:
         for i in range(3):
@@ -71,7 +76,7 @@ def logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return where
 
 
-@pytest.mark.parametrize("route", ["collected", "callback"])
+@pytest.mark.parametrize("route", ["collected", "callback", "nested"])
 def test_sharded_arrays_write_the_whole_arrays_values(logdir: Path, route: str,
                                                       tmp_path: Path) -> None:
     from tensorboard.util import tensor_util

@@ -35,6 +35,13 @@ Data contract:
   (``set_step``); name scopes are those in effect when the function is traced.
 * Ops inside ``lax.scan``/``fori_loop``/``while_loop``/``cond`` bodies write once per
   executed iteration through the callback route (their values cannot leave the loop).
+* Called while other code is traced or transformed (inside ``jax.jit``, another function
+  compiled by this ``jit``, a loop body, ``jax.eval_shape``, ``jax.vmap``, or
+  differentiated inside compiled code), the function is traced into that code as if it
+  were not decorated: its ops then behave as ops written there directly (the callback
+  route inside plain ``jax.jit``, the fast route inside this ``jit``, the ops' TypeError
+  under ``vmap``). Differentiated at the top level (``jax.grad``, ``jax.value_and_grad``),
+  the values are concrete and each call writes them as usual.
 * ``flush()`` and ``close()`` include every call that returned before them.
 """
 
@@ -42,7 +49,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial, wraps
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from summarylib.encoding._pending import is_tracer
 from summarylib.ops._call_unit import CallPlan, fuse_intervals, plan_call
@@ -88,6 +95,18 @@ def _argument_sources(args: tuple[Any, ...], kwargs: dict[str, Any],
     return tuple(out)
 
 
+def _staged(trace: Any, concrete: tuple[type, ...], differentiating: tuple[type, ...]) -> bool:
+    # Whether the values of `trace` have no numbers yet (staged out by jit, a loop body,
+    # eval_shape; batched by vmap): the function's summaries cannot be read after the
+    # call there. Differentiation at the top level computes the primal values (they can);
+    # a trace JAX may add later counts as staged (inlining works under any trace).
+    while not isinstance(trace, concrete):
+        if not isinstance(trace, differentiating):
+            return True
+        trace = cast(Any, trace).parent_trace
+    return False
+
+
 _registered = False
 
 
@@ -112,8 +131,12 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
         return partial(jit, **jit_kwargs)
     import jax
     from jax._src import core
+    from jax._src.interpreters import ad
 
     _register(jax)
+    concrete = (core.EvalTrace,)
+    differentiating = tuple(t for t in (getattr(ad, "JVPTrace", None),
+                                        getattr(ad, "LinearizeTrace", None)) if t is not None)
 
     # wraps(): jax.jit reads fun's signature through __wrapped__, so static_argnames and
     # donate_argnames name fun's parameters.
@@ -144,6 +167,11 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
         with summaries_off():  # ops are no-ops: nothing is computed for them
             return fun(*args, **kwargs)
 
+    # Called inside code being traced: `fun` itself, traced into that code (its ops join
+    # the surrounding function's), or plain jax.jit where shardings were asked for (kept;
+    # its ops then take the callback route).
+    nested = (jax.jit(fun, **jit_kwargs)
+              if "in_shardings" in jit_kwargs or "out_shardings" in jit_kwargs else fun)
     compiled = jax.jit(with_summaries, **jit_kwargs)
     writer_calls = jax.jit(methods_only, **jit_kwargs)
     plain = jax.jit(without_summaries, **jit_kwargs)
@@ -183,6 +211,10 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
 
     @wraps(fun)
     def call(*args: Any, **kwargs: Any) -> Any:
+        trace = core.trace_ctx.trace
+        if type(trace) is not core.EvalTrace and _staged(trace, concrete, differentiating):
+            # Inside code being traced: traced into it, its ops as if written there.
+            return nested(*args, **kwargs)
         # variant(), inlined: this runs at every step.
         st = _local.state
         cond = st.condition

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from summarylib.encoding._pending import capture, device_kind
 from summarylib.ops._device_step import DeviceStep, GatedStep, defers_device_values, device_step
-from summarylib.writer._context import DefaultWriter, _local
+from summarylib.writer._context import DefaultWriter, State, _local
 from summarylib.writer._registry import registered_writer
 
 __all__ = ["COMPILED_PLANS", "INTERVAL_REPLAY", "IN_GRAPH", "OPS", "InGraphReduction",
@@ -69,12 +69,12 @@ class TracedCall:
     """
 
     __slots__ = ("arguments", "decode", "gated", "op", "positions", "scope", "step_arg",
-                 "target", "traced_writer", "where")
+                 "target", "tracing_state", "where")
 
     def __init__(
         self, op: Callable[..., Any], where: str, arguments: dict[str, Any],
         positions: list[tuple[str, int | str | None]], gated: bool, scope: str,
-        step_arg: str, traced_writer: DefaultWriter | None,
+        step_arg: str, tracing_state: State | None,
         decode: tuple[tuple[str, Callable[[Any], Any]], ...] = (), target: str | None = None,
     ) -> None:
         self.decode = decode
@@ -86,8 +86,10 @@ class TracedCall:
         self.scope = scope
         self.step_arg = step_arg
         self.target = target
-        # Weakly: compiled code (and JAX's caches of it) can outlive the writer.
-        self.traced_writer = None if traced_writer is None else weakref.ref(traced_writer)
+        # The context of the thread that traced the call: its default writer *now* is the
+        # one a callback running on another thread writes to. Weakly: compiled code (and
+        # JAX's caches of it) can outlive the thread.
+        self.tracing_state = None if tracing_state is None else weakref.ref(tracing_state)
 
 
 def replay(call: TracedCall, values: list[Any], writer: DefaultWriter | None, step: Any) -> bool:

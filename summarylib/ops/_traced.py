@@ -136,7 +136,7 @@ def record_traced(
         values.append(gate)
     _check_traced(values, where, arguments, jax)
     call = TracedCall(op, where, arguments, positions, gate is not None, st.scope, step_arg,
-                      st.writer, decode, target)
+                      st, decode, target)
     collector = _COLLECTORS[-1] if _COLLECTORS else None
     if collector is not None and _in_trace(values, collector):
         collector.calls.append(call)
@@ -262,12 +262,17 @@ def _in_trace(values: list[Any], collector: Collector) -> bool:
 def _replay_on_host(call: TracedCall, *values: Any) -> None:
     # The callback route, during the execution: on the host, with numpy values. The writer
     # is the default of the thread that runs the callback (JAX's CPU client runs ordered
-    # callbacks on the dispatching thread), else the one in effect when the code was traced.
+    # callbacks on the dispatching thread when it executes the code there), else the
+    # default *now* of the thread that traced the code: for code called by the thread that
+    # traced it, the default at the call, which the call's thread keeps until the callbacks
+    # ran (leaving as_default() waits for them). Not the writer of the trace: a function
+    # traced under one writer and called under the next would write to the first.
     # A SummaryWriter.add_* call (call.target) writes to its own writer: replay finds it.
     st = _local.state
     writer = st.writer
     if writer is None and call.target is None:
-        writer = None if call.traced_writer is None else call.traced_writer()
+        tracing = None if call.tracing_state is None else call.tracing_state()
+        writer = None if tracing is None else tracing.writer
         if writer is None or getattr(writer, "closed", False):
             return
     step = st.step

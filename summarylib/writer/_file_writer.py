@@ -113,7 +113,8 @@ class WriterBase:
 
         On exit the previous default writer (and, if ``step`` was given, the
         previous default step) is restored, and every event logged so far is
-        written before the exit returns, as TensorFlow flushes on exit. A few
+        written before the exit returns, as TensorFlow flushes on exit (the
+        summaries of compiled code called in the block included). A few
         pending events on a local file (a block per training step) are written
         by the calling thread itself, one ``write`` call, so a block per step
         costs well under twice one block around the loop; more, or an object
@@ -321,6 +322,11 @@ class _DefaultContext(Generic[W]):
         st = self._state
         if st is None:
             return
+        # Summaries of compiled code that ran in the block are waited for first, while
+        # the block's writer is still the default (callbacks can run after the call that
+        # dispatched them returned, on another thread, and write to this thread's default;
+        # flush() waits for them the same way).
+        error = wait_for_compiled_code() if FLUSH_BARRIERS else None
         saved_writer, saved_step = self._saved
         # A writer closed meanwhile is no one's default any more: not restored.
         st.writer = None if saved_writer is None or saved_writer.closed else saved_writer
@@ -331,6 +337,8 @@ class _DefaultContext(Generic[W]):
         # them itself (one write call), cheaper than waking the writer thread and
         # waiting for it; more, or a remote store, is a flush().
         self._writer._resource.write_pending_here(_WRITE_HERE_MAX)  # type: ignore[union-attr]
+        if error is not None:
+            raise error
 
 
 def open_writer_resource(
