@@ -316,3 +316,60 @@ def test_the_bench_counts_the_graph_break_of_item_before_a_write(tmp_path: Path)
     with sl.create_file_writer(str(tmp_path / "ours")) as w, w.as_default():
         assert graph_breaks(step_fn, torch.ones(3), torch.tensor(0)) == (0, 1)
     tb.close()
+
+
+class _Net(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 3)
+
+    def forward(self, x: Any, step: Any) -> Any:
+        y = self.lin(x)
+        sl.scalar("act_mean", y.mean(), step=step)
+        sl.histogram("act", y, step=step)
+        return y
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_module_logging_in_forward_with_an_int_step_trains(tmp_path: Path,
+                                                              backend: str) -> None:
+    # The usual loop: model(x, i) with i a Python int, the loss backpropagated through
+    # the region. Dynamo makes an int argument that changes dynamic (one recompile, its
+    # own rule); the step then is a symbolic int, which entered the call's constants and
+    # failed ("assume_constant_result argument conversion failed") at the second call.
+    torch._dynamo.reset()
+    counters.clear()
+    torch.manual_seed(0)
+    net = _Net()
+    compiled = torch.compile(net, backend=backend, fullgraph=True)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    x = torch.linspace(-1.0, 1.0, 8).reshape(2, 4)
+    expected = []
+    with sl.create_file_writer(str(tmp_path)) as w, w.as_default():
+        for i in range(5):
+            with torch.no_grad():
+                expected.append(float(net.lin(x).mean()))
+            y = compiled(x, i)
+            (y ** 2).mean().backward()
+            opt.step()
+            opt.zero_grad()
+    assert sum(counters["graph_break"].values()) == 0
+    assert counters["stats"]["unique_graphs"] == 2  # the int specialized, then dynamic
+    got = _series(tmp_path, "act_mean")
+    assert [s for s, _ in got] == list(range(5))
+    assert [v for _, v in got] == pytest.approx(expected, rel=1e-5)
+    assert len(set(expected)) == 5  # the weights moved: each run wrote its own values
+    assert [s for s, _ in _histograms(tmp_path, "act")] == list(range(5))
+
+
+def test_ops_under_vmap_raise_naming_the_op(tmp_path: Path) -> None:
+    with sl.create_file_writer(str(tmp_path)) as w, w.as_default():
+        with pytest.raises(TypeError, match=r"scalar: 'data' is a tensor of torch.func.vmap"):
+            torch.func.vmap(lambda v: (sl.scalar("v", v.sum(), step=0), v)[1])(
+                torch.ones(2, 3))
+        with pytest.raises(TypeError, match=r"histogram: 'data' is a tensor of torch.func"):
+            torch.func.vmap(torch.func.grad(
+                lambda v: (sl.histogram("h", v, step=0), v.sum())[1]))(torch.ones(2, 3))
+        sl.scalar("after", 1.0, step=0)  # the writer is unharmed
+    assert _series(tmp_path, "after") == [(0, 1.0)]
+    assert _series(tmp_path, "v") == []

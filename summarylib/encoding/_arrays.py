@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import struct
+import sys
 from typing import TYPE_CHECKING, Any
 
 from summarylib.errors import ArgumentError
@@ -256,12 +257,34 @@ def _refuse_valueless(data: Any, where: str, arg: str) -> None:
             f"{where}: {arg!r} is a tensor on the meta device ({_describe(data)}): it has a "
             "shape but no values; log a tensor that holds data"
         )
+    if _in_vmap(data):
+        raise TypeError(
+            f"{where}: {arg!r} is a tensor of torch.func.vmap ({_describe(data)}): it holds "
+            "one slice of a batch being traced; call the op on vmap's results, outside it"
+        )
     if getattr(data, "is_nested", False) is True:
         raise TypeError(
             f"{where}: {arg!r} is a nested (jagged) tensor of type {type(data).__name__}: "
             "its components differ in shape; log them one by one, or pad them first "
             "(torch.nested.to_padded_tensor)"
         )
+
+
+def _in_vmap(data: Any) -> bool:
+    # A functorch batched tensor, itself or under other transforms' wrappers (grad
+    # inside vmap): it has no storage of its own.
+    torch = sys.modules.get("torch")
+    functorch = getattr(getattr(torch, "_C", None), "_functorch", None)
+    if functorch is None or not isinstance(data, torch.Tensor):  # type: ignore[union-attr]
+        return False
+    try:
+        while functorch.is_functorch_wrapped_tensor(data):
+            if functorch.is_batchedtensor(data):
+                return True
+            data = functorch.get_unwrapped(data)
+    except (AttributeError, RuntimeError):  # another torch: no verdict
+        return False
+    return False
 
 
 def _describe(data: Any) -> str:

@@ -33,6 +33,7 @@ __all__ = ["record_compiled"]
 # the op's own plan for writing it, if it has one (ops._replay.COMPILED_PLANS).
 _CALLS: list[tuple[TracedCall, bool, Callable[[list[Any], Any], bool | None] | None]] = []
 _IDS: dict[Any, int] = {}
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 # Mutated by every summary op in a graph, so that no backend drops the op as dead code.
 _TOKEN = torch.zeros(1)
 
@@ -135,6 +136,14 @@ def record_compiled(op: Any, where: str, names: tuple[str, ...], args: tuple[Any
     maps: list[str] = []
     given = dict(zip(names, args, strict=False))
     given.update(kwargs)
+    # An int step enters the graph as a tensor: a Python int argument of the region that
+    # changes between calls becomes dynamic (a symbolic int) once dynamo recompiles, and
+    # a symbolic int cannot be a constant of the call (dynamo has no type test for it:
+    # under tracing it is an int). The op reads the tensor when it runs, as a tensor step.
+    step_name = "global_step" if "global_step" in names else "step"
+    step = given.get(step_name)
+    if type(step) is int and _INT64_MIN <= step <= _INT64_MAX:  # else the op says why
+        given[step_name] = torch.scalar_tensor(step, dtype=torch.int64)
     cond = st.condition
     gate = cond.value if type(cond) is DeferredCondition else None
     reduced: tuple[str, ...] = ()
