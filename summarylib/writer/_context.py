@@ -311,7 +311,13 @@ def record_if(condition: object) -> Iterator[None]:
       ValueError: ``condition`` has no truth value (an array of several elements).
     """
     cond: Condition
-    if type(condition) is bool or callable(condition):
+    if type(condition) is bool and condition is not True and condition is not False:
+        # A symbolic bool inside torch.compile (``i % 100 == 0`` of an int argument dynamo
+        # made dynamic; a bool to type tests there): a value of the run, as a tensor.
+        import torch
+
+        cond = DeferredCondition(torch.scalar_tensor(condition, dtype=torch.bool))
+    elif type(condition) is bool or callable(condition):
         cond = condition
     elif (torch_compiling() and hasattr(condition, "is_floating_point")) or is_tracer(condition):
         # Inside jax.jit or torch.compile: a value of the running computation. Ops record
