@@ -316,17 +316,19 @@ def test_leaving_as_default_includes_the_callbacks_of_the_block(tmp_path: Path) 
         def body(j: Any, c: Any) -> Any:
             sl.histogram("big", jnp.sin(jnp.arange(2_000_000.0) * c), step=base + j)
             sl.scalar("loop", c, step=base + j)
+            sl.scalar("default_step", c)  # the step of the block
             return c + 1.0
         return jax.lax.fori_loop(0, 2, body, x)
 
     for k in range(2):
         logdir = tmp_path / str(k)
         writer = sl.create_file_writer(str(logdir))
-        with writer.as_default():
+        with writer.as_default(step=100 + k):
             run(jnp.float32(1.0), 10 * k)
         # Read while the writer is still open: only the block's exit has written.
         assert _series(logdir, "loop") == [(10 * k, 1.0), (10 * k + 1, 2.0)]
         assert [s for s, _ in _histograms(logdir, "big")] == [10 * k, 10 * k + 1]
+        assert _series(logdir, "default_step") == [(100 + k, 1.0), (100 + k, 2.0)]
         writer.close()
 
 

@@ -269,13 +269,14 @@ def _replay_on_host(call: TracedCall, *values: Any) -> None:
     # traced under one writer and called under the next would write to the first.
     # A SummaryWriter.add_* call (call.target) writes to its own writer: replay finds it.
     st = _local.state
-    writer = st.writer
+    writer, step = st.writer, st.step
     if writer is None and call.target is None:
         tracing = None if call.tracing_state is None else call.tracing_state()
-        writer = None if tracing is None else tracing.writer
+        if tracing is None:
+            return
+        writer, step = tracing.writer, tracing.step  # its default step too
         if writer is None or getattr(writer, "closed", False):
             return
-    step = st.step
     # Copies (XLA reuses the buffers once the callback returns), of the bytes: numpy's
     # view of the buffer, then numpy's copy (a JAX array's own copy runs on XLA's CPU
     # backend, whose arithmetic flushes subnormal floats to zero).
