@@ -190,11 +190,48 @@ def _decode(values: Any) -> np.ndarray:
         return np.frombuffer(base64.b64decode(values), dtype="<f4").astype(np.float64)
     q = np.frombuffer(base64.b64decode(values["u16"]), dtype="<u2")
     out = values["lo"] + q * (values["hi"] - values["lo"]) / 65534
-    return np.where(q == 65535, np.nan, out)
+    out = np.where(q == 65535, np.nan, out)
+    if "inf" in values:
+        out[np.frombuffer(base64.b64decode(values["inf"]), dtype="<u4")] = np.inf
+    return out
+
+
+def test_steps_with_no_finite_value_are_infinite() -> None:
+    # Gradients that turned NaN or infinite: the histogram leaves such values out, so it
+    # counts nothing; the module's statistics at that step are +inf (drawn as such), not
+    # the bias's alone, nor a norm of 0. A NaN or infinite scalar is +inf too.
+    view = _small_view()
+    rng = np.random.default_rng(1)
+    w, b = rng.normal(size=64), rng.normal(size=8)
+
+    def hist(values: np.ndarray) -> np.ndarray:
+        counts, edges = np.histogram(values, bins=30)
+        return np.stack([edges[:-1], edges[1:], counts], axis=1)
+
+    def col(steps: list[int], values: Any) -> Columns:
+        return Columns(np.array(steps, dtype=np.int64), np.zeros(len(steps)), values)
+
+    nothing = np.zeros((30, 3))  # what histogram() writes for data with no finite value
+    hists = {"gradients/blocks.0.fc.weight": col([0, 1, 2], np.stack([hist(w), nothing,
+                                                                      hist(w)])),
+             "gradients/blocks.0.fc.bias": col([0, 1, 2], np.stack([hist(b)] * 3)),
+             "gradients/blocks.1.fc.weight": col([0, 1], np.stack([nothing, nothing]))}
+    scalars = {"blocks/0/fc/gnorm": col([0, 1, 2, 3], np.array(
+        [1.0, np.nan, np.inf, -np.inf], np.float32))}
+    stats = join_statistics(view, scalars, hists)
+    for stat in ("norm", "mean", "std", "min", "max", "absmax"):
+        name = f"gradients {stat}"
+        assert math.isfinite(stats.value(name, "blocks/0/fc", 0) or math.nan), stat
+        assert stats.value(name, "blocks/0/fc", 1) == math.inf, stat
+        assert math.isfinite(stats.value(name, "blocks/0/fc", 2) or math.nan), stat
+        assert stats.value(name, "blocks/1/fc", 0) == math.inf, stat
+    assert stats.value("gnorm", "blocks/0/fc", 0) == 1.0
+    assert [stats.value("gnorm", "blocks/0/fc", s) for s in (1, 2, 3)] == [math.inf] * 3
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.one_of(st.floats(-1e6, 1e6, allow_nan=False), st.just(float("nan"))),
+@given(st.lists(st.one_of(st.floats(-1e6, 1e6, allow_nan=False), st.just(float("nan")),
+                          st.just(float("inf"))),
                 min_size=1, max_size=40), st.booleans())
 def test_embedded_values_round_trip(values: list[float], quantize: bool) -> None:
     view = _small_view()
@@ -208,7 +245,8 @@ def test_embedded_values_round_trip(values: list[float], quantize: bool) -> None
     assert (run, node, block["steps"][steps]) == (0, 0, list(range(len(arr))))
     back = _decode(enc)
     assert np.array_equal(np.isnan(back), np.isnan(arr))
-    finite = ~np.isnan(arr)
+    assert np.array_equal(np.isposinf(back), np.isposinf(arr))  # no finite value: kept
+    finite = np.isfinite(arr)
     span = np.ptp(arr[finite]) if finite.any() else 0.0
     tol = span / 65534 / 2 + 1e-9 if quantize else 0.0
     want = arr[finite] if quantize else arr[finite].astype(np.float32)
@@ -402,3 +440,55 @@ def test_quantized_values_decode_in_the_page(page: Any, runs: tuple[Path, Path],
         page.evaluate("s => window.summarylibStats.setStep(s)", step)
         got = page.evaluate("window.summarylibStats.value('head')")
         assert got == pytest.approx(want[step], abs=span / 65534 / 2 * 1.01 + 1e-6)
+
+
+@pytest.mark.parametrize("quantize", [False, True])
+def test_page_draws_steps_with_no_finite_value_apart(page: Any, tmp_path: Path, quantize: bool,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # A module whose gradient norm is +inf at step 1 (its gradients turned NaN): magenta,
+    # shown through its closed group (max), and the scale of the other modules spans the
+    # finite values only (an infinite value used to stretch it to one colour).
+    view = _small_view()
+
+    def col(steps: list[int], values: Any) -> Columns:
+        return Columns(np.array(steps, dtype=np.int64), np.zeros(len(steps)), values)
+
+    scalars = {"blocks/0/fc/gnorm": col([0, 1, 2], np.array([1.0, np.nan, 3.0], np.float32)),
+               "blocks/1/fc/gnorm": col([0, 1, 2], np.array([2.0, 4.0, 5.0], np.float32))}
+    stats = join_statistics(view, scalars, {})
+    if quantize:  # 16-bit codes, as past the size limit
+        from summarylib.graph.view import statistics
+
+        monkeypatch.setattr(statistics, "QUANTIZE_ABOVE", 0)
+    html = view_to_html(view, title="nonfinite", statistics=stats)
+    assert ('"u16"' in html) == quantize
+    path = tmp_path / "nonfinite.html"
+    path.write_text(html, encoding="utf-8")
+    # On the module's browser page (one Chromium per module), which goes back to the
+    # watched run's page afterwards; its fixture reports page errors.
+    watched = page.url
+    page.goto(path.as_uri())
+    try:
+        wait_until(page, "window.summarylibStats && window.summarylibViewer.timing.frame")
+        page.evaluate("""() => { window.summarylibViewer.expand('blocks');
+            window.summarylibViewer.expand('blocks/1');
+            window.summarylibStats.select('gnorm');
+            window.summarylibStats.setScale('linear');
+            window.summarylibStats.setStep(1); }""")
+        assert page.evaluate("window.summarylibStats.value('blocks/0/fc')") == math.inf
+        assert page.evaluate("window.summarylibStats.colour('blocks/0/fc')") == "#e6007e"
+        # blocks/0 is closed: it shows its op's value (max beneath), in magenta.
+        assert page.evaluate("window.summarylibStats.value('blocks/0')") == math.inf
+        assert _dom_fill(page, "blocks/0") == "#e6007e"
+        # blocks/1/fc at 4.0 on the finite scale [1, 5].
+        colour = page.evaluate("window.summarylibStats.colour('blocks/1/fc')")
+        assert _dom_fill(page, "blocks/1/fc") == colour
+        rgb = [int(c) for c in colour[4:-1].split(",")]
+        assert rgb == pytest.approx(_ramp((4.0 - 1.0) / (5.0 - 1.0)), abs=1.01)
+        assert "no finite value" in page.inner_text("#stats-panel")
+        page.evaluate("window.summarylibStats.setStep(2)")
+        assert page.evaluate("window.summarylibStats.value('blocks/0/fc')") == \
+            pytest.approx(3.0)
+    finally:
+        page.goto(watched)
+        wait_until(page, "window.summarylibStats && window.summarylibViewer.timing.frame")

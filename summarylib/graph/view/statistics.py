@@ -24,6 +24,11 @@ their path. The rule (also in docs/graph-view.md):
   (a module's weight and bias) are pooled as one set of values: the norm of all of them,
   their mean and spread together. Two scalar tags of one node and name: the first tag (in
   sorted order) wins.
+* **No finite value.** A step where a scalar is NaN or infinite, or where one of the pooled
+  histograms counts no value (its data was all NaN or infinite, which histograms leave out;
+  an empty tensor reads the same), has the value ``+inf`` in every statistic of it: the
+  page draws it in a colour of its own, outside the scale (exploding gradients show as
+  such, not as the last finite value or a norm of 0).
 
 Groups get no values of their own here: the page aggregates a group's descendants (see
 :func:`statistics_to_json`), and a range of a big group (``ranges``) the descendants of
@@ -90,7 +95,8 @@ class GraphStatistics:
 
     def value(self, statistic: str, node: str, step: int) -> float | None:
         """The value of ``statistic`` for ``node`` shown at ``step``: its last point at or
-        before ``step`` (the page's rule), or None when there is none."""
+        before ``step`` (the page's rule), or None when there is none; ``inf`` where that
+        point had no finite value."""
         s = self.series.get(statistic, {}).get(node)
         if s is None:
             return None
@@ -181,6 +187,7 @@ def join_statistics(view: GraphView, scalars: Mapping[str, Any] | None = None,
         col = scalars[tag]  # type: ignore[index]
         steps, values = _sorted_last(np.asarray(col.step, dtype=np.int64),
                                      np.asarray(col.value, dtype=np.float64))
+        values[~np.isfinite(values)] = np.inf  # no finite value (see the module docstring)
         out.kinds[name] = "scalar"
         out.series.setdefault(name, {})[node] = StatisticSeries(steps, values)
         out.tags.setdefault(hit, []).append(tag)
@@ -200,8 +207,9 @@ def _sorted_last(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def _moments(col: Any) -> tuple[np.ndarray, np.ndarray]:
-    """One histogram series as (steps, [n, 5] table of count, sum, sum of squares, min,
-    max): steps increasing, a repeated step's last histogram winning."""
+    """One histogram series as (steps, [n, 6] table of count, sum, sum of squares, min,
+    max, no finite value (1.0: buckets but no count)): steps increasing, a repeated
+    step's last histogram winning."""
     import numpy as np
 
     value = col.value
@@ -219,8 +227,9 @@ def _moments(col: Any) -> tuple[np.ndarray, np.ndarray]:
             (counts * centres * centres).sum(axis=1),
             np.where(filled, h[:, :, 0], np.inf).min(axis=1, initial=np.inf),
             np.where(filled, h[:, :, 1], -np.inf).max(axis=1, initial=-np.inf),
+            ((h.shape[1] > 0) & ~filled.any(axis=1)).astype(np.float64),
         ], axis=1))
-    table = np.concatenate(rows) if rows else np.zeros((0, 5))
+    table = np.concatenate(rows) if rows else np.zeros((0, 6))
     steps = np.asarray(col.step, dtype=np.int64)
     order = np.argsort(steps, kind="stable")
     steps, table = steps[order], table[order]
@@ -235,23 +244,28 @@ def _pool(cols: Sequence[Any]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
 
     parts = [_moments(col) for col in cols]
     steps = np.unique(np.concatenate([p[0] for p in parts])) if parts else np.zeros(0, np.int64)
-    acc = np.zeros((len(steps), 5))
+    acc = np.zeros((len(steps), 6))
     acc[:, 3], acc[:, 4] = np.inf, -np.inf
     for st, table in parts:
         at = np.searchsorted(steps, st)
         acc[at, :3] += table[:, :3]
         acc[at, 3] = np.minimum(acc[at, 3], table[:, 3])
         acc[at, 4] = np.maximum(acc[at, 4], table[:, 4])
-    n, s1, s2, lo, hi = acc.T
+        acc[at, 5] = np.maximum(acc[at, 5], table[:, 5])
+    n, s1, s2, lo, hi, bad = acc.T
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(n > 0, s1 / n, np.nan)
         var = np.where(n > 0, np.maximum(s2 / n - mean * mean, 0.0), np.nan)
     lo = np.where(n > 0, lo, np.nan)
     hi = np.where(n > 0, hi, np.nan)
-    return steps, {
-        "norm": np.sqrt(s2), "mean": mean, "std": np.sqrt(var), "min": lo, "max": hi,
-        "absmax": np.maximum(np.abs(lo), np.abs(hi)),
+    out = {
+        "norm": np.where(n > 0, np.sqrt(s2), np.nan), "mean": mean, "std": np.sqrt(var),
+        "min": lo, "max": hi, "absmax": np.maximum(np.abs(lo), np.abs(hi)),
     }
+    if bad.any():  # a pooled tensor with no finite value: the step has none
+        for values in out.values():
+            values[bad > 0] = np.inf
+    return steps, out
 
 
 def read_statistics(logdir: str | os.PathLike[str], view: GraphView,
@@ -336,8 +350,10 @@ def statistics_to_json(view: GraphView, runs: Sequence[GraphStatistics],
     [[run index, node index, steps index, values], ...]}, ...]}``. ``values`` is
     little-endian float32 in base64, or, when the block holds more than ``quantize_above``
     (None: :data:`QUANTIZE_ABOVE`) values, ``{"u16": base64, "lo": lo, "hi": hi}``:
-    ``lo + q * (hi - lo) / 65534``, ``q`` = 65535 for a missing value (NaN). Missing values
-    are NaN in float32.
+    ``lo + q * (hi - lo) / 65534``, ``q`` = 65535 for a missing value (NaN), and, when some
+    values are ``+inf`` (no finite value at that step), ``"inf": base64`` of their indexes
+    (little-endian uint32; their code is 65535 too). Missing values are NaN in float32,
+    no finite value ``+inf``.
     """
     import numpy as np
 
@@ -402,4 +418,8 @@ def _values(values: np.ndarray, quantize: bool) -> Any:
         q[finite] = np.rint((v[finite] - lo) / span * 65534).astype("<u2")
     else:
         q[finite] = 0
-    return {"u16": _b64(q), "lo": lo, "hi": hi}
+    out: dict[str, Any] = {"u16": _b64(q), "lo": lo, "hi": hi}
+    infinite = np.flatnonzero(np.isposinf(v))
+    if infinite.size:
+        out["inf"] = _b64(infinite.astype("<u4"))
+    return out

@@ -4,7 +4,9 @@
  * for a comparison), steps (distinct step arrays), nodes (names with values), groups
  * ([name, [node index...]]: the nodes beneath each group), statistics ([{name, kind,
  * series: [[run, node, steps index, values]]}], values as base64 float32 or
- * {u16, lo, hi}). A statistic's values are decoded when it is first chosen.
+ * {u16, lo, hi[, inf]}). A statistic's values are decoded when it is first chosen. A value
+ * of +Infinity means "no finite value at that step" (a NaN or infinite scalar, a histogram
+ * that counted nothing): drawn in NON_FINITE, outside the scale, and a group's max shows it.
  *
  * At a step s a node shows its last value at or before s; a group shows the max (or mean,
  * or min: the "groups" choice) of the values of the nodes beneath it that have one. The
@@ -46,6 +48,8 @@
     const STATS = new Map();
     for (const st of S.statistics) STATS.set(st.name, st);
     const NO_DATA = "#f0f0f0";
+    const NON_FINITE = "#e6007e"; // no finite value: a magenta no ramp colour comes near
+    const finite = (x) => x > -Infinity && x < Infinity; // false for NaN too
 
     // --- decoding ----------------------------------------------------------------------------
     function bytes(b64) {
@@ -58,6 +62,7 @@
       const q = new Uint16Array(bytes(v.u16)), out = new Float32Array(q.length);
       const k = (v.hi - v.lo) / 65534;
       for (let i = 0; i < q.length; i++) out[i] = q[i] === 65535 ? NaN : v.lo + q[i] * k;
+      if (v.inf) for (const i of new Uint32Array(bytes(v.inf))) out[i] = Infinity;
       return out;
     }
     const DECODED = new Map(); // name -> {runs: [[{steps, values} | null per node]], lo, hi}
@@ -72,7 +77,7 @@
         runs[r][node] = { steps: si, values: vals };
         for (let i = 0; i < vals.length; i++) {
           const x = vals[i];
-          if (x !== x) continue;
+          if (!finite(x)) continue; // the scale spans the finite values
           if (x < lo) lo = x;
           if (x > hi) hi = x;
           if (x > 0 && x < posLo) posLo = x;
@@ -158,7 +163,7 @@
       let m = 0;
       for (let k = 0; k < ALL.length; k++) {
         const v = leafValues(ALL[k]);
-        for (let i = 0; i < v.length; i++) if (v[i] === v[i]) m = Math.max(m, Math.abs(v[i]));
+        for (let i = 0; i < v.length; i++) if (finite(v[i])) m = Math.max(m, Math.abs(v[i]));
       }
       d.diffMax = m;
       return m;
@@ -183,7 +188,7 @@
     function colourOf(v) {
       return mode === "diff" ? ramp(DIV, position(v)) : ramp(SEQ, position(v));
     }
-    const fmt = (v) => (v !== v ? "\u2013" : Math.abs(v) >= 1e4 || (v !== 0 && Math.abs(v) < 1e-3)
+    const fmt = (v) => (v !== v ? "\u2013" : !finite(v) ? "no finite value" : Math.abs(v) >= 1e4 || (v !== 0 && Math.abs(v) < 1e-3)
       ? v.toExponential(3) : String(Math.round(v * 1e4) / 1e4));
 
     // --- the node style -------------------------------------------------------------------------
@@ -195,6 +200,7 @@
       const title = name + "\n" + current + (group ? " (" + aggregate + " beneath)" : "") + " = " + fmt(v) +
         " at step " + ALL[stepIndex] + (RUNS.length > 1 ? " [" + modeLabel() + "]" : "");
       if (v !== v) return { fill: NO_DATA, title: title };
+      if (!finite(v)) return { fill: NON_FINITE, title: title };
       return { fill: colourOf(v), title: title };
     });
 
@@ -253,7 +259,11 @@
     panel.appendChild(legendRow);
     const noRow = el("div", { class: "stats-note" });
     noRow.appendChild(noData);
-    noRow.appendChild(document.createTextNode(" no value"));
+    noRow.appendChild(document.createTextNode(" no value "));
+    const nonFinite = el("span", { class: "swatch" });
+    nonFinite.style.background = NON_FINITE;
+    noRow.appendChild(nonFinite);
+    noRow.appendChild(document.createTextNode(" no finite value"));
     panel.appendChild(noRow);
     panel.appendChild(legendNote);
     panel.appendChild(sparkLabel);
@@ -309,14 +319,14 @@
         return out;
       });
       let lo = Infinity, hi = -Infinity;
-      for (const s of series) for (const x of s) if (x === x) { lo = Math.min(lo, x); hi = Math.max(hi, x); }
+      for (const s of series) for (const x of s) if (finite(x)) { lo = Math.min(lo, x); hi = Math.max(hi, x); }
       sparkRange = [lo, hi];
       sparkX = (k) => (ALL.length > 1 ? 2 + (k * (W - 4)) / (ALL.length - 1) : W / 2);
       const ys = (v) => (hi > lo ? H - 3 - ((v - lo) * (H - 6)) / (hi - lo) : H / 2);
       series.forEach((s, r) => {
         let dstr = "", pen = false;
         for (let k = 0; k < s.length; k++) {
-          if (s[k] !== s[k]) { pen = false; continue; }
+          if (!finite(s[k])) { pen = false; continue; }
           dstr += (pen ? "L" : "M") + sparkX(k).toFixed(1) + "," + ys(s[k]).toFixed(1);
           pen = true;
         }
@@ -374,7 +384,11 @@
       setAggregate(a) { aggregate = a; aggSelect.value = a; update(); },
       setScale(s) { scale = s; scaleSelect.value = s; update(); },
       value(name) { if (!current) return null; const v = valueIn(leaf, name, groupCache); return v === v ? v : null; },
-      colour(name) { if (!current) return null; const v = valueIn(leaf, name, groupCache); return v === v ? colourOf(v) : null; },
+      colour(name) {
+        if (!current) return null;
+        const v = valueIn(leaf, name, groupCache);
+        return v !== v ? null : finite(v) ? colourOf(v) : NON_FINITE;
+      },
     };
     Object.defineProperty(window, "summarylibStats", { value: api });
   }
