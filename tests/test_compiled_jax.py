@@ -191,7 +191,7 @@ def test_transformations_and_bad_values_raise_naming_the_op(tmp_path: Path) -> N
         with pytest.raises(TypeError, match=r"histogram: .*'w'.*jax.vmap"):
             jax.vmap(lambda v: sl.histogram("w", v, step=0) and v)(jnp.ones((2, 3)))
         with pytest.raises(TypeError, match=r"scalar: .*jax.vmap"):
-            jax.grad(lambda v: (sl.scalar("g", v, step=0), v * v)[1])(1.0)
+            jax.vmap(jax.grad(lambda v: (sl.scalar("g", v, step=0), v * v)[1]))(jnp.ones(2))
         bad = jit(lambda v: sl.scalar("loss", v, step=0) and v)
         with pytest.raises((TypeError, ValueError), match=r"scalar"):
             bad(jnp.ones(3))
@@ -376,10 +376,47 @@ def test_transformations_of_a_function_of_ours(tmp_path: Path) -> None:
         assert np.asarray(jax.grad(loss)(jnp.ones(3), 1)).tolist() == [2.0, 2.0, 2.0]
         value, _ = jax.value_and_grad(loss)(jnp.full(3, 2.0), 2)
         assert float(value) == 12.0
-        # Batched, or differentiated inside compiled code: the op's own error, at the
-        # call (not a failure of the writer thread later).
+        # Batched: the op's own error, at the call (not a failure of the writer thread
+        # later); differentiated inside compiled code: the forward values.
         with pytest.raises(TypeError, match=r"scalar: .*'loss'.*BatchTracer"):
             jax.vmap(loss, in_axes=(0, None))(jnp.ones((2, 3)), 3)
-        with pytest.raises(TypeError, match=r"scalar: .*'loss'"):
-            jax.jit(jax.grad(loss))(jnp.ones(3), 4)
-    assert _series(tmp_path, "loss") == [(1, 3.0), (2, 12.0)]
+        jax.jit(jax.grad(loss))(jnp.full(3, 3.0), 4)
+    assert _series(tmp_path, "loss") == [(1, 3.0), (2, 12.0), (4, 27.0)]
+
+
+def test_ops_under_differentiation_write_the_forward_values(tmp_path: Path) -> None:
+    # As a summary inside tf.GradientTape: logged from the function being differentiated
+    # (a loss function's parts), once per evaluation, the gradient unchanged.
+    def loss(w: Any, s: Any) -> Any:
+        y = jnp.sum(w ** 2)
+        sl.scalar("loss", y, step=s)
+        sl.histogram("w", w, step=s, buckets=4)
+        with sl.record_if(y > 10.0):  # a condition on a differentiated value
+            sl.scalar("big", y, step=s)
+        return y
+
+    @jit
+    def train_step(w: Any, s: Any) -> Any:  # the fast route: values leave as outputs
+        _, g = jax.value_and_grad(loss)(w, s)
+        return w - 0.1 * g
+
+    ws = {1: np.ones(3), 2: np.full(3, 2.0), 3: np.arange(3.0), 4: np.full(3, 0.5)}
+    with sl.create_file_writer(str(tmp_path)) as w, w.as_default():
+        g1 = jax.grad(loss)(jnp.asarray(ws[1], jnp.float32), 1)  # at the top level
+        g2 = jax.jit(jax.grad(loss))(jnp.asarray(ws[2], jnp.float32), 2)  # callbacks
+        after = train_step(jnp.asarray(ws[3], jnp.float32), 3)
+        h = jax.hessian(loss)(jnp.asarray(ws[4], jnp.float32), 4)  # one evaluation
+    np.testing.assert_allclose(np.asarray(g1), 2 * ws[1])
+    np.testing.assert_allclose(np.asarray(g2), 2 * ws[2])
+    np.testing.assert_allclose(np.asarray(after), ws[3] - 0.2 * ws[3], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(h), 2 * np.eye(3))
+    assert _series(tmp_path, "loss") == [(s, float(np.sum(v ** 2))) for s, v in ws.items()]
+    assert _series(tmp_path, "big") == [(2, 12.0)]
+    got = _histograms(tmp_path, "w")
+    assert [s for s, _ in got] == list(ws)
+    host = tmp_path / "host"
+    with sl.create_file_writer(str(host)) as w, w.as_default():
+        for s, v in ws.items():
+            sl.histogram("w", v.astype(np.float32), step=s, buckets=4)
+    for (_, table), (_, want) in zip(got, _histograms(host, "w"), strict=True):
+        np.testing.assert_array_equal(table, want)

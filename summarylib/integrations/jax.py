@@ -40,8 +40,8 @@ Data contract:
   differentiated inside compiled code), the function is traced into that code as if it
   were not decorated: its ops then behave as ops written there directly (the callback
   route inside plain ``jax.jit``, the fast route inside this ``jit``, the ops' TypeError
-  under ``vmap``). Differentiated at the top level (``jax.grad``, ``jax.value_and_grad``),
-  the values are concrete and each call writes them as usual.
+  under ``vmap``). Differentiated (``jax.grad``, ``jax.value_and_grad``), each evaluation
+  writes its forward values.
 * ``flush()`` and ``close()`` include every call that returned before them.
 """
 

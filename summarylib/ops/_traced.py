@@ -23,8 +23,10 @@ executes*, with that execution's values:
 
 A ``record_if`` on a traced boolean gates the events: the condition crosses with the
 values and is read on the writer thread (:class:`~summarylib.ops._device_step.
-GatedStep`), or by the callback. Under ``vmap``, ``grad`` and other transformations an
-op raises ``TypeError`` naming itself: call it on the transformation's results.
+GatedStep`), or by the callback. Under ``jax.grad`` (and ``jvp``, ``linearize``) an op
+writes the forward values (they leave through ``stop_gradient``); under ``vmap`` and
+transformations like it an op raises ``TypeError`` naming itself: call it on the
+transformation's results.
 """
 
 from __future__ import annotations
@@ -92,8 +94,8 @@ def record_traced(
     (:mod:`summarylib.ops._writer_methods`); None for a module-level op.
 
     Raises:
-      TypeError: a value of ``vmap``, ``grad`` or another transformation, or arguments
-        ``op`` does not take (named as the op names them).
+      TypeError: a value of ``vmap`` or a transformation like it, or arguments ``op``
+        does not take (named as the op names them).
     """
     import inspect
 
@@ -104,10 +106,14 @@ def record_traced(
         bound = inspect.signature(op).bind(*args, **kwargs)
     except TypeError as e:
         raise TypeError(f"{where}: {e}") from None
-    arguments = dict(bound.arguments)
+    # Under jax.grad (and jvp, linearize) the op writes the forward values, as a summary
+    # inside tf.GradientTape does: no derivative flows through a summary.
+    arguments = _forward_values(dict(bound.arguments), jax)
     step_arg = "global_step" if "global_step" in inspect.signature(op).parameters else "step"
     cond = st.condition
     gate = cond.value if type(cond) is DeferredCondition else None
+    if gate is not None and _differentiating(gate):
+        gate = jax.lax.stop_gradient(gate)
     decode: tuple[tuple[str, Callable[[Any], Any]], ...] = ()
     in_graph = IN_GRAPH.get(where)
     if in_graph is not None:
@@ -239,22 +245,53 @@ def _check_traced(values: list[Any], where: str, arguments: Mapping[str, Any], j
         if is_tracer(v) and not isinstance(v, DynamicJaxprTracer):
             name = arguments.get("name", arguments.get("tag"))
             raise TypeError(
-                f"{where}: cannot write the summary {name!r} from inside jax.vmap, jax.grad "
-                f"or another transformation (got a {type(v).__name__}): call {where} on the "
-                "transformation's results, outside it (inside jax.jit is fine)"
+                f"{where}: cannot write the summary {name!r} from inside jax.vmap or another "
+                f"transformation that runs a function on many values at once (got a "
+                f"{type(v).__name__}): call {where} on the transformation's results, outside "
+                "it (inside jax.jit and under jax.grad is fine)"
             )
 
 
+def _differentiation_types() -> tuple[type, ...]:
+    try:
+        from jax._src.interpreters import ad
+    except ImportError:  # another JAX: no value is taken for its forward value
+        return ()
+    return tuple(t for t in (getattr(ad, "JVPTracer", None), getattr(ad, "LinearizeTracer", None),
+                             getattr(ad, "JVPTrace", None), getattr(ad, "LinearizeTrace", None))
+                 if t is not None)
+
+
+def _differentiating(value: object) -> bool:
+    # A value (or trace) of forward- or reverse-mode differentiation.
+    return isinstance(value, _differentiation_types())
+
+
+def _forward_values(arguments: dict[str, Any], jax: Any) -> dict[str, Any]:
+    # Each value of differentiation replaced by its forward value (stop_gradient: a
+    # value of the trace below, concrete under jax.grad at the top level).
+    for key, value in arguments.items():
+        if _differentiating(value):
+            arguments[key] = jax.lax.stop_gradient(value)
+        elif isinstance(value, Mapping) and any(map(_differentiating, value.values())):
+            arguments[key] = {k: jax.lax.stop_gradient(v) if _differentiating(v) else v
+                              for k, v in value.items()}
+    return arguments
+
+
 def _in_trace(values: list[Any], collector: Collector) -> bool:
-    # Values of the collector's own trace (not of a loop body traced inside it).
+    # Values of the collector's own trace (not of a loop body traced inside it), called
+    # in that trace or under differentiation inside it (forward values: see above).
     try:
         from jax._src import core
 
         current = core.trace_ctx.trace
     except (ImportError, AttributeError):  # another JAX: the callback route always works
         return False
-    if current is not collector.trace:
-        return False
+    while current is not collector.trace:
+        if not _differentiating(current):
+            return False
+        current = current.parent_trace
     return all(getattr(v, "_trace", collector.trace) is collector.trace for v in values
                if is_tracer(v))
 
