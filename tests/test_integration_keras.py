@@ -124,3 +124,50 @@ except ValueError as e:
     assert [e.tensor_name for e in config.embeddings] == ["tokens:00000", "tokens:00001"]
     labels = (tmp_path / "logs" / config.embeddings[1].metadata_path).read_text()
     assert labels.splitlines()[3] == "word3"
+
+
+VARIABLES = '''
+import json, sys, warnings
+warnings.simplefilter("ignore")
+import numpy as np
+import keras
+import summarylib as sl
+from summarylib.reader import read_scalars
+
+class LogLR(keras.callbacks.Callback):
+    # A user's own callback: TensorFlow's idiom, the optimizer's variables as they are.
+    def on_train_batch_end(self, batch, logs=None):
+        opt = self.model.optimizer
+        sl.scalar("lr", opt.learning_rate, step=opt.iterations)
+        sl.histogram("w", self.model.weights[0], step=opt.iterations)
+
+keras.utils.set_random_seed(0)
+x = np.random.default_rng(0).normal(size=(32, 4)).astype("float32")
+y = x.sum(axis=1, keepdims=True)
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+model.compile(optimizer=keras.optimizers.SGD(0.25), loss="mse")
+with sl.create_file_writer(sys.argv[1]).as_default():
+    model.fit(x, y, epochs=1, batch_size=8, verbose=0, callbacks=[LogLR()])
+    try:
+        sl.scalar("bad", 1.0, step=keras.Variable(1.5))
+        refused = ""
+    except TypeError as e:
+        refused = str(e)
+runs = read_scalars(sys.argv[1])
+print(json.dumps({"lr": [(s, v) for s, _, v in runs["."]["lr"]], "refused": refused}))
+'''
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_keras_variables_are_steps_and_values(tmp_path: Path, backend: str) -> None:
+    # step=optimizer.iterations (a Keras variable: no __index__) was refused ("'step' must
+    # be an integer, got Variable"); it is read as the integer it holds.
+    if importlib.util.find_spec(backend) is None:
+        pytest.skip(f"{backend} is not installed")
+    env = {**os.environ, "KERAS_BACKEND": backend}
+    done = subprocess.run([sys.executable, "-c", VARIABLES, str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["lr"] == [[s, 0.25] for s in range(1, 5)]  # iterations after each batch
+    assert "'step' must be an integer" in report["refused"]

@@ -107,6 +107,19 @@ def is_tracer(value: object) -> bool:
     return known
 
 
+def jax_array_of(value: object) -> Any:
+    """The JAX array an array-like stands for (``__jax_array__``: a Keras variable on
+    the JAX backend, whose value is a tracer inside the trainer's compiled step), or
+    None for anything else. Without importing JAX."""
+    t = type(value)
+    method = getattr(t, "__jax_array__", None)
+    # JAX's own arrays and tracers are themselves (a tracer's __jax_array__ is a property).
+    if (method is None or not callable(method) or "jax" not in sys.modules
+            or (getattr(t, "__module__", "") or "").startswith("jax")):
+        return None
+    return method(value)
+
+
 def torch_compiling() -> bool:
     """True while ``torch.compile`` (dynamo) traces the calling code; False without torch."""
     torch = sys.modules.get("torch")

@@ -42,7 +42,7 @@ from summarylib.encoding._events import (
     step_field,
     summary_event,
 )
-from summarylib.encoding._pending import device_kind, is_tracer, torch_compiling
+from summarylib.encoding._pending import device_kind, is_tracer, jax_array_of, torch_compiling
 from summarylib.encoding._plugins import SCALARS
 from summarylib.encoding._wire import field_bytes, pack_double, pack_float
 from summarylib.ops._compiled import record_compiled_torch, traceable
@@ -186,6 +186,11 @@ def scalar(
         if torch_compiling():  # inside torch.compile: one op in the graph
             return record_compiled_torch(scalar, "scalar", _SCALAR_ARGS,
                                          (name, data, step, description), {})
+        array_step = _array_of(step, "step")
+        if array_step is not None:  # a Keras variable (optimizer.iterations): its array
+            array_data = _array_of(data, "data")
+            return scalar(name, data if array_data is None else array_data, array_step,
+                          description)
         if is_tracer(step) or is_tracer(data):  # inside jax.jit: written when it runs
             return record_traced(scalar, "scalar", (name, data, step, description), {})
         if device_kind(step) is not None and defers_device_values(writer):
@@ -210,6 +215,9 @@ def scalar(
         if is_tracer(data):  # inside jax.jit: written when it runs (the step as given)
             given = None if step is st.step else step
             return record_traced(scalar, "scalar", (name, data, given, description), {})
+        array_data = _array_of(data, "data")
+        if array_data is not None:  # a Keras variable (a learning rate): its array
+            return scalar(name, array_data, None if step is st.step else step, description)
         if device_kind(data) is not None and defers_device_values(writer):
             return _scalar_deferred(writer, name, data, step, description, scope)
         data = scalar_float(data, "scalar")
@@ -221,6 +229,22 @@ def scalar(
 
 
 OPS["scalar"] = scalar
+
+
+def _array_of(value: Any, arg: str) -> Any:
+    # The array a Keras variable (on the JAX backend) stands for, or None; its own
+    # failure to give one (a variable read outside the trainer's scope) named here. A
+    # concrete one is read now: the trainer donates its variables' buffers to its next
+    # step, which would delete the array before the writer thread read it.
+    try:
+        array = jax_array_of(value)
+        if array is None or is_tracer(array):
+            return array
+        import numpy as np
+
+        return np.asarray(array)
+    except Exception as e:
+        raise TypeError(f"scalar: cannot read {arg!r} ({type(value).__name__}): {e!r}") from e
 
 
 def compiled_scalar_plan(

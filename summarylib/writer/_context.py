@@ -179,12 +179,31 @@ def check_step(step: object, where: str) -> int:
         try:
             value = operator.index(step)  # type: ignore[arg-type]
         except TypeError:
-            raise TypeError(
-                f"{where}: 'step' must be an integer, got {type(step).__name__} {step!r}"
-            ) from None
+            held = _integer_array(step)  # a framework's variable: a 0-d integer array
+            if held is None:
+                raise TypeError(
+                    f"{where}: 'step' must be an integer, got {type(step).__name__} {step!r}"
+                ) from None
+            value = held
     if not _INT64_MIN <= value <= _INT64_MAX:
         raise ValueError(f"{where}: 'step' must fit in int64, got {value}")
     return value
+
+
+def _integer_array(value: object) -> int | None:
+    # The int of an object whose ``__array__`` is a 0-d integer array (a Keras or
+    # TensorFlow variable such as ``optimizer.iterations``), else None.
+    if getattr(type(value), "__array__", None) is None:
+        return None
+    import numpy as np
+
+    try:
+        array = np.asarray(value)
+    except Exception:
+        return None
+    if array.ndim != 0 or array.dtype.kind not in "iu":
+        return None
+    return int(array)
 
 
 # Writers open in this process (each until its close() begins, or it is collected):
