@@ -54,7 +54,7 @@ from typing import Any, TypeVar, cast
 from summarylib.encoding._pending import is_tracer
 from summarylib.ops._call_unit import CallPlan, fuse_intervals, plan_call
 from summarylib.ops._interval import interval_state
-from summarylib.ops._traced import Collector, collecting
+from summarylib.ops._traced import Collector, collecting, differentiating
 from summarylib.writer._context import _local, condition_holds, summaries_off
 
 __all__ = ["jit"]
@@ -95,13 +95,13 @@ def _argument_sources(args: tuple[Any, ...], kwargs: dict[str, Any],
     return tuple(out)
 
 
-def _staged(trace: Any, concrete: tuple[type, ...], differentiating: tuple[type, ...]) -> bool:
+def _staged(trace: Any, concrete: tuple[type, ...]) -> bool:
     # Whether the values of `trace` have no numbers yet (staged out by jit, a loop body,
     # eval_shape; batched by vmap): the function's summaries cannot be read after the
     # call there. Differentiation at the top level computes the primal values (they can);
     # a trace JAX may add later counts as staged (inlining works under any trace).
     while not isinstance(trace, concrete):
-        if not isinstance(trace, differentiating):
+        if not differentiating(trace):
             return True
         trace = cast(Any, trace).parent_trace
     return False
@@ -131,12 +131,9 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
         return partial(jit, **jit_kwargs)
     import jax
     from jax._src import core
-    from jax._src.interpreters import ad
 
     _register(jax)
     concrete = (core.EvalTrace,)
-    differentiating = tuple(t for t in (getattr(ad, "JVPTrace", None),
-                                        getattr(ad, "LinearizeTrace", None)) if t is not None)
 
     # wraps(): jax.jit reads fun's signature through __wrapped__, so static_argnames and
     # donate_argnames name fun's parameters.
@@ -212,7 +209,7 @@ def jit(fun: F | None = None, **jit_kwargs: Any) -> Any:
     @wraps(fun)
     def call(*args: Any, **kwargs: Any) -> Any:
         trace = core.trace_ctx.trace
-        if type(trace) is not core.EvalTrace and _staged(trace, concrete, differentiating):
+        if type(trace) is not core.EvalTrace and _staged(trace, concrete):
             # Inside code being traced: traced into it, its ops as if written there.
             return nested(*args, **kwargs)
         # variant(), inlined: this runs at every step.

@@ -41,7 +41,7 @@ from summarylib.encoding._pending import is_tracer
 from summarylib.ops._replay import IN_GRAPH, TracedCall, replay
 from summarylib.writer._context import FLUSH_BARRIERS, DeferredCondition, _local
 
-__all__ = ["Collector", "collecting", "record_traced"]
+__all__ = ["Collector", "collecting", "differentiating", "record_traced"]
 
 # The collectors of the compiled functions this thread is tracing (innermost last).
 _COLLECTORS: list[Collector] = []
@@ -112,7 +112,7 @@ def record_traced(
     step_arg = "global_step" if "global_step" in inspect.signature(op).parameters else "step"
     cond = st.condition
     gate = cond.value if type(cond) is DeferredCondition else None
-    if gate is not None and _differentiating(gate):
+    if gate is not None and differentiating(gate):
         gate = jax.lax.stop_gradient(gate)
     decode: tuple[tuple[str, Callable[[Any], Any]], ...] = ()
     in_graph = IN_GRAPH.get(where)
@@ -262,8 +262,9 @@ def _differentiation_types() -> tuple[type, ...]:
                  if t is not None)
 
 
-def _differentiating(value: object) -> bool:
-    # A value (or trace) of forward- or reverse-mode differentiation.
+def differentiating(value: object) -> bool:
+    """Whether ``value`` is a value (or a trace) of JAX's forward- or reverse-mode
+    differentiation (``jax.grad``, ``jvp``, ``linearize``)."""
     return isinstance(value, _differentiation_types())
 
 
@@ -271,10 +272,10 @@ def _forward_values(arguments: dict[str, Any], jax: Any) -> dict[str, Any]:
     # Each value of differentiation replaced by its forward value (stop_gradient: a
     # value of the trace below, concrete under jax.grad at the top level).
     for key, value in arguments.items():
-        if _differentiating(value):
+        if differentiating(value):
             arguments[key] = jax.lax.stop_gradient(value)
-        elif isinstance(value, Mapping) and any(map(_differentiating, value.values())):
-            arguments[key] = {k: jax.lax.stop_gradient(v) if _differentiating(v) else v
+        elif isinstance(value, Mapping) and any(map(differentiating, value.values())):
+            arguments[key] = {k: jax.lax.stop_gradient(v) if differentiating(v) else v
                               for k, v in value.items()}
     return arguments
 
@@ -289,7 +290,7 @@ def _in_trace(values: list[Any], collector: Collector) -> bool:
     except (ImportError, AttributeError):  # another JAX: the callback route always works
         return False
     while current is not collector.trace:
-        if not _differentiating(current):
+        if not differentiating(current):
             return False
         current = current.parent_trace
     return all(getattr(v, "_trace", collector.trace) is collector.trace for v in values
