@@ -262,19 +262,52 @@ def test_flush_timeout_applies_to_pending_values(logdir: Path) -> None:
     assert len(scalar_values(only_file(logdir))) == 1
 
 
-def test_error_while_reading_the_value_names_the_tag(logdir: Path) -> None:
-    writer = sl.create_file_writer(logdir)
-    with writer.as_default():
-        sl.scalar("fine", 1.0, step=1)
-        doomed = computing().sum()
-        sl.scalar("doomed", doomed, step=2)
-        doomed.delete()  # as a donation to a jitted function does
-        sl.scalar("after", 3.0, step=3)
-        with pytest.raises(SummaryError, match="'doomed'") as info:
-            writer.flush()
-        assert "deleted" in str(info.value)
-    writer.close()
-    assert [tag for _, tag, _ in scalar_values(only_file(logdir))] == ["fine", "after"]
+_FAILED_COMPUTATION = """
+import sys
+import jax, jax.numpy as jnp
+import summarylib as sl
+
+def refuse(x):
+    raise ValueError("the host function refused the value")
+
+@jax.jit
+def busy(x):
+    return jax.lax.fori_loop(0, 300, lambda i, a: jnp.tanh(a @ a) + 0.001, x)
+
+failing = jax.jit(lambda m: jax.pure_callback(
+    refuse, jax.ShapeDtypeStruct((), jnp.float32), m.sum()) + 1)
+x = jnp.full((128, 128), 0.01, jnp.float32)
+busy(x).block_until_ready()
+try:
+    failing(x)  # compiled (and failing at once: its input is ready)
+except Exception:
+    pass
+with sl.create_file_writer(sys.argv[1]).as_default() as writer:
+    sl.scalar("fine", 1.0, step=1)
+    doomed = failing(busy(x))  # fails later, on JAX's thread
+    assert not doomed.is_ready()
+    sl.scalar("doomed", doomed, step=2)
+    sl.scalar("after", 3.0, step=3)
+    try:
+        writer.flush()
+    except sl.SummaryError as e:
+        print("flush:", e)
+"""
+
+
+def test_error_while_reading_the_value_names_the_tag(tmp_path: Path) -> None:
+    # A computation that fails when it runs (its host callback raises): JAX reports the
+    # failure when its result is read, on the writer thread; the flush reports it. In a
+    # process of its own: JAX keeps the failure and raises it again for every later
+    # computation with a host callback, and at exit.
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _FAILED_COMPUTATION, str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
+    (report,) = [line for line in done.stdout.splitlines() if line.startswith("flush:")]
+    assert "'doomed'" in report and "the host function refused the value" in report
+    assert [tag for _, tag, _ in scalar_values(only_file(tmp_path))] == ["fine", "after"]
 
 
 def test_bad_device_values_raise_at_the_call(logdir: Path) -> None:
@@ -457,7 +490,7 @@ def test_new_shapes_compile_nothing_on_the_callers_thread(logdir: Path) -> None:
 
 _WRITER_IMPORTS = """
 import sys, threading
-import jax.numpy as jnp
+import jax, jax.numpy as jnp
 import summarylib as sl
 
 imported = []
@@ -469,18 +502,33 @@ class Finder:  # consulted for every module not loaded yet
         return None
 
 histogram = sl.histogram  # the op's module, loaded on this thread
+ones = jnp.ones((400, 400))
+busy = jax.jit(lambda x: jax.lax.fori_loop(0, 50, lambda i, a: jnp.tanh(a @ a), x))
+busy(ones).block_until_ready()
+compiled_on = set()
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, secs, **kw: compiled_on.add(threading.current_thread().name))
 sys.meta_path.insert(0, Finder())
 with sl.create_file_writer(sys.argv[1]).as_default() as w:
     for dtype in (jnp.float32, jnp.bfloat16, jnp.int8):
         histogram("h", jnp.ones((150, 111), dtype), step=1)
+    # A value still computing: copied at the call, its copy compiled on a thread.
+    value = busy(ones).sum()
+    sl.scalar("s", value, step=1)
+    assert not value.is_ready()
     w.flush()
+for thread in threading.enumerate():
+    if thread.name == "summarylib-compile":
+        thread.join()
+assert "summarylib-compile" in compiled_on, compiled_on
 print(imported)
 """
 
 
 def test_the_writer_thread_compiles_new_shapes_without_importing(tmp_path: Path) -> None:
     # The writer thread must import nothing (fork safety, see summarylib/__init__.py):
-    # in a fresh process, its compiles of the kernels of three new dtypes load no module.
+    # in a fresh process, its compiles of the kernels of three new dtypes load no module,
+    # nor does the thread that compiles the copy of a value still computing.
     import subprocess
     import sys
 
@@ -992,24 +1040,114 @@ def test_device_pr_counts_equal_the_host_counts(
 
 
 def test_every_lost_device_value_is_named_in_one_report(tmp_path: Path) -> None:
-    # Arrays deleted before the writer thread reads them are lost (documented); the one
-    # report the caller gets says how many and names the first few by tag and step.
-    jnp = pytest.importorskip("jax.numpy", reason="needs JAX")
-    import jax
-
-    double = jax.jit(lambda v: v * 2)
-    xs = [double(jnp.float32(i)) for i in range(9)]
+    # Values that fail their checks when read are lost (documented); the one report the
+    # caller gets says how many and names the first few by tag and step.
+    m = computing()
     w = sl.create_file_writer(tmp_path, max_queue=10**6, flush_millis=10**9)
     with w.as_default():
-        for i, x in enumerate(xs):
-            sl.scalar(f"t{i}", x, step=i)
-        for x in xs:
-            x.delete()
+        for i in range(9):
+            sl.pr_curve(f"t{i}", m[0] + 2.0 + i, m[1], step=i)  # labels not 0/1
         with pytest.raises(sl.SummaryError) as raised:
             w.flush()
     message = str(raised.value)
     assert "9 events were lost" in message
     for i in range(5):
-        assert f"'t{i}' at step {i}" in message
+        assert f"'t{i}/pr_curves' at step {i}" in message
     assert "and 4 more" in message
     w.close()  # told already: nothing more to report
+
+
+def _donating_step() -> Callable[[Any], Any]:
+    # A training step that donates its state, as JAX training loops do: the arrays of the
+    # old state are deleted when it is called (unless something else holds their
+    # buffers). Its outputs are ready only when its busy work is done.
+    def step(s: dict[str, Any]) -> dict[str, Any]:
+        busy = jax.lax.fori_loop(0, 200, lambda i, a: jnp.tanh(a @ a) + 0.001, s["busy"])
+        return {"busy": busy, "step": s["step"] + 1, "m": s["m"] + 0.5,
+                "small": s["small"] + 1.0, "big": s["big"] + 1.0, "img": s["img"] * 0.5}
+
+    return jax.jit(step, donate_argnums=0)
+
+
+def _host_states(n: int) -> list[dict[str, np.ndarray]]:
+    # The states of the first n steps, as the step computes them (float32 arithmetic).
+    f = np.float32
+    s = {"step": np.asarray(0, np.int32), "m": np.asarray(0, f),
+         "small": np.linspace(-2, 2, 100, dtype=f),
+         "big": np.reshape(np.arange(129 * 128, dtype=f), (129, 128)) / f(7),
+         "img": np.linspace(0, 1, 4 * 5 * 3, dtype=f).reshape(4, 5, 3)}
+    out = [s]
+    for _ in range(n - 1):
+        s = {"step": s["step"] + np.int32(1), "m": s["m"] + f(0.5), "small": s["small"] + f(1),
+             "big": s["big"] + f(1), "img": s["img"] * f(0.5)}
+        out.append(s)
+    return out
+
+
+def _log_state(s: dict[str, Any]) -> None:
+    at = s["step"]
+    sl.scalar("m", s["m"], step=at)
+    sl.scalars({"m_twice": s["m"], "m_thrice": s["m"]}, step=at)
+    sl.histogram("small", s["small"], step=at, buckets=9)
+    sl.histogram("big", s["big"], step=at, buckets=9)  # reduced on the device
+    sl.image("img", s["img"][None], step=at)
+
+
+def _values_by_step_and_tag(logdir: Path) -> dict[tuple[int, str], bytes]:
+    return {(e.step, v.tag): v.SerializeToString() for e in tb_events(only_file(logdir))
+            for v in e.summary.value}
+
+
+def test_values_logged_before_a_donating_step_are_written(tmp_path: Path) -> None:
+    # The usual JAX loop logs its state, then donates it to the next step, which deletes
+    # the logged arrays before the writer thread reads them. What was logged is written:
+    # arrays still computing at the call are copied on the device (in the device's order,
+    # before the step that deletes them), computed ones are viewed on the host.
+    train = _donating_step()
+    expected = _host_states(8)
+    start = {"busy": jnp.full((160, 160), 0.01, jnp.float32),
+             **{k: jnp.asarray(v) for k, v in expected[0].items()}}
+    train({k: v + 0 for k, v in start.items()})  # compiled before anything is watched
+    caller = threading.get_ident()
+    compiles: list[int] = []
+
+    def listener(event: str, secs: float, **kwargs: Any) -> None:
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles.append(threading.get_ident())
+
+    s = {k: jnp.asarray(v) + 0 for k, v in start.items()}
+    with sl.create_file_writer(tmp_path / "warm").as_default():
+        # The ops' own first-call compiles (stacking scalars, converting pixels), left out
+        # of what is watched: computed values, which need no copy.
+        _log_state(jax.block_until_ready({k: v + 0 for k, v in start.items()}))
+    donated_unread = 0
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        with sl.create_file_writer(tmp_path / "device").as_default() as writer:
+            for i in range(8):
+                if i == 3:
+                    jax.block_until_ready(s)  # computed values (the view route)
+                if i == 6:
+                    writer.flush()  # the kernels compiled by now: dispatched at the call
+                ready = s["big"].is_ready()
+                _log_state(s)
+                if i == 5:
+                    for v in s.values():
+                        v.delete()  # as the user's own code may do
+                    s = {k: jnp.asarray(v) for k, v in expected[6].items()} | {
+                        "busy": start["busy"] + 0}
+                    continue
+                old = s
+                s = train(s)
+                donated_unread += not ready and old["big"].is_deleted()
+            on_caller = [t for t in compiles if t == caller]
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert donated_unread >= 1, "the step donated at least one state that was still computing"
+    assert on_caller == [], "protecting the values compiled nothing on the caller's thread"
+    with sl.create_file_writer(tmp_path / "host").as_default():
+        for host in expected:
+            _log_state(host)
+    got = _values_by_step_and_tag(tmp_path / "device")
+    assert sorted({s for s, _ in got}) == list(range(8))
+    assert got == _values_by_step_and_tag(tmp_path / "host")

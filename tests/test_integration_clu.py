@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -145,3 +146,41 @@ def test_subclass_of_clus_abc_composes_and_matches_clus_torch_writer(tmp_path: P
     multi = observe(tmp_path / "multi")
     for run in ("a", "b"):
         assert multi[run]["x"].values == [2.0] and multi[run]["note"].values == [["hello"]]
+
+
+def test_values_donated_after_the_call_are_written(tmp_path: Path) -> None:
+    # The writer writes from its own thread, later; the loop donates its state to the next
+    # step right after the call, which deletes the arrays handed to the writer.
+    import jax.numpy as jnp
+
+    from summarylib.integrations.clu import MetricWriter
+    from tests.helpers import tb_events
+
+    def step(s: dict[str, Any]) -> dict[str, Any]:
+        busy = jax.lax.fori_loop(0, 100, lambda i, a: jnp.tanh(a @ a) + 0.001, s["busy"])
+        return {"busy": busy, "m": s["m"] + 0.5, "w": s["w"] * 0.5}
+
+    train = jax.jit(step, donate_argnums=0)
+    w0 = np.linspace(-1, 1, 50, dtype=np.float32)
+    fresh = {"busy": jnp.full((128, 128), 0.01, jnp.float32), "m": jnp.float32(0), "w": w0}
+    train({k: jnp.asarray(v) + 0 for k, v in fresh.items()})  # compiled
+    s = {k: jnp.asarray(v) + 0 for k, v in fresh.items()}
+    device = MetricWriter(tmp_path / "device")
+    host = MetricWriter(tmp_path / "host", asynchronous=False)
+    for i in range(5):
+        device.write_scalars(i, {"m": s["m"]})
+        device.write_histograms(i, {"w": s["w"]})
+        host.write_scalars(i, {"m": np.float32(0.5 * i)})
+        host.write_histograms(i, {"w": w0 * np.float32(0.5**i)})
+        s = train(s)
+    device.close()
+    host.close()
+
+    def written(run: str) -> dict[tuple[int, str], bytes]:
+        (path,) = (tmp_path / run).glob("events.out.tfevents.*")
+        return {(e.step, v.tag): v.SerializeToString() for e in tb_events(path)
+                for v in e.summary.value}
+
+    got = written("device")
+    assert len(got) == 10
+    assert got == written("host")

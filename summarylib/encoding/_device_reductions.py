@@ -31,10 +31,11 @@ Only ``k + 4`` integers cross. The kernels run on the values flattened and padde
 number of real values as an argument, so one compiled pair serves every shape of a class
 and dtype (and power of two of ``k``); only the flatten-and-pad kernel is compiled per
 shape. Nothing is compiled on the caller's thread (a compile costs tenths of a second):
-for a shape whose kernels exist the first kernel is dispatched at the call, for a new one
-the writer thread compiles and runs them when it reads the table. The array is kept,
-not copied (JAX arrays are immutable): one deleted or donated before the writer thread
-reads it is lost, as any pending JAX value (:mod:`summarylib.encoding._pending`).
+for a shape whose kernels exist the first kernel is dispatched at the call (its padded
+copy is what the second kernel reads: the caller may donate or delete the array right
+after), for a new one the writer thread compiles and runs them when it reads the table,
+on what :func:`~summarylib.encoding._pending.out_of_reach` kept of the array at the
+call (a view of it on the CPU backend, else a private copy on the device).
 
 Where the extremes are zeros, the host takes +0.0 as the maximum if any value is +0.0
 and -0.0 as the minimum if any is -0.0 (:mod:`summarylib.encoding._bucketing`): the keys
@@ -61,6 +62,8 @@ from summarylib.encoding._pending import (
     TorchPending,
     buffer_bytes,
     device_kind,
+    out_of_reach,
+    platform_of,
 )
 
 __all__ = [
@@ -130,7 +133,8 @@ class JaxHistogram(PendingValue):
     (immutable) is kept and :meth:`result` compiles what is missing and runs them.
     """
 
-    __slots__ = ("_count", "_data", "_int", "_k", "_n", "_padded", "_size", "_slots", "_stats")
+    __slots__ = ("_count", "_data", "_int", "_k", "_n", "_padded", "_size", "_slots", "_stats",
+                 "_view")
 
     @classmethod
     def takes(cls, data: Any) -> bool:
@@ -156,12 +160,17 @@ class JaxHistogram(PendingValue):
         self._padded: Any = None
         self._stats: Any = None
         self._count: Any = None
+        self._view: Any = None
         flatten = _JAX_FLATTEN.get((data.shape, data.dtype, self._size, data.sharding))
         if flatten is not None:
             kernels = _JAX_KERNELS.get((self._size, data.dtype, self._slots, flatten[1]))
             if kernels is not None:
                 self._count = kernels[1]
                 self._dispatch(flatten[0], kernels[0])  # overlaps with the caller's work
+        if self._stats is None:  # kernels to compile: keep the value out of the caller's reach
+            platform = platform_of(data)
+            # (No compiled copy: the next arrays of this shape find the kernels compiled.)
+            self._data, self._view = out_of_reach(data, platform, again=False)
         # Held until the writer thread has run the kernels: the input array itself (the
         # caller may drop it), its padded copy and the first kernel's small result.
         itemsize = data.dtype.itemsize
@@ -280,6 +289,9 @@ class JaxHistogram(PendingValue):
         k = self._k
         if self._stats is None:  # a new shape: compiled here, on the writer thread
             flatten, stats, self._count = self._compiled()
+            if self._view is not None and self._data.is_deleted():
+                # Deleted since the call: its view still holds the values.
+                return self._host_table(widen_extended_float(self._view.reshape(-1)), k)
             self._dispatch(flatten, stats)
         kmin, kmax, n, _ = (int(v) for v in np.asarray(self._stats))
         table = np.zeros(k + 3, dtype=np.float64)
@@ -290,13 +302,11 @@ class JaxHistogram(PendingValue):
         scale = bucket_scaling(lo, hi, k)[0] if hi - lo != 0 else 1.0
         if scale != 1.0:
             # A scaled range, which these dtypes cannot reach: the host path on the
-            # whole array. (Signed zeros need nothing: keys order -0.0 below +0.0, the
-            # host's rule for extremes that are zeros.)
-            data = widen_extended_float(np.asarray(self._data).reshape(-1))
-            out = histogram_buckets(data, k)
-            table[:3] = (out[0, 0], out[-1, 1], out[:, 2].sum())
-            table[3:] = out[:, 2]
-            return table
+            # whole array (its padded copy, which the caller cannot delete). (Signed
+            # zeros need nothing: keys order -0.0 below +0.0, the host's rule for
+            # extremes that are zeros.)
+            flat = np.asarray(self._padded)[: self._n]
+            return self._host_table(widen_extended_float(flat), k)
         table[:3] = (lo, hi, n)
         if hi - lo == 0 or k == 1:
             table[3 + k - 1] = n
@@ -306,6 +316,17 @@ class JaxHistogram(PendingValue):
         padded[: k - 1] = self._thresholds(kmin, kmax, lo_s, width, k)
         counts = self._count(self._padded, padded, np.int32(k - 1), np.int32(self._n))
         table[3:] = np.asarray(counts)[:k]
+        return table
+
+    @staticmethod
+    def _host_table(data: Any, k: int) -> Any:
+        # The table from the host's own bucketing of the values (flat, widened).
+        import numpy as np
+
+        table = np.zeros(k + 3, dtype=np.float64)
+        out = histogram_buckets(data, k)
+        table[:3] = (out[0, 0], out[-1, 1], out[:, 2].sum())
+        table[3:] = out[:, 2]
         return table
 
     def _thresholds(self, kmin: int, kmax: int, lo: float, width: float, k: int) -> Any:
@@ -469,7 +490,7 @@ def pr_bucket_table(labels: Any, predictions: Any, t: int) -> PendingValue | Non
             if len(_JAX_PR) >= 64:
                 _JAX_PR.clear()
             _JAX_PR[key] = fn
-        return JaxPending(fn(labels, predictions))
+        return JaxPending(fn(labels, predictions), own=True)
     return None
 
 

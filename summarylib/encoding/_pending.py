@@ -7,11 +7,18 @@ synchronization per logged value. A :class:`PendingValue` instead starts the tra
 to host memory at the call, in the framework's own order, and is read later on
 another thread (the writer's):
 
-* **JAX**: the array itself is kept (JAX arrays are immutable) and
-  ``copy_to_host_async()`` starts the transfer, except on the CPU backend where the
-  device buffer already is host memory. Reading converts it with numpy. An array
-  deleted before it is read (donated to a jitted function, ``delete()``) fails to
-  read, and the framework's error says so.
+* **JAX**: JAX arrays are immutable, but the caller may *donate* one to a jitted
+  function (``donate_argnums``: the usual training loop donates its state) or
+  ``delete()`` it before the writer thread reads it. So what is kept is out of the
+  caller's reach: on the CPU backend, an array already computed is viewed as a numpy
+  array at the call (no copy; JAX's CPU client then copies a donated buffer instead of
+  taking it, and deleting the array leaves the view's memory alive); anywhere else (an
+  accelerator, or an array still computing) a copy is dispatched on the device, in the
+  framework's order, so it holds the value even if the original is donated right after
+  (:func:`private_copy`). ``copy_to_host_async()`` then starts the transfer, except on
+  the CPU backend where the device buffer already is host memory. Arrays the caller
+  cannot reach (our own kernels' results, the outputs of compiled code of ours) are kept
+  as they are (``own=True``, :func:`own_arrays`).
 * **torch on CUDA**: a ``non_blocking`` copy into a fresh pinned host tensor, and an
   event recorded on the current stream after it. The copy is ordered on the stream
   before anything the caller queues afterwards, so in-place updates of the tensor
@@ -33,8 +40,10 @@ which come back as float32 (exact).
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from summarylib.encoding._arrays import is_extended_float, widen_extended_float
@@ -58,6 +67,12 @@ __all__ = [
     "is_integer_dtype",
     "is_real_dtype",
     "is_tracer",
+    "keep_jax_value",
+    "out_of_reach",
+    "own_arrays",
+    "platform_of",
+    "private_copy",
+    "restore_own_arrays",
     "stand_in",
     "torch_compiling",
 ]
@@ -258,32 +273,178 @@ def _nbytes(shape: tuple[int, ...], itemsize: int) -> int:
 
 
 class JaxPending(PendingValue):
-    """A ``jax.Array`` whose copy to the host was started (see the module docstring)."""
+    """A ``jax.Array`` kept out of the caller's reach, its copy to the host started (see
+    the module docstring).
 
-    __slots__ = ("_array",)
+    ``own``: the array is ours (a kernel's result, compiled code's output), kept as it is.
+    """
 
-    def __init__(self, array: Any, start_copy: bool = True) -> None:
+    __slots__ = ("_array", "_view")
+
+    def __init__(self, array: Any, start_copy: bool = True, own: bool = False) -> None:
         shape = tuple(array.shape)
         super().__init__(shape, array.dtype, _nbytes(shape, array.dtype.itemsize))
-        self._array = array
         self.held_bytes += JAX_ARRAY_BYTES
-        if not start_copy:  # read only if needed, on the reading thread
+        self._view: Any = None
+        platform = platform_of(array)
+        if not own:
+            array, self._view = out_of_reach(array, platform)
+        self._array = array
+        if not start_copy or platform == "cpu" or self._view is not None:
+            # Read only if needed, on the reading thread; on the CPU backend the buffer
+            # is host memory already.
             return
-        try:
-            platform = array.device.platform
-        except Exception:  # sharded over several devices: no single platform
-            platform = None
-        if platform != "cpu":
-            # On the CPU backend the buffer is host memory already; elsewhere the copy
-            # runs while the caller goes on, and reading it later finds it done. The
-            # array keeps that host copy too.
-            array.copy_to_host_async()
-            self.held_bytes += buffer_bytes(self.nbytes)
+        # The copy runs while the caller goes on, and reading it later finds it done.
+        # The array keeps that host copy too.
+        array.copy_to_host_async()
+        self.held_bytes += buffer_bytes(self.nbytes)
 
     def result(self) -> np.ndarray:
         import numpy as np
 
-        return widen_extended_float(np.asarray(self._array))
+        view = self._view
+        return widen_extended_float(np.asarray(self._array) if view is None else view)
+
+
+# sharding -> the platform of its one device, or None (several devices); asking an array
+# for its device costs more than a small step's dispatch.
+_PLATFORMS: dict[Any, str | None] = {}
+
+
+def platform_of(array: Any) -> str | None:
+    """The platform (``"cpu"``, ``"gpu"``, ``"tpu"``) of a JAX array on one device, else
+    None (sharded over several)."""
+    sharding = array.sharding
+    try:
+        return _PLATFORMS[sharding]
+    except KeyError:
+        pass
+    devices = sharding.device_set
+    platform = next(iter(devices)).platform if len(devices) == 1 else None
+    if len(_PLATFORMS) >= _MAX_TYPES:
+        _PLATFORMS.clear()
+    _PLATFORMS[sharding] = platform
+    return platform
+
+
+class _OwnArrays(threading.local):
+    # ids of arrays this thread is writing that nobody else holds (compiled code's
+    # outputs being replayed): kept as they are, no copy.
+    ids: frozenset[int] = frozenset()
+
+
+_OWN = _OwnArrays()
+
+
+def own_arrays(arrays: Iterable[object]) -> frozenset[int]:
+    """Mark ``arrays`` as the caller's own until the returned token is given back to
+    :func:`restore_own_arrays`: outputs of compiled code of ours, which no user code
+    holds (so none can donate them), kept without a protective copy while this thread
+    writes them. The arrays must stay referenced meanwhile (they are known by ``id``)."""
+    previous = _OWN.ids
+    _OWN.ids = frozenset(map(id, arrays))
+    return previous
+
+
+def restore_own_arrays(token: frozenset[int]) -> None:
+    """End an :func:`own_arrays` marking, restoring the one before it."""
+    _OWN.ids = token
+
+
+def out_of_reach(array: Any, platform: str | None, again: bool = True) -> tuple[Any, Any]:
+    """What to keep of a JAX array so that the caller can no longer destroy its value:
+    ``(array, view)``.
+
+    * an array marked by :func:`own_arrays`: ``(array, None)``, kept as it is;
+    * on the CPU backend (``platform == "cpu"``: ``array.device.platform``), an array
+      already computed: ``(array, a numpy view of it)``;
+    * else ``(a private copy, None)`` (:func:`private_copy`, with ``again``).
+
+    An array that fails (deleted already, or its computation failed) is kept as it is:
+    reading it reports the failure, on the reading thread.
+    """
+    if id(array) in _OWN.ids:
+        return array, None
+    if platform == "cpu":
+        try:
+            if array.is_ready():
+                import numpy as np
+
+                # A view (no copy, no wait): the buffer gains an outside reference, which
+                # keeps its memory alive through delete(), and makes JAX's CPU client
+                # copy the buffer when it is donated rather than take it.
+                return array, np.asarray(array)
+        except Exception:  # a failed computation or a deleted array: read (and report) later
+            return array, None
+    try:
+        return private_copy(array, again), None
+    except Exception:  # deleted already: the read reports it
+        return array, None
+
+
+def keep_jax_value(value: Any) -> Any:
+    """``value`` as it is unless it is a JAX array; a JAX array as a numpy view of it or a
+    private copy whose transfer to the host started (:func:`out_of_reach`): something to
+    read later, on another thread, whatever the caller does with the array meanwhile."""
+    if device_kind(value) != "jax":
+        return value
+    platform = platform_of(value)
+    array, view = out_of_reach(value, platform)
+    if view is not None:
+        return view
+    if platform != "cpu":
+        with contextlib.suppress(Exception):  # a failed array: reading it reports that
+            array.copy_to_host_async()
+    return array
+
+
+# The copy run as compiled code, and the kinds of array (shape, dtype, weak type,
+# sharding) it is compiled for: only those are copied with it on the caller's thread (a
+# compile there would cost tens of milliseconds). The first arrays of another kind are
+# copied with device_put (no compile, but ten times the cost of the compiled copy) while a
+# thread of its own compiles the copy for that kind.
+_COPY: list[Any] = []
+_COPY_COMPILED: set[tuple[Any, ...]] = set()
+_COPY_COMPILING: dict[tuple[Any, ...], threading.Thread] = {}
+
+
+def private_copy(array: Any, again: bool = True) -> Any:
+    """A new JAX array with ``array``'s value, on its devices, dispatched without waiting
+    for ``array`` (still computing or not), which holds the value even if ``array`` is
+    donated or deleted right after. ``again=False``: arrays of this kind are not expected
+    again (no compiled copy is made for them)."""
+    kind = (array.shape, array.dtype, array.weak_type, array.sharding)
+    if kind in _COPY_COMPILED:
+        return _COPY[0](array)
+    import jax
+
+    copy = jax.device_put(array, may_alias=False)
+    compiling = _COPY_COMPILING.get(kind)
+    if again and (compiling is None or not compiling.is_alive()):  # (a fork leaves none)
+        if not _COPY:
+            import jax.numpy as jnp
+
+            _COPY.append(jax.jit(jnp.copy))
+        thread = threading.Thread(target=_compile_copy, args=(copy, kind), daemon=True,
+                                  name="summarylib-compile")
+        if len(_COPY_COMPILING) >= 256:
+            _COPY_COMPILING.clear()
+        _COPY_COMPILING[kind] = thread
+        thread.start()
+    return copy
+
+
+def _compile_copy(array: Any, kind: tuple[Any, ...]) -> None:
+    # Trace, compile and cache the copy for arrays of this kind (jit keeps it), by running
+    # it once. Nothing is imported here (JAX is loaded): a fork while this thread held an
+    # import lock would hang the child.
+    try:
+        _COPY[0](array)
+    except Exception:  # device_put's copy stays in use for this kind
+        return
+    if len(_COPY_COMPILED) >= 256:
+        _COPY_COMPILED.clear()
+    _COPY_COMPILED.add(kind)
 
 
 class TorchPending(PendingValue):
@@ -390,7 +551,7 @@ def capture_stacked(values: Sequence[Any]) -> PendingValue | None:
     kind = kinds.pop()
     try:
         if kind == "jax":
-            return JaxPending(_jax_stack(values))
+            return JaxPending(_jax_stack(values), own=True)
         if kind == "torch":
             import torch
 

@@ -27,7 +27,6 @@ that thread is raised by the next call, ``flush()`` or ``close()``.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import os
 import sys
@@ -35,6 +34,8 @@ import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
+
+from summarylib.encoding._pending import keep_jax_value, own_arrays, restore_own_arrays
 
 __all__ = ["MetricWriter", "flatten_hparams"]
 
@@ -64,14 +65,6 @@ def flatten_hparams(hparams: Mapping[str, Any], prefix: tuple[str, ...] = ()) ->
     return out
 
 
-def _start_transfer(value: Any) -> Any:
-    copy = getattr(value, "copy_to_host_async", None)
-    if callable(copy):
-        # Returns at once; np.asarray() later finds the data on the host. Deleted or
-        # donated buffers fail later, where the value is read.
-        with contextlib.suppress(Exception):
-            copy()
-    return value
 
 
 class MetricWriter(_clu_base()):  # type: ignore[misc]
@@ -95,11 +88,25 @@ class MetricWriter(_clu_base()):  # type: ignore[misc]
         self._error: BaseException | None = None
 
     # -- plumbing -------------------------------------------------------------
-    def _submit(self, write: Callable[[], None]) -> None:
+    def _submit(self, write: Callable[[], None], items: dict[str, Any] | None = None) -> None:
+        # items: the values write() writes, as _values() kept them.
         self._raise_pending_error()
         if self._pool is None:
             write()
             return
+        if items:
+            kept = list(items.values())
+            write_values = write
+
+            def write() -> None:
+                # What _values() kept is out of the caller's reach already: the ops keep
+                # it without copying it again.
+                token = own_arrays(kept)
+                try:
+                    write_values()
+                finally:
+                    restore_own_arrays(token)
+
         future = self._pool.submit(write)
         with self._lock:
             self._pending = [f for f in self._pending if not f.done()]
@@ -124,15 +131,19 @@ class MetricWriter(_clu_base()):  # type: ignore[misc]
         if error is not None:
             raise error
 
-    @staticmethod
-    def _values(values: Mapping[str, Any], where: str) -> dict[str, Any]:
+    def _values(self, values: Mapping[str, Any], where: str) -> dict[str, Any]:
         if not isinstance(values, Mapping):
             raise TypeError(f"{where}: expected a mapping of names to values, got "
                             f"{type(values).__name__}")
         for key in values:
             if not isinstance(key, str) or not key:
                 raise TypeError(f"{where}: keys must be non-empty str, got {key!r}")
-        return {k: _start_transfer(v) for k, v in values.items()}
+        if self._pool is None:
+            return dict(values)  # written now: the ops keep what they need
+        # Written later, on the pool's thread: a JAX array the caller donates or deletes
+        # meanwhile must not take its value with it (a view or a private copy, its copy
+        # to the host started).
+        return {k: keep_jax_value(v) for k, v in values.items()}
 
     # -- clu's interface ------------------------------------------------------
     def write_summaries(self, step: int, values: Mapping[str, Any],
@@ -148,7 +159,7 @@ class MetricWriter(_clu_base()):  # type: ignore[misc]
                 if sink is not None:
                     write_tensor(sink, value, None if metadata is None else metadata.get(key))
 
-        self._submit(write)
+        self._submit(write, items)
 
     def write_scalars(self, step: int, scalars: Mapping[str, Any]) -> None:
         """Scalars, one tag per key."""
@@ -159,7 +170,7 @@ class MetricWriter(_clu_base()):  # type: ignore[misc]
         def write() -> None:
             write_scalars(self._writer, items, step)
 
-        self._submit(write)
+        self._submit(write, items)
 
     def write_images(self, step: int, images: Mapping[str, Any]) -> None:
         """Images ``[N, H, W, C]`` or ``[H, W, C]`` per key; all N are kept."""
@@ -178,7 +189,7 @@ class MetricWriter(_clu_base()):  # type: ignore[misc]
                 if sink is not None:
                     write_image(sink, arr, arr.shape[0], dataformats="NHWC")
 
-        self._submit(write)
+        self._submit(write, items)
 
     def write_videos(self, step: int, videos: Mapping[str, Any]) -> None:
         """Videos ``[N, T, H, W, C]`` or ``[T, H, W, C]`` per key, as animated GIFs (a
@@ -200,7 +211,7 @@ class MetricWriter(_clu_base()):  # type: ignore[misc]
                 if sink is not None:
                     write_video(sink, arr)
 
-        self._submit(write)
+        self._submit(write, items)
 
     def write_audios(self, step: int, audios: Mapping[str, Any], *, sample_rate: int) -> None:
         """Clips ``[N, T, C]`` in [-1, 1] per key; all N are kept."""
@@ -217,7 +228,7 @@ class MetricWriter(_clu_base()):  # type: ignore[misc]
                 if sink is not None:
                     write_audio(sink, arr, sample_rate, arr.shape[0])
 
-        self._submit(write)
+        self._submit(write, items)
 
     def write_texts(self, step: int, texts: Mapping[str, str]) -> None:
         """Markdown text per key."""
@@ -231,7 +242,7 @@ class MetricWriter(_clu_base()):  # type: ignore[misc]
                 if sink is not None:
                     write_text(sink, value)
 
-        self._submit(write)
+        self._submit(write, items)
 
     def write_histograms(self, step: int, arrays: Mapping[str, Any],
                          num_buckets: Mapping[str, int] | None = None) -> None:
@@ -247,7 +258,7 @@ class MetricWriter(_clu_base()):  # type: ignore[misc]
                 if sink is not None:
                     write_histogram(sink, value, buckets)
 
-        self._submit(write)
+        self._submit(write, items)
 
     def write_hparams(self, hparams: Mapping[str, Any]) -> None:
         """This run's hyperparameters (nested dicts flattened as clu flattens them)."""

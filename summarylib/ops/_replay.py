@@ -11,7 +11,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from summarylib.encoding._pending import capture, device_kind
+from summarylib.encoding._pending import capture, device_kind, own_arrays, restore_own_arrays
 from summarylib.ops._device_step import DeviceStep, GatedStep, defers_device_values, device_step
 from summarylib.writer._context import DefaultWriter, State, _local
 from summarylib.writer._registry import registered_writer
@@ -109,6 +109,16 @@ def replay(call: TracedCall, values: list[Any], writer: DefaultWriter | None, st
             return False
     elif writer is None:
         return False
+    # The values are the compiled code's outputs, which no user code holds (so none can
+    # donate them): the ops keep them without a protective copy.
+    token = own_arrays(values)
+    try:
+        return _write_call(call, values, writer, step)
+    finally:
+        restore_own_arrays(token)
+
+
+def _write_call(call: TracedCall, values: list[Any], writer: DefaultWriter, step: Any) -> bool:
     arguments = call.arguments
     if arguments.get("reduce") is not None or arguments.get("check_finite"):
         # scalar(reduce=, check_finite=): ops._interval, registered when it is imported

@@ -233,16 +233,11 @@ OPS["scalar"] = scalar
 
 def _array_of(value: Any, arg: str) -> Any:
     # The array a Keras variable (on the JAX backend) stands for, or None; its own
-    # failure to give one (a variable read outside the trainer's scope) named here. A
-    # concrete one is read now: the trainer donates its variables' buffers to its next
-    # step, which would delete the array before the writer thread read it.
+    # failure to give one (a variable read outside the trainer's scope) named here. The
+    # trainer donates its variables' buffers to its next step: like any JAX array, the
+    # device path keeps the value out of its reach.
     try:
-        array = jax_array_of(value)
-        if array is None or is_tracer(array):
-            return array
-        import numpy as np
-
-        return np.asarray(array)
+        return jax_array_of(value)
     except Exception as e:
         raise TypeError(f"scalar: cannot read {arg!r} ({type(value).__name__}): {e!r}") from e
 
