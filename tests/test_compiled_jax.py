@@ -420,3 +420,50 @@ def test_ops_under_differentiation_write_the_forward_values(tmp_path: Path) -> N
             sl.histogram("w", v.astype(np.float32), step=s, buckets=4)
     for (_, table), (_, want) in zip(got, _histograms(host, "w"), strict=True):
         np.testing.assert_array_equal(table, want)
+
+
+def test_two_threads_tracing_at_once_each_take_the_fast_route(tmp_path: Path) -> None:
+    # Each thread records its ops into the function it is tracing: thread A's op comes
+    # while thread B is inside its own trace, and B's after A's trace has ended. An op
+    # recorded elsewhere would fall back to a host callback (slower: JAX's own callback
+    # in the lowered code).
+    import threading
+    import time
+
+    import jax.numpy as jnp
+
+    a_in, b_in, a_recorded = threading.Event(), threading.Event(), threading.Event()
+
+    @jit
+    def a(x: Any) -> Any:
+        a_in.set()
+        assert b_in.wait(10)
+        sl.scalar("a", x.sum(), step=0)
+        a_recorded.set()
+        return x * 2
+
+    @jit
+    def b(x: Any) -> Any:
+        b_in.set()
+        assert a_recorded.wait(10)
+        time.sleep(0.2)  # A leaves its trace meanwhile
+        sl.scalar("b", x.sum(), step=0)
+        return x * 3
+
+    writer = sl.create_file_writer(tmp_path)
+    lowered: dict[str, str] = {}
+
+    def lower(name: str, fn: Any) -> None:
+        with writer.as_default():
+            lowered[name] = fn.lower(jnp.ones(3)).as_text()
+
+    ta = threading.Thread(target=lower, args=("a", a))
+    tb = threading.Thread(target=lower, args=("b", b))
+    ta.start()
+    assert a_in.wait(10)
+    tb.start()
+    ta.join(30)
+    tb.join(30)
+    writer.close()
+    assert sorted(lowered) == ["a", "b"]
+    assert ["callback" in lowered[n] for n in "ab"] == [False, False]

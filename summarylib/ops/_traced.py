@@ -43,8 +43,15 @@ from summarylib.writer._context import FLUSH_BARRIERS, DeferredCondition, _local
 
 __all__ = ["Collector", "collecting", "differentiating", "record_traced"]
 
-# The collectors of the compiled functions this thread is tracing (innermost last).
-_COLLECTORS: list[Collector] = []
+class _Tracing(threading.local):
+    # The collectors of the compiled functions this thread is tracing (innermost last):
+    # per thread, as JAX's traces are, so that two threads tracing at once each record
+    # into their own function.
+    def __init__(self) -> None:
+        self.collectors: list[Collector] = []
+
+
+_TRACING = _Tracing()
 
 
 class Collector:
@@ -75,11 +82,11 @@ class collecting:  # a context manager, used as `with collecting(c):`
         st = _local.state
         self._saved = st.condition
         st.condition = DeferredCondition(None)
-        _COLLECTORS.append(self._collector)
+        _TRACING.collectors.append(self._collector)
         return self._collector
 
     def __exit__(self, *exc: object) -> None:
-        _COLLECTORS.pop()
+        _TRACING.collectors.pop()
         _local.state.condition = self._saved
 
 
@@ -143,7 +150,8 @@ def record_traced(
     _check_traced(values, where, arguments, jax)
     call = TracedCall(op, where, arguments, positions, gate is not None, st.scope, step_arg,
                       st, decode, target)
-    collector = _COLLECTORS[-1] if _COLLECTORS else None
+    collectors = _TRACING.collectors
+    collector = collectors[-1] if collectors else None
     if collector is not None and _in_trace(values, collector):
         collector.calls.append(call)
         collector.values.append(values)
