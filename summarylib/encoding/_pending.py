@@ -41,6 +41,7 @@ which come back as float32 (exact).
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 from collections.abc import Iterable, Sequence
@@ -405,7 +406,16 @@ def keep_jax_value(value: Any) -> Any:
 # thread of its own compiles the copy for that kind.
 _COPY: list[Any] = []
 _COPY_COMPILED: set[tuple[Any, ...]] = set()
-_COPY_COMPILING: dict[tuple[Any, ...], threading.Thread] = {}
+_COPY_REQUESTED: set[tuple[Any, ...]] = set()  # compiled, compiling, or failed to compile
+
+
+def _forget_unfinished_compiles() -> None:
+    # A forked child has none of the parent's threads: what they were compiling, it asks
+    # for again.
+    _COPY_REQUESTED.intersection_update(_COPY_COMPILED)
+
+
+os.register_at_fork(after_in_child=_forget_unfinished_compiles)
 
 
 def private_copy(array: Any, again: bool = True) -> Any:
@@ -419,18 +429,17 @@ def private_copy(array: Any, again: bool = True) -> Any:
     import jax
 
     copy = jax.device_put(array, may_alias=False)
-    compiling = _COPY_COMPILING.get(kind)
-    if again and (compiling is None or not compiling.is_alive()):  # (a fork leaves none)
+    if again and kind not in _COPY_REQUESTED:
         if not _COPY:
             import jax.numpy as jnp
 
             _COPY.append(jax.jit(jnp.copy))
-        thread = threading.Thread(target=_compile_copy, args=(copy, kind), daemon=True,
-                                  name="summarylib-compile")
-        if len(_COPY_COMPILING) >= 256:
-            _COPY_COMPILING.clear()
-        _COPY_COMPILING[kind] = thread
-        thread.start()
+        if len(_COPY_REQUESTED) >= 256:  # (jit's own cache keeps what was compiled)
+            _COPY_REQUESTED.clear()
+            _COPY_COMPILED.clear()
+        _COPY_REQUESTED.add(kind)
+        threading.Thread(target=_compile_copy, args=(copy, kind), daemon=True,
+                         name="summarylib-compile").start()
     return copy
 
 
@@ -440,10 +449,8 @@ def _compile_copy(array: Any, kind: tuple[Any, ...]) -> None:
     # import lock would hang the child.
     try:
         _COPY[0](array)
-    except Exception:  # device_put's copy stays in use for this kind
+    except Exception:  # device_put's copy stays in use for this kind (not asked again)
         return
-    if len(_COPY_COMPILED) >= 256:
-        _COPY_COMPILED.clear()
     _COPY_COMPILED.add(kind)
 
 
