@@ -512,10 +512,12 @@ sys.meta_path.insert(0, Finder())
 with sl.create_file_writer(sys.argv[1]).as_default() as w:
     for dtype in (jnp.float32, jnp.bfloat16, jnp.int8):
         histogram("h", jnp.ones((150, 111), dtype), step=1)
-    # A value still computing: copied at the call, its copy compiled on a thread.
-    value = busy(ones).sum()
-    sl.scalar("s", value, step=1)
-    assert not value.is_ready()
+    # Values still computing, of one kind, as a loop logs them: copied at the call, and
+    # once the kind keeps coming its copy compiled on a thread.
+    values = [busy(ones).sum() for _ in range(20)]
+    for i, value in enumerate(values):
+        sl.scalar("s", value, step=i)
+    assert not values[-1].is_ready()
     w.flush()
 for thread in threading.enumerate():
     if thread.name == "summarylib-compile":
@@ -1102,18 +1104,20 @@ def test_values_logged_before_a_donating_step_are_written(tmp_path: Path) -> Non
     # The usual JAX loop logs its state, then donates it to the next step, which deletes
     # the logged arrays before the writer thread reads them. What was logged is written:
     # arrays still computing at the call are copied on the device (in the device's order,
-    # before the step that deletes them), computed ones are viewed on the host.
+    # before the step that deletes them: device_put's copy, then a compiled one once a
+    # kind keeps coming), computed ones are viewed on the host.
+    steps = 22
     train = _donating_step()
-    expected = _host_states(8)
+    expected = _host_states(steps)
     start = {"busy": jnp.full((160, 160), 0.01, jnp.float32),
              **{k: jnp.asarray(v) for k, v in expected[0].items()}}
     train({k: v + 0 for k, v in start.items()})  # compiled before anything is watched
     caller = threading.get_ident()
-    compiles: list[int] = []
+    compiles: list[tuple[int, str]] = []
 
     def listener(event: str, secs: float, **kwargs: Any) -> None:
         if event == "/jax/core/compile/backend_compile_duration":
-            compiles.append(threading.get_ident())
+            compiles.append((threading.get_ident(), threading.current_thread().name))
 
     s = {k: jnp.asarray(v) + 0 for k, v in start.items()}
     with sl.create_file_writer(tmp_path / "warm").as_default():
@@ -1124,11 +1128,15 @@ def test_values_logged_before_a_donating_step_are_written(tmp_path: Path) -> Non
     jax.monitoring.register_event_duration_secs_listener(listener)
     try:
         with sl.create_file_writer(tmp_path / "device").as_default() as writer:
-            for i in range(8):
+            for i in range(steps):
                 if i == 3:
                     jax.block_until_ready(s)  # computed values (the view route)
                 if i == 6:
                     writer.flush()  # the kernels compiled by now: dispatched at the call
+                if i == steps - 3:  # the copies compiled by now: the compiled copy
+                    for thread in threading.enumerate():
+                        if thread.name == "summarylib-compile":
+                            thread.join()
                 ready = s["big"].is_ready()
                 _log_state(s)
                 if i == 5:
@@ -1140,14 +1148,14 @@ def test_values_logged_before_a_donating_step_are_written(tmp_path: Path) -> Non
                 old = s
                 s = train(s)
                 donated_unread += not ready and old["big"].is_deleted()
-            on_caller = [t for t in compiles if t == caller]
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)
-    assert donated_unread >= 1, "the step donated at least one state that was still computing"
-    assert on_caller == [], "protecting the values compiled nothing on the caller's thread"
+    assert donated_unread >= 10, "the step donated states that were still computing"
+    assert [t for t, _ in compiles if t == caller] == [], "nothing compiled on the caller"
+    assert "summarylib-compile" in {name for _, name in compiles}, "copies were compiled"
     with sl.create_file_writer(tmp_path / "host").as_default():
         for host in expected:
             _log_state(host)
     got = _values_by_step_and_tag(tmp_path / "device")
-    assert sorted({s for s, _ in got}) == list(range(8))
+    assert sorted({s for s, _ in got}) == list(range(steps))
     assert got == _values_by_step_and_tag(tmp_path / "host")

@@ -401,18 +401,22 @@ def keep_jax_value(value: Any) -> Any:
 
 # The copy run as compiled code, and the kinds of array (shape, dtype, weak type,
 # sharding) it is compiled for: only those are copied with it on the caller's thread (a
-# compile there would cost tens of milliseconds). The first arrays of another kind are
-# copied with device_put (no compile, but ten times the cost of the compiled copy) while a
-# thread of its own compiles the copy for that kind.
+# compile there would cost tens of milliseconds). Arrays of another kind are copied with
+# device_put (no compile, but several times the cost of the compiled copy); once a kind
+# has been copied that way _COMPILE_AFTER times (a loop's, logged at every step), a
+# thread of its own compiles the copy for it: its tracing still takes the interpreter
+# from the caller for ~10 ms, which only pays off for a kind that keeps coming.
+_COMPILE_AFTER = 16
 _COPY: list[Any] = []
 _COPY_COMPILED: set[tuple[Any, ...]] = set()
-_COPY_REQUESTED: set[tuple[Any, ...]] = set()  # compiled, compiling, or failed to compile
+_COPY_COUNTS: dict[tuple[Any, ...], int] = {}  # device_put copies by kind, up to the compile
 
 
 def _forget_unfinished_compiles() -> None:
     # A forked child has none of the parent's threads: what they were compiling, it asks
     # for again.
-    _COPY_REQUESTED.intersection_update(_COPY_COMPILED)
+    for kind in [k for k in _COPY_COUNTS if k not in _COPY_COMPILED]:
+        _COPY_COUNTS[kind] = 0
 
 
 os.register_at_fork(after_in_child=_forget_unfinished_compiles)
@@ -422,22 +426,25 @@ def private_copy(array: Any, again: bool = True) -> Any:
     """A new JAX array with ``array``'s value, on its devices, dispatched without waiting
     for ``array`` (still computing or not), which holds the value even if ``array`` is
     donated or deleted right after. ``again=False``: arrays of this kind are not expected
-    again (no compiled copy is made for them)."""
+    again (they do not count toward compiling a copy for them)."""
     kind = (array.shape, array.dtype, array.weak_type, array.sharding)
     if kind in _COPY_COMPILED:
         return _COPY[0](array)
     import jax
 
     copy = jax.device_put(array, may_alias=False)
-    if again and kind not in _COPY_REQUESTED:
+    if not again:
+        return copy
+    count = _COPY_COUNTS.get(kind, 0) + 1
+    if count == 1 and len(_COPY_COUNTS) >= 256:  # (jit's own cache keeps what it compiled)
+        _COPY_COUNTS.clear()
+        _COPY_COMPILED.clear()
+    _COPY_COUNTS[kind] = count
+    if count == _COMPILE_AFTER:
         if not _COPY:
             import jax.numpy as jnp
 
             _COPY.append(jax.jit(jnp.copy))
-        if len(_COPY_REQUESTED) >= 256:  # (jit's own cache keeps what was compiled)
-            _COPY_REQUESTED.clear()
-            _COPY_COMPILED.clear()
-        _COPY_REQUESTED.add(kind)
         threading.Thread(target=_compile_copy, args=(copy, kind), daemon=True,
                          name="summarylib-compile").start()
     return copy
