@@ -431,8 +431,9 @@ class SummaryWriter(WriterBase):
         from summarylib.ops.image import write_image
 
         sink = self._sink(tag, global_step, walltime, _image_caller(where))
+        # hwc[None] is a new array (on a device: a new buffer), which no one else holds.
         return sink is not None and write_image(sink, hwc[None], 1, dataformats="NHWC",
-                                                torch_form=True)
+                                                torch_form=True, own_data=True)
 
     def add_image(self, tag: str, img_tensor: Any, global_step: Step | None = None,
                   walltime: float | None = None, dataformats: str = "CHW") -> bool:

@@ -529,17 +529,18 @@ class CupyPending(PendingValue):
         return self._host  # type: ignore[no-any-return]
 
 
-def capture(data: Any, start_copy: bool = True) -> PendingValue | None:
+def capture(data: Any, start_copy: bool = True, own: bool = False) -> PendingValue | None:
     """Start the host copy of a device array; None for host data (read it as usual).
 
     ``start_copy=False`` keeps a JAX array without starting its copy (a value that may
     never be read: the reader then copies it); other frameworks copy either way.
+    ``own``: a JAX array no one else holds (see :class:`JaxPending`).
     """
     kind = device_kind(data)
     if kind is None:
         return None
     if kind == "jax":
-        return JaxPending(data, start_copy)
+        return JaxPending(data, start_copy, own)
     if kind == "torch":
         if getattr(data, "layout", None) is not sys.modules["torch"].strided:
             return None  # sparse and other layouts: the ordinary conversion

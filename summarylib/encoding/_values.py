@@ -146,15 +146,18 @@ class HostValue(Value[T]):
 class DeviceValue(Value[T]):
     """An array on an accelerator, read on the writer thread with the op's host reader."""
 
-    __slots__ = ("_data", "_host", "_pending")
+    __slots__ = ("_data", "_host", "_own", "_pending")
 
-    def __init__(self, data: Any, host: HostReader[T]) -> None:
+    def __init__(self, data: Any, host: HostReader[T], own: bool = False) -> None:
         shape = tuple(int(d) for d in data.shape)
         super().__init__(shape, data.dtype, 0)
         # The host copy's size, once known (keep()); until then the device array's.
         self.nbytes = self.size * int(getattr(data.dtype, "itemsize", 8))
         self._data = data
         self._host = host
+        # Made by map() from the caller's array: no one else holds it (so no one can
+        # donate it), and keep() needs no protective copy.
+        self._own = own
         self._pending: PendingValue | None = None
 
     def read(self) -> T:
@@ -164,7 +167,7 @@ class DeviceValue(Value[T]):
         return self._host(pending.result())[0]
 
     def keep(self, start_copy: bool = True) -> Value[T]:
-        pending = capture(self._data, start_copy=start_copy)
+        pending = capture(self._data, start_copy=start_copy, own=self._own)
         if pending is None:  # a layout the capture does not take: read at the call
             host, _ = self._host(self._data)
             arr = host[0] if isinstance(host, tuple) else host
@@ -195,7 +198,11 @@ class DeviceValue(Value[T]):
         return reduced
 
     def map(self, fn: Callable[[Any], Any], host: HostReader[T] | None = None) -> Value[T]:
-        return DeviceValue(fn(self._data), self._host if host is None else host)
+        mapped = fn(self._data)
+        # A new array is the device's result of fn, held by no one else; fn may also give
+        # its input back as it is (nothing to convert), which is as much ours as it was.
+        return DeviceValue(mapped, self._host if host is None else host,
+                           own=self._own or mapped is not self._data)
 
 
 class TracedValue(Value[Any]):
@@ -236,16 +243,18 @@ def value_of(
     defer: bool,
     host: HostReader[T],
     check: Callable[[tuple[int, ...], Any], None],
+    own: bool = False,
 ) -> Value[T]:
     """``data`` as a :class:`Value`.
 
     ``defer``: the writer defers device values (False: a device array is read at the call
     with ``host``, as host data). ``host``: the op's host reader (validates and converts;
     raises the op's errors). ``check``: the op's checks of a device array's shape and
-    dtype (no numbers), run at the call.
+    dtype (no numbers), run at the call. ``own``: ``data`` is an array made from the
+    caller's by the library, which no one else holds (kept without a protective copy).
     """
     if defer and device_kind(data) is not None:
-        value: DeviceValue[T] = DeviceValue(data, host)
+        value: DeviceValue[T] = DeviceValue(data, host, own)
         check(value.shape, value.dtype)
         return value
     if is_tracer(data):

@@ -269,8 +269,12 @@ def write_image(
     *,
     dataformats: str | None = None,
     torch_form: bool = False,
+    own_data: bool = False,
 ) -> bool:
     """The core of :func:`image`: write the images to ``sink`` (same contract).
+
+    ``own_data``: ``data`` is a device array the library made (a conversion of the
+    caller's), which no one else holds.
 
     ``torch_form``: write the first image as torch's ``SummaryWriter`` does, a legacy
     ``Summary.Value.image`` (``Summary.Image``: height, width, channels, PNG) without
@@ -282,7 +286,7 @@ def write_image(
     tag = sink.tag
     value = value_of(evaluate(data), defers_device_values(sink.writer),
                      lambda d: (prepare(d, keep, dataformats, where, tag, arg), True),
-                     partial(_check_device, where, arg, dataformats))
+                     partial(_check_device, where, arg, dataformats), own_data)
     if not value.at_hand:
         # On the device: the kept images only, converted to uint8 there (the host's rule),
         # so a quarter of a float32 batch crosses; the writer thread encodes them. The
