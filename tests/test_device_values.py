@@ -502,8 +502,8 @@ class Finder:  # consulted for every module not loaded yet
         return None
 
 histogram = sl.histogram  # the op's module, loaded on this thread
-ones = jnp.ones((400, 400))
-busy = jax.jit(lambda x: jax.lax.fori_loop(0, 50, lambda i, a: jnp.tanh(a @ a), x))
+ones = jnp.ones((200, 200))
+busy = jax.jit(lambda x: jax.lax.fori_loop(0, 20, lambda i, a: jnp.tanh(a @ a), x))
 busy(ones).block_until_ready()
 compiled_on = set()
 jax.monitoring.register_event_duration_secs_listener(
