@@ -118,17 +118,6 @@ def source_to_page_data(source: Any, options: ViewOptions | Mapping[str, Any] | 
             return None
 
 
-def _embeddings(cols: SourceColumns, idx: np.ndarray, renamed: dict[str, str]
-                ) -> list[Embedding]:
-    """The embeddings of source nodes ``idx`` (one new object each, as the view makes one
-    per use): shown name, op type and a copy of the output shapes."""
-    names = _take(cols.names, idx)
-    shown = list(map(renamed.get, names, names)) if renamed else names
-    by_record = list(map(itemgetter(1), cols.records))
-    shapes = list(map(list, _take(by_record, cols.rec[idx])))
-    return list(map(Embedding, shown, _take(cols.ops, idx), shapes))
-
-
 def string_codes(values: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(the distinct values in order of first occurrence, the index of each one's first
     occurrence, each value's index among the distinct ones): one dict lookup per value."""
@@ -402,10 +391,6 @@ class _Columns:
             self.xla = dict(zip(xj.tolist(), map(xla_rec.__getitem__, rec[xj].tolist()),
                                 strict=True))
 
-        def embedding(i: int) -> Embedding:
-            name = all_names[i]
-            return Embedding(rn(name, name), cols.ops[i], list(records[cols.rec[i]][1]))
-
         new_get = shown_index.get
 
         def get(name: str) -> int:
@@ -443,7 +428,9 @@ class _Columns:
         src = np.where(fkind == 0, reg_of[found], -1)
         # The rest: embedded nodes (their edges replace the input's), renamed names, and
         # names of no op, one by one; each input's edges keep its place.
-        embs: dict[int, list[list[Any]]] = {}
+        # Embeddings as columns (host op, side: 0 in, 1 out; source node), not objects:
+        # only the few that a side panel shows become objects (``embeddings_of``).
+        ein_host = ein_src = np.zeros(0, np.int64)
         x_at: list[int] = []
         x_sub: list[int] = []
         x_src: list[int] = []
@@ -464,13 +451,7 @@ class _Columns:
             hit = e_in >= 0
             q_in, e_of = miss[hit], e_in[hit]
             miss = miss[~hit]
-            embs_get = embs.get
-            for j, em in zip(dst[q_in].tolist(), _embeddings(cols, e_of, renamed), strict=True):
-                lst = embs_get(j)
-                if lst is None:
-                    embs[j] = [[0, em]]
-                else:
-                    lst.append([0, em])
+            ein_host, ein_src = dst[q_in], e_of
             fed = np.flatnonzero(cols.in_start[e_of + 1] > cols.in_start[e_of])
             for q, emb in zip(q_in[fed].tolist(), e_of[fed].tolist(), strict=True):
                 j, fq = int(dst[q]), int(flag[q])
@@ -512,11 +493,22 @@ class _Columns:
             o = np.lexsort((sub, e_at))
             e_src, e_dst, e_slot, e_flag = e_src[o], e_dst[o], e_slot[o], e_flag[o]
         # Summaries reading an op: its out-embeddings, after its in-embeddings.
+        out_host: list[int] = []
+        out_src: list[int] = []
         for host, summaries in outs_of.items():
             at_host = orig_get(host)
             if at_host is not None:
-                embs.setdefault(at_host, []).extend([1, embedding(s)] for s in summaries)
-        self.embs = dict(sorted(embs.items()))
+                out_host.extend(repeat(at_host, len(summaries)))
+                out_src.extend(summaries)
+        e_host = np.r_[ein_host, np.array(out_host, np.int64)]
+        e_side = np.r_[np.zeros(ein_host.size, np.int64), np.ones(len(out_host), np.int64)]
+        e_from = np.r_[ein_src, np.array(out_src, np.int64)]
+        # By host; a host's in-embeddings (in input order) before its out-embeddings.
+        o = np.argsort(e_host, kind="stable")
+        self.emb_host, self.emb_side, self.emb_src = e_host[o], e_side[o], e_from[o]
+        self._source: SourceColumns = cols
+        self._op_code = op_code
+        self._op_list = op_list
         self.e_src = e_src
         self.e_dst = e_dst
         self.e_slot = e_slot
@@ -1384,12 +1376,7 @@ class _Columns:
         touched[me["v"]] = True
         touched[me["w"]] = True
         sides = np.zeros(n, np.int64)
-        if self.embs:
-            hosts = np.fromiter(self.embs, np.int64, len(self.embs))
-            per = np.fromiter(map(len, self.embs.values()), np.int64, hosts.size)
-            side = np.fromiter(map(itemgetter(0), chain.from_iterable(self.embs.values())),
-                               np.int64, int(per.sum()))
-            np.bitwise_or.at(sides, np.repeat(hosts, per), np.left_shift(1, side))
+        np.bitwise_or.at(sides, self.emb_host, np.left_shift(1, self.emb_side))
         lone = np.flatnonzero(((sides == 1) | (sides == 2)) & ~touched[:n])
         flag[parent[lone]] = True
         for g in self.me_override:
@@ -1434,7 +1421,7 @@ class _Columns:
             name = name_of(u)
             if u < n:
                 op = OpNode(name, strings[int(self.types[u])], parent=gname)
-                for flag, e in self.embs.get(u, ()):
+                for flag, e in self.embeddings_of(u):
                     (op.out_embeddings if flag else op.in_embeddings).append(e)
                 tree.nodes[name] = op
             else:
@@ -1453,6 +1440,19 @@ class _Columns:
             key = (name_of(v), name_of(w))
             tree.metaedges[gname][key] = Metaedge(key[0], key[1], regular=f & 1)
         return extract_group(tree, node, set(), self.opts.auto_extract)
+
+    def embeddings_of(self, j: int) -> list[tuple[int, Embedding]]:
+        """Op ``j``'s embeddings as (side: 0 in, 1 out; a new object each, as the view
+        makes one per use: shown name, op type, a copy of the output shapes)."""
+        a, b = np.searchsorted(self.emb_host, [j, j + 1]).tolist()
+        cols, rn = self._source, self.renamed.get
+        out = []
+        for side, i in zip(self.emb_side[a:b].tolist(), self.emb_src[a:b].tolist(),
+                           strict=True):
+            name = cols.names[i]
+            out.append((side, Embedding(rn(name, name), cols.ops[i],
+                                        list(cols.records[int(cols.rec[i])][1]))))
+        return out
 
     # --- the page -------------------------------------------------------------------
 
@@ -1773,45 +1773,48 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     # Embeddings, hosts in page order.
     # (host pos, flags, name, op, shapes) per embedding; the name is local (flag 2) when
     # it lies in the host's scope, which is when its own scope is the host's.
-    hosts = np.fromiter(c.embs, np.int64, len(c.embs))
-    hosts = hosts[np.argsort(op_pos[hosts], kind="stable")].tolist()
-    per_host = list(map(c.embs.__getitem__, hosts))
-    n_per = list(map(len, per_host))
-    flat = list(chain.from_iterable(per_host))
-    del per_host
-    embeds = list(map(itemgetter(1), flat))
-    e_names = list(map(attrgetter("name"), embeds))
-    n_emb = len(flat)
-    # Local: the host's scope is not empty and is the name's own scope (before its last
-    # "/"). Then the name is shown from after that "/" on.
-    e_parts = list(map(str.rpartition, e_names, repeat("/")))
-    scopes = list(map(c.scope_of.__getitem__, hosts))
-    local = np.fromiter(map(str.__eq__, map(itemgetter(0), e_parts),
-                            chain.from_iterable(map(repeat, scopes, n_per))), bool, n_emb)
-    local &= np.repeat(np.fromiter(map(bool, scopes), bool, len(hosts)), n_per)
-    # (Picked with object arrays: pointer copies, whichever side most names are on.)
-    e_shown: list[str] = np.where(local, np.array(list(map(itemgetter(2), e_parts)), object),
-                                  np.array(e_names, object)).tolist() if n_emb else []
-    del e_parts
-    emb = np.empty((len(flat), 5), np.int64)
-    if flat:
-        emb[:, 0] = np.repeat(op_pos[np.array(hosts, np.int64)], n_per)
-        emb[:, 1] = np.fromiter(map(itemgetter(0), flat), np.int64, len(flat)) | (
-            local * 2)
-        e_ops = list(map(attrgetter("op"), embeds))
-        _intern_all(universe, chain(e_shown, e_ops))
-        e_shapes = list(map(tuple, map(attrgetter("shapes"), embeds)))
-        _intern_all(shape_u, e_shapes)
+    by_pos = np.argsort(op_pos[c.emb_host], kind="stable")  # a host's own order kept
+    e_host, e_src = c.emb_host[by_pos], c.emb_src[by_pos]
+    n_emb = e_src.size
+    emb = np.empty((n_emb, 5), np.int64)
+    if n_emb:
+        cols = c._source
+        e_names = _take(cols.names, e_src)
+        if c.renamed:
+            e_names = list(map(c.renamed.get, e_names, e_names))
+        # Local: the host's scope is not empty and is the name's own scope (before its
+        # last "/"). Then the name is shown from after that "/" on.
+        e_parts = list(map(str.rpartition, e_names, repeat("/")))
+        scopes = _take(c.scope_of, e_host)
+        local = np.fromiter(map(str.__eq__, map(itemgetter(0), e_parts), scopes), bool,
+                            n_emb)
+        local &= np.fromiter(map(bool, scopes), bool, n_emb)
+        # (Picked with object arrays: pointer copies, whichever side most names are on.)
+        e_shown: list[str] = np.where(local, np.array(list(map(itemgetter(2), e_parts)),
+                                                      object),
+                                      np.array(e_names, object)).tolist()
+        del e_parts, scopes, e_names
+        emb[:, 0] = op_pos[e_host]
+        emb[:, 1] = c.emb_side[by_pos] | (local * 2)
+        _intern_all(universe, e_shown)
         emb[:, 2] = np.fromiter(map(universe.__getitem__, e_shown), np.int64, n_emb)
-        emb[:, 3] = np.fromiter(map(universe.__getitem__, e_ops), np.int64, n_emb)
-        emb[:, 4] = np.fromiter(map(shape_u.__getitem__, e_shapes), np.int64, n_emb)
+        del e_shown, local
+        # Op types and shape lists: once per distinct op type and record.
+        t_used, t_inv = np.unique(c._op_code[e_src], return_inverse=True)
+        e_ops = _take(c._op_list, t_used)
+        _intern_all(universe, e_ops)
+        emb[:, 3] = np.array(list(map(universe.__getitem__, e_ops)), np.int64)[
+            t_inv.reshape(-1)]
+        r_used, r_inv = np.unique(cols.rec[e_src], return_inverse=True)
+        e_shapes = [tuple(cols.records[r][1]) for r in r_used.tolist()]
+        _intern_all(shape_u, e_shapes)
+        emb[:, 4] = np.array(list(map(shape_u.__getitem__, e_shapes)), np.int64)[
+            r_inv.reshape(-1)]
         del e_ops, e_shapes
-    del flat, embeds, e_names, scopes, local, e_shown
-    if emb.size:
         # Within a host: after its label, type and device (ranks 0-2), name then op.
-        k = np.arange(len(emb))
+        k = np.arange(n_emb)
         first = np.r_[0, np.flatnonzero(emb[1:, 0] != emb[:-1, 0]) + 1]
-        rank = k - np.repeat(first, np.diff(np.r_[first, len(emb)]))
+        rank = k - np.repeat(first, np.diff(np.r_[first, n_emb]))
         strings.add(emb[:, 0], 3 + 2 * rank, emb[:, 2])
         strings.add(emb[:, 0], 4 + 2 * rank, emb[:, 3])
         shapes_ev.add(emb[:, 0], 1 + rank, emb[:, 4])
