@@ -370,7 +370,10 @@ class _Columns:
         #: Each op's scope by its first op (the op that makes the scope's group).
         self.scope_first = six
         self.scope_of = scope_of
-        self.leaves = leaves
+        # Leaves repeat (the same leaf in every block): the steps after this one (op
+        # series, the page's labels) work per distinct leaf, on these codes.
+        self.leaf_list, _, self.leaf_code = string_codes(leaves)
+        del leaves
         # A name the regex matches is ASCII digits, maybe with a final newline (so has no
         # "/", and is at the root; a renamed one is shown with "/").
         if any(map(_ARRAY_INDEX_RE.match, filterfalse(renamed.__contains__, chain(
@@ -644,8 +647,11 @@ class _Columns:
             return
         names = self.names
         # Leaves repeat (the same leaf in every block): split once per distinct one.
-        distinct, _, leaf = string_codes(self.leaves if js.size == n
-                                          else _take(self.leaves, js))
+        if js.size == n:
+            distinct, leaf = self.leaf_list, self.leaf_code
+        else:
+            used, leaf = _first_order(self.leaf_code[js])
+            distinct = _take(self.leaf_list, used)
         pre, ids, prefix_of = series_keys(distinct)
         pre, ids = pre[leaf], ids[leaf]
         parent = self.op_parent[js]
@@ -1754,8 +1760,9 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     universe: dict[str, int] = dict(c.strings)
     # Labels numbered in op order (as one setdefault per op would), then group labels
     # in group order.
-    _intern_all(universe, c.leaves)
-    op_label = np.fromiter(map(universe.__getitem__, c.leaves), np.int64, n)
+    _intern_all(universe, c.leaf_list)
+    op_label = np.fromiter(map(universe.__getitem__, c.leaf_list), np.int64,
+                           len(c.leaf_list))[c.leaf_code]
     grp_labels = list(map(itemgetter(2), map(str.rpartition, c.gnames, repeat("/"))))
     _intern_all(universe, grp_labels)
     grp_label = np.fromiter(map(universe.__getitem__, grp_labels), np.int64, G)
