@@ -37,10 +37,10 @@ suffix too long for int64.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain, count, filterfalse, pairwise, repeat
 from operator import attrgetter, itemgetter, methodcaller
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -586,18 +586,18 @@ class _Columns:
         np.maximum.at(depth, pg, height)
         self.card = list(card.tolist())
         self.depth = list(depth.tolist())
-        self.hist = key_histograms(pg, po, self.types[po], G)
+        self.hist = _histograms(pg, po, self.types[po], G)
         # Devices are few: most (group, op) rows collapse into one per (group, device).
         self.dhist = self._subtree_histogram(self.devices, g_parent, G)
 
     def _subtree_histogram(self, key: np.ndarray, g_parent: np.ndarray, G: int,
-                           ) -> list[list[tuple[int, int]]]:
+                           ) -> _Histograms:
         """``key_histograms`` of every group over the ops under it with a key (>= 0): the
         ops counted per (op's group, key) first, then those rows for every group above:
         fewer rows than one per (group, op under it) where keys repeat within groups."""
         has = np.flatnonzero(key >= 0)
         if not has.size:
-            return [[] for _ in range(G)]
+            return _histograms(has, has, has, G)
         rg, rk, rc, rf = _key_runs(self.op_parent[has], has, key[has], None)
         up_g, up_k, up_c, up_f = [rg], [rk], [rc], [rf]
         cur = g_parent[rg]
@@ -608,8 +608,8 @@ class _Columns:
             up_c.append(rc)
             up_f.append(rf)
             cur = g_parent[cur]
-        return key_histograms(np.concatenate(up_g), np.concatenate(up_f),
-                               np.concatenate(up_k), G, np.concatenate(up_c))
+        return _histograms(np.concatenate(up_g), np.concatenate(up_f),
+                           np.concatenate(up_k), G, np.concatenate(up_c))
 
     def _taken(self) -> set[str]:
         """The names of the ops and groups that a series name could equal: those holding
@@ -1475,20 +1475,21 @@ def key_histograms(pg: np.ndarray, po: np.ndarray, key: np.ndarray, G: int,
     """Per group, (key, count) in order of the key's first op: a dict filled op by
     op, as ``add_nodes`` does. Rows (group ``pg``, op ``po``, ``key``), each counting
     1 or ``count`` (then ``po`` is the first op the row stands for)."""
+    return list(_histograms(pg, po, key, G, count))
+
+
+def _histograms(pg: np.ndarray, po: np.ndarray, key: np.ndarray, G: int,
+                count: np.ndarray | None = None) -> _Histograms:
+    """``key_histograms`` as arrays: a group's list is made when it is read."""
     if not pg.size:
-        return [[] for _ in range(G)]
+        return _Histograms(np.zeros((0, 2), np.int64), np.zeros(G + 1, np.int64))
     grp, keys, counts, first_op = _key_runs(pg, po, key, count)
     n = int(po.max()) + 1
     o2 = np.argsort(grp * n + first_op)  # distinct: an op has one key
-    k, v = keys[o2], counts[o2]
-    pairs = list(zip(k.tolist(), v.tolist(), strict=True))
-    flat = np.stack([k, v], axis=1)
     # grp[o2] ascends: each group's pairs are one slice of them.
     start = np.zeros(G + 1, np.int64)
     np.cumsum(np.bincount(grp, minlength=G), out=start[1:])
-    ends = start[1:].tolist()
-    return _Histograms(map(pairs.__getitem__, map(slice, [0, *ends[:-1]], ends)),
-                       (flat, start))
+    return _Histograms(np.stack([keys[o2], counts[o2]], axis=1), start)
 
 
 def series_keys(leaves: list[str]) -> tuple[np.ndarray, np.ndarray, list[tuple[str, str]]]:
@@ -1700,19 +1701,57 @@ def _intern_all(table: dict[Any, int], keys: Iterable[Any]) -> None:
     table.update(zip(filterfalse(table.__contains__, keys), count(len(table))))
 
 
-class _Histograms(list[list[tuple[int, int]]]):
-    """``key_histograms``' lists, with the same pairs as arrays (``flat``: the pairs of
-    the first lists, as ``_flat_pairs`` gives them), so that ``_flat_pairs`` does not
-    walk a million tuples to make them again. Those lists are final once made: a list
-    appended later (a series made after the histograms) is flattened on its own."""
+class _Histograms(Sequence[list[tuple[int, int]]]):
+    """Per group, its (key, count) pairs: the first groups' kept as arrays (``flat``: the
+    pairs as ``_flat_pairs`` gives them, and each group's start), each one's list made
+    when it is read (at a million ops, a list of tuples per group costs more than the
+    steps that read them: the template signatures and series of groups read a few,
+    the page's columns the arrays). Those lists are final; a list appended later (a
+    series made after the histograms) is kept as it is."""
 
-    def __init__(self, lists: Iterable[list[tuple[int, int]]],
-                 flat: tuple[np.ndarray, np.ndarray]) -> None:
-        super().__init__(lists)
-        self.flat = flat
+    def __init__(self, pairs: np.ndarray, start: np.ndarray) -> None:
+        self.flat = (pairs, start)
+        self._n = start.size - 1
+        self._made: dict[int, list[tuple[int, int]]] = {}
+        self._more: list[list[tuple[int, int]]] = []
+
+    def __len__(self) -> int:
+        return self._n + len(self._more)
+
+    @overload
+    def __getitem__(self, g: int) -> list[tuple[int, int]]: ...
+
+    @overload
+    def __getitem__(self, g: slice) -> list[list[tuple[int, int]]]: ...
+
+    def __getitem__(self, g: int | slice) -> Any:
+        if isinstance(g, slice):
+            return [self[i] for i in range(*g.indices(len(self)))]
+        if g < 0:
+            g += len(self)
+        if g >= self._n:
+            return self._more[g - self._n]
+        got = self._made.get(g)
+        if got is None:
+            pairs, start = self.flat
+            a, b = int(start[g]), int(start[g + 1])
+            got = self._made[g] = list(zip(pairs[a:b, 0].tolist(), pairs[a:b, 1].tolist(),
+                                           strict=True))
+        return got
+
+    def __setitem__(self, g: int, value: list[tuple[int, int]]) -> None:
+        if not self._n <= g < len(self):
+            raise IndexError(f"_Histograms: only an appended list can be set, not {g}")
+        self._more[g - self._n] = value
+
+    def __iter__(self) -> Iterator[list[tuple[int, int]]]:
+        return map(self.__getitem__, range(len(self)))
+
+    def append(self, value: list[tuple[int, int]]) -> None:
+        self._more.append(value)
 
 
-def _flat_pairs(lists: list[list[tuple[int, int]]]) -> tuple[np.ndarray, np.ndarray]:
+def _flat_pairs(lists: Sequence[list[tuple[int, int]]]) -> tuple[np.ndarray, np.ndarray]:
     """Lists of integer pairs as one (pairs, 2) array, and each list's start in it (one
     more start than lists: the end)."""
     known = getattr(lists, "flat", None)
