@@ -20,9 +20,11 @@ scope and leaf by C string methods mapped over all names; the scopes are numbere
 their first op once (the hierarchy's groups are made from that), and the names that are
 also scopes found by one lookup per distinct scope. Series leaves are split into stem and
 number once per distinct leaf, by one scan of their UTF-8 bytes. Python loops remain
-per input that names an embedded node, per leaf with a digit inside, per embedding, and
+per input that names an embedded node with inputs, per leaf with a digit inside, and
 otherwise only where the work is per *distinct* thing (scopes, op types, shapes, template
 codes of the groups that share a signature, the few groups that can have a side panel).
+Embeddings are columns (host op, side, source node), objects only for a side panel; the
+op-type and device histograms are arrays, a group's list made when a step reads it.
 
 It applies every rule of the object pipeline (``normalize``, ``hierarchy``, ``series``,
 ``templates``, ``extraction``) for the graphs it accepts; for the rest

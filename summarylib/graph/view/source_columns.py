@@ -8,11 +8,12 @@ inputs of every node as TensorBoard collapses them (``normalize._collapse``: ``^
 control input, ``x:k`` selects output ``k``, an input naming the previous input's node is
 dropped), flattened into one list with per-node offsets.
 
-An IR graph is read field by field over all nodes (one list per field, the inputs
-flattened, only the inputs with a ``:`` or ``^`` parsed one by one, the collapse a
-comparison of neighbours), and its display records are made once per distinct (attribute
-names and values, output shapes and dtypes), the nodes grouped by numpy over codes of
-those fields (``equal_runs``). A node with a field of the wrong type, or
+An IR graph is read field by field, 1,024 nodes at a time (one list per field, the
+inputs flattened, only the inputs with a ``:`` or ``^`` parsed one by one, the collapse a
+comparison of neighbours; each pass after a round's first finds that round's objects in
+the cache), and its display records are made once per distinct (attribute names and
+values, output shapes and dtypes), the nodes grouped by numpy over codes of those fields
+(``equal_runs``). A node with a field of the wrong type, or
 attributes or outputs that are not a mapping and ``TensorSpec`` objects, sends the whole
 graph through the record-per-node reader, which raises ``build_view``'s error for it. A
 serialized GraphDef is read from its wire format into the same columns: the nodes found
