@@ -39,9 +39,9 @@ suffix too long for int64.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain, count, filterfalse, pairwise, repeat
-from operator import attrgetter, itemgetter, methodcaller
+from operator import attrgetter, eq, itemgetter, methodcaller
 from typing import Any, overload
 
 import numpy as np
@@ -118,6 +118,75 @@ def source_to_page_data(source: Any, options: ViewOptions | Mapping[str, Any] | 
             return _Columns(source, opts, serialized).page_data(level)
         except Declined:
             return None
+
+
+class _NameIndex:
+    """The position of each of a list of distinct names, found without a dict: their
+    string hashes (cached in the strings) sorted with numpy, one search per key, and the
+    name found compared with the key. At a million names, a dict is a 40 MB table that
+    every insertion and lookup reaches at random; the sorted hashes take 8 MB, and a key
+    that is one of the names' own string objects (an IR graph built in Python names its
+    inputs with its nodes' strings) is found by its id, without touching the string."""
+
+    def __init__(self, names: list[str], hashes: np.ndarray) -> None:
+        self.names = names
+        self.order = np.argsort(hashes)
+        self.hashes = hashes[self.order]
+        self._by_id: tuple[np.ndarray, np.ndarray] | None = None
+
+    @classmethod
+    def of(cls, names: list[str]) -> _NameIndex | None:
+        """The index of ``names``, or None when two of them have one hash (a name given
+        twice, or a collision) or a name is not exactly a ``str``."""
+        if not names or set(map(type, names)) != {str}:
+            return None
+        index = cls(names, np.fromiter(map(hash, names), np.int64, len(names)))
+        if (index.hashes[1:] == index.hashes[:-1]).any():
+            return None
+        return index
+
+    def get(self, key: str) -> int | None:
+        """The position of the name equal to ``key``, or None (``dict.get``)."""
+        found = int(self.lookup([key])[0])
+        return None if found < 0 else found
+
+    def lookup(self, keys: list[str]) -> np.ndarray:
+        """Per key, the position of the name equal to it, or -1."""
+        m = len(keys)
+        out = np.full(m, -1, np.int64)
+        if not m:
+            return out
+        rest = np.arange(m)
+        if m >= 64:
+            # Keys that are the names' own objects, when most are (a sample tells).
+            sample = keys[::m // 32]
+            got = self._by_hash(sample)
+            if 2 * sum(p >= 0 and self.names[p] is k for k, p in zip(
+                    sample, got.tolist(), strict=True)) >= len(sample):
+                if self._by_id is None:
+                    ids = np.fromiter(map(id, self.names), np.int64, len(self.names))
+                    order = np.argsort(ids)
+                    self._by_id = (ids[order], order)
+                ids, order = self._by_id
+                key_ids = np.fromiter(map(id, keys), np.int64, m)
+                at = np.minimum(np.searchsorted(ids, key_ids), ids.size - 1)
+                hit = ids[at] == key_ids
+                out[hit] = order[at[hit]]
+                rest = np.flatnonzero(~hit)
+        if rest.size:
+            out[rest] = self._by_hash(keys if rest.size == m else _take(keys, rest))
+        return out
+
+    def _by_hash(self, keys: list[str]) -> np.ndarray:
+        q = np.fromiter(map(hash, keys), np.int64, len(keys))
+        at = np.minimum(np.searchsorted(self.hashes, q), self.hashes.size - 1)
+        cand = np.flatnonzero(self.hashes[at] == q)
+        pos = self.order[at[cand]]
+        same = np.fromiter(map(eq, _take(keys, cand), _take(self.names, pos)), bool,
+                           cand.size)
+        out = np.full(len(keys), -1, np.int64)
+        out[cand[same]] = pos[same]
+        return out
 
 
 def string_codes(values: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -273,26 +342,37 @@ class _Columns:
             rec_shape[r] = si
             if x is not None:
                 xla_rec[r] = x
-        # Every node by name (one dict for ops and embedded nodes: an input is looked up
-        # once). Names repeat only where some are declined or embedded nodes share one:
-        # then the ops' names are checked, and the last embedded node of a name wins
-        # (per kind: ``in_exact``, as in a dict), hidden nodes left out.
-        pos_of = dict(zip(all_names, count()))
+        # Every node by name (one index for ops and embedded nodes: an input is looked up
+        # once): the names' hashes sorted, where every name is distinct; else a dict.
         in_exact: dict[str, int] | None = None
-        if len(pos_of) != N:
-            index = dict(zip(names, reg.tolist(), strict=True))
-            if len(index) != n:
-                raise Declined  # duplicate names
-            emb = np.flatnonzero(kinds >= 2)
-            emb_names = _take(all_names, emb)
-            if not index.keys().isdisjoint(emb_names):
-                raise Declined  # an embedded node named like an op
-            pos_of = dict(zip(emb_names, emb.tolist(), strict=True))
-            pos_of.update(index)
-            del index
-            in_at = np.flatnonzero(kinds == 2)
-            in_exact = dict(zip(_take(all_names, in_at), in_at.tolist(), strict=True))
-        pos_get = pos_of.get
+        by_hash = _NameIndex.of(all_names)
+        pos_get: Callable[[str], int | None]
+        lookup: Callable[[list[str]], np.ndarray]
+        if by_hash is not None:
+            pos_get, lookup = by_hash.get, by_hash.lookup
+        else:
+            # A name given twice (or two names of one hash): a dict. Where some nodes
+            # share a name, the ops' names are checked, and the last embedded node of a
+            # name wins (per kind: ``in_exact``, as in a dict), hidden nodes left out.
+            pos_of = dict(zip(all_names, count()))
+            if len(pos_of) != N:
+                index = dict(zip(names, reg.tolist(), strict=True))
+                if len(index) != n:
+                    raise Declined  # duplicate names
+                emb = np.flatnonzero(kinds >= 2)
+                emb_names = _take(all_names, emb)
+                if not index.keys().isdisjoint(emb_names):
+                    raise Declined  # an embedded node named like an op
+                pos_of = dict(zip(emb_names, emb.tolist(), strict=True))
+                pos_of.update(index)
+                del index
+                in_at = np.flatnonzero(kinds == 2)
+                in_exact = dict(zip(_take(all_names, in_at), in_at.tolist(), strict=True))
+            pos_get = pos_of.get
+
+            def lookup(keys: list[str]) -> np.ndarray:
+                return np.fromiter(map(pos_of.get, keys, repeat(-1)), np.int64, len(keys))
+        del by_hash
 
         def orig_get(name: str) -> int | None:
             # The op (regular index) named ``name``, or None.
@@ -325,7 +405,7 @@ class _Columns:
         scope_list = list(scope_at)
         if root is not None:
             scope_list.remove("")
-        hp = np.fromiter(map(pos_get, scope_list, repeat(-1)), np.int64, len(scope_list))
+        hp = lookup(scope_list)
         named = np.flatnonzero(hp >= 0)
         hk = kinds[hp[named]]
         reg_x = named[hk == 0]
@@ -346,7 +426,7 @@ class _Columns:
                     continue
                 renamed[e] = strict_name(e)
         shown_all = list(renamed.values())
-        sp = np.fromiter(map(pos_get, shown_all, repeat(-1)), np.int64, len(shown_all))
+        sp = lookup(shown_all)
         if any(map(scope_at.__contains__, shown_all)) or (kinds[sp[sp >= 0]] == 0).any():
             raise Declined  # normalize._resolve_conflicts
         # The renamed ops by their shown names: with the original names, the index of
@@ -427,8 +507,7 @@ class _Columns:
                 flag[(self.types[dst] == ref_t) & (rank == i)] |= 2
         # Looked up over every input (fewer objects than gathering the ops' input names
         # first); the names themselves only for the inputs that name no op.
-        found = np.fromiter(map(pos_get, cols.in_name, repeat(-1)), np.int64,
-                            len(cols.in_name))[at]
+        found = lookup(cols.in_name)[at]
         fkind = np.where(found >= 0, kinds[found], -1)
         src = np.where(fkind == 0, reg_of[found], -1)
         # The rest: embedded nodes (their edges replace the input's), renamed names, and
