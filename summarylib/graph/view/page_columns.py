@@ -13,9 +13,11 @@ first occurrences in breadth-first order. The source is read once, into columns
 (``source_columns``): a serialized GraphDef from its wire format, an IR graph field by
 field over all nodes. Op types and devices become codes (one dict lookup per node), so
 kinds, type and device ids and the string table's first uses are numpy work per distinct
-string. One dict holds every node by name: inputs are resolved by one ``dict.get`` mapped
-over all of them (an op, an embedded node or nothing), and only those naming an embedded
-node with inputs, a summary or no op are looked at one by one. Names are split into
+string. One index holds every node by name (``_NameIndex``: the names' string hashes
+sorted, a key found by one search; a key that is a name's own string object by its id):
+inputs are resolved over all of them at once (an op, an embedded node or nothing), and
+only those naming an embedded node with inputs, a summary or no op are looked at one by
+one. Names are split into
 scope and leaf by C string methods mapped over all names; the scopes are numbered by
 their first op once (the hierarchy's groups are made from that), and the names that are
 also scopes found by one lookup per distinct scope. Series leaves are split into stem and
