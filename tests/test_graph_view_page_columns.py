@@ -266,3 +266,23 @@ def test_embedded_nodes_sharing_a_name_are_not_declined() -> None:
     page = source_to_page_data(source, opts)
     assert page is not None
     assert page == view_to_page_data(build_view(source, opts))
+
+
+def test_inputs_that_are_the_names_own_strings_or_equal_copies_give_one_page() -> None:
+    # The names are found by their sorted hashes, and inputs that are the nodes' own name
+    # strings (as a graph built in Python has them) by identity when most are: a copy
+    # whose inputs are equal strings but other objects takes the other way, and both
+    # give the view's page.
+    g = gm.synthetic_graph(3, 4)
+
+    def fresh(s: str) -> str:
+        return "".join(list(s))  # equal, another object (one character: the same)
+
+    copy = Graph([Node(n.name, n.op, [fresh(i) for i in n.inputs],
+                       [fresh(c) for c in n.control_inputs], n.attrs, n.outputs, n.device)
+                  for n in g.nodes])
+    assert sum(i is not j for a, b in zip(g.nodes, copy.nodes, strict=True)
+               for i, j in zip(a.inputs, b.inputs, strict=True)) > 100
+    page = source_to_page_data(g)
+    assert page is not None
+    assert page == source_to_page_data(copy) == view_to_page_data(build_view(g))

@@ -13,16 +13,20 @@ first occurrences in breadth-first order. The source is read once, into columns
 (``source_columns``): a serialized GraphDef from its wire format, an IR graph field by
 field over all nodes. Op types and devices become codes (one dict lookup per node), so
 kinds, type and device ids and the string table's first uses are numpy work per distinct
-string. One dict holds every node by name: inputs are resolved by one ``dict.get`` mapped
-over all of them (an op, an embedded node or nothing), and only those naming an embedded
-node with inputs, a summary or no op are looked at one by one. Names are split into
+string. One index holds every node by name (``_NameIndex``: the names' string hashes
+sorted, a key found by one search; a key that is a name's own string object by its id):
+inputs are resolved over all of them at once (an op, an embedded node or nothing), and
+only those naming an embedded node with inputs, a summary or no op are looked at one by
+one. Names are split into
 scope and leaf by C string methods mapped over all names; the scopes are numbered by
 their first op once (the hierarchy's groups are made from that), and the names that are
 also scopes found by one lookup per distinct scope. Series leaves are split into stem and
 number once per distinct leaf, by one scan of their UTF-8 bytes. Python loops remain
-per input that names an embedded node, per leaf with a digit inside, per embedding, and
+per input that names an embedded node with inputs, per leaf with a digit inside, and
 otherwise only where the work is per *distinct* thing (scopes, op types, shapes, template
 codes of the groups that share a signature, the few groups that can have a side panel).
+Embeddings are columns (host op, side, source node), objects only for a side panel; the
+op-type and device histograms are arrays, a group's list made when a step reads it.
 
 It applies every rule of the object pipeline (``normalize``, ``hierarchy``, ``series``,
 ``templates``, ``extraction``) for the graphs it accepts; for the rest
@@ -37,10 +41,10 @@ suffix too long for int64.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain, count, filterfalse, pairwise, repeat
-from operator import attrgetter, itemgetter, methodcaller
-from typing import Any
+from operator import attrgetter, eq, itemgetter, methodcaller
+from typing import Any, overload
 
 import numpy as np
 
@@ -118,15 +122,73 @@ def source_to_page_data(source: Any, options: ViewOptions | Mapping[str, Any] | 
             return None
 
 
-def _embeddings(cols: SourceColumns, idx: np.ndarray, renamed: dict[str, str]
-                ) -> list[Embedding]:
-    """The embeddings of source nodes ``idx`` (one new object each, as the view makes one
-    per use): shown name, op type and a copy of the output shapes."""
-    names = _take(cols.names, idx)
-    shown = list(map(renamed.get, names, names)) if renamed else names
-    by_record = list(map(itemgetter(1), cols.records))
-    shapes = list(map(list, _take(by_record, cols.rec[idx])))
-    return list(map(Embedding, shown, _take(cols.ops, idx), shapes))
+class _NameIndex:
+    """The position of each of a list of distinct names, found without a dict: their
+    string hashes (cached in the strings) sorted with numpy, one search per key, and the
+    name found compared with the key. At a million names, a dict is a 40 MB table that
+    every insertion and lookup reaches at random; the sorted hashes take 8 MB, and a key
+    that is one of the names' own string objects (an IR graph built in Python names its
+    inputs with its nodes' strings) is found by its id, without touching the string."""
+
+    def __init__(self, names: list[str], hashes: np.ndarray) -> None:
+        self.names = names
+        self.order = np.argsort(hashes)
+        self.hashes = hashes[self.order]
+        self._by_id: tuple[np.ndarray, np.ndarray] | None = None
+
+    @classmethod
+    def of(cls, names: list[str]) -> _NameIndex | None:
+        """The index of ``names``, or None when two of them have one hash (a name given
+        twice, or a collision) or a name is not exactly a ``str``."""
+        if not names or set(map(type, names)) != {str}:
+            return None
+        index = cls(names, np.fromiter(map(hash, names), np.int64, len(names)))
+        if (index.hashes[1:] == index.hashes[:-1]).any():
+            return None
+        return index
+
+    def get(self, key: str) -> int | None:
+        """The position of the name equal to ``key``, or None (``dict.get``)."""
+        found = int(self.lookup([key])[0])
+        return None if found < 0 else found
+
+    def lookup(self, keys: list[str]) -> np.ndarray:
+        """Per key, the position of the name equal to it, or -1."""
+        m = len(keys)
+        out = np.full(m, -1, np.int64)
+        if not m:
+            return out
+        rest = np.arange(m)
+        if m >= 64:
+            # Keys that are the names' own objects, when most are (a sample tells).
+            sample = keys[::m // 32]
+            got = self._by_hash(sample)
+            if 2 * sum(p >= 0 and self.names[p] is k for k, p in zip(
+                    sample, got.tolist(), strict=True)) >= len(sample):
+                if self._by_id is None:
+                    ids = np.fromiter(map(id, self.names), np.int64, len(self.names))
+                    order = np.argsort(ids)
+                    self._by_id = (ids[order], order)
+                ids, order = self._by_id
+                key_ids = np.fromiter(map(id, keys), np.int64, m)
+                at = np.minimum(np.searchsorted(ids, key_ids), ids.size - 1)
+                hit = ids[at] == key_ids
+                out[hit] = order[at[hit]]
+                rest = np.flatnonzero(~hit)
+        if rest.size:
+            out[rest] = self._by_hash(keys if rest.size == m else _take(keys, rest))
+        return out
+
+    def _by_hash(self, keys: list[str]) -> np.ndarray:
+        q = np.fromiter(map(hash, keys), np.int64, len(keys))
+        at = np.minimum(np.searchsorted(self.hashes, q), self.hashes.size - 1)
+        cand = np.flatnonzero(self.hashes[at] == q)
+        pos = self.order[at[cand]]
+        same = np.fromiter(map(eq, _take(keys, cand), _take(self.names, pos)), bool,
+                           cand.size)
+        out = np.full(len(keys), -1, np.int64)
+        out[cand[same]] = pos[same]
+        return out
 
 
 def string_codes(values: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -282,26 +344,37 @@ class _Columns:
             rec_shape[r] = si
             if x is not None:
                 xla_rec[r] = x
-        # Every node by name (one dict for ops and embedded nodes: an input is looked up
-        # once). Names repeat only where some are declined or embedded nodes share one:
-        # then the ops' names are checked, and the last embedded node of a name wins
-        # (per kind: ``in_exact``, as in a dict), hidden nodes left out.
-        pos_of = dict(zip(all_names, count()))
+        # Every node by name (one index for ops and embedded nodes: an input is looked up
+        # once): the names' hashes sorted, where every name is distinct; else a dict.
         in_exact: dict[str, int] | None = None
-        if len(pos_of) != N:
-            index = dict(zip(names, reg.tolist(), strict=True))
-            if len(index) != n:
-                raise Declined  # duplicate names
-            emb = np.flatnonzero(kinds >= 2)
-            emb_names = _take(all_names, emb)
-            if not index.keys().isdisjoint(emb_names):
-                raise Declined  # an embedded node named like an op
-            pos_of = dict(zip(emb_names, emb.tolist(), strict=True))
-            pos_of.update(index)
-            del index
-            in_at = np.flatnonzero(kinds == 2)
-            in_exact = dict(zip(_take(all_names, in_at), in_at.tolist(), strict=True))
-        pos_get = pos_of.get
+        by_hash = _NameIndex.of(all_names)
+        pos_get: Callable[[str], int | None]
+        lookup: Callable[[list[str]], np.ndarray]
+        if by_hash is not None:
+            pos_get, lookup = by_hash.get, by_hash.lookup
+        else:
+            # A name given twice (or two names of one hash): a dict. Where some nodes
+            # share a name, the ops' names are checked, and the last embedded node of a
+            # name wins (per kind: ``in_exact``, as in a dict), hidden nodes left out.
+            pos_of = dict(zip(all_names, count()))
+            if len(pos_of) != N:
+                index = dict(zip(names, reg.tolist(), strict=True))
+                if len(index) != n:
+                    raise Declined  # duplicate names
+                emb = np.flatnonzero(kinds >= 2)
+                emb_names = _take(all_names, emb)
+                if not index.keys().isdisjoint(emb_names):
+                    raise Declined  # an embedded node named like an op
+                pos_of = dict(zip(emb_names, emb.tolist(), strict=True))
+                pos_of.update(index)
+                del index
+                in_at = np.flatnonzero(kinds == 2)
+                in_exact = dict(zip(_take(all_names, in_at), in_at.tolist(), strict=True))
+            pos_get = pos_of.get
+
+            def lookup(keys: list[str]) -> np.ndarray:
+                return np.fromiter(map(pos_of.get, keys, repeat(-1)), np.int64, len(keys))
+        del by_hash
 
         def orig_get(name: str) -> int | None:
             # The op (regular index) named ``name``, or None.
@@ -334,7 +407,7 @@ class _Columns:
         scope_list = list(scope_at)
         if root is not None:
             scope_list.remove("")
-        hp = np.fromiter(map(pos_get, scope_list, repeat(-1)), np.int64, len(scope_list))
+        hp = lookup(scope_list)
         named = np.flatnonzero(hp >= 0)
         hk = kinds[hp[named]]
         reg_x = named[hk == 0]
@@ -355,7 +428,7 @@ class _Columns:
                     continue
                 renamed[e] = strict_name(e)
         shown_all = list(renamed.values())
-        sp = np.fromiter(map(pos_get, shown_all, repeat(-1)), np.int64, len(shown_all))
+        sp = lookup(shown_all)
         if any(map(scope_at.__contains__, shown_all)) or (kinds[sp[sp >= 0]] == 0).any():
             raise Declined  # normalize._resolve_conflicts
         # The renamed ops by their shown names: with the original names, the index of
@@ -381,7 +454,10 @@ class _Columns:
         #: Each op's scope by its first op (the op that makes the scope's group).
         self.scope_first = six
         self.scope_of = scope_of
-        self.leaves = leaves
+        # Leaves repeat (the same leaf in every block): the steps after this one (op
+        # series, the page's labels) work per distinct leaf, on these codes.
+        self.leaf_list, _, self.leaf_code = string_codes(leaves)
+        del leaves
         # A name the regex matches is ASCII digits, maybe with a final newline (so has no
         # "/", and is at the root; a renamed one is shown with "/").
         if any(map(_ARRAY_INDEX_RE.match, filterfalse(renamed.__contains__, chain(
@@ -401,10 +477,6 @@ class _Columns:
             xj = np.flatnonzero(np.isin(rec, np.fromiter(xla_rec, np.int64, len(xla_rec))))
             self.xla = dict(zip(xj.tolist(), map(xla_rec.__getitem__, rec[xj].tolist()),
                                 strict=True))
-
-        def embedding(i: int) -> Embedding:
-            name = all_names[i]
-            return Embedding(rn(name, name), cols.ops[i], list(records[cols.rec[i]][1]))
 
         new_get = shown_index.get
 
@@ -437,13 +509,14 @@ class _Columns:
                 flag[(self.types[dst] == ref_t) & (rank == i)] |= 2
         # Looked up over every input (fewer objects than gathering the ops' input names
         # first); the names themselves only for the inputs that name no op.
-        found = np.fromiter(map(pos_get, cols.in_name, repeat(-1)), np.int64,
-                            len(cols.in_name))[at]
+        found = lookup(cols.in_name)[at]
         fkind = np.where(found >= 0, kinds[found], -1)
         src = np.where(fkind == 0, reg_of[found], -1)
         # The rest: embedded nodes (their edges replace the input's), renamed names, and
         # names of no op, one by one; each input's edges keep its place.
-        embs: dict[int, list[list[Any]]] = {}
+        # Embeddings as columns (host op, side: 0 in, 1 out; source node), not objects:
+        # only the few that a side panel shows become objects (``embeddings_of``).
+        ein_host = ein_src = np.zeros(0, np.int64)
         x_at: list[int] = []
         x_sub: list[int] = []
         x_src: list[int] = []
@@ -464,13 +537,7 @@ class _Columns:
             hit = e_in >= 0
             q_in, e_of = miss[hit], e_in[hit]
             miss = miss[~hit]
-            embs_get = embs.get
-            for j, em in zip(dst[q_in].tolist(), _embeddings(cols, e_of, renamed), strict=True):
-                lst = embs_get(j)
-                if lst is None:
-                    embs[j] = [[0, em]]
-                else:
-                    lst.append([0, em])
+            ein_host, ein_src = dst[q_in], e_of
             fed = np.flatnonzero(cols.in_start[e_of + 1] > cols.in_start[e_of])
             for q, emb in zip(q_in[fed].tolist(), e_of[fed].tolist(), strict=True):
                 j, fq = int(dst[q]), int(flag[q])
@@ -512,11 +579,22 @@ class _Columns:
             o = np.lexsort((sub, e_at))
             e_src, e_dst, e_slot, e_flag = e_src[o], e_dst[o], e_slot[o], e_flag[o]
         # Summaries reading an op: its out-embeddings, after its in-embeddings.
+        out_host: list[int] = []
+        out_src: list[int] = []
         for host, summaries in outs_of.items():
             at_host = orig_get(host)
             if at_host is not None:
-                embs.setdefault(at_host, []).extend([1, embedding(s)] for s in summaries)
-        self.embs = dict(sorted(embs.items()))
+                out_host.extend(repeat(at_host, len(summaries)))
+                out_src.extend(summaries)
+        e_host = np.r_[ein_host, np.array(out_host, np.int64)]
+        e_side = np.r_[np.zeros(ein_host.size, np.int64), np.ones(len(out_host), np.int64)]
+        e_from = np.r_[ein_src, np.array(out_src, np.int64)]
+        # By host; a host's in-embeddings (in input order) before its out-embeddings.
+        o = np.argsort(e_host, kind="stable")
+        self.emb_host, self.emb_side, self.emb_src = e_host[o], e_side[o], e_from[o]
+        self._source: SourceColumns = cols
+        self._op_code = op_code
+        self._op_list = op_list
         self.e_src = e_src
         self.e_dst = e_dst
         self.e_slot = e_slot
@@ -591,18 +669,18 @@ class _Columns:
         np.maximum.at(depth, pg, height)
         self.card = list(card.tolist())
         self.depth = list(depth.tolist())
-        self.hist = key_histograms(pg, po, self.types[po], G)
+        self.hist = _histograms(pg, po, self.types[po], G)
         # Devices are few: most (group, op) rows collapse into one per (group, device).
         self.dhist = self._subtree_histogram(self.devices, g_parent, G)
 
     def _subtree_histogram(self, key: np.ndarray, g_parent: np.ndarray, G: int,
-                           ) -> list[list[tuple[int, int]]]:
+                           ) -> _Histograms:
         """``key_histograms`` of every group over the ops under it with a key (>= 0): the
         ops counted per (op's group, key) first, then those rows for every group above:
         fewer rows than one per (group, op under it) where keys repeat within groups."""
         has = np.flatnonzero(key >= 0)
         if not has.size:
-            return [[] for _ in range(G)]
+            return _histograms(has, has, has, G)
         rg, rk, rc, rf = _key_runs(self.op_parent[has], has, key[has], None)
         up_g, up_k, up_c, up_f = [rg], [rk], [rc], [rf]
         cur = g_parent[rg]
@@ -613,8 +691,8 @@ class _Columns:
             up_c.append(rc)
             up_f.append(rf)
             cur = g_parent[cur]
-        return key_histograms(np.concatenate(up_g), np.concatenate(up_f),
-                               np.concatenate(up_k), G, np.concatenate(up_c))
+        return _histograms(np.concatenate(up_g), np.concatenate(up_f),
+                           np.concatenate(up_k), G, np.concatenate(up_c))
 
     def _taken(self) -> set[str]:
         """The names of the ops and groups that a series name could equal: those holding
@@ -652,8 +730,11 @@ class _Columns:
             return
         names = self.names
         # Leaves repeat (the same leaf in every block): split once per distinct one.
-        distinct, _, leaf = string_codes(self.leaves if js.size == n
-                                          else _take(self.leaves, js))
+        if js.size == n:
+            distinct, leaf = self.leaf_list, self.leaf_code
+        else:
+            used, leaf = _first_order(self.leaf_code[js])
+            distinct = _take(self.leaf_list, used)
         pre, ids, prefix_of = series_keys(distinct)
         pre, ids = pre[leaf], ids[leaf]
         parent = self.op_parent[js]
@@ -1384,12 +1465,7 @@ class _Columns:
         touched[me["v"]] = True
         touched[me["w"]] = True
         sides = np.zeros(n, np.int64)
-        if self.embs:
-            hosts = np.fromiter(self.embs, np.int64, len(self.embs))
-            per = np.fromiter(map(len, self.embs.values()), np.int64, hosts.size)
-            side = np.fromiter(map(itemgetter(0), chain.from_iterable(self.embs.values())),
-                               np.int64, int(per.sum()))
-            np.bitwise_or.at(sides, np.repeat(hosts, per), np.left_shift(1, side))
+        np.bitwise_or.at(sides, self.emb_host, np.left_shift(1, self.emb_side))
         lone = np.flatnonzero(((sides == 1) | (sides == 2)) & ~touched[:n])
         flag[parent[lone]] = True
         for g in self.me_override:
@@ -1434,7 +1510,7 @@ class _Columns:
             name = name_of(u)
             if u < n:
                 op = OpNode(name, strings[int(self.types[u])], parent=gname)
-                for flag, e in self.embs.get(u, ()):
+                for flag, e in self.embeddings_of(u):
                     (op.out_embeddings if flag else op.in_embeddings).append(e)
                 tree.nodes[name] = op
             else:
@@ -1454,6 +1530,19 @@ class _Columns:
             tree.metaedges[gname][key] = Metaedge(key[0], key[1], regular=f & 1)
         return extract_group(tree, node, set(), self.opts.auto_extract)
 
+    def embeddings_of(self, j: int) -> list[tuple[int, Embedding]]:
+        """Op ``j``'s embeddings as (side: 0 in, 1 out; a new object each, as the view
+        makes one per use: shown name, op type, a copy of the output shapes)."""
+        a, b = np.searchsorted(self.emb_host, [j, j + 1]).tolist()
+        cols, rn = self._source, self.renamed.get
+        out = []
+        for side, i in zip(self.emb_side[a:b].tolist(), self.emb_src[a:b].tolist(),
+                           strict=True):
+            name = cols.names[i]
+            out.append((side, Embedding(rn(name, name), cols.ops[i],
+                                        list(cols.records[int(cols.rec[i])][1]))))
+        return out
+
     # --- the page -------------------------------------------------------------------
 
     def page_data(self, level: int) -> dict[str, Any]:
@@ -1469,20 +1558,21 @@ def key_histograms(pg: np.ndarray, po: np.ndarray, key: np.ndarray, G: int,
     """Per group, (key, count) in order of the key's first op: a dict filled op by
     op, as ``add_nodes`` does. Rows (group ``pg``, op ``po``, ``key``), each counting
     1 or ``count`` (then ``po`` is the first op the row stands for)."""
+    return list(_histograms(pg, po, key, G, count))
+
+
+def _histograms(pg: np.ndarray, po: np.ndarray, key: np.ndarray, G: int,
+                count: np.ndarray | None = None) -> _Histograms:
+    """``key_histograms`` as arrays: a group's list is made when it is read."""
     if not pg.size:
-        return [[] for _ in range(G)]
+        return _Histograms(np.zeros((0, 2), np.int64), np.zeros(G + 1, np.int64))
     grp, keys, counts, first_op = _key_runs(pg, po, key, count)
     n = int(po.max()) + 1
     o2 = np.argsort(grp * n + first_op)  # distinct: an op has one key
-    k, v = keys[o2], counts[o2]
-    pairs = list(zip(k.tolist(), v.tolist(), strict=True))
-    flat = np.stack([k, v], axis=1)
     # grp[o2] ascends: each group's pairs are one slice of them.
     start = np.zeros(G + 1, np.int64)
     np.cumsum(np.bincount(grp, minlength=G), out=start[1:])
-    ends = start[1:].tolist()
-    return _Histograms(map(pairs.__getitem__, map(slice, [0, *ends[:-1]], ends)),
-                       (flat, start))
+    return _Histograms(np.stack([keys[o2], counts[o2]], axis=1), start)
 
 
 def series_keys(leaves: list[str]) -> tuple[np.ndarray, np.ndarray, list[tuple[str, str]]]:
@@ -1694,19 +1784,57 @@ def _intern_all(table: dict[Any, int], keys: Iterable[Any]) -> None:
     table.update(zip(filterfalse(table.__contains__, keys), count(len(table))))
 
 
-class _Histograms(list[list[tuple[int, int]]]):
-    """``key_histograms``' lists, with the same pairs as arrays (``flat``: the pairs of
-    the first lists, as ``_flat_pairs`` gives them), so that ``_flat_pairs`` does not
-    walk a million tuples to make them again. Those lists are final once made: a list
-    appended later (a series made after the histograms) is flattened on its own."""
+class _Histograms(Sequence[list[tuple[int, int]]]):
+    """Per group, its (key, count) pairs: the first groups' kept as arrays (``flat``: the
+    pairs as ``_flat_pairs`` gives them, and each group's start), each one's list made
+    when it is read (at a million ops, a list of tuples per group costs more than the
+    steps that read them: the template signatures and series of groups read a few,
+    the page's columns the arrays). Those lists are final; a list appended later (a
+    series made after the histograms) is kept as it is."""
 
-    def __init__(self, lists: Iterable[list[tuple[int, int]]],
-                 flat: tuple[np.ndarray, np.ndarray]) -> None:
-        super().__init__(lists)
-        self.flat = flat
+    def __init__(self, pairs: np.ndarray, start: np.ndarray) -> None:
+        self.flat = (pairs, start)
+        self._n = start.size - 1
+        self._made: dict[int, list[tuple[int, int]]] = {}
+        self._more: list[list[tuple[int, int]]] = []
+
+    def __len__(self) -> int:
+        return self._n + len(self._more)
+
+    @overload
+    def __getitem__(self, g: int) -> list[tuple[int, int]]: ...
+
+    @overload
+    def __getitem__(self, g: slice) -> list[list[tuple[int, int]]]: ...
+
+    def __getitem__(self, g: int | slice) -> Any:
+        if isinstance(g, slice):
+            return [self[i] for i in range(*g.indices(len(self)))]
+        if g < 0:
+            g += len(self)
+        if g >= self._n:
+            return self._more[g - self._n]
+        got = self._made.get(g)
+        if got is None:
+            pairs, start = self.flat
+            a, b = int(start[g]), int(start[g + 1])
+            got = self._made[g] = list(zip(pairs[a:b, 0].tolist(), pairs[a:b, 1].tolist(),
+                                           strict=True))
+        return got
+
+    def __setitem__(self, g: int, value: list[tuple[int, int]]) -> None:
+        if not self._n <= g < len(self):
+            raise IndexError(f"_Histograms: only an appended list can be set, not {g}")
+        self._more[g - self._n] = value
+
+    def __iter__(self) -> Iterator[list[tuple[int, int]]]:
+        return map(self.__getitem__, range(len(self)))
+
+    def append(self, value: list[tuple[int, int]]) -> None:
+        self._more.append(value)
 
 
-def _flat_pairs(lists: list[list[tuple[int, int]]]) -> tuple[np.ndarray, np.ndarray]:
+def _flat_pairs(lists: Sequence[list[tuple[int, int]]]) -> tuple[np.ndarray, np.ndarray]:
     """Lists of integer pairs as one (pairs, 2) array, and each list's start in it (one
     more start than lists: the end)."""
     known = getattr(lists, "flat", None)
@@ -1754,8 +1882,9 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     universe: dict[str, int] = dict(c.strings)
     # Labels numbered in op order (as one setdefault per op would), then group labels
     # in group order.
-    _intern_all(universe, c.leaves)
-    op_label = np.fromiter(map(universe.__getitem__, c.leaves), np.int64, n)
+    _intern_all(universe, c.leaf_list)
+    op_label = np.fromiter(map(universe.__getitem__, c.leaf_list), np.int64,
+                           len(c.leaf_list))[c.leaf_code]
     grp_labels = list(map(itemgetter(2), map(str.rpartition, c.gnames, repeat("/"))))
     _intern_all(universe, grp_labels)
     grp_label = np.fromiter(map(universe.__getitem__, grp_labels), np.int64, G)
@@ -1773,45 +1902,48 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
     # Embeddings, hosts in page order.
     # (host pos, flags, name, op, shapes) per embedding; the name is local (flag 2) when
     # it lies in the host's scope, which is when its own scope is the host's.
-    hosts = np.fromiter(c.embs, np.int64, len(c.embs))
-    hosts = hosts[np.argsort(op_pos[hosts], kind="stable")].tolist()
-    per_host = list(map(c.embs.__getitem__, hosts))
-    n_per = list(map(len, per_host))
-    flat = list(chain.from_iterable(per_host))
-    del per_host
-    embeds = list(map(itemgetter(1), flat))
-    e_names = list(map(attrgetter("name"), embeds))
-    n_emb = len(flat)
-    # Local: the host's scope is not empty and is the name's own scope (before its last
-    # "/"). Then the name is shown from after that "/" on.
-    e_parts = list(map(str.rpartition, e_names, repeat("/")))
-    scopes = list(map(c.scope_of.__getitem__, hosts))
-    local = np.fromiter(map(str.__eq__, map(itemgetter(0), e_parts),
-                            chain.from_iterable(map(repeat, scopes, n_per))), bool, n_emb)
-    local &= np.repeat(np.fromiter(map(bool, scopes), bool, len(hosts)), n_per)
-    # (Picked with object arrays: pointer copies, whichever side most names are on.)
-    e_shown: list[str] = np.where(local, np.array(list(map(itemgetter(2), e_parts)), object),
-                                  np.array(e_names, object)).tolist() if n_emb else []
-    del e_parts
-    emb = np.empty((len(flat), 5), np.int64)
-    if flat:
-        emb[:, 0] = np.repeat(op_pos[np.array(hosts, np.int64)], n_per)
-        emb[:, 1] = np.fromiter(map(itemgetter(0), flat), np.int64, len(flat)) | (
-            local * 2)
-        e_ops = list(map(attrgetter("op"), embeds))
-        _intern_all(universe, chain(e_shown, e_ops))
-        e_shapes = list(map(tuple, map(attrgetter("shapes"), embeds)))
-        _intern_all(shape_u, e_shapes)
+    by_pos = np.argsort(op_pos[c.emb_host], kind="stable")  # a host's own order kept
+    e_host, e_src = c.emb_host[by_pos], c.emb_src[by_pos]
+    n_emb = e_src.size
+    emb = np.empty((n_emb, 5), np.int64)
+    if n_emb:
+        cols = c._source
+        e_names = _take(cols.names, e_src)
+        if c.renamed:
+            e_names = list(map(c.renamed.get, e_names, e_names))
+        # Local: the host's scope is not empty and is the name's own scope (before its
+        # last "/"). Then the name is shown from after that "/" on.
+        e_parts = list(map(str.rpartition, e_names, repeat("/")))
+        scopes = _take(c.scope_of, e_host)
+        local = np.fromiter(map(str.__eq__, map(itemgetter(0), e_parts), scopes), bool,
+                            n_emb)
+        local &= np.fromiter(map(bool, scopes), bool, n_emb)
+        # (Picked with object arrays: pointer copies, whichever side most names are on.)
+        e_shown: list[str] = np.where(local, np.array(list(map(itemgetter(2), e_parts)),
+                                                      object),
+                                      np.array(e_names, object)).tolist()
+        del e_parts, scopes, e_names
+        emb[:, 0] = op_pos[e_host]
+        emb[:, 1] = c.emb_side[by_pos] | (local * 2)
+        _intern_all(universe, e_shown)
         emb[:, 2] = np.fromiter(map(universe.__getitem__, e_shown), np.int64, n_emb)
-        emb[:, 3] = np.fromiter(map(universe.__getitem__, e_ops), np.int64, n_emb)
-        emb[:, 4] = np.fromiter(map(shape_u.__getitem__, e_shapes), np.int64, n_emb)
+        del e_shown, local
+        # Op types and shape lists: once per distinct op type and record.
+        t_used, t_inv = np.unique(c._op_code[e_src], return_inverse=True)
+        e_ops = _take(c._op_list, t_used)
+        _intern_all(universe, e_ops)
+        emb[:, 3] = np.array(list(map(universe.__getitem__, e_ops)), np.int64)[
+            t_inv.reshape(-1)]
+        r_used, r_inv = np.unique(cols.rec[e_src], return_inverse=True)
+        e_shapes = [tuple(cols.records[r][1]) for r in r_used.tolist()]
+        _intern_all(shape_u, e_shapes)
+        emb[:, 4] = np.array(list(map(shape_u.__getitem__, e_shapes)), np.int64)[
+            r_inv.reshape(-1)]
         del e_ops, e_shapes
-    del flat, embeds, e_names, scopes, local, e_shown
-    if emb.size:
         # Within a host: after its label, type and device (ranks 0-2), name then op.
-        k = np.arange(len(emb))
+        k = np.arange(n_emb)
         first = np.r_[0, np.flatnonzero(emb[1:, 0] != emb[:-1, 0]) + 1]
-        rank = k - np.repeat(first, np.diff(np.r_[first, len(emb)]))
+        rank = k - np.repeat(first, np.diff(np.r_[first, n_emb]))
         strings.add(emb[:, 0], 3 + 2 * rank, emb[:, 2])
         strings.add(emb[:, 0], 4 + 2 * rank, emb[:, 3])
         shapes_ev.add(emb[:, 0], 1 + rank, emb[:, 4])

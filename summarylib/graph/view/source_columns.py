@@ -8,11 +8,12 @@ inputs of every node as TensorBoard collapses them (``normalize._collapse``: ``^
 control input, ``x:k`` selects output ``k``, an input naming the previous input's node is
 dropped), flattened into one list with per-node offsets.
 
-An IR graph is read field by field over all nodes (one list per field, the inputs
-flattened, only the inputs with a ``:`` or ``^`` parsed one by one, the collapse a
-comparison of neighbours), and its display records are made once per distinct (attribute
-names and values, output shapes and dtypes), the nodes grouped by numpy over codes of
-those fields (``equal_runs``). A node with a field of the wrong type, or
+An IR graph is read field by field, 1,024 nodes at a time (one list per field, the
+inputs flattened, only the inputs with a ``:`` or ``^`` parsed one by one, the collapse a
+comparison of neighbours; each pass after a round's first finds that round's objects in
+the cache), and its display records are made once per distinct (attribute names and
+values, output shapes and dtypes), the nodes grouped by numpy over codes of those fields
+(``equal_runs``). A node with a field of the wrong type, or
 attributes or outputs that are not a mapping and ``TensorSpec`` objects, sends the whole
 graph through the record-per-node reader, which raises ``build_view``'s error for it. A
 serialized GraphDef is read from its wire format into the same columns: the nodes found
@@ -25,6 +26,7 @@ length-delimited) sends it to the field-by-field loop.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, count
@@ -114,7 +116,7 @@ def _take(values: Sequence[Any], idx: np.ndarray) -> list[Any]:
 _FIELDS = attrgetter("name", "op", "device", "inputs", "control_inputs", "attrs", "outputs")
 
 
-def _all_str(values: list[Any]) -> bool:
+def _all_str(values: Sequence[Any]) -> bool:
     return not values or set(map(type, values)) == {str}
 
 
@@ -136,6 +138,15 @@ def _attr_value_codes(values: list[Any]) -> np.ndarray:
     return codes[inv.reshape(-1)]
 
 
+def _object_codes(values: list[Any], ids: np.ndarray) -> np.ndarray:
+    """Per value (``ids``: the values' ids), a code equal where the values are equal:
+    one dict lookup per distinct object (ids made unique with numpy)."""
+    if not ids.size:
+        return ids
+    first, inv = np.unique(ids, return_index=True, return_inverse=True)[1:]
+    return _codes(_take(values, first))[inv.reshape(-1)]
+
+
 def _by_value_key(v: Any) -> tuple[type | None, Any]:
     """A value's record key: by value (with its type: 1 and True differ) where its text
     is a function of its value, else by identity (floats: 0.0 and -0.0 are equal but
@@ -143,7 +154,72 @@ def _by_value_key(v: Any) -> tuple[type | None, Any]:
     return (type(v), v) if type(v) in _BY_VALUE else (None, id(v))
 
 
-_SHAPE_DTYPE = attrgetter("shape", "dtype")
+_SHAPE = attrgetter("shape")
+_DTYPE = attrgetter("dtype")
+
+
+#: Nodes read per round by the IR reader (see ``_ir_columns``).
+_ROUND = 1024
+
+
+class _RecordKeys:
+    """What a node's display record depends on, gathered round by round: per node the
+    number of attributes and of outputs; per attribute a code of its name (the index of
+    the first equal name) and the value itself; per output a code of its (shape, dtype).
+    :meth:`groups` then groups the nodes as ``equal_runs.group_runs`` does."""
+
+    def __init__(self) -> None:
+        self.n_attr: list[np.ndarray] = []
+        self.n_out: list[np.ndarray] = []
+        self.name_codes: list[np.ndarray] = []
+        self.shape_ids: list[np.ndarray] = []
+        self.dtype_ids: list[np.ndarray] = []
+        self.values: list[Any] = []
+        # The objects are kept (the graph keeps them alive too): their ids stay unique.
+        self.shapes: list[Any] = []
+        self.dtypes: list[Any] = []
+        self._names: dict[Any, int] = {}
+        self._n_names = 0
+
+    def add(self, attrs: Sequence[Any], outputs: Sequence[Any]) -> None:
+        """The nodes' ``attrs`` and ``outputs``; TypeError or AttributeError for
+        attributes that are not a dict or outputs that are not TensorSpecs."""
+        k = len(attrs)
+        n_attr = np.fromiter(map(len, attrs), np.int64, k)
+        names = list(chain.from_iterable(attrs))
+        values = list(chain.from_iterable(map(dict.values, attrs)))
+        m = int(n_attr.sum())
+        if len(names) != m or len(values) != m:
+            raise TypeError("attrs: not a dict")
+        n_out = np.fromiter(map(len, outputs), np.int64, k)
+        flat = list(chain.from_iterable(outputs))
+        if len(flat) != int(n_out.sum()):
+            raise TypeError("outputs: not a list")
+        # Codes numbered by the index of the first equal entry over all rounds.
+        self.name_codes.append(np.fromiter(map(self._names.setdefault, names,
+                                               count(self._n_names)), np.int64, m))
+        self._n_names += m
+        # Each output's shape and dtype, by identity here (a graph shares most of them
+        # between nodes); by value once per distinct object in ``groups``.
+        shapes = list(map(_SHAPE, flat))
+        dtypes = list(map(_DTYPE, flat))
+        self.shape_ids.append(np.fromiter(map(id, shapes), np.int64, len(flat)))
+        self.dtype_ids.append(np.fromiter(map(id, dtypes), np.int64, len(flat)))
+        self.shapes.extend(shapes)
+        self.dtypes.extend(dtypes)
+        self.values.extend(values)
+        self.n_attr.append(n_attr)
+        self.n_out.append(n_out)
+
+    def groups(self) -> tuple[np.ndarray, np.ndarray]:
+        """(each node's group, numbered in order of first occurrence; the first node of
+        each group)."""
+        def cat(parts: list[np.ndarray]) -> np.ndarray:
+            return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        return group_runs([(cat(self.n_attr), [cat(self.name_codes),
+                                               _attr_value_codes(self.values)]),
+                           (cat(self.n_out), [_object_codes(self.shapes, cat(self.shape_ids)),
+                                              _object_codes(self.dtypes, cat(self.dtype_ids))])])
 
 
 def _record_groups(attrs: Sequence[Any], outputs: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -157,64 +233,77 @@ def _record_groups(attrs: Sequence[Any], outputs: Sequence[Any]) -> tuple[np.nda
     Each field is coded over all nodes at once (a dict lookup per attribute name, shape
     and dtype, an attribute value's key once per distinct object), and nodes are grouped
     by those codes with numpy (``equal_runs``)."""
-    n = len(attrs)
-    n_attr = np.fromiter(map(len, attrs), np.int64, n)
-    m = int(n_attr.sum())
-    names = list(chain.from_iterable(attrs))
-    values = list(chain.from_iterable(map(dict.values, attrs)))
-    if len(names) != m or len(values) != m:
-        raise TypeError("attrs: not a dict")
-    n_out = np.fromiter(map(len, outputs), np.int64, n)
-    flat = list(chain.from_iterable(outputs))
-    if len(flat) != int(n_out.sum()):
-        raise TypeError("outputs: not a list")
-    # One code per output for its (shape, dtype) pair: one visit of each TensorSpec.
-    runs = [(n_attr, [_codes(names), _attr_value_codes(values)]),
-            (n_out, [_codes(list(map(_SHAPE_DTYPE, flat)))])]
-    del names, values, flat
-    return group_runs(runs)
+    keys = _RecordKeys()
+    keys.add(attrs, outputs)
+    return keys.groups()
 
 
 def _ir_columns(nodes: list[Any]) -> SourceColumns | None:
     """The columns of IR nodes, or None when a node needs the per-node reader (a field
-    of another type: that reader raises the view's error, or reads what it can)."""
+    of another type: that reader raises the view's error, or reads what it can).
+
+    The nodes are read in rounds of ``_ROUND``: at a million nodes every visit of a
+    node's objects (the node, its lists, attribute dict, values and ``TensorSpec``s,
+    scattered in memory) is a cache miss, and the dozen passes over a round's fields
+    after the first find them in the cache. Per round: one pass over the nodes for
+    their fields, one list per field, the inputs flattened, only those with a ``:`` or
+    ``^`` parsed one by one, the collapse a comparison of neighbours; the display
+    records' keys coded (``_RecordKeys``), grouped once all rounds are read."""
     n = len(nodes)
     if not n:
         return None
-    # One pass over the nodes (at a million nodes, each visit of a node is a cache miss),
-    # then one list per field.
-    fields = list(map(_FIELDS, nodes))
-    names_t, ops_t, devices_t, data, ctl, attrs, outputs = zip(*fields, strict=True)
-    del fields
-    names, ops, devices = list(names_t), list(ops_t), list(devices_t)
-    del names_t, ops_t, devices_t
-    if not (_all_str(names) and _all_str(ops) and _all_str(devices)):
-        return None
-    try:
-        n_data = np.fromiter(map(len, data), np.int64, n)
-        n_ctl = np.fromiter(map(len, ctl), np.int64, n)
-        flat_d = list(chain.from_iterable(data))
-        # Few nodes have control inputs: only their lists are visited again.
-        flat_c = list(chain.from_iterable(_take(ctl, np.flatnonzero(n_ctl))))
-        del data, ctl
-        # Display records depend on the attributes and the outputs' shapes and dtypes.
-        rec, firsts = _record_groups(attrs, outputs)
-        # Which inputs need parsing; a non-string input raises TypeError here.
-        parse_d = [i for i, s in enumerate(flat_d) if ":" in s or s[:1] == "^"]
-        parse_c = [i for i, s in enumerate(flat_c) if ":" in s]
-    except (TypeError, AttributeError, OverflowError):
-        return None  # not lists of strings, a mapping and TensorSpecs
-    if (parse_d or parse_c) and not (_all_str(flat_d) and _all_str(flat_c)):
-        return None  # a str subclass, or bytes: the per-node reader takes those
+    names: list[str] = []
+    ops: list[str] = []
+    devices: list[str] = []
+    keys = _RecordKeys()
+    counts: list[np.ndarray] = []
+    pname: list[str] = []
+    slots: list[np.ndarray] = []
+    controls: list[np.ndarray] = []
+    for a in range(0, n, _ROUND):
+        part = nodes[a:a + _ROUND]
+        k = len(part)
+        name_t, op_t, device_t, data, ctl, attrs, outputs = zip(*map(_FIELDS, part),
+                                                                 strict=True)
+        if not (_all_str(name_t) and _all_str(op_t) and _all_str(device_t)):
+            return None
+        try:
+            n_data = np.fromiter(map(len, data), np.int64, k)
+            n_ctl = np.fromiter(map(len, ctl), np.int64, k)
+            flat_d = list(chain.from_iterable(data))
+            # Few nodes have control inputs: only their lists are visited again.
+            flat_c = list(chain.from_iterable(_take(ctl, np.flatnonzero(n_ctl))))
+            # Display records depend on the attributes and the outputs' shapes and dtypes.
+            keys.add(attrs, outputs)
+            # Which inputs need parsing; a non-string input raises TypeError here.
+            parse_d = [i for i, s in enumerate(flat_d) if ":" in s or s[:1] == "^"]
+            parse_c = [i for i, s in enumerate(flat_c) if ":" in s]
+        except (TypeError, AttributeError, OverflowError):
+            return None  # not lists of strings, a mapping and TensorSpecs
+        if (parse_d or parse_c) and not (_all_str(flat_d) and _all_str(flat_c)):
+            return None  # a str subclass, or bytes: the per-node reader takes those
+        names += name_t
+        ops += op_t
+        devices += device_t
+        # A node's inputs are collapsed among themselves: a round's are made alone.
+        start, got, slot, control = _input_columns(n_data, n_ctl, flat_d, flat_c,
+                                                   parse_d, parse_c)
+        counts.append(np.diff(start))
+        pname += got
+        slots.append(slot)
+        controls.append(control)
+    rec, firsts = keys.groups()
+    del keys
     # One record per group, made from its first node.
     shape_cache: dict[Any, Shape] = {}
     records: list[Record] = []
     for j in firsts.tolist():
         raw = ir_node(j, nodes[j], shape_cache)
         records.append((raw.attrs, raw.shapes, raw.xla))
-    in_start, pname, slot, control = _input_columns(n_data, n_ctl, flat_d, flat_c,
-                                                    parse_d, parse_c)
-    return SourceColumns(names, ops, devices, rec, records, in_start, pname, slot, control)
+    in_start = np.zeros(n + 1, np.int64)
+    np.cumsum(np.concatenate(counts), out=in_start[1:])
+    return SourceColumns(names, ops, devices, rec, records, in_start, pname,
+                         np.concatenate(slots), np.concatenate(controls))
 
 
 def _input_columns(n_data: np.ndarray, n_ctl: np.ndarray, flat_d: list[str],
@@ -232,10 +321,14 @@ def _input_columns(n_data: np.ndarray, n_ctl: np.ndarray, flat_d: list[str],
     slot = np.zeros(m_d + m_c, np.int64)
     control = np.zeros(m_d + m_c, bool)
     control[m_d:] = True
-    for i in parse_d:
-        pname[i], slot[i], control[i], _ = parse_input(flat_d[i])
-    for i in parse_c:
-        pname[m_d + i], slot[m_d + i], control[m_d + i], _ = parse_input("^" + flat_c[i])
+    # Parsed one by one, stored at once (a numpy item set costs more than the parse).
+    at = parse_d + [m_d + i for i in parse_c]
+    if at:
+        got = list(map(parse_input, chain(map(flat_d.__getitem__, parse_d),
+                                          map("^".__add__, map(flat_c.__getitem__, parse_c)))))
+        deque(map(pname.__setitem__, at, map(itemgetter(0), got)), 0)
+        slot[at] = list(map(itemgetter(1), got))
+        control[at] = list(map(itemgetter(2), got))
     node = np.repeat(np.arange(n), n_data)
     if m_c:  # each node's control inputs after its data inputs
         node = np.concatenate([node, np.repeat(np.arange(n), n_ctl)])
