@@ -149,3 +149,16 @@ def summary_op_inputs() -> tuple[Callable[..., Any], list[list[tuple[int, ...]]]
         return gm.forward
 
     return backend, seen
+
+
+def assert_columns_are_nodes(cols: Any, raws: list[Any]) -> None:
+    """Every node of the graph view's source columns ``cols`` (``read_source``) is what
+    the record-per-node reader made of it: ``raws[j]`` (name, op, device, attributes,
+    output shapes, XLA attributes, inputs)."""
+    assert len(cols.names) == len(raws)
+    for j, raw in enumerate(raws):
+        assert (cols.names[j], cols.ops[j], cols.devices[j]) == (raw.name, raw.op, raw.device)
+        attrs, shapes, xla = cols.records[int(cols.rec[j])]
+        assert (list(attrs.items()), shapes, xla) == (list(raw.attrs.items()), raw.shapes,
+                                                      raw.xla)
+        assert cols.inputs(j) == raw.inputs

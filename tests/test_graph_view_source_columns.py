@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from summarylib.graph import DType, Graph, Node, TensorSpec
 from summarylib.graph.view.normalize import ir_node
 from summarylib.graph.view.source_columns import read_source
+from tests.helpers import assert_columns_are_nodes
 
 _SHARED = [DType("float32"), TensorSpec((2, None), "int32"), [1, 2], 0.5]
 # Values equal across types (1, True, 1.0), equal but shown differently (0.0, -0.0),
@@ -57,28 +58,14 @@ _TWINS = Graph([Node(f"n{i}", "Add", attrs={"k": v}, outputs=[TensorSpec((2,), "
 @given(graphs())
 @example(_TWINS)  # values equal but shown differently, and equal values made afresh
 def test_every_node_reads_as_ir_node_reads_it(g: Graph) -> None:
-    cols = read_source(g)
-    assert len(cols.names) == len(g.nodes)
-    for j, node in enumerate(g.nodes):
-        raw = ir_node(j, node, {})
-        assert (cols.names[j], cols.ops[j], cols.devices[j]) == (raw.name, raw.op, raw.device)
-        attrs, shapes, xla = cols.records[int(cols.rec[j])]
-        assert (list(attrs.items()), shapes, xla) == (list(raw.attrs.items()), raw.shapes,
-                                                      raw.xla)
-        assert cols.inputs(j) == raw.inputs
+    assert_columns_are_nodes(read_source(g), [ir_node(j, node, {})
+                                              for j, node in enumerate(g.nodes)])
 
 
 def _assert_reads_as_ir_node(g: Graph) -> None:
-    cols = read_source(g)
-    assert len(cols.names) == len(g.nodes)
     shape_cache: dict[object, object] = {}
-    for j, node in enumerate(g.nodes):
-        raw = ir_node(j, node, shape_cache)  # type: ignore[arg-type]
-        assert (cols.names[j], cols.ops[j], cols.devices[j]) == (raw.name, raw.op, raw.device)
-        attrs, shapes, xla = cols.records[int(cols.rec[j])]
-        assert (list(attrs.items()), shapes, xla) == (list(raw.attrs.items()), raw.shapes,
-                                                      raw.xla)
-        assert cols.inputs(j) == raw.inputs
+    assert_columns_are_nodes(read_source(g), [ir_node(j, node, shape_cache)  # type: ignore[arg-type]
+                                              for j, node in enumerate(g.nodes)])
 
 
 @settings(max_examples=25, deadline=None)

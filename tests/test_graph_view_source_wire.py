@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from summarylib.graph.view.normalize import _source_nodes
 from summarylib.graph.view.source_columns import SourceColumns, read_source
 from summarylib.proto import graph_pb2, node_def_pb2
+from tests.helpers import assert_columns_are_nodes
 
 # Names with the characters inputs are parsed by (":", "^"), non-ASCII, and empty.
 _NAME = st.sampled_from(["a", "b/c", "é/x", "d", "", "^e", "f:g", "h:1", "日本"])
@@ -83,13 +84,8 @@ def graph_defs(draw: st.DrawFn) -> graph_pb2.GraphDef:
 def _assert_reads_as_parsed(cols: SourceColumns, gd: graph_pb2.GraphDef) -> None:
     """Every node of ``cols`` is what the record-per-node reader makes of ``gd``'s."""
     raws = list(_source_nodes(gd))
-    assert len(cols.names) == len(raws) == len(gd.node)
-    for j, raw in enumerate(raws):
-        assert (cols.names[j], cols.ops[j], cols.devices[j]) == (raw.name, raw.op, raw.device)
-        attrs, shapes, xla = cols.records[int(cols.rec[j])]
-        assert (list(attrs.items()), shapes, xla) == (list(raw.attrs.items()), raw.shapes,
-                                                      raw.xla)
-        assert cols.inputs(j) == raw.inputs
+    assert len(raws) == len(gd.node)
+    assert_columns_are_nodes(cols, raws)
 
 
 @settings(max_examples=80, deadline=None)
