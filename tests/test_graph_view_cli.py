@@ -243,6 +243,29 @@ def test_missing_malformed_and_corrupt_inputs(tmp_path: Path) -> None:
     assert r.returncode == 2 and "--depth must be >= 1" in r.stderr
 
 
+def test_a_graph_file_is_told_by_its_first_and_last_nodes_names(tmp_path: Path) -> None:
+    # Loading sniffs the file's type by the names of its first and last nodes; a
+    # GraphDef with a nameless node between them is a GraphDef, and the view takes it.
+    from summarylib.graph.view.html_export import source_page_data
+    from summarylib.proto import graph_pb2
+
+    def graph_file(names: list[str], file: str) -> Path:
+        gd = graph_pb2.GraphDef()
+        for name in names:
+            gd.node.add(name=name, op="Relu")
+        path = tmp_path / file
+        path.write_bytes(gd.SerializeToString())
+        return path
+
+    middle = graph_file(["a", "", "c"], "middle.pb")
+    loaded = load_graph(middle)
+    assert loaded.graph_def == middle.read_bytes()
+    assert source_page_data(loaded.graph_def)["stats"]["ops"] == 3
+    for names in (["", "b", "c"], ["a", "b", ""], [""]):
+        with pytest.raises(GraphSourceError, match="a node has no name"):
+            load_graph(graph_file(names, "bad.pb"))
+
+
 def test_unwritable_output(tmp_path: Path) -> None:
     pb = tmp_path / "m.pb"
     pb.write_bytes(mlp([4, 2]).to_bytes())

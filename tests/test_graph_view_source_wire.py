@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -177,6 +178,13 @@ def test_bytes_in_any_field_order_read_as_they_parse(data: bytes) -> None:
     gd = graph_pb2.GraphDef.FromString(data)
     cols = read_source(gd, data)
     _assert_reads_as_parsed(cols, gd)
+    if not gd.HasField("library"):  # the bytes alone, checked by the caller
+        _assert_reads_as_parsed(read_source(None, data), gd)
+
+
+def test_bytes_alone_need_the_bytes() -> None:
+    with pytest.raises(TypeError, match="serialized bytes are needed"):
+        read_source(None)
 
 
 def test_a_serialized_graph_def_gives_the_views_page() -> None:
@@ -197,3 +205,7 @@ def test_a_serialized_graph_def_gives_the_views_page() -> None:
     page = source_to_page_data(data)
     assert page is not None
     assert page == view_to_page_data(build_view(gd)) == source_to_page_data(gd)
+    # An empty function library: its bytes read through the parsed message.
+    gd.library.SetInParent()
+    data = gd.SerializeToString()
+    assert page == source_to_page_data(data) == view_to_page_data(build_view(data))

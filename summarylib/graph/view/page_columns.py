@@ -114,7 +114,11 @@ def source_to_page_data(source: Any, options: ViewOptions | Mapping[str, Any] | 
         gd = _graph_def(source)
         if gd.HasField("library") and len(gd.library.function):
             return None
-        source = gd
+        # With the bytes at hand the message is not read again: it goes now (a million
+        # parsed nodes hold about 0.9 GB), unless its (empty) library sends it to the
+        # message's reader.
+        source = gd if serialized is None or gd.HasField("library") else None
+        del gd
     with gc_paused():
         try:
             return _Columns(source, opts, serialized).page_data(level)

@@ -92,9 +92,14 @@ def read_source(source: Any, serialized: bytes | None = None) -> SourceColumns:
     ``serialized``: the bytes a ``GraphDef`` ``source`` was parsed from, when the caller
     has them: read instead of serializing the message again. They need not be the
     message's canonical serialization (fields in any order, a field given twice: the
-    last wins), as a parser reads them."""
+    last wins), as a parser reads them. ``source`` may then be None: the bytes are those
+    of a ``GraphDef`` without a ``library`` that the caller checked (parsed) already."""
     from summarylib.graph.ir import Graph
 
+    if source is None:
+        if serialized is None:
+            raise TypeError("read_source: a source or its serialized bytes are needed")
+        return _wire_columns(serialized)
     if isinstance(source, Graph):
         got = _ir_columns(source.nodes)
         return got if got is not None else _raw_columns(_ir_raws(source))
