@@ -7,6 +7,10 @@ Prints one markdown table (medians over ``--reps``; ``--quick``: one repetition)
 The graphs are ``tests/graph_models.py``'s synthetic TF1-style training graphs (scoped
 transformer layers, variables, numbered series, ``init``/``save`` hubs). Per graph:
 
+* ``summarylib graph`` .pb: the command line writing the page of the graph's GraphDef
+  file (``graph_def_bytes``) in a new process: wall seconds from its start to its end
+  (interpreter, imports, reading and checking the file, the page, writing it), and its
+  peak RSS;
 * graph to HTML: ``source_to_html`` of the graph (the page straight from the source,
   ``page_columns``: no view objects), wall and CPU seconds, the process's peak RSS after
   it (measured before the view is built), and whether its text is the one ``view_to_html``
@@ -292,6 +296,29 @@ def tensorboard_render(graph: Any, browser: Any, reps: int, timeout_s: float
     return times, "", lines
 
 
+#: The command line in a fresh interpreter, reporting its own peak RSS (kB) last on stderr.
+_CLI = ("import resource, sys\n"
+        "from summarylib.cli import main\n"
+        "status = main(sys.argv[1:])\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+        "sys.exit(status)\n")
+
+
+def cli_write(graph_file: Path, out: Path) -> tuple[float, float]:
+    """``summarylib graph GRAPH.pb -o OUT.html`` in a new process: (wall seconds, from
+    the start of the process to its end, interpreter start and imports included; its
+    peak RSS in MB)."""
+    import subprocess
+
+    t = time.perf_counter()
+    r = subprocess.run([sys.executable, "-c", _CLI, "graph", str(graph_file), "-o", str(out)],
+                       capture_output=True, text=True, cwd=HERE.parent)
+    wall = time.perf_counter() - t
+    if r.returncode != 0:
+        raise RuntimeError(f"summarylib graph failed: {r.stderr[-2000:]}")
+    return wall, int(r.stderr.split()[-1]) / 1024
+
+
 def fmt(values: list[float], unit: str = "s") -> str:
     return f"{statistics.median(values):.2f} {unit}" if values else "n/a"
 
@@ -331,11 +358,21 @@ def main() -> None:
             fast_cpu: list[float] = []
             fast_rss = 0.0
             same: list[bool] = []
+            cli_walls: list[float] = []
+            cli_rss = 0.0
             outside: list[float] = []
             rss = 0.0
             page_bytes = 0
             with tempfile.TemporaryDirectory(prefix="bench-view-") as tmp:
                 path = Path(tmp) / "view.html"
+                pb = Path(tmp) / "graph.pb"
+                from summarylib.graph.conversion import graph_def_bytes
+
+                pb.write_bytes(graph_def_bytes(graph.nodes))
+                for _ in range(reps):
+                    wall, mb = cli_write(pb, Path(tmp) / "cli.html")
+                    cli_walls.append(wall)
+                    cli_rss = max(cli_rss, mb)
                 for _ in range(reps):
                     t, cpu = time.perf_counter(), time.process_time()
                     fast_text = source_to_html(graph)
@@ -407,7 +444,8 @@ def main() -> None:
                 notes.append(f"{size}: TensorBoard: {tb_why}")
             if lines:
                 notes.append(f"{size}: TensorBoard's phases: " + "; ".join(lines))
-            rows.append((size, len(graph), edges, fmt(fasts), fmt(fast_cpu), f"{fast_rss:.0f} MB",
+            rows.append((size, len(graph), edges, fmt(cli_walls), f"{cli_rss:.0f} MB",
+                         fmt(fasts), fmt(fast_cpu), f"{fast_rss:.0f} MB",
                          ("yes" if all(same) else "NO") if same else "n/a",
                          fmt(builds), fmt(exports),
                          f"{page_bytes / 1e6:.1f} MB" if page_bytes else "n/a",
@@ -416,6 +454,7 @@ def main() -> None:
                          fmt(searches), fmt(heaps, "MB"), fmt(tb_times)))
             medians[size] = {
                 "html": statistics.median(fasts) if fasts else None,
+                "cli": statistics.median(cli_walls) if cli_walls else None,
                 "paint": statistics.median(paints) if paints else None,
                 "expand": max(statistics.median(x)
                               for x in (expands, parts, clicks, deep_clicks) if x)
@@ -426,13 +465,14 @@ def main() -> None:
     if why:
         notes.append(f"no browser: {why}")
     print(f"graph view, median of {reps} (machine: {os.cpu_count()} CPUs)\n")
-    print("| graph | nodes | edges | source_to_html | its CPU | its peak RSS | same "
+    print("| graph | nodes | edges | `summarylib graph` .pb | its peak RSS "
+          "| source_to_html | its CPU | its peak RSS | same "
           "| build_view | view_to_html | HTML size | peak RSS "
           "| our first paint | click at first paint | deep click at first paint "
           "| expand largest group "
           "| expand its first range | first search | page heap | TensorBoard render |")
-    print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-          "---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+          "---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r[0]} | {r[1]:,} | {r[2]:,} | " + " | ".join(r[3:]) + " |")
     for n in notes:
@@ -440,12 +480,14 @@ def main() -> None:
     print("\ntargets (graph to HTML: source_to_html; first paint in Chromium):\n")
     for size, what, limit in (("10k", "html", 1.0), ("10k", "paint", 1.0),
                               ("100k", "html", 10.0), ("100k", "paint", 0.5),
-                              ("1M", "html", 10.0), ("1M", "paint", 1.0), ("1M", "expand", 1.0)):
+                              ("1M", "html", 10.0), ("1M", "cli", 10.0), ("1M", "paint", 1.0),
+                              ("1M", "expand", 1.0)):
         value = medians.get(size, {}).get(what)
         shown = "n/a" if value is None else f"{value:.2f} s"
         verdict = "" if value is None or args.quick else (
             " (met)" if value <= limit else " (NOT met)")
-        label = {"html": "graph to HTML", "paint": "first paint",
+        label = {"html": "graph to HTML", "cli": "`summarylib graph` of its .pb",
+                 "paint": "first paint",
                  "expand": "expand (slowest median)"}[what]
         print(f"* {size} {label} <= {limit:g} s: {shown}{verdict}")
 
