@@ -216,7 +216,15 @@ def _view(args: argparse.Namespace) -> int:
         raise _UsageError(f"--depth must be >= 1, got {args.depth}")
     fmt = _format(args, VIEW_FORMATS, "html")
     loaded = load_graph(args.input, run=args.run, tag=args.tag)
-    if fmt == "html" and not loaded.compute_times and not _may_have_statistics(args, loaded):
+    summaries = None
+    if fmt == "html" and not loaded.compute_times and _summaries_here(args, loaded) \
+            and not args.compare:
+        # Statistics need the view (to join tags to its nodes); a run with no scalars
+        # and no histograms has none to join, so its page needs no view either.
+        summaries = _read_summaries(loaded.path, args.statistics_run or loaded.run)
+    if fmt == "html" and not loaded.compute_times and (
+            not _may_have_statistics(args, loaded)
+            or (summaries is not None and not (summaries[1] or summaries[2]))):
         # No view needed: the page straight from the GraphDef (page_columns), which is
         # many times faster on big graphs; the same text as through the view.
         from summarylib.graph.view.html_export import page_to_html, source_page_data
@@ -233,7 +241,7 @@ def _view(args: argparse.Namespace) -> int:
     if fmt == "html":
         from summarylib.graph.view.html_export import view_to_html
 
-        statistics, compare = _statistics(args, loaded, view)
+        statistics, compare = _statistics(args, loaded, view, summaries)
         text = view_to_html(view, title=args.title or loaded.description,
                             statistics=statistics, compare=compare)
         if statistics is not None:
@@ -262,6 +270,24 @@ def _view(args: argparse.Namespace) -> int:
     return 0
 
 
+def _summaries_here(args: argparse.Namespace, loaded: LoadedGraph) -> bool:
+    """Whether the input holds summaries to join (a logdir or an event file) and they
+    are not turned off."""
+    from summarylib.reader.runs import is_event_file, is_logdir
+
+    return not args.no_statistics and bool(
+        is_logdir(loaded.path) or is_event_file(os.path.basename(loaded.path)))
+
+
+def _read_summaries(path: str, run: str | None) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    from summarylib.graph.view.statistics import read_summaries
+
+    try:
+        return read_summaries(path, run)
+    except ValueError as e:
+        raise _UsageError(str(e)) from None
+
+
 def _may_have_statistics(args: argparse.Namespace, loaded: LoadedGraph) -> bool:
     """Whether the page may carry statistics (which need the view): the input is a
     logdir or an event file and statistics are not turned off, or a comparison is
@@ -275,26 +301,32 @@ def _may_have_statistics(args: argparse.Namespace, loaded: LoadedGraph) -> bool:
     return bool(is_logdir(loaded.path) or is_event_file(os.path.basename(loaded.path)))
 
 
-def _statistics(args: argparse.Namespace, loaded: LoadedGraph,
-                view: GraphView) -> tuple[Any, Any]:
-    """The page's statistics (None without any) and the compared run's (None without)."""
+def _statistics(args: argparse.Namespace, loaded: LoadedGraph, view: GraphView,
+                summaries: tuple[str, dict[str, Any], dict[str, Any]] | None = None
+                ) -> tuple[Any, Any]:
+    """The page's statistics (None without any) and the compared run's (None without);
+    ``summaries``: the input's, already read (``_read_summaries``)."""
     from summarylib.graph.view.sources import load_graph
-    from summarylib.graph.view.statistics import check_graphs_match, read_statistics
+    from summarylib.graph.view.statistics import (
+        check_graphs_match,
+        join_statistics,
+        read_statistics,
+    )
     from summarylib.reader.runs import is_event_file, is_logdir
 
     if args.no_statistics:
         if args.compare:
             raise _UsageError("--compare and --no-statistics exclude each other")
         return None, None
-    summaries = is_logdir(loaded.path) or is_event_file(os.path.basename(loaded.path))
-    if not summaries:  # a GraphDef file: no summaries in it
+    if not (is_logdir(loaded.path) or is_event_file(os.path.basename(loaded.path))):
+        # a GraphDef file: no summaries in it
         if args.compare or args.statistics_run:
             raise _UsageError("statistics need a logdir or an event file as INPUT")
         return None, None
-    try:
-        stats = read_statistics(loaded.path, view, run=args.statistics_run or loaded.run)
-    except ValueError as e:
-        raise _UsageError(str(e)) from None
+    if summaries is None:
+        summaries = _read_summaries(loaded.path, args.statistics_run or loaded.run)
+    run, scalars, histograms = summaries
+    stats = join_statistics(view, scalars, histograms, run=run)
     if not args.compare:
         return (stats if stats.series else None), None
     other = load_graph(args.compare, run=args.compare_run, tag=args.tag)

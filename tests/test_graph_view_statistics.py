@@ -30,6 +30,7 @@ from summarylib.graph.view.statistics import (
     join_statistics,
     match_tag,
     read_statistics,
+    read_summaries,
     statistics_to_json,
 )
 from summarylib.reader import Columns, read_columns
@@ -279,6 +280,14 @@ def test_watch_run_joins_to_its_modules(runs: tuple[Path, Path]) -> None:
         assert got.values.tolist() == pytest.approx([want[s] for s in sorted(want)], rel=1e-12)
     with pytest.raises(ValueError, match="no run 'nope'"):
         read_statistics(a, view, run="nope")
+    # What is joined, read without a view: the run's scalars and histograms apart.
+    run, scalars, histograms = read_summaries(a)
+    assert run == "." and "blocks/1/fc/update_ratio" in scalars
+    assert "gradients/blocks.1.fc.weight" in histograms and not set(scalars) & set(histograms)
+    joined = join_statistics(view, scalars, histograms, run=run)
+    assert joined.series.keys() == stats.series.keys() and joined.tags == stats.tags
+    with pytest.raises(ValueError, match="no run 'nope'"):
+        read_summaries(a, run="nope")
 
 
 def test_cli_embeds_the_statistics_and_refuses_other_graphs(

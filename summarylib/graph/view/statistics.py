@@ -55,6 +55,7 @@ __all__ = [
     "check_graphs_match",
     "join_statistics",
     "read_statistics",
+    "read_summaries",
     "statistics_to_json",
 ]
 
@@ -278,6 +279,16 @@ def read_statistics(logdir: str | os.PathLike[str], view: GraphView,
     Raises:
       ValueError: ``run`` is not in the logdir, or it has several runs and none was chosen.
     """
+    chosen, scalars, histograms = read_summaries(logdir, run)
+    return join_statistics(view, scalars, histograms, run=chosen)
+
+
+def read_summaries(logdir: str | os.PathLike[str], run: str | None = None
+                   ) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """What :func:`read_statistics` joins, read without a view: ``(the run chosen, its
+    scalars, its histograms)``, each ``{tag: Columns}`` as
+    :func:`summarylib.reader.read_columns` gives them (``run`` and the errors: as
+    :func:`read_statistics`). Both empty: no statistic can join, whatever the graph."""
     from summarylib.reader.columns import read_columns
     from summarylib.reader.runs import is_logdir, list_runs
 
@@ -298,14 +309,10 @@ def read_statistics(logdir: str | os.PathLike[str], view: GraphView,
     else:
         run = "."
     data = read_columns(path, kinds=("scalars", "histograms"), runs=[run]).get(run, {})
-    return _join_columns(view, data, run)
-
-
-def _join_columns(view: GraphView, data: Mapping[str, Any], run: str | None) -> GraphStatistics:
     # read_columns gives one dict per run for all kinds: tell them apart by the value.
     scalars = {t: c for t, c in data.items() if getattr(c.value, "ndim", 0) == 1}
     histograms = {t: c for t, c in data.items() if t not in scalars}
-    return join_statistics(view, scalars, histograms, run=run)
+    return run, scalars, histograms
 
 
 def check_graphs_match(a: GraphView, b: GraphView) -> None:
