@@ -301,10 +301,10 @@ def read_summaries(logdir: str | os.PathLike[str], run: str | None = None
             elif "." in runs:
                 run = "."
             else:
-                raise ValueError(f"read_statistics: {path} has several runs ({', '.join(runs)}); "
+                raise ValueError(f"statistics: {path} has several runs ({', '.join(runs)}); "
                                  "pass run=...")
         elif run not in runs:
-            raise ValueError(f"read_statistics: no run {run!r} in {path} "
+            raise ValueError(f"statistics: no run {run!r} in {path} "
                              f"(runs: {', '.join(runs) or 'none'})")
     else:
         run = "."
