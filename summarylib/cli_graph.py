@@ -217,25 +217,20 @@ def _view(args: argparse.Namespace) -> int:
     fmt = _format(args, VIEW_FORMATS, "html")
     loaded = load_graph(args.input, run=args.run, tag=args.tag)
     summaries = None
-    if fmt == "html" and not loaded.compute_times and _summaries_here(args, loaded) \
-            and not args.compare:
-        # Statistics need the view (to join tags to its nodes); a run with no scalars
-        # and no histograms has none to join, so its page needs no view either.
-        summaries = _read_summaries(loaded.path, args.statistics_run or loaded.run)
-    if fmt == "html" and not loaded.compute_times and (
-            not _may_have_statistics(args, loaded)
-            or (summaries is not None and not (summaries[1] or summaries[2]))):
-        # No view needed: the page straight from the GraphDef (page_columns), which is
-        # many times faster on big graphs; the same text as through the view.
-        from summarylib.graph.view.html_export import page_to_html, source_page_data
-
-        page = source_page_data(loaded.graph_def, _options(args, diff=False))
-        text = page_to_html(page, title=args.title or loaded.description)
-        written = _write(text, args.output, "graph.html")
-        if written is not None:
-            print(f"wrote {written} ({fmt}, {page['stats']['ops']} ops) from "
-                  f"{loaded.description}")
-        return 0
+    if fmt == "html" and not loaded.compute_times and not args.compare:
+        if _summaries_here(args, loaded):
+            # The run's summaries, read before any view: they join to the tree of the
+            # page made straight from the source as they would to the view's nodes.
+            summaries = _read_summaries(loaded.path, args.statistics_run or loaded.run)
+        if summaries is not None or not _may_have_statistics(args, loaded):
+            got = _page_from_source(args, loaded, summaries)
+            if got is not None:
+                text, ops, stats_note = got
+                written = _write(text, args.output, "graph.html")
+                if written is not None:
+                    print(f"wrote {written} ({fmt}, {ops} ops{stats_note}) from "
+                          f"{loaded.description}")
+                return 0
     view = _build(loaded, args, diff=False)
     stats_note = ""
     if fmt == "html":
@@ -268,6 +263,35 @@ def _view(args: argparse.Namespace) -> int:
         ops = sum(1 for n in view.nodes.values() if n.kind == "op")
         print(f"wrote {written} ({fmt}, {ops} ops{stats_note}) from {loaded.description}")
     return 0
+
+
+def _page_from_source(args: argparse.Namespace, loaded: LoadedGraph,
+                      summaries: tuple[str, dict[str, Any], dict[str, Any]] | None
+                      ) -> tuple[str, int, str] | None:
+    """The HTML page straight from the GraphDef (``page_columns``: no view, many times
+    faster on big graphs, the same text as through the view), with the statistics of
+    ``summaries`` joined to its tree: ``(text, ops, the statistics' note)``; None when
+    the graph needs the view for its statistics."""
+    from summarylib.graph.view.html_export import page_to_html, source_page_data
+    from summarylib.graph.view.page_columns import source_to_page_and_tree
+    from summarylib.graph.view.statistics import join_statistics
+
+    title = args.title or loaded.description
+    options = _options(args, diff=False)
+    if summaries is None or not (summaries[1] or summaries[2]):
+        page = source_page_data(loaded.graph_def, options)
+        return page_to_html(page, title=title), page["stats"]["ops"], ""
+    got = source_to_page_and_tree(loaded.graph_def, options)
+    if got is None:
+        return None
+    page, tree = got
+    run, scalars, histograms = summaries
+    stats = join_statistics(tree, scalars, histograms, run=run)
+    if not stats.series:
+        return page_to_html(page, title=title), page["stats"]["ops"], ""
+    nodes = {n for per in stats.series.values() for n in per}
+    return (page_to_html(page, title=title, statistics=stats, tree=tree), page["stats"]["ops"],
+            f", {len(stats.series)} statistics on {len(nodes)} nodes")
 
 
 def _summaries_here(args: argparse.Namespace, loaded: LoadedGraph) -> bool:

@@ -254,6 +254,75 @@ def test_embedded_values_round_trip(values: list[float], quantize: bool) -> None
     assert np.allclose(back[finite], want, rtol=1e-7 if not quantize else 0, atol=tol)
 
 
+def _big_group_graph() -> Graph:
+    """Nested scopes, a numbered series of 1,500 ops (drawn as two ranges of children)
+    and a scope of 1,200 distinct ops (drawn as two ranges too)."""
+    nodes = [Node("x", "Placeholder", outputs=[F])]
+    nodes += [Node(f"big/relu_{i}", "Relu", ["x"], outputs=[F]) for i in range(1500)]
+    nodes += [Node(f"wide/{chr(97 + i % 26)}{i}/op", "Tanh", ["x"], outputs=[F])
+              for i in range(1200)]
+    nodes += [Node("head/fc/MatMul", "MatMul", ["big/relu_7", "wide/a0/op"], outputs=[F]),
+              Node("head/out", "Identity", ["head/fc/MatMul"], outputs=[F])]
+    return Graph(nodes)
+
+
+def test_the_page_tree_names_and_draws_nodes_as_the_view_does() -> None:
+    from summarylib.graph.view.page_columns import source_to_page_and_tree, source_to_page_data
+    from summarylib.graph.view.ranges import with_ranges
+
+    counted = []
+    for graph in (_big_group_graph(), _small_view_graph()):
+        got = source_to_page_and_tree(graph)
+        assert got is not None
+        page, tree = got
+        assert page == source_to_page_data(graph)
+        view = build_view(graph)
+        assert set(tree.nodes) == set(view.nodes) - {""}
+        drawn = with_ranges(view)
+        ranges = sorted(set(drawn.nodes) - set(view.nodes))
+        counted.append(len(ranges))
+        # A range asked before any of its children, then every node.
+        for name in [*ranges, *drawn.nodes]:
+            if name:
+                assert tree.drawn_parent(name) == drawn.nodes[name].parent, name
+    assert counted == [4, 0]  # the series' two ranges, the wide scope's two
+    with pytest.raises(KeyError):
+        tree.drawn_parent("nowhere/children 0\u2013999")
+
+
+def test_statistics_on_the_page_straight_from_the_source_are_the_views() -> None:
+    # The same HTML, byte for byte: statistics joined to the page's tree and to the view,
+    # on nodes inside ranges of a big series and of a big scope, and on groups.
+    from summarylib.graph.view.html_export import page_to_html
+    from summarylib.graph.view.page_columns import source_to_page_and_tree
+
+    graph = _big_group_graph()
+
+    def col(steps: list[int], values: list[float]) -> Columns:
+        return Columns(np.array(steps, np.int64), np.zeros(len(steps)),
+                       np.array(values, np.float32))
+
+    scalars = {"big/relu_1200/norm": col([0, 1], [1.0, 2.0]),
+               "big/relu_3/norm": col([0, 1], [0.5, float("nan")]),
+               "norm/wide/z1195/op": col([1], [4.0]),
+               "head/fc/lr": col([0, 2], [0.1, 0.2]), "loss": col([0], [3.0])}
+    got = source_to_page_and_tree(graph)
+    assert got is not None
+    page, tree = got
+    view = build_view(graph)
+    from_tree = join_statistics(tree, scalars, run="r")
+    from_view = join_statistics(view, scalars, run="r")
+    assert from_tree.unmatched == from_view.unmatched == ["loss"]
+    assert set(from_tree.series["norm"]) == {"big/relu_1200", "big/relu_3", "wide/z1195/op"}
+    assert statistics_to_json(tree, [from_tree]) == statistics_to_json(view, [from_view])
+    groups = dict(statistics_to_json(tree, [from_tree])["groups"])
+    assert any(g.startswith("big/relu_[") and "/children 1000" in g for g in groups)
+    assert page_to_html(page, "t", statistics=from_tree, tree=tree) == view_to_html(
+        view, "t", statistics=from_view)
+    with pytest.raises(ValueError, match="need its tree"):
+        page_to_html(page, statistics=from_tree)
+
+
 def test_graphs_that_differ_cannot_be_compared() -> None:
     check_graphs_match(_small_view(), _small_view())
     other = build_view(Graph([Node("x", "Placeholder", outputs=[F]),
@@ -299,6 +368,13 @@ def test_cli_embeds_the_statistics_and_refuses_other_graphs(
 
     a, b = runs
     out = tmp_path / "g.html"
+    # One run: the page straight from the source, its statistics joined to its tree,
+    # the text the view's route writes.
+    assert main(["graph", str(a), "--title", "watched", "-o", str(out)]) == 0
+    assert "13 statistics on 6 nodes) from" in capsys.readouterr().out
+    view = _view(a)
+    assert out.read_text() == view_to_html(view, title="watched",
+                                           statistics=read_statistics(a, view))
     assert main(["graph", str(a), "--compare", str(b), "-o", str(out)]) == 0
     assert "13 statistics on 6 nodes, compared" in capsys.readouterr().out
     assert 'id="graph-statistics"' in out.read_text()

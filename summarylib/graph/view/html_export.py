@@ -41,6 +41,7 @@ from summarylib.graph.view.page_data import view_to_page_data
 
 if TYPE_CHECKING:
     from summarylib.graph.view.options import ViewOptions
+    from summarylib.graph.view.page_tree import PageTree
     from summarylib.graph.view.statistics import GraphStatistics
 
 __all__ = ["COLOUR_MODES", "embed_json", "page_to_html", "source_page_data", "source_to_html",
@@ -143,13 +144,26 @@ def source_page_data(source: Any, options: ViewOptions | Mapping[str, Any] | Non
 
 
 def page_to_html(page: dict[str, Any], title: str | None = None,
-                 colour: str = "structure") -> str:
+                 colour: str = "structure", statistics: GraphStatistics | None = None,
+                 tree: PageTree | None = None) -> str:
     """The page of ``page`` (``view_to_page_data``'s or ``source_to_page_data``'s
-    result): what :func:`view_to_html` writes for the view it was made from."""
+    result): what :func:`view_to_html` writes for the view it was made from.
+
+    ``statistics`` (joined to ``tree``, the page's
+    :class:`~summarylib.graph.view.page_tree.PageTree` from
+    ``page_columns.source_to_page_and_tree``) adds the statistics overlay, as
+    :func:`view_to_html` does: the same page as through the view."""
     if colour not in COLOUR_MODES:
         raise ValueError(f"colour must be one of {COLOUR_MODES}, not {colour!r}")
+    if statistics is not None and tree is None:
+        raise ValueError("statistics on a page need its tree (source_to_page_and_tree)")
     with gc_paused():
-        return _page_html(page, title, colour)
+        stats_json = None
+        if statistics is not None and tree is not None:
+            from summarylib.graph.view.statistics import statistics_to_json
+
+            stats_json = statistics_to_json(tree, [statistics])
+        return _page_html(page, title, colour, stats_json)
 
 
 def _html(view: GraphView, title: str | None, colour: str,

@@ -62,13 +62,14 @@ from summarylib.graph.view.normalize import (
 )
 from summarylib.graph.view.options import ViewOptions
 from summarylib.graph.view.page_data import encode_columns
+from summarylib.graph.view.page_tree import PageTree
 from summarylib.graph.view.rows import unique_rows
 from summarylib.graph.view.series import consecutive_runs, series_name, split_series_name
 from summarylib.graph.view.source_columns import SourceColumns, _take, read_source
 from summarylib.graph.view.templates import new_state
 
 __all__ = ["Declined", "bundle_pairs", "key_histograms", "series_keys", "small_unique",
-           "source_to_page_data", "string_codes"]
+           "source_to_page_and_tree", "source_to_page_data", "string_codes"]
 
 _NOOP = "NoOp"
 
@@ -89,6 +90,20 @@ def source_to_page_data(source: Any, options: ViewOptions | Mapping[str, Any] | 
     serialized bytes (not a path: load it first). A source that is not a graph raises
     ValueError naming it, as ``build_view`` does.
     """
+    got = _source_page(source, options, level, tree=False)
+    return None if got is None else got[0]
+
+
+def source_to_page_and_tree(source: Any, options: ViewOptions | Mapping[str, Any] | None = None,
+                            level: int = 1) -> tuple[dict[str, Any], PageTree] | None:
+    """:func:`source_to_page_data`'s page data and the :class:`PageTree` of its nodes
+    (names and drawn groups: what a run's statistics join to), or None as there."""
+    got = _source_page(source, options, level, tree=True)
+    return None if got is None or got[1] is None else (got[0], got[1])
+
+
+def _source_page(source: Any, options: ViewOptions | Mapping[str, Any] | None, level: int,
+                 tree: bool) -> tuple[dict[str, Any], PageTree | None] | None:
     if options is None:
         opts = ViewOptions()
     elif isinstance(options, ViewOptions):
@@ -121,7 +136,8 @@ def source_to_page_data(source: Any, options: ViewOptions | Mapping[str, Any] | 
         del gd
     with gc_paused():
         try:
-            return _Columns(source, opts, serialized).page_data(level)
+            columns = _Columns(source, opts, serialized)
+            return columns.page_data(level), (columns.page_tree() if tree else None)
         except Declined:
             return None
 
@@ -1552,6 +1568,28 @@ class _Columns:
     def page_data(self, level: int) -> dict[str, Any]:
         return _encode(self, level)
 
+    def page_tree(self) -> PageTree:
+        """The names and drawn groups of the page's nodes (``page_tree.PageTree``)."""
+        n = self.n_ops
+        order, pos, kid_flat, kid_start = _page_order(self)
+        N = order.size
+        nkids = np.diff(kid_start)
+        ops = self.names
+        if self.renamed:
+            ops = list(map(self.renamed.get, ops, ops))
+        names = _take(ops + self.gnames, order)
+        # Each node's parent row (-1: the root), and each group's first child row: a
+        # group's children are consecutive rows.
+        parent = np.full(N, -1, np.int64)
+        grp_rows = pos[n:]
+        parent[pos[kid_flat]] = np.repeat(grp_rows, nkids)
+        first = np.zeros(N, np.int64)
+        nchild = np.zeros(N, np.int64)
+        has = np.flatnonzero(nkids)
+        first[grp_rows[has]] = pos[kid_flat[kid_start[has]]]
+        nchild[grp_rows] = nkids
+        return PageTree(names, parent, first, nchild)
+
 
 _DIGITS = "0123456789"
 _NO_DIGITS = str.maketrans("", "", _DIGITS)
@@ -1856,12 +1894,10 @@ def _flat_pairs(lists: Sequence[list[tuple[int, int]]]) -> tuple[np.ndarray, np.
     return flat.reshape(-1, 2), starts
 
 
-def _encode(c: _Columns, level: int) -> dict[str, Any]:
-    """The page data of the columns: ``page_data._encode``'s output, computed per column
-    (see that module's docstring for what each column holds)."""
+def _page_order(c: _Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The page's rows: (the unified id of each row, breadth-first from the root, children
+    in the view's order; each unified id's row; the kid table, ``_kid_table``)."""
     n = c.n_ops
-    G = len(c.gnames)
-    # Breadth-first order of unified ids from the root, children in the view's order.
     kid_flat, kid_start = c._kid_table()
     nkids = np.diff(kid_start)
     parts = [np.array([n], np.int64)]
@@ -1873,9 +1909,20 @@ def _encode(c: _Columns, level: int) -> dict[str, Any]:
         parts.append(cat)
         frontier = cat[cat >= n] - n
     order = np.concatenate(parts)
+    pos = np.empty(n + len(c.gnames), np.int64)
+    pos[order] = np.arange(order.size)
+    return order, pos, kid_flat, kid_start
+
+
+def _encode(c: _Columns, level: int) -> dict[str, Any]:
+    """The page data of the columns: ``page_data._encode``'s output, computed per column
+    (see that module's docstring for what each column holds)."""
+    n = c.n_ops
+    # Breadth-first order of unified ids from the root, children in the view's order.
+    order, pos, _, kid_start = _page_order(c)
+    nkids = np.diff(kid_start)
     N = order.size
-    pos = np.empty(n + G, np.int64)
-    pos[order] = np.arange(N)
+    G = len(c.gnames)
     op_pos = pos[:n]
     grp_pos = pos[n:]
     grp_order = order[order >= n] - n  # groups in page order

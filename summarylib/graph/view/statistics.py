@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from summarylib.graph.view.model import GraphView
+    from summarylib.graph.view.page_tree import PageTree
 
 __all__ = [
     "HISTOGRAM_STATISTICS",
@@ -110,7 +111,7 @@ class GraphStatistics:
 # --- the join ----------------------------------------------------------------------------
 
 
-def _resolver(view: GraphView) -> Any:
+def _resolver(view: GraphView | PageTree) -> Any:
     names = view.nodes
 
     def resolve(path: str) -> str | None:
@@ -124,7 +125,7 @@ def _resolver(view: GraphView) -> Any:
     return resolve
 
 
-def match_tag(view: GraphView, tag: str) -> tuple[str, str] | None:
+def match_tag(view: GraphView | PageTree, tag: str) -> tuple[str, str] | None:
     """``(node, statistic name)`` for ``tag`` by the module docstring's rule, or None."""
     return _match(_resolver(view), tag)
 
@@ -151,11 +152,13 @@ def _match(resolve: Any, tag: str) -> tuple[str, str] | None:
     return None
 
 
-def join_statistics(view: GraphView, scalars: Mapping[str, Any] | None = None,
+def join_statistics(view: GraphView | PageTree, scalars: Mapping[str, Any] | None = None,
                     histograms: Mapping[str, Any] | None = None,
                     run: str | None = None) -> GraphStatistics:
     """Attach ``scalars`` and ``histograms`` (``{tag: Columns}`` as
-    :func:`summarylib.reader.read_columns` returns them for one run) to ``view``'s nodes.
+    :func:`summarylib.reader.read_columns` returns them for one run) to ``view``'s nodes
+    (a view, or the :class:`~summarylib.graph.view.page_tree.PageTree` of a page made
+    straight from the source: the same names).
 
     Returns a :class:`GraphStatistics` (see the module docstring for the rule).
     """
@@ -343,7 +346,7 @@ def _b64(array: np.ndarray) -> str:
     return base64.b64encode(array.tobytes()).decode("ascii")
 
 
-def statistics_to_json(view: GraphView, runs: Sequence[GraphStatistics],
+def statistics_to_json(view: GraphView | PageTree, runs: Sequence[GraphStatistics],
                        labels: Sequence[str] | None = None,
                        quantize_above: int | None = None) -> dict[str, Any]:
     """The page's statistics block: compact, for one run or two (a comparison).
@@ -363,8 +366,6 @@ def statistics_to_json(view: GraphView, runs: Sequence[GraphStatistics],
     no finite value ``+inf``.
     """
     import numpy as np
-
-    from summarylib.graph.view.ranges import with_ranges
 
     labels = list(labels) if labels is not None else [s.run or f"run {i + 1}"
                                                        for i, s in enumerate(runs)]
@@ -393,12 +394,12 @@ def statistics_to_json(view: GraphView, runs: Sequence[GraphStatistics],
         statistics.append({"name": name, "kind": kind, "series": entries})
     below: dict[str, list[int]] = {}
     # The groups as drawn: a range of a big group aggregates the nodes beneath it too.
-    drawn = with_ranges(view)
+    parent_of = _drawn_parent(view)
     for node, i in node_index.items():
-        parent = drawn.nodes[node].parent
+        parent = parent_of(node)
         while parent:  # the root ("") is never drawn as a node
             below.setdefault(parent, []).append(i)
-            parent = drawn.nodes[parent].parent
+            parent = parent_of(parent)
     return {
         "format": "summarylib-graph-statistics",
         "version": 1,
@@ -408,6 +409,18 @@ def statistics_to_json(view: GraphView, runs: Sequence[GraphStatistics],
         "groups": [[g, sorted(ix)] for g, ix in sorted(below.items())],
         "statistics": statistics,
     }
+
+
+def _drawn_parent(view: GraphView | PageTree) -> Any:
+    """A function of a node's (or a range's) name: the name of the group it is drawn in
+    (ranges included, ``summarylib.graph.view.ranges``; ``""``: the root)."""
+    from summarylib.graph.view.model import GraphView
+    from summarylib.graph.view.ranges import with_ranges
+
+    if not isinstance(view, GraphView):
+        return view.drawn_parent
+    drawn = with_ranges(view)
+    return lambda name: drawn.nodes[name].parent
 
 
 def _values(values: np.ndarray, quantize: bool) -> Any:
