@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from summarylib.graph.view.ranges import RANGE, THIN_SPACE
+from summarylib.graph.view.ranges import RANGE, ranges_of
 
 __all__ = ["PageTree"]
 
@@ -68,14 +68,8 @@ class PageTree:
         names: list[str] = []
         if group > 0 and n > RANGE:
             a = int(self.first[group])
-            kids = set(self.names[a:a + n])
-            base = self.names[group]
-            for lo in range(0, n, RANGE):
-                name = f"{base}/children {lo}\u2013{min(n, lo + RANGE) - 1}"
-                while name in kids:
-                    name += THIN_SPACE
-                names.append(name)
-                self._range_group[name] = group
+            names = ranges_of(self.names[group], self.names[a:a + n])
+            self._range_group.update(dict.fromkeys(names, group))
         self._ranges[group] = names
         return names
 

@@ -27,10 +27,11 @@ module's rule (the page's JavaScript repeats it: keep the two in step):
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from summarylib.graph.view.model import GraphView, GroupNode, Metaedge, Shape
 
-__all__ = ["RANGE", "is_ranged", "range_names", "with_ranges"]
+__all__ = ["RANGE", "is_ranged", "range_names", "ranges_of", "with_ranges"]
 
 #: Most children a group draws; a group (not the root) with more is drawn as ranges.
 RANGE = 1000
@@ -48,14 +49,20 @@ def range_names(group: GroupNode) -> list[str]:
     """The names of ``group``'s ranges, in order ([] when it is not drawn as ranges)."""
     if not is_ranged(group):
         return []
-    kids = set(group.children)
-    n = len(group.children)
+    return ranges_of(group.name, group.children)
+
+
+def ranges_of(name: str, children: Sequence[str]) -> list[str]:
+    """The names of the ranges of a group ``name`` (drawn as ranges) holding
+    ``children`` in this order, by the module docstring's rule."""
+    kids = set(children)
+    n = len(children)
     names = []
     for lo in range(0, n, RANGE):
-        name = f"{group.name}/children {lo}\u2013{min(n, lo + RANGE) - 1}"
-        while name in kids:
-            name += THIN_SPACE
-        names.append(name)
+        got = f"{name}/children {lo}\u2013{min(n, lo + RANGE) - 1}"
+        while got in kids:
+            got += THIN_SPACE
+        names.append(got)
     return names
 
 
