@@ -217,7 +217,8 @@ def _view(args: argparse.Namespace) -> int:
     fmt = _format(args, VIEW_FORMATS, "html")
     loaded = load_graph(args.input, run=args.run, tag=args.tag)
     summaries = None
-    if fmt == "html" and not loaded.compute_times and not args.compare:
+    if fmt == "html" and not loaded.compute_times and (
+            not args.compare or _summaries_here(args, loaded)):
         if _summaries_here(args, loaded):
             # The run's summaries, read before any view: they join to the tree of the
             # page made straight from the source as they would to the view's nodes.
@@ -273,25 +274,40 @@ def _page_from_source(args: argparse.Namespace, loaded: LoadedGraph,
     ``summaries`` joined to its tree: ``(text, ops, the statistics' note)``; None when
     the graph needs the view for its statistics."""
     from summarylib.graph.view.html_export import page_to_html, source_page_data
-    from summarylib.graph.view.page_columns import source_to_page_and_tree
-    from summarylib.graph.view.statistics import join_statistics
+    from summarylib.graph.view.page_columns import source_to_page_and_tree, source_to_page_tree
+    from summarylib.graph.view.sources import load_graph
+    from summarylib.graph.view.statistics import check_graphs_match, join_statistics
 
     title = args.title or loaded.description
     options = _options(args, diff=False)
-    if summaries is None or not (summaries[1] or summaries[2]):
+    if not args.compare and (summaries is None or not (summaries[1] or summaries[2])):
         page = source_page_data(loaded.graph_def, options)
         return page_to_html(page, title=title), page["stats"]["ops"], ""
     got = source_to_page_and_tree(loaded.graph_def, options)
-    if got is None:
+    if got is None or summaries is None:
         return None
     page, tree = got
     run, scalars, histograms = summaries
     stats = join_statistics(tree, scalars, histograms, run=run)
-    if not stats.series:
+    compare = None
+    if args.compare:
+        # The other run's graph must match (its tree, made without its page), and its
+        # statistics join to this page's tree.
+        other = load_graph(args.compare, run=args.compare_run, tag=args.tag)
+        other_tree = source_to_page_tree(other.graph_def, options)
+        if other_tree is None:
+            return None
+        check_graphs_match(tree, other_tree)
+        other_run, other_scalars, other_histograms = _read_summaries(
+            args.compare, args.compare_run or other.run)
+        compare = join_statistics(tree, other_scalars, other_histograms, run=other_run)
+        _label_runs(args, stats, compare)
+    elif not stats.series:
         return page_to_html(page, title=title), page["stats"]["ops"], ""
     nodes = {n for per in stats.series.values() for n in per}
-    return (page_to_html(page, title=title, statistics=stats, tree=tree), page["stats"]["ops"],
-            f", {len(stats.series)} statistics on {len(nodes)} nodes")
+    note = f", {len(stats.series)} statistics on {len(nodes)} nodes"
+    return (page_to_html(page, title=title, statistics=stats, tree=tree, compare=compare),
+            page["stats"]["ops"], note + (", compared" if compare is not None else ""))
 
 
 def _summaries_here(args: argparse.Namespace, loaded: LoadedGraph) -> bool:
@@ -360,10 +376,15 @@ def _statistics(args: argparse.Namespace, loaded: LoadedGraph, view: GraphView,
         compare = read_statistics(args.compare, view, run=args.compare_run or other.run)
     except ValueError as e:
         raise _UsageError(str(e)) from None
+    _label_runs(args, stats, compare)
+    return stats, compare
+
+
+def _label_runs(args: argparse.Namespace, stats: Any, compare: Any) -> None:
+    # The page names the two runs by the inputs given (and the run inside each).
     stats.run = f"{args.input}" + (f" ({stats.run})" if stats.run not in (None, ".") else "")
     compare.run = f"{args.compare}" + (f" ({compare.run})" if compare.run not in (None, ".")
                                        else "")
-    return stats, compare
 
 
 def _list(path: str, list_graphs: Any) -> int:

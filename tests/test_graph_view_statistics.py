@@ -286,6 +286,12 @@ def test_the_page_tree_names_and_draws_nodes_as_the_view_does() -> None:
             if name:
                 assert tree.drawn_parent(name) == drawn.nodes[name].parent, name
     assert counted == [4, 0]  # the series' two ranges, the wide scope's two
+    # The trees compare as the views do (a tree with a view too).
+    big = source_to_page_and_tree(_big_group_graph())
+    assert big is not None
+    check_graphs_match(big[1], build_view(_big_group_graph()))
+    with pytest.raises(ValueError, match=r"do not match.*only in the first"):
+        check_graphs_match(big[1], tree)
     with pytest.raises(KeyError):
         tree.drawn_parent("nowhere/children 0\u2013999")
 
@@ -375,8 +381,13 @@ def test_cli_embeds_the_statistics_and_refuses_other_graphs(
     view = _view(a)
     assert out.read_text() == view_to_html(view, title="watched",
                                            statistics=read_statistics(a, view))
-    assert main(["graph", str(a), "--compare", str(b), "-o", str(out)]) == 0
+    assert main(["graph", str(a), "--compare", str(b), "--title", "watched",
+                 "-o", str(out)]) == 0
     assert "13 statistics on 6 nodes, compared" in capsys.readouterr().out
+    first, second = read_statistics(a, view), read_statistics(b, view)
+    first.run, second.run = str(a), str(b)  # the command line names the runs by their paths
+    assert out.read_text() == view_to_html(view, title="watched", statistics=first,
+                                           compare=second)
     assert 'id="graph-statistics"' in out.read_text()
     assert main(["graph", str(a), "--no-statistics", "-o", str(out)]) == 0
     assert "(html, 12 ops) from" in capsys.readouterr().out

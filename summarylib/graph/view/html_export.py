@@ -145,16 +145,19 @@ def source_page_data(source: Any, options: ViewOptions | Mapping[str, Any] | Non
 
 def page_to_html(page: dict[str, Any], title: str | None = None,
                  colour: str = "structure", statistics: GraphStatistics | None = None,
-                 tree: PageTree | None = None) -> str:
+                 tree: PageTree | None = None, compare: GraphStatistics | None = None) -> str:
     """The page of ``page`` (``view_to_page_data``'s or ``source_to_page_data``'s
     result): what :func:`view_to_html` writes for the view it was made from.
 
     ``statistics`` (joined to ``tree``, the page's
     :class:`~summarylib.graph.view.page_tree.PageTree` from
-    ``page_columns.source_to_page_and_tree``) adds the statistics overlay, as
-    :func:`view_to_html` does: the same page as through the view."""
+    ``page_columns.source_to_page_and_tree``) adds the statistics overlay and
+    ``compare`` a second run's, as :func:`view_to_html` does: the same page as through
+    the view."""
     if colour not in COLOUR_MODES:
         raise ValueError(f"colour must be one of {COLOUR_MODES}, not {colour!r}")
+    if compare is not None and statistics is None:
+        raise ValueError("compare needs statistics (the first run) too")
     if statistics is not None and tree is None:
         raise ValueError("statistics on a page need its tree (source_to_page_and_tree)")
     with gc_paused():
@@ -162,7 +165,8 @@ def page_to_html(page: dict[str, Any], title: str | None = None,
         if statistics is not None and tree is not None:
             from summarylib.graph.view.statistics import statistics_to_json
 
-            stats_json = statistics_to_json(tree, [statistics])
+            runs = [statistics] if compare is None else [statistics, compare]
+            stats_json = statistics_to_json(tree, runs)
         return _page_html(page, title, colour, stats_json)
 
 

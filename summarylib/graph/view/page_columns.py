@@ -69,7 +69,8 @@ from summarylib.graph.view.source_columns import SourceColumns, _take, read_sour
 from summarylib.graph.view.templates import new_state
 
 __all__ = ["Declined", "bundle_pairs", "key_histograms", "series_keys", "small_unique",
-           "source_to_page_and_tree", "source_to_page_data", "string_codes"]
+           "source_to_page_and_tree", "source_to_page_data", "source_to_page_tree",
+           "string_codes"]
 
 _NOOP = "NoOp"
 
@@ -99,11 +100,20 @@ def source_to_page_and_tree(source: Any, options: ViewOptions | Mapping[str, Any
     """:func:`source_to_page_data`'s page data and the :class:`PageTree` of its nodes
     (names and drawn groups: what a run's statistics join to), or None as there."""
     got = _source_page(source, options, level, tree=True)
-    return None if got is None or got[1] is None else (got[0], got[1])
+    return None if got is None or got[0] is None or got[1] is None else (got[0], got[1])
+
+
+def source_to_page_tree(source: Any, options: ViewOptions | Mapping[str, Any] | None = None
+                        ) -> PageTree | None:
+    """The :class:`PageTree` of :func:`source_to_page_data`'s page, without the page
+    (another run's graph to compare with), or None as there."""
+    got = _source_page(source, options, 1, tree=True, page=False)
+    return None if got is None else got[1]
 
 
 def _source_page(source: Any, options: ViewOptions | Mapping[str, Any] | None, level: int,
-                 tree: bool) -> tuple[dict[str, Any], PageTree | None] | None:
+                 tree: bool, page: bool = True
+                 ) -> tuple[dict[str, Any] | None, PageTree | None] | None:
     if options is None:
         opts = ViewOptions()
     elif isinstance(options, ViewOptions):
@@ -137,7 +147,8 @@ def _source_page(source: Any, options: ViewOptions | Mapping[str, Any] | None, l
     with gc_paused():
         try:
             columns = _Columns(source, opts, serialized)
-            return columns.page_data(level), (columns.page_tree() if tree else None)
+            return (columns.page_data(level) if page else None,
+                    columns.page_tree() if tree else None)
         except Declined:
             return None
 
@@ -1588,7 +1599,9 @@ class _Columns:
         has = np.flatnonzero(nkids)
         first[grp_rows[has]] = pos[kid_flat[kid_start[has]]]
         nchild[grp_rows] = nkids
-        return PageTree(names, parent, first, nchild)
+        types = _take(list(self.strings), self.types) if n else []
+        kinds = _take(types + ["series" if k == 1 else "meta" for k in self.gkind], order)
+        return PageTree(names, parent, first, nchild, kinds)
 
 
 _DIGITS = "0123456789"

@@ -22,13 +22,15 @@ class PageTree:
     """The nodes of a page by name, and the group each is drawn in.
 
     ``names[r]``, ``parent[r]`` (row; -1 for the root), ``first[r]`` and ``nchild[r]``
-    (a group's first child row and its number of children) per row. ``nodes`` maps each
-    name but the root's to its row: what ``GraphView.nodes`` names (``name in
-    tree.nodes``)."""
+    (a group's first child row and its number of children), ``kinds[r]`` (an op's type,
+    else ``"meta"`` or ``"series"``: what ``statistics.check_graphs_match`` compares) per
+    row. ``nodes`` maps each name but the root's to its row: what ``GraphView.nodes``
+    names (``name in tree.nodes``)."""
 
     def __init__(self, names: list[str], parent: np.ndarray, first: np.ndarray,
-                 nchild: np.ndarray) -> None:
+                 nchild: np.ndarray, kinds: list[str]) -> None:
         self.names = names
+        self.kinds = kinds
         self.parent = parent
         self.first = first
         self.nchild = nchild

@@ -318,10 +318,15 @@ def read_summaries(logdir: str | os.PathLike[str], run: str | None = None
     return run, scalars, histograms
 
 
-def check_graphs_match(a: GraphView, b: GraphView) -> None:
-    """Raise ``ValueError`` unless ``a`` and ``b`` have the same nodes: the same names, each
-    of the same kind (and, for ops, the same op type). Shapes may differ."""
-    def signature(v: GraphView) -> dict[str, str]:
+def check_graphs_match(a: GraphView | PageTree, b: GraphView | PageTree) -> None:
+    """Raise ``ValueError`` unless ``a`` and ``b`` (views, or the trees of pages made
+    straight from the source) have the same nodes: the same names, each of the same kind
+    (and, for ops, the same op type). Shapes may differ."""
+    from summarylib.graph.view.model import GraphView
+
+    def signature(v: GraphView | PageTree) -> dict[str, str]:
+        if not isinstance(v, GraphView):
+            return dict(zip(v.names, v.kinds, strict=True))
         return {name: n.op if n.kind == "op" else n.kind
                 for name, n in v.nodes.items()}
 
