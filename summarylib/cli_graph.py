@@ -329,9 +329,9 @@ def _read_summaries(path: str, run: str | None) -> tuple[str, dict[str, Any], di
 
 
 def _may_have_statistics(args: argparse.Namespace, loaded: LoadedGraph) -> bool:
-    """Whether the page may carry statistics (which need the view): the input is a
-    logdir or an event file and statistics are not turned off, or a comparison is
-    asked for (``_statistics`` reports the misuses)."""
+    """Whether the page may carry statistics: the input is a logdir or an event file and
+    statistics are not turned off, or statistics are asked for (``--compare``,
+    ``--statistics-run``: ``_statistics`` reports the misuses)."""
     from summarylib.reader.runs import is_event_file, is_logdir
 
     if args.compare or args.statistics_run:
