@@ -283,8 +283,10 @@ def _page_from_source(args: argparse.Namespace, loaded: LoadedGraph,
     if not args.compare and (summaries is None or not (summaries[1] or summaries[2])):
         page = source_page_data(loaded.graph_def, options)
         return page_to_html(page, title=title), page["stats"]["ops"], ""
+    if summaries is None:  # (--compare with summaries turned off: the view's route says so)
+        return None
     got = source_to_page_and_tree(loaded.graph_def, options)
-    if got is None or summaries is None:
+    if got is None:
         return None
     page, tree = got
     run, scalars, histograms = summaries

@@ -61,7 +61,7 @@ class PageTree:
         return ranges[(row - int(self.first[p])) // RANGE]
 
     def _ranges_of(self, group: int) -> list[str]:
-        """The names of ``group``'s ranges (``ranges.range_names``), [] when it draws
+        """The names of ``group``'s ranges (``ranges.ranges_of``), [] when it draws
         none (the root, or at most RANGE children)."""
         got = self._ranges.get(group)
         if got is not None:
